@@ -1,0 +1,11 @@
+// Each `dynamiccl` subcommand lives in its own cmd_<name>.cpp and registers itself here.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace dynamiccl::cli {
+void addShowCommand(CLI::App& app);
+void addValidateCommand(CLI::App& app);
+}  // namespace dynamiccl::cli

@@ -1,0 +1,14 @@
+// dynamiccl: the offline toolkit (show, validate, ...). One subcommand per cmd_*.cpp file.
+#include <CLI/CLI.hpp>
+
+#include "offline/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dynamiccl: offline toolkit of the DynamICCL NCCL tuner"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dynamiccl 0.1.0");
+  dynamiccl::cli::addShowCommand(app);
+  dynamiccl::cli::addValidateCommand(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}
