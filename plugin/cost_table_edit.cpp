@@ -1,0 +1,47 @@
+#include "plugin/cost_table_edit.h"
+
+#include <cfloat>
+#include <cmath>
+
+namespace dynamiccl::plugin {
+
+TableVerdict inspectCostTable(abi::CostTable table) {
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p)
+      if (!std::isfinite(table[a][p])) return TableVerdict::NonFinite;
+  return TableVerdict::Usable;
+}
+
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels) {
+  for (int i = 0; i < candidates.count; ++i) {
+    const policy::Decision& d = candidates.decisions[i];
+    if (d.keepsAlgoProto()) {
+      if (d.nChannels > 0) *nChannels = d.nChannels;
+      return &d;
+    }
+    const int a = static_cast<int>(d.algo), p = static_cast<int>(d.proto);
+    if (!(table[a][p] >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
+    // NCCL picks the strict minimum with ties to the lowest index: no earlier entry may also be 0.
+    for (int k = 0; k < a * kNumProtos + p; ++k) {
+      float& e = table[k / kNumProtos][k % kNumProtos];
+      if (e == 0.0f) e = FLT_MIN;
+    }
+    table[a][p] = 0.0f;
+    if (d.nChannels > 0) *nChannels = d.nChannels;
+    return &d;
+  }
+  return nullptr;
+}
+
+const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport) {
+  for (int i = 0; i < candidates.count; ++i) {
+    const policy::Decision& d = candidates.decisions[i];
+    const bool nvls = d.algo == Algo::Nvls || d.algo == Algo::NvlsTree;
+    const bool collnet = d.algo == Algo::CollNetDirect || d.algo == Algo::CollNetChain;
+    if ((nvls && !nvlsSupport) || (collnet && !collNetSupport)) continue;
+    return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,21 @@
+// Telling NCCL a decision by editing its cost table: the chosen entry becomes 0 (the minimum).
+#pragma once
+
+#include "abi/nccl_abi.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+enum class TableVerdict : uint8_t { Usable, NonFinite };
+
+// A table with NaN or infinite entries is not one we trust to edit (NCCL's choice stands).
+TableVerdict inspectCostTable(abi::CostTable table);
+
+// Applies the first candidate NCCL can run (entry not IGNORE/negative). Returns the decision applied
+// or nullptr when none was feasible, in which case table and nChannels are untouched.
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels);
+
+// v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent.
+const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport);
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,6 @@
+// policy: how decisions are made. Profiles (rule files) and the DecisionTable the plugin's hot
+// path reads. Public header of dynamiccl_policy.
+#pragma once
+
+#include "policy/decision_table.h"
+#include "policy/profile.h"

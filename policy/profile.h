@@ -1,0 +1,74 @@
+// Tuning profiles: the versioned rule file the plugin loads (our JSON) and NVIDIA's example CSV.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "features/features.h"
+
+namespace dynamiccl::policy {
+
+inline constexpr int kProfileVersion = 1;
+inline constexpr int kMaxChannels = 64;                     // NCCL's MAXCHANNELS
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMinChunkBytes = 16;              // smallest protocol grain (LL)
+inline constexpr int kMaxPipeOps = 255;
+inline constexpr uint64_t kMaxProfileBytes = 64ull << 20;   // a bigger file is refused unread
+
+// What the plugin tells NCCL. Algo/Proto Default together = keep NCCL's algorithm and protocol.
+struct Decision {
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  int nChannels = 0;        // 0 = keep NCCL's channel count
+  uint64_t chunkBytes = 0;  // 0 = keep NCCL's chunk (v6 getChunkSize only)
+  bool operator==(const Decision&) const = default;
+  bool keepsAlgoProto() const { return algo == Algo::Default; }
+};
+
+enum class SizeKey : uint8_t { Bytes, BytesPerRank };
+
+struct Rule {
+  std::optional<Collective> collective;  // nullopt: every tunable collective
+  SizeKey sizeKey = SizeKey::Bytes;
+  uint64_t minBytes = 0;                 // inclusive, in the unit of sizeKey
+  uint64_t maxBytes = UINT64_MAX;        // inclusive
+  int minNodes = 1, maxNodes = INT_MAX;
+  int minRanks = 1, maxRanks = INT_MAX;
+  int numPipeOps = -1;                   // -1: any
+  int regBuff = -1;                      // -1: any, else 0 or 1
+  Decision decision;
+  double confidence = 1.0;               // 0..1, from the offline tuner; informative
+  std::string origin;                    // "rules[3]" or "line 7", for messages
+};
+
+struct Profile {
+  int version = kProfileVersion;
+  std::string name;
+  std::string source;                    // path it was read from, if any
+  std::vector<Rule> rules;
+};
+
+// Our JSON format. Every semantic error (unknown name or key, inverted range, negative channels,
+// non-integer where an integer belongs, newer version) is an error naming the offending rule.
+Expected<Profile> parseProfileJson(std::string_view text);
+std::string profileToJson(const Profile& profile);
+
+// NVIDIA's example tuner CSV: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,
+// nRanks[,numPipeOps[,regBuff]]; -1 wildcards; channels -1 keeps NCCL's count. Unlike NVIDIA's
+// reader, unknown names are errors rather than silently Ring/Simple/AllReduce.
+Expected<Profile> parseNvidiaCsv(std::string_view text);
+std::string profileToNvidiaCsv(const Profile& profile);
+
+enum class ProfileFormat { Auto, Json, NvidiaCsv };
+// Reads a file with a size cap; Auto picks JSON when the first non-blank character is '{'.
+Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format = ProfileFormat::Auto,
+                                  uint64_t maxBytes = kMaxProfileBytes);
+
+// Checks one decision's values (shared by both readers and by writers of profiles).
+Status validateDecision(const Decision& d);
+
+}  // namespace dynamiccl::policy

@@ -1,0 +1,196 @@
+// Reading and writing our JSON profile format (nlohmann::json; no exception leaves this file).
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "policy/profile.h"
+
+namespace dynamiccl::policy {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kFormatName = "dynamiccl-profile";
+const std::set<std::string> kTopKeys = {"format", "version", "name", "description", "created_by",
+                                        "fingerprint", "rules", "policy", "meta"};
+const std::set<std::string> kRuleKeys = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
+                                         "pipe_ops", "reg_buff", "algo", "proto", "channels", "chunk",
+                                         "confidence", "note"};
+
+struct RuleError {
+  std::string message;
+};
+
+uint64_t asU64(const json& v, const std::string& what) {
+  if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+    throw RuleError{what + " must be a non-negative integer"};
+  return v.get<uint64_t>();
+}
+
+int asInt(const json& v, const std::string& what, int lo, int hi) {
+  if (!v.is_number_integer()) throw RuleError{what + " must be an integer"};
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) throw RuleError{what + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+  return static_cast<int>(x);
+}
+
+// [lo, hi] with hi null meaning unbounded; a single integer means [n, n].
+std::pair<uint64_t, uint64_t> asU64Range(const json& v, const std::string& what) {
+  if (v.is_number_integer()) {
+    const uint64_t n = asU64(v, what);
+    return {n, n};
+  }
+  if (!v.is_array() || v.size() != 2) throw RuleError{what + " must be [lo, hi] (hi may be null)"};
+  const uint64_t lo = asU64(v[0], what + "[0]");
+  const uint64_t hi = v[1].is_null() ? UINT64_MAX : asU64(v[1], what + "[1]");
+  if (lo > hi) throw RuleError{what + " is inverted (lo > hi)"};
+  return {lo, hi};
+}
+
+std::pair<int, int> asIntRange(const json& v, const std::string& what) {
+  if (v.is_number_integer()) {
+    const int n = asInt(v, what, 1, INT_MAX);
+    return {n, n};
+  }
+  if (!v.is_array() || v.size() != 2) throw RuleError{what + " must be [lo, hi] (hi may be null)"};
+  const int lo = asInt(v[0], what + "[0]", 1, INT_MAX);
+  const int hi = v[1].is_null() ? INT_MAX : asInt(v[1], what + "[1]", 1, INT_MAX);
+  if (lo > hi) throw RuleError{what + " is inverted (lo > hi)"};
+  return {lo, hi};
+}
+
+Rule parseRule(const json& r) {
+  if (!r.is_object()) throw RuleError{"must be an object"};
+  for (auto it = r.begin(); it != r.end(); ++it)
+    if (!kRuleKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+  Rule rule;
+  if (r.contains("collective")) {
+    const json& c = r["collective"];
+    if (!c.is_string()) throw RuleError{"collective must be a string"};
+    const std::string s = c.get<std::string>();
+    if (s != "any" && s != "*") {
+      auto coll = parseCollective(s);
+      if (!coll) throw RuleError{"unknown collective \"" + s + "\""};
+      rule.collective = *coll;
+    }
+  }
+  if (r.contains("bytes") && r.contains("bytes_per_rank")) throw RuleError{"give bytes or bytes_per_rank, not both"};
+  if (r.contains("bytes")) std::tie(rule.minBytes, rule.maxBytes) = asU64Range(r["bytes"], "bytes");
+  if (r.contains("bytes_per_rank")) {
+    rule.sizeKey = SizeKey::BytesPerRank;
+    std::tie(rule.minBytes, rule.maxBytes) = asU64Range(r["bytes_per_rank"], "bytes_per_rank");
+  }
+  if (r.contains("nodes")) std::tie(rule.minNodes, rule.maxNodes) = asIntRange(r["nodes"], "nodes");
+  if (r.contains("ranks")) std::tie(rule.minRanks, rule.maxRanks) = asIntRange(r["ranks"], "ranks");
+  if (r.contains("pipe_ops")) {
+    rule.numPipeOps = asInt(r["pipe_ops"], "pipe_ops", -1, kMaxPipeOps);
+    if (rule.numPipeOps == 0) throw RuleError{"pipe_ops must be -1 or 1.." + std::to_string(kMaxPipeOps)};
+  }
+  if (r.contains("reg_buff")) rule.regBuff = asInt(r["reg_buff"], "reg_buff", -1, 1);
+  auto nameOf = [&](const char* key) -> std::string {
+    if (!r.contains(key)) return "default";
+    if (!r[key].is_string()) throw RuleError{std::string(key) + " must be a string"};
+    return r[key].get<std::string>();
+  };
+  const std::string algo = nameOf("algo"), proto = nameOf("proto");
+  auto a = parseAlgo(algo);
+  if (!a) throw RuleError{"unknown algo \"" + algo + "\""};
+  auto p = parseProto(proto);
+  if (!p) throw RuleError{"unknown proto \"" + proto + "\""};
+  rule.decision.algo = *a;
+  rule.decision.proto = *p;
+  if (r.contains("channels")) rule.decision.nChannels = asInt(r["channels"], "channels", 0, kMaxChannels);
+  if (r.contains("chunk")) rule.decision.chunkBytes = asU64(r["chunk"], "chunk");
+  if (r.contains("confidence")) {
+    const json& c = r["confidence"];
+    if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() < 0 || c.get<double>() > 1)
+      throw RuleError{"confidence must be a number in [0, 1]"};
+    rule.confidence = c.get<double>();
+  }
+  if (auto s = validateDecision(rule.decision); !s) throw RuleError{s.error()};
+  return rule;
+}
+
+json rangeJson(uint64_t lo, uint64_t hi) { return json::array({lo, hi == UINT64_MAX ? json(nullptr) : json(hi)}); }
+json rangeJson(int lo, int hi) { return json::array({lo, hi == INT_MAX ? json(nullptr) : json(hi)}); }
+
+}  // namespace
+
+Status validateDecision(const Decision& d) {
+  if ((d.algo == Algo::Default) != (d.proto == Proto::Default))
+    return makeError("algo and proto must be given together (or both left to NCCL)");
+  if (d.nChannels < 0 || d.nChannels > kMaxChannels)
+    return makeError("channels must be in [0, " + std::to_string(kMaxChannels) + "]");
+  if (d.chunkBytes != 0 && (d.chunkBytes < kMinChunkBytes || d.chunkBytes > kMaxChunkBytes))
+    return makeError("chunk must be 0 (keep NCCL's) or in [16, 2^30] bytes");
+  if (d.keepsAlgoProto() && d.nChannels == 0 && d.chunkBytes == 0)
+    return makeError("rule decides nothing (give algo+proto, channels or chunk)");
+  return Ok{};
+}
+
+Expected<Profile> parseProfileJson(std::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return makeError("not valid JSON");
+  if (!doc.is_object()) return makeError("top level must be a JSON object");
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (!kTopKeys.count(it.key())) return makeError("unknown top-level key \"" + it.key() + "\"");
+  if (!doc.contains("format") || !doc["format"].is_string() || doc["format"].get<std::string>() != kFormatName)
+    return makeError(std::string("\"format\" must be \"") + std::string(kFormatName) + "\"");
+  if (!doc.contains("version") || !doc["version"].is_number_integer())
+    return makeError("\"version\" must be an integer");
+  Profile profile;
+  const int64_t version = doc["version"].get<int64_t>();
+  if (version < 1) return makeError("\"version\" must be >= 1");
+  if (version > kProfileVersion)
+    return makeError("profile version " + std::to_string(version) + " is newer than this plugin reads (" +
+                     std::to_string(kProfileVersion) + ")");
+  profile.version = static_cast<int>(version);
+  if (doc.contains("name")) {
+    if (!doc["name"].is_string()) return makeError("\"name\" must be a string");
+    profile.name = doc["name"].get<std::string>();
+  }
+  if (!doc.contains("rules") || !doc["rules"].is_array()) return makeError("\"rules\" must be an array");
+  const json& rules = doc["rules"];
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string where = "rules[" + std::to_string(i) + "]";
+    try {
+      Rule rule = parseRule(rules[i]);
+      rule.origin = where;
+      profile.rules.push_back(std::move(rule));
+    } catch (const RuleError& e) {
+      return makeError(where + ": " + e.message);
+    } catch (const std::exception& e) {
+      return makeError(where + ": " + e.what());
+    }
+  }
+  return profile;
+}
+
+std::string profileToJson(const Profile& profile) {
+  json doc;
+  doc["format"] = kFormatName;
+  doc["version"] = profile.version;
+  if (!profile.name.empty()) doc["name"] = profile.name;
+  json rules = json::array();
+  for (const Rule& r : profile.rules) {
+    json j;
+    j["collective"] = r.collective ? std::string(collectiveName(*r.collective)) : "any";
+    j[r.sizeKey == SizeKey::Bytes ? "bytes" : "bytes_per_rank"] = rangeJson(r.minBytes, r.maxBytes);
+    if (r.minNodes != 1 || r.maxNodes != INT_MAX) j["nodes"] = rangeJson(r.minNodes, r.maxNodes);
+    if (r.minRanks != 1 || r.maxRanks != INT_MAX) j["ranks"] = rangeJson(r.minRanks, r.maxRanks);
+    if (r.numPipeOps != -1) j["pipe_ops"] = r.numPipeOps;
+    if (r.regBuff != -1) j["reg_buff"] = r.regBuff;
+    j["algo"] = std::string(algoName(r.decision.algo));
+    j["proto"] = std::string(protoName(r.decision.proto));
+    j["channels"] = r.decision.nChannels;
+    if (r.decision.chunkBytes) j["chunk"] = r.decision.chunkBytes;
+    if (r.confidence != 1.0) j["confidence"] = r.confidence;
+    rules.push_back(std::move(j));
+  }
+  doc["rules"] = std::move(rules);
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace dynamiccl::policy
