@@ -18,6 +18,7 @@ namespace dynamiccl::harness {
 
 // NCCL's contiguous float[7][3] cost table, in microseconds; -1 marks IGNORE.
 using CostTable = std::array<std::array<float, kNumProtos>, kNumAlgos>;
+static_assert(sizeof(CostTable) == sizeof(float[kNumAlgos][kNumProtos]), "must alias NCCL's float[7][3]");
 CostTable allIgnored();
 // A plausible table where every entry is available (for tests that don't care about the model).
 CostTable allAvailable(float cost_us = 10.0f);
@@ -65,6 +66,9 @@ class TunerComm {
   // regBuff is dropped for v2/v3, which do not take it.
   ncclResult_t getCollInfo(int coll, size_t nBytes, int numPipeOps, int regBuff, CostTable& table,
                            int* nChannels);
+  // The v3+ entry point with raw arguments, for tests of malformed input (odd shapes, null table).
+  ncclResult_t getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, float** table, int numAlgo, int numProto,
+                              int regBuff, int* nChannels);
   // getCollInfo on a copy of the table, then NCCL's selection: what NCCL would run.
   Choice decide(int coll, size_t nBytes, const CostTable& table, int numPipeOps = 1, int regBuff = 0);
   bool hasChunkSize() const;

@@ -123,6 +123,17 @@ ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int
   return ncclSuccess;
 }
 
+ncclResult_t TunerComm::getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
+                                       int numProto, int regBuff, int* nChannels) {
+  const TunerLibrary& l = *lib_;
+  const auto fn = static_cast<ncclFunc_t>(coll);
+  if (l.v6_) return l.v6_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v5_) return l.v5_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v4_) return l.v4_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v3_) return l.v3_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+  return ncclInvalidUsage;  // v2 takes no table
+}
+
 Choice TunerComm::decide(int coll, size_t nBytes, const CostTable& table, int numPipeOps, int regBuff) {
   CostTable copy = table;
   int nChannels = 0;

@@ -1,0 +1,218 @@
+// Bad input never hurts the job: one clear warning through NCCL's logger and NCCL's table untouched.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::CostTable;
+using harness::LogCapture;
+using harness::ScopedEnv;
+using testing::openPlugin;
+using testing::profileJson;
+using testing::TempFile;
+
+// Drives every size and collective through getCollInfo and asserts NCCL's table came back untouched.
+void expectNcclTableUntouched(harness::TunerComm& comm, const CostTable& table) {
+  for (int coll = 0; coll < 5; ++coll)
+    for (size_t n = 1; n < (size_t{1} << 36); n *= 7) {
+      CostTable copy = table;
+      int nChannels = 0;
+      ASSERT_EQ(comm.getCollInfo(coll, n, 1, 0, copy, &nChannels), ncclSuccess);
+      ASSERT_EQ(0, std::memcmp(copy.data(), table.data(), sizeof table)) << "coll " << coll << " n " << n;
+      ASSERT_EQ(nChannels, 0);
+    }
+}
+
+size_t warningsMentioning(const std::string& needle) {
+  size_t n = 0;
+  for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
+struct BadProfile {
+  const char* name;
+  std::string content;
+  const char* expectInWarning;
+};
+
+class BadProfileKeepsNccl : public ::testing::TestWithParam<BadProfile> {};
+
+TEST_P(BadProfileKeepsNccl, OneWarningAndNcclTableUntouched) {
+  TempFile file(GetParam().content);
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", nullptr);
+  LogCapture::clear();
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
+  std::vector<std::unique_ptr<harness::TunerComm>> comms;
+  for (int i = 0; i < 3; ++i) {  // several communicators: still one warning for the process
+    auto comm = lib->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok()) << comm.error();
+    comms.push_back(std::move(comm.value()));
+  }
+  expectNcclTableUntouched(*comms[0], harness::allAvailable());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u);
+  EXPECT_EQ(warningsMentioning(GetParam().expectInWarning), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(warningsMentioning("NCCL's own choices stand"), 1u);
+}
+
+TEST_P(BadProfileKeepsNccl, StrictModeFailsInit) {
+  TempFile file(GetParam().content);
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", "1");
+  auto lib = openPlugin();
+  auto comm = lib->init(harness::CommSpec{});
+  EXPECT_FALSE(comm.ok());
+  EXPECT_EQ(lib->lastInitResult(), ncclInvalidUsage);
+}
+
+const BadProfile kBadProfiles[] = {
+    {"corrupt_json", "{\"format\":\"dynamiccl-profile\",\"version\":1,\"rules\":[{\"algo\":", "not valid JSON"},
+    {"binary_garbage", std::string("\x7f" "ELF\x01\x02\x00\xff\xfe", 9), "line 1"},
+    {"unknown_algo", profileJson(R"({"algo":"ringg","proto":"ll"})"), "unknown algo"},
+    {"inverted_range", profileJson(R"({"bytes":[9,1],"algo":"ring","proto":"ll"})"), "inverted"},
+    {"negative_channels", profileJson(R"({"algo":"ring","proto":"ll","channels":-4})"), "channels"},
+    {"nan", profileJson(R"({"algo":"ring","proto":"ll","confidence":NaN})"), "not valid JSON"},
+    {"newer_version", R"({"format":"dynamiccl-profile","version":7,"rules":[]})", "newer"},
+    {"csv_unknown_name", "allreduce,0,100,ring,lll,-1,-1,-1\n", "unknown protocol"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Profiles, BadProfileKeepsNccl, ::testing::ValuesIn(kBadProfiles),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(BadInput, MissingFile) {
+  ScopedEnv env("DYNAMICCL_PROFILE", "/nonexistent/dir/profile.json");
+  ScopedEnv strict("DYNAMICCL_STRICT", nullptr);
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  expectNcclTableUntouched(**comm, harness::allAvailable());
+  EXPECT_EQ(warningsMentioning("/nonexistent/dir/profile.json"), 1u);
+}
+
+TEST(BadInput, UnreadablePath) {
+  // A directory cannot be read as a file (a chmod 000 file would still be readable by root).
+  char dir[] = "/tmp/dynamiccl-dir-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ScopedEnv env("DYNAMICCL_PROFILE", dir);
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  expectNcclTableUntouched(**comm, harness::allAvailable());
+  EXPECT_EQ(warningsMentioning("not a regular file"), 1u);
+  rmdir(dir);
+}
+
+TEST(BadInput, OversizedFileIsRefusedUnread) {
+  TempFile file("");
+  ASSERT_EQ(truncate(file.path().c_str(), 100ll << 20), 0);  // sparse 100 MiB
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  expectNcclTableUntouched(**comm, harness::allAvailable());
+  EXPECT_EQ(warningsMentioning("limit"), 1u);
+}
+
+TEST(BadInput, NvidiaCsvThroughItsOwnVariable) {
+  TempFile csv("allreduce,0,100,ring,ll,-1,-1,-1,x\n", ".conf");
+  ScopedEnv env("DYNAMICCL_PROFILE", nullptr);
+  ScopedEnv env2("NCCL_TUNER_CONFIG_FILE", csv.path().c_str());
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  expectNcclTableUntouched(**comm, harness::allAvailable());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u);
+}
+
+class OddCostTable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = std::make_unique<TempFile>(profileJson(R"({"algo":"ring","proto":"simple","channels":4})"));
+    env_ = std::make_unique<ScopedEnv>("DYNAMICCL_PROFILE", file_->path().c_str());
+    LogCapture::clear();
+    auto comm = openPlugin()->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+    comm_ = std::move(comm.value());
+  }
+  std::unique_ptr<TempFile> file_;
+  std::unique_ptr<ScopedEnv> env_;
+  std::unique_ptr<harness::TunerComm> comm_;
+};
+
+TEST_F(OddCostTable, AllIgnored) {
+  expectNcclTableUntouched(*comm_, harness::allIgnored());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << "an all-IGNORE table is NCCL's business, not an error of ours";
+}
+
+TEST_F(OddCostTable, NaNAndInfinity) {
+  CostTable t = harness::allAvailable();
+  t[3][0] = std::nanf("");
+  for (int i = 0; i < 3; ++i) {
+    CostTable copy = t;
+    int nChannels = 0;
+    EXPECT_EQ(comm_->getCollInfo(4, 4096, 1, 0, copy, &nChannels), ncclSuccess);
+    EXPECT_EQ(0, std::memcmp(copy.data(), t.data(), sizeof t));
+    EXPECT_EQ(nChannels, 0);
+  }
+  t[3][0] = INFINITY;
+  expectNcclTableUntouched(*comm_, t);
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << "one line, not one per call";
+}
+
+TEST_F(OddCostTable, WrongShapeOrNullArguments) {
+  float raw[7][3];
+  for (auto& row : raw)
+    for (float& v : row) v = 5.0f;
+  int nChannels = 0;
+  for (auto [na, np] : {std::pair{6, 3}, std::pair{7, 2}, std::pair{8, 4}, std::pair{0, 0}, std::pair{-1, 3}}) {
+    EXPECT_EQ(comm_->getCollInfoRaw(4, 4096, 1, reinterpret_cast<float**>(raw), na, np, 0, &nChannels), ncclSuccess);
+    for (auto& row : raw)
+      for (float v : row) EXPECT_EQ(v, 5.0f);
+    EXPECT_EQ(nChannels, 0);
+  }
+  EXPECT_EQ(comm_->getCollInfoRaw(4, 4096, 1, nullptr, 7, 3, 0, &nChannels), ncclSuccess);
+  EXPECT_EQ(comm_->getCollInfoRaw(4, 4096, 1, reinterpret_cast<float**>(raw), 7, 3, 0, nullptr), ncclSuccess);
+  for (auto& row : raw)
+    for (float v : row) EXPECT_EQ(v, 5.0f);
+  EXPECT_LE(LogCapture::count(NCCL_LOG_WARN), 1u);
+}
+
+TEST(Concurrency, ManyCommunicatorsFromSeveralThreads) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","bytes":[0,65535],"algo":"tree","proto":"ll"},
+                                  {"collective":"allreduce","algo":"ring","proto":"simple","channels":16})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      const CostTable table = harness::allAvailable();
+      for (int i = 0; i < 300; ++i) {
+        auto comm = lib->init(harness::CommSpec{static_cast<uint64_t>(t * 1000 + i), 8 + t, 1 + t % 3});
+        if (!comm.ok()) {
+          ++failures;
+          continue;
+        }
+        if ((*comm)->decide(4, 1024, table) != harness::Choice{0, 0, 0}) ++mismatches;
+        if ((*comm)->decide(4, 1 << 20, table) != harness::Choice{1, 2, 16}) ++mismatches;
+      }  // each communicator finalized here, while others are created
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+}  // namespace
+}  // namespace dynamiccl

@@ -1,0 +1,204 @@
+// The built library driven through dlopen exactly as NCCL drives it, for every tuner ABI version.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::Choice;
+using harness::CostTable;
+using harness::ScopedEnv;
+using testing::openPlugin;
+using testing::profileJson;
+using testing::TempFile;
+
+constexpr int kAllReduce = 4, kAllGather = 2, kSendRecv = 5;
+
+class EveryAbiVersion : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryAbiVersion, ResolvesNewestSymbolUpToTheProbedVersion) {
+  auto lib = openPlugin(GetParam());
+  ASSERT_TRUE(lib);
+  EXPECT_EQ(lib->version(), GetParam());
+  EXPECT_EQ(lib->name(), "DynamICCL");
+}
+
+TEST_P(EveryAbiVersion, ForcesTheRuleAndKeepsNcclElsewhere) {
+  TempFile profile(profileJson(
+      R"({"collective":"allreduce","bytes":[0,65535],"algo":"ring","proto":"ll","channels":8})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto lib = openPlugin(GetParam());
+  ASSERT_TRUE(lib);
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok()) << comm.error();
+  const CostTable table = harness::allAvailable();
+  EXPECT_EQ((*comm)->decide(kAllReduce, 4096, table), (Choice{1, 0, 8}));
+  EXPECT_EQ((*comm)->decide(kAllReduce, 65535, table), (Choice{1, 0, 8}));
+  // Outside the rule: NCCL's own minimum and channel count stand, the table untouched.
+  CostTable copy = table;
+  int nChannels = 0;
+  EXPECT_EQ((*comm)->getCollInfo(kAllReduce, 65536, 1, 0, copy, &nChannels), ncclSuccess);
+  EXPECT_EQ(copy, table);
+  EXPECT_EQ(nChannels, 0);
+  EXPECT_EQ((*comm)->decide(kAllGather, 4096, table), harness::selectLikeNccl(table));
+}
+
+TEST_P(EveryAbiVersion, NoProfileLeavesEverythingToNccl) {
+  ScopedEnv env("DYNAMICCL_PROFILE", nullptr);
+  ScopedEnv env2("NCCL_TUNER_CONFIG_FILE", nullptr);
+  auto lib = openPlugin(GetParam());
+  ASSERT_TRUE(lib);
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  const CostTable table = harness::allAvailable();
+  for (int coll = 0; coll < 5; ++coll)
+    for (size_t n : {size_t{8}, size_t{1} << 20, size_t{1} << 34}) {
+      CostTable copy = table;
+      int nChannels = 0;
+      EXPECT_EQ((*comm)->getCollInfo(coll, n, 1, 0, copy, &nChannels), ncclSuccess);
+      EXPECT_EQ(copy, table);
+      EXPECT_EQ(nChannels, 0);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tuner, EveryAbiVersion, ::testing::Values(2, 3, 4, 5, 6),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });
+
+TEST(PluginAbi, NameResolutionLikeNccl) {
+  harness::OpenOptions options;
+  options.searchDir = DYNAMICCL_PLUGIN_DIR;
+  auto byName = harness::TunerLibrary::open("dynamiccl", options);
+  ASSERT_TRUE(byName.ok()) << byName.error();
+  EXPECT_EQ(byName.value()->path(), "libnccl-tuner-dynamiccl.so");
+  EXPECT_EQ(byName.value()->version(), 6);
+  auto missing = harness::TunerLibrary::open("nosuchtuner", options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("libnccl-tuner-nosuchtuner.so"), std::string::npos);
+}
+
+TEST(PluginAbi, FallsThroughToTheNextRuleWhenNcclIgnoresTheEntry) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","algo":"nvls","proto":"simple"},
+                                  {"collective":"allreduce","algo":"ring","proto":"ll128"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  for (int v : {2, 5}) {
+    auto lib = openPlugin(v);
+    auto comm = lib->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+    CostTable table = harness::allAvailable();
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{4, 2, 0})) << "v" << v;
+    table[4][2] = table[5][2] = -1.0f;  // no NVLS here
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{1, 1, 0})) << "v" << v;
+    table[1][1] = -1.0f;  // nothing the profile names is possible: NCCL's choice stands
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), harness::selectLikeNccl(table)) << "v" << v;
+  }
+}
+
+TEST(PluginAbi, ChosenEntryWinsEvenAgainstAnEarlierZero) {
+  TempFile profile(profileJson(R"({"algo":"pat","proto":"simple"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  CostTable table = harness::allAvailable();
+  table[0][0] = 0.0f;  // NCCL ties go to the lowest index: this would beat our 0
+  EXPECT_EQ((*comm)->decide(kAllGather, 4096, table), (Choice{6, 2, 0}));
+}
+
+TEST(PluginAbi, UntunableCollectivesAreLeftAlone) {
+  TempFile profile(profileJson(R"({"algo":"ring","proto":"simple"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  const CostTable table = harness::allAvailable();
+  for (int coll : {kSendRecv, 6, 7, 8, 10, -1, 1000}) {
+    CostTable copy = table;
+    int nChannels = 0;
+    EXPECT_EQ((*comm)->getCollInfo(coll, 4096, 1, 0, copy, &nChannels), ncclSuccess);
+    EXPECT_EQ(copy, table);
+  }
+}
+
+TEST(PluginAbi, PipeOpsAndRegBuffSelectRules) {
+  TempFile profile(profileJson(R"({"pipe_ops":2,"algo":"tree","proto":"ll"},
+                                  {"reg_buff":1,"algo":"nvls","proto":"simple"},
+                                  {"algo":"ring","proto":"simple"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  const CostTable t = harness::allAvailable();
+  EXPECT_EQ((*comm)->decide(kAllReduce, 1024, t, 2, 0), (Choice{0, 0, 0}));
+  EXPECT_EQ((*comm)->decide(kAllReduce, 1024, t, 1, 1), (Choice{4, 2, 0}));
+  EXPECT_EQ((*comm)->decide(kAllReduce, 1024, t, 1, 0), (Choice{1, 2, 0}));
+}
+
+TEST(PluginAbi, ChunkSizeOnlyForTheDecisionNcclRan) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","bytes":[0,1048576],"algo":"ring","proto":"simple","chunk":131072},
+                                  {"collective":"allreduce","bytes":[1048577,null],"algo":"ring","proto":"ll","chunk":20})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto comm = openPlugin(6)->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  ASSERT_TRUE((*comm)->hasChunkSize());
+  CostTable t = harness::allAvailable();
+  int nCh = 0;
+  (*comm)->getCollInfo(kAllReduce, 1 << 20, 1, 0, t, &nCh);
+  size_t chunk = 2 << 20;  // NCCL's value on entry
+  EXPECT_EQ((*comm)->getChunkSize(kAllReduce, 1 << 17, 1, 2, 1, &chunk), ncclSuccess);
+  EXPECT_EQ(chunk, 131072u);
+  chunk = 2 << 20;
+  (*comm)->getChunkSize(kAllReduce, 1 << 17, 0, 2, 1, &chunk);  // NCCL ran Tree: not ours
+  EXPECT_EQ(chunk, size_t{2} << 20);
+  // A chunk below the protocol grain (LL: 16 B, requested 20 -> 16) never reaches 0.
+  t = harness::allAvailable();
+  (*comm)->getCollInfo(kAllReduce, 8 << 20, 1, 0, t, &nCh);
+  chunk = 32768;
+  (*comm)->getChunkSize(kAllReduce, 1 << 17, 1, 0, 1, &chunk);
+  EXPECT_EQ(chunk, 16u);
+  // A call outside every rule clears what the last one remembered.
+  TempFile none(profileJson(R"({"collective":"allreduce","bytes":[0,10],"algo":"ring","proto":"simple","chunk":4096})"));
+  ScopedEnv env2("DYNAMICCL_PROFILE", none.path().c_str());
+  auto comm2 = openPlugin(6)->init(harness::CommSpec{});
+  t = harness::allAvailable();
+  (*comm2)->getCollInfo(kAllReduce, 8, 1, 0, t, &nCh);
+  t = harness::allAvailable();
+  (*comm2)->getCollInfo(kAllReduce, 1 << 20, 1, 0, t, &nCh);
+  chunk = 777;
+  (*comm2)->getChunkSize(kAllReduce, 1 << 17, 1, 2, 1, &chunk);
+  EXPECT_EQ(chunk, 777u);
+}
+
+TEST(PluginAbi, EveryRankOfACommunicatorDecidesTheSame) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","bytes":[0,65535],"algo":"tree","proto":"ll"},
+                                  {"collective":"allreduce","bytes_per_rank":[8192,null],"algo":"ring","proto":"simple","channels":12})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  auto lib = openPlugin();
+  std::vector<std::unique_ptr<harness::TunerComm>> ranks;
+  for (int r = 0; r < 8; ++r) ranks.push_back(std::move(lib->init(harness::CommSpec{0x77, 8, 1}).value()));
+  const CostTable t = harness::allAvailable();
+  for (uint64_t n = 1; n < (uint64_t{1} << 32); n = n * 3 + 1) {
+    const Choice first = ranks[0]->decide(kAllReduce, n, t);
+    for (auto& rank : ranks) ASSERT_EQ(rank->decide(kAllReduce, n, t), first) << n;
+  }
+}
+
+TEST(PluginAbi, ExportsOnlyPluginSymbols) {
+  const std::string cmd = "nm -D --defined-only " + harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR) + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  int tuner = 0, total = 0;
+  while (fgets(line, sizeof line, f)) {
+    std::string s(line);
+    const std::string sym = s.substr(s.find_last_of(' ') + 1, s.find_last_not_of("\n") - s.find_last_of(' '));
+    ++total;
+    tuner += sym.rfind("ncclTunerPlugin_v", 0) == 0;
+    EXPECT_TRUE(sym.rfind("ncclTunerPlugin_v", 0) == 0 || sym.rfind("ncclProfiler_v", 0) == 0) << "exported: " << sym;
+  }
+  const int rc = pclose(f);
+  if (total == 0 && rc != 0) GTEST_SKIP() << "nm not available";
+  EXPECT_EQ(tuner, 5);
+}
+
+}  // namespace
+}  // namespace dynamiccl

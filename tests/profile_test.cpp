@@ -1,0 +1,175 @@
+// The profile readers: our JSON and NVIDIA's example CSV, and every semantic error they must refuse.
+#include <gtest/gtest.h>
+
+#include "policy/policy.h"
+#include "test_support.h"
+
+namespace dynamiccl::policy {
+namespace {
+
+using dynamiccl::testing::profileJson;
+
+TEST(ProfileJson, ParsesAFullRule) {
+  auto p = parseProfileJson(profileJson(
+      R"({"collective":"allreduce","bytes":[1024,65535],"nodes":[1,4],"ranks":[8,null],"pipe_ops":2,"reg_buff":1,
+          "algo":"RING","proto":"LL128","channels":16,"chunk":131072,"confidence":0.75})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->rules.size(), 1u);
+  const Rule& r = p->rules[0];
+  EXPECT_EQ(r.collective, Collective::AllReduce);
+  EXPECT_EQ(r.minBytes, 1024u);
+  EXPECT_EQ(r.maxBytes, 65535u);
+  EXPECT_EQ(r.minNodes, 1);
+  EXPECT_EQ(r.maxNodes, 4);
+  EXPECT_EQ(r.minRanks, 8);
+  EXPECT_EQ(r.maxRanks, INT_MAX);
+  EXPECT_EQ(r.numPipeOps, 2);
+  EXPECT_EQ(r.regBuff, 1);
+  EXPECT_EQ(r.decision.algo, Algo::Ring);
+  EXPECT_EQ(r.decision.proto, Proto::LL128);
+  EXPECT_EQ(r.decision.nChannels, 16);
+  EXPECT_EQ(r.decision.chunkBytes, 131072u);
+  EXPECT_DOUBLE_EQ(r.confidence, 0.75);
+  EXPECT_EQ(p->name, "test");
+}
+
+TEST(ProfileJson, RoundTripsThroughWriter) {
+  auto p = parseProfileJson(profileJson(
+      R"({"collective":"allgather","bytes_per_rank":[0,4096],"algo":"pat","proto":"simple"},
+         {"collective":"any","bytes":[1,null],"channels":4})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto again = parseProfileJson(profileToJson(*p));
+  ASSERT_TRUE(again.ok()) << again.error();
+  ASSERT_EQ(again->rules.size(), 2u);
+  EXPECT_EQ(again->rules[0].sizeKey, SizeKey::BytesPerRank);
+  EXPECT_EQ(again->rules[0].decision, p->rules[0].decision);
+  EXPECT_FALSE(again->rules[1].collective.has_value());
+  EXPECT_EQ(again->rules[1].maxBytes, UINT64_MAX);
+  EXPECT_EQ(again->rules[1].decision.nChannels, 4);
+  EXPECT_TRUE(again->rules[1].decision.keepsAlgoProto());
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  const char* expectInError;
+};
+
+class ProfileJsonRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ProfileJsonRejects, WithAClearMessage) {
+  auto p = parseProfileJson(GetParam().text);
+  ASSERT_FALSE(p.ok()) << GetParam().name;
+  EXPECT_NE(p.error().find(GetParam().expectInError), std::string::npos) << p.error();
+}
+
+const BadCase kBadJson[] = {
+    {"not json", "{\"format\": ", "not valid JSON"},
+    {"array top", "[]", "object"},
+    {"wrong format", R"({"format":"other","version":1,"rules":[]})", "format"},
+    {"newer version", R"({"format":"dynamiccl-profile","version":99,"rules":[]})", "newer"},
+    {"unknown top key", R"({"format":"dynamiccl-profile","version":1,"rules":[],"rulez":[]})", "rulez"},
+    {"unknown algo", profileJson(R"({"algo":"rign","proto":"ll"})"), "unknown algo"},
+    {"unknown proto", profileJson(R"({"algo":"ring","proto":"ll64"})"), "unknown proto"},
+    {"unknown collective", profileJson(R"({"collective":"alltoall","algo":"ring","proto":"ll"})"), "collective"},
+    {"unknown rule key", profileJson(R"({"algo":"ring","proto":"ll","chanels":3})"), "chanels"},
+    {"inverted bytes", profileJson(R"({"bytes":[100,10],"algo":"ring","proto":"ll"})"), "inverted"},
+    {"inverted nodes", profileJson(R"({"nodes":[4,2],"algo":"ring","proto":"ll"})"), "inverted"},
+    {"negative channels", profileJson(R"({"algo":"ring","proto":"ll","channels":-2})"), "channels"},
+    {"too many channels", profileJson(R"({"algo":"ring","proto":"ll","channels":65})"), "channels"},
+    {"fractional channels", profileJson(R"({"algo":"ring","proto":"ll","channels":2.5})"), "integer"},
+    {"negative bytes", profileJson(R"({"bytes":[-1,10],"algo":"ring","proto":"ll"})"), "non-negative"},
+    {"NaN literal", profileJson(R"({"algo":"ring","proto":"ll","confidence":NaN})"), "not valid JSON"},
+    {"confidence range", profileJson(R"({"algo":"ring","proto":"ll","confidence":1.5})"), "confidence"},
+    {"algo without proto", profileJson(R"({"algo":"ring"})"), "together"},
+    {"decides nothing", profileJson(R"({"bytes":[0,10]})"), "decides nothing"},
+    {"chunk below grain", profileJson(R"({"algo":"ring","proto":"ll","chunk":8})"), "chunk"},
+    {"pipe_ops zero", profileJson(R"({"algo":"ring","proto":"ll","pipe_ops":0})"), "pipe_ops"},
+    {"reg_buff 2", profileJson(R"({"algo":"ring","proto":"ll","reg_buff":2})"), "reg_buff"},
+    {"rules not array", R"({"format":"dynamiccl-profile","version":1,"rules":{}})", "rules"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Bad, ProfileJsonRejects, ::testing::ValuesIn(kBadJson),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(ProfileJson, ErrorNamesTheRule) {
+  auto p = parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll"},{"algo":"tree","proto":"xx"})"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().find("rules[1]"), std::string::npos) << p.error();
+}
+
+TEST(NvidiaCsv, ReadsTheExampleFormatWithWildcards) {
+  auto p = parseNvidiaCsv(
+      "# comment\n\n"
+      "allreduce,0,65536,tree,ll,-1,1,-1\n"
+      " allgather , 65537, 1048576, ring, simple, 4, -1, 16, 2, 1 \n"
+      "reducescatter,0,1000,nvls_tree,ll128,8,2,16,-1\n");
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->rules.size(), 3u);
+  EXPECT_EQ(p->rules[0].decision.nChannels, 0) << "-1 channels keeps NCCL's count";
+  EXPECT_EQ(p->rules[0].minNodes, 1);
+  EXPECT_EQ(p->rules[0].maxNodes, 1);
+  EXPECT_EQ(p->rules[0].maxRanks, INT_MAX);
+  EXPECT_EQ(p->rules[1].collective, Collective::AllGather);
+  EXPECT_EQ(p->rules[1].decision.nChannels, 4);
+  EXPECT_EQ(p->rules[1].numPipeOps, 2);
+  EXPECT_EQ(p->rules[1].regBuff, 1);
+  EXPECT_EQ(p->rules[1].minNodes, 1);
+  EXPECT_EQ(p->rules[1].maxNodes, INT_MAX);
+  EXPECT_EQ(p->rules[2].decision.algo, Algo::NvlsTree);
+  EXPECT_EQ(p->rules[2].numPipeOps, -1);
+}
+
+TEST(NvidiaCsv, RejectsWhatNvidiaSilentlyMisreads) {
+  for (const char* bad : {"allreduce,0,10,rign,ll,-1,-1,-1\n", "allreduce,0,10,ring,ll256,-1,-1,-1\n",
+                          "alltoall,0,10,ring,ll,-1,-1,-1\n", "allreduce,10,0,ring,ll,-1,-1,-1\n",
+                          "allreduce,0,10,ring,ll,-5,-1,-1\n", "allreduce,0,10,ring,ll,0,-1,-1\n",
+                          "allreduce,0,10,ring,ll\n", "allreduce,x,10,ring,ll,-1,-1,-1\n",
+                          "allreduce,0,10,ring,ll,-1,-1,-1,1,7\n"}) {
+    auto p = parseNvidiaCsv(bad);
+    EXPECT_FALSE(p.ok()) << bad;
+    if (!p.ok()) {
+      EXPECT_NE(p.error().find("line 1"), std::string::npos) << p.error();
+    }
+  }
+}
+
+TEST(NvidiaCsv, WriterOutputReadsBack) {
+  auto p = parseNvidiaCsv("allreduce,0,65536,tree,ll,-1,1,8\nbroadcast,1,2,ring,simple,2,-1,-1,3,0\n");
+  ASSERT_TRUE(p.ok());
+  auto again = parseNvidiaCsv(profileToNvidiaCsv(*p));
+  ASSERT_TRUE(again.ok()) << again.error();
+  ASSERT_EQ(again->rules.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(again->rules[i].decision, p->rules[i].decision);
+    EXPECT_EQ(again->rules[i].minNodes, p->rules[i].minNodes);
+    EXPECT_EQ(again->rules[i].maxRanks, p->rules[i].maxRanks);
+    EXPECT_EQ(again->rules[i].numPipeOps, p->rules[i].numPipeOps);
+  }
+}
+
+TEST(ProfileFile, SizeCapAndFormatDetection) {
+  dynamiccl::testing::TempFile json(profileJson(R"({"algo":"ring","proto":"ll"})"));
+  dynamiccl::testing::TempFile csv("allreduce,0,10,ring,ll,-1,-1,-1\n", ".conf");
+  auto a = loadProfileFile(json.path());
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->source, json.path());
+  auto b = loadProfileFile(csv.path());
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(b->rules.size(), 1u);
+  auto c = loadProfileFile(json.path(), ProfileFormat::Auto, 10);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("limit"), std::string::npos);
+  auto d = loadProfileFile("/nonexistent/profile.json");
+  ASSERT_FALSE(d.ok());
+  auto e = loadProfileFile("/tmp");
+  ASSERT_FALSE(e.ok());
+}
+
+}  // namespace
+}  // namespace dynamiccl::policy
