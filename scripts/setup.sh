@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what DynamICCL needs from Debian's packages (idempotent). DYNAMICCL_SKIP_APT=1 skips it.
+set -euo pipefail
+PKGS=(build-essential cmake ccache pkg-config binutils
+      libeigen3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libcli11-dev libtorch-dev python3 python3-matplotlib)
+[ "${DYNAMICCL_SKIP_APT:-0}" = 1 ] && exit 0
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
