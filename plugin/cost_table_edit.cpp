@@ -33,12 +33,15 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, ab
   return nullptr;
 }
 
-const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport) {
+const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport,
+                                        int nNodes) {
   for (int i = 0; i < candidates.count; ++i) {
     const policy::Decision& d = candidates.decisions[i];
     const bool nvls = d.algo == Algo::Nvls || d.algo == Algo::NvlsTree;
     const bool collnet = d.algo == Algo::CollNetDirect || d.algo == Algo::CollNetChain;
     if ((nvls && !nvlsSupport) || (collnet && !collNetSupport)) continue;
+    if (d.algo == Algo::Nvls && nNodes > 1 && !collNetSupport) continue;
+    if (d.algo == Algo::NvlsTree && nNodes <= 1) continue;
     return &d;
   }
   return nullptr;

@@ -15,7 +15,9 @@ TableVerdict inspectCostTable(abi::CostTable table);
 // or nullptr when none was feasible, in which case table and nChannels are untouched.
 const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels);
 
-// v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent.
-const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport);
+// v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent
+// (NCCL 2.28's v2 shim: multi-node NVLS also needs CollNet; NVLS_TREE is off on one node).
+const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport,
+                                        int nNodes);
 
 }  // namespace dynamiccl::plugin

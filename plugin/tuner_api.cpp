@@ -89,7 +89,8 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   if (!c || !isTunable(collType) || c->table.empty() || !algorithm || !protocol || !nChannels) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   const policy::Decision* d =
-      firstFeasibleV2(c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0, collNetSupport != 0);
+      firstFeasibleV2(c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0, collNetSupport != 0,
+                      c->shape.nNodes);
   if (d) {
     if (!d->keepsAlgoProto()) {
       *algorithm = static_cast<int>(d->algo);
