@@ -106,6 +106,16 @@ void BM_GetChunkSize(benchmark::State& state) {
 }
 BENCHMARK(BM_GetChunkSize)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 
+// Communicator init + finalize once the profile is parsed (budget: under 1 ms; MoE jobs make hundreds).
+void BM_CommInitFinalize(benchmark::State& state) {
+  auto& f = fixture();
+  for (auto _ : state) {
+    auto comm = f.lib->init(harness::CommSpec{2, 16, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_CommInitFinalize)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
 }  // namespace
 
 BENCHMARK_MAIN();
