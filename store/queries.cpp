@@ -1,0 +1,95 @@
+// Read-side queries: counts for `dynamiccl db stats` and the measurement stream for CSV export.
+#include <sys/stat.h>
+
+#include <array>
+
+#include "store/store_impl.h"
+
+namespace dynamiccl::store {
+namespace {
+
+std::string columnText(sqlite3_stmt* st, int i) {
+  const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+  return t != nullptr ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(st, i))) : std::string();
+}
+
+double columnReal(sqlite3_stmt* st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+int64_t columnIntOr(sqlite3_stmt* st, int i, int64_t missing) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? missing : sqlite3_column_int64(st, i);
+}
+
+// Fills name -> count from a two-column query.
+Status countInto(sqlite3* db, const char* sql, std::map<std::string, int64_t>& out) {
+  Statement st(db, sql);
+  if (!st.ok()) return makeError(sqliteError(db, "prepare stats"));
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) out[columnText(st.get(), 0)] = sqlite3_column_int64(st.get(), 1);
+  if (rc != SQLITE_DONE) return makeError(sqliteError(db, "stats"));
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<StoreStats> Store::stats() try {
+  sqlite3* db = impl_->db;
+  StoreStats stats;
+  stats.schema_version = kSchemaVersion;
+  for (const char* table : {"runs", "communicators", "observations", "decisions", "profiles"}) {
+    const std::string sql = std::string("SELECT '") + table + "', count(*) FROM " + table;
+    if (auto s = countInto(db, sql.c_str(), stats.rows_per_table); !s) return makeError(s.error());
+  }
+  if (auto s = countInto(db, "SELECT collective, count(*) FROM observations GROUP BY collective",
+                         stats.observations_per_collective);
+      !s)
+    return makeError(s.error());
+  if (auto s = countInto(db,
+                         "SELECT r.system, count(*) FROM observations o JOIN communicators c ON o.comm = c.id "
+                         "JOIN runs r ON c.run_id = r.id GROUP BY r.system",
+                         stats.observations_per_system);
+      !s)
+    return makeError(s.error());
+  struct stat st {};
+  if (::stat(impl_->path.c_str(), &st) == 0) stats.file_bytes = st.st_size;
+  return stats;
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Status Store::forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn) try {
+  sqlite3* db = impl_->db;
+  Statement st(db,
+               "SELECT r.system, o.collective, c.n_ranks, c.n_nodes, o.bytes, o.algo, o.proto, o.n_channels, "
+               "o.chunk, coalesce(o.gpu_us, o.cpu_us), o.busbw_gbps, o.note, o.in_place "
+               "FROM observations o JOIN communicators c ON o.comm = c.id JOIN runs r ON c.run_id = r.id "
+               "WHERE ?1 OR o.in_place = 0 ORDER BY o.id");
+  if (!st.ok()) return makeError(sqliteError(db, "prepare export"));
+  sqlite3_bind_int(st.get(), 1, include_in_place ? 1 : 0);
+  MeasurementRow row;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = st.get();
+    row.system = columnText(s, 0);
+    row.collective = columnText(s, 1);
+    row.n_ranks = sqlite3_column_int(s, 2);
+    row.n_nodes = sqlite3_column_int(s, 3);
+    row.bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+    row.algo = columnText(s, 5);
+    row.proto = columnText(s, 6);
+    row.n_channels = static_cast<int>(columnIntOr(s, 7, -1));
+    row.chunk = columnIntOr(s, 8, -1);
+    row.time_us = columnReal(s, 9);
+    row.busbw_gbps = columnReal(s, 10);
+    row.note = columnText(s, 11);
+    row.in_place = sqlite3_column_int(s, 12) != 0;
+    fn(row);
+  }
+  if (rc != SQLITE_DONE) return makeError(sqliteError(db, "export"));
+  return Ok{};
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+}  // namespace dynamiccl::store

@@ -1,0 +1,187 @@
+// Opening a Store: file, pragmas (WAL, busy timeout, size limit), schema; and the small one-row inserts.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "store/store_impl.h"
+
+namespace dynamiccl::store {
+namespace {
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t maxBytesFromEnv() {
+  const char* mb = std::getenv("DYNAMICCL_DB_MAX_MB");
+  if (mb == nullptr || mb[0] == '\0') return 0;
+  char* end = nullptr;
+  const double v = std::strtod(mb, &end);
+  return (end != mb && v > 0) ? static_cast<int64_t>(v * 1024 * 1024) : 0;
+}
+
+Expected<int> readUserVersion(sqlite3* db) {
+  Statement st(db, "PRAGMA user_version");
+  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return makeError(sqliteError(db, "read user_version"));
+  return sqlite3_column_int(st.get(), 0);
+}
+
+// Switching to WAL needs a moment of exclusive access; other openers may hold it briefly.
+Status enableWal(sqlite3* db, const StoreOptions& options) {
+  for (int attempt = 0; attempt < options.busy_attempts * 10; ++attempt) {
+    Statement st(db, "PRAGMA journal_mode=WAL");
+    if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) {
+      const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+      if (mode != nullptr && std::string(mode) == "wal") return Ok{};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return makeError(sqliteError(db, "enable WAL"));
+}
+
+Status applySizeLimit(sqlite3* db, int64_t maxBytes) {
+  if (maxBytes <= 0) return Ok{};
+  Statement pageSize(db, "PRAGMA page_size");
+  if (!pageSize.ok() || sqlite3_step(pageSize.get()) != SQLITE_ROW) return makeError(sqliteError(db, "page_size"));
+  const int64_t pages = std::max<int64_t>(1, maxBytes / sqlite3_column_int64(pageSize.get(), 0));
+  const std::string sql = "PRAGMA max_page_count = " + std::to_string(pages);
+  Statement limit(db, sql.c_str());
+  if (!limit.ok() || sqlite3_step(limit.get()) != SQLITE_ROW) return makeError(sqliteError(db, "max_page_count"));
+  return Ok{};
+}
+
+void bindText(sqlite3_stmt* st, int i, const std::string& s) {
+  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+Expected<int64_t> stepInsert(sqlite3* db, sqlite3_stmt* st, const char* what) {
+  if (sqlite3_step(st) != SQLITE_DONE) return makeError(sqliteError(db, what));
+  return sqlite3_last_insert_rowid(db);
+}
+
+}  // namespace
+
+std::string sqliteError(sqlite3* db, const char* what) {
+  return std::string(what) + ": " + sqlite3_errmsg(db) + " (" + std::to_string(sqlite3_extended_errcode(db)) + ")";
+}
+
+Status execute(sqlite3* db, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) == SQLITE_OK) return Ok{};
+  std::string text = message != nullptr ? message : sqlite3_errmsg(db);
+  sqlite3_free(message);
+  return makeError(text + " (" + std::to_string(sqlite3_extended_errcode(db)) + ")");
+}
+
+std::string algoStoredName(Algo a) { return a == Algo::Default ? "default" : std::string(algoNcclName(a)); }
+std::string protoStoredName(Proto p) { return p == Proto::Default ? "default" : std::string(protoNcclName(p)); }
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+const std::string& Store::path() const { return impl_->path; }
+
+Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->path = options.path.empty() ? defaultDatabasePath() : options.path;
+  if (impl->options.max_bytes == 0) impl->options.max_bytes = maxBytesFromEnv();
+  if (auto s = prepareDatabaseFile(impl->path); !s) return makeError(s.error());
+
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(impl->path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
+    return makeError(sqliteError(impl->db, ("open " + impl->path).c_str()));
+  sqlite3_extended_result_codes(impl->db, 1);
+  sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
+
+  // Refuse a newer schema before anything (WAL switch included) could write to the file.
+  auto version = readUserVersion(impl->db);
+  if (!version) return makeError(impl->path + ": " + version.error());
+  if (*version > kSchemaVersion) return makeError(migrateSchema(impl->db, impl->path).error());
+
+  if (auto s = enableWal(impl->db, impl->options); !s) return makeError(impl->path + ": " + s.error());
+  // NORMAL is crash-safe in WAL mode (a killed process loses nothing committed); only power loss may
+  // drop the last transactions.
+  if (auto s = execute(impl->db, "PRAGMA synchronous=NORMAL"); !s) return makeError(s.error());
+  if (auto s = migrateSchema(impl->db, impl->path); !s) return makeError(s.error());
+  if (auto s = applySizeLimit(impl->db, impl->options.max_bytes); !s) return makeError(s.error());
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+} catch (const std::exception& e) {
+  return makeError(std::string("store open: ") + e.what());
+}
+
+Expected<int64_t> Store::addRun(const RunInfo& run) try {
+  Statement st(impl_->db,
+               "INSERT INTO runs(host, system, nccl_version, fingerprint, env_json, source, source_hash, "
+               "started_at_ns) VALUES (?,?,?,?,?,?,?,?)");
+  if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare run insert"));
+  bindText(st.get(), 1, run.host);
+  bindText(st.get(), 2, run.system);
+  bindText(st.get(), 3, run.nccl_version);
+  bindText(st.get(), 4, run.fingerprint);
+  bindText(st.get(), 5, run.env_json.empty() ? std::string("{}") : run.env_json);
+  bindText(st.get(), 6, run.source);
+  bindText(st.get(), 7, run.source_hash);
+  sqlite3_bind_int64(st.get(), 8, run.started_at_ns != 0 ? run.started_at_ns : nowNs());
+  return stepInsert(impl_->db, st.get(), "insert run");
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Expected<int64_t> Store::addCommunicator(const CommInfo& comm) try {
+  Statement st(impl_->db, "INSERT INTO communicators(run_id, comm_id, n_ranks, n_nodes, rank) VALUES (?,?,?,?,?)");
+  if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare communicator insert"));
+  sqlite3_bind_int64(st.get(), 1, comm.run_id);
+  sqlite3_bind_int64(st.get(), 2, static_cast<int64_t>(comm.comm_id));  // bit pattern kept; read back as uint64
+  sqlite3_bind_int(st.get(), 3, comm.n_ranks);
+  sqlite3_bind_int(st.get(), 4, comm.n_nodes);
+  if (comm.rank >= 0) sqlite3_bind_int(st.get(), 5, comm.rank);
+  return stepInsert(impl_->db, st.get(), "insert communicator");
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Expected<int64_t> Store::addProfile(const std::string& name, const std::string& text) try {
+  Statement st(impl_->db, "INSERT INTO profiles(name, text, created_ns) VALUES (?,?,?)");
+  if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare profile insert"));
+  bindText(st.get(), 1, name);
+  bindText(st.get(), 2, text);
+  sqlite3_bind_int64(st.get(), 3, nowNs());
+  return stepInsert(impl_->db, st.get(), "insert profile");
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Expected<bool> Store::hasSourceHash(const std::string& source_hash) try {
+  Statement st(impl_->db, "SELECT 1 FROM runs WHERE source_hash = ? LIMIT 1");
+  if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare source lookup"));
+  bindText(st.get(), 1, source_hash);
+  const int rc = sqlite3_step(st.get());
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return makeError(sqliteError(impl_->db, "source lookup"));
+  return rc == SQLITE_ROW;
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Status Store::removeSource(const std::string& source_hash) try {
+  static constexpr const char* kDeletes[] = {
+      "DELETE FROM observations WHERE comm IN (SELECT c.id FROM communicators c JOIN runs r ON c.run_id = r.id "
+      "WHERE r.source_hash = ?1)",
+      "DELETE FROM decisions WHERE comm IN (SELECT c.id FROM communicators c JOIN runs r ON c.run_id = r.id "
+      "WHERE r.source_hash = ?1)",
+      "DELETE FROM communicators WHERE run_id IN (SELECT id FROM runs WHERE source_hash = ?1)",
+      "DELETE FROM runs WHERE source_hash = ?1"};
+  for (const char* sql : kDeletes) {
+    Statement st(impl_->db, sql);
+    if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare delete"));
+    bindText(st.get(), 1, source_hash);
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return makeError(sqliteError(impl_->db, "delete source"));
+  }
+  return Ok{};
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+}  // namespace dynamiccl::store

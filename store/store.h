@@ -1,0 +1,190 @@
+// store: the SQLite database of runs, observed latencies and tuner decisions (one file per host).
+// Public header of dynamiccl_store. Plain tables, readable with the sqlite3 shell (store/SCHEMA.md).
+// No exception leaves this API; every failure is an Error value. One Store per thread.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "features/expected.h"
+#include "features/features.h"
+
+namespace dynamiccl::store {
+
+inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version written by this build
+
+struct StoreOptions {
+  std::string path;             // empty: defaultDatabasePath()
+  int64_t max_bytes = 0;        // 0: DYNAMICCL_DB_MAX_MB from the environment, else unlimited
+  int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
+  int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
+};
+
+// DYNAMICCL_DB, else $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db.
+std::string defaultDatabasePath();
+
+// Text names as stored (and as in the interchange CSV): "RING", "LL128", "default".
+std::string algoStoredName(Algo a);
+std::string protoStoredName(Proto p);
+
+struct RunInfo {
+  std::string host;
+  std::string system;         // free-text hardware description (interchange CSV "system")
+  std::string nccl_version;
+  std::string fingerprint;    // topology fingerprint text
+  std::string env_json;       // environment knobs as a JSON object
+  std::string source;         // where the rows came from: "plugin", a log path, a CSV path
+  std::string source_hash;    // content hash of that source (ingest skips what it already has)
+  int64_t started_at_ns = 0;  // 0: now
+};
+
+struct CommInfo {
+  int64_t run_id = 0;
+  uint64_t comm_id = 0;  // NCCL commHash; 0 for logs
+  int n_ranks = 0;
+  int n_nodes = 0;
+  int rank = -1;  // -1: unknown
+};
+
+enum class TimingSource : uint8_t { Gpu, Host };
+
+struct ObservationRow {
+  int64_t comm_row = 0;     // communicators.id from addCommunicator
+  int64_t seq = 0;          // call number within the communicator
+  std::string collective;   // "allreduce", ..., "alltoall", "sendrecv"
+  uint64_t bytes = 0;
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  int n_channels = -1;      // -1: unknown
+  int64_t chunk = -1;       // -1: unknown
+  double gpu_us = NAN;      // NaN: unknown
+  double cpu_us = NAN;
+  TimingSource timing = TimingSource::Gpu;
+  int64_t ts_ns = 0;
+  bool in_place = false;
+  double busbw_gbps = NAN;
+  std::string note;         // free text (interchange source_note), may be empty
+};
+
+struct DecisionRow {
+  int64_t comm_row = 0;
+  int64_t seq = 0;
+  std::string collective;
+  uint64_t bytes = 0;
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  int n_channels = -1;
+  int64_t chunk = -1;
+  std::string source;  // "table", "explore", "default", "nccl" (NCCL's own choice from a TUNING log)
+  int64_t ts_ns = 0;
+};
+
+// What one Writer::write commits in one transaction.
+struct Batch {
+  std::vector<ObservationRow> observations;
+  std::vector<DecisionRow> decisions;
+  size_t rows() const { return observations.size() + decisions.size(); }
+  void clear() {
+    observations.clear();
+    decisions.clear();
+  }
+};
+
+struct LossCounters {
+  uint64_t dropped_batches = 0;
+  uint64_t dropped_rows = 0;
+  uint64_t committed_rows = 0;
+};
+
+struct WriteResult {
+  bool committed = false;
+  std::string report_once;  // non-empty only for the first loss of this Writer: log it, then stay quiet
+};
+
+struct StoreStats {
+  std::map<std::string, int64_t> rows_per_table;
+  std::map<std::string, int64_t> observations_per_collective;
+  std::map<std::string, int64_t> observations_per_system;
+  int schema_version = 0;
+  int64_t file_bytes = 0;
+};
+
+// One observation joined with its run and communicator, in the shape of the interchange CSV.
+struct MeasurementRow {
+  std::string system;
+  std::string collective;
+  int n_ranks = 0;
+  int n_nodes = 0;
+  uint64_t bytes = 0;
+  std::string algo;   // stored name
+  std::string proto;
+  int n_channels = -1;
+  int64_t chunk = -1;
+  double time_us = NAN;  // gpu_us when known, else cpu_us
+  double busbw_gbps = NAN;
+  std::string note;
+  bool in_place = false;
+};
+
+class Writer;
+
+class Store {
+ public:
+  // Creates the file (0600) and its directories (0700) if needed, migrates an older schema,
+  // refuses (and leaves untouched) a database whose schema is newer than kSchemaVersion.
+  static Expected<std::unique_ptr<Store>> open(const StoreOptions& options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const;
+  Expected<int64_t> addRun(const RunInfo& run);
+  Expected<int64_t> addCommunicator(const CommInfo& comm);
+  Expected<int64_t> addProfile(const std::string& name, const std::string& text);
+  // Whether a run with this source_hash exists (ingest skips content it already has).
+  Expected<bool> hasSourceHash(const std::string& source_hash);
+  // Deletes every row that came from this source_hash (undo of a half-written ingest).
+  Status removeSource(const std::string& source_hash);
+  Expected<StoreStats> stats();
+  // Streams observations in insertion order; with in_place false, out-of-place rows only.
+  Status forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn);
+
+  struct Impl;
+
+ private:
+  friend class Writer;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Commits a Batch in one transaction with prepared statements. A batch that cannot be written
+// (locked past the bounded wait, database full, disk full) is dropped and counted; the caller goes on.
+// Intended use by the profiler worker: fill a Batch from the queue, write() it every ~10k rows or
+// ~100 ms, log WriteResult::report_once when non-empty, read losses() at shutdown.
+class Writer {
+ public:
+  static Expected<std::unique_ptr<Writer>> create(Store& store);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  WriteResult write(const Batch& batch);
+  LossCounters losses() const { return losses_; }
+
+  struct Statements;
+
+ private:
+  Writer(Store& store, std::unique_ptr<Statements> statements);
+  Store& store_;
+  std::unique_ptr<Statements> statements_;
+  LossCounters losses_;
+  bool reported_ = false;
+};
+
+}  // namespace dynamiccl::store

@@ -1,0 +1,43 @@
+// Internal to dynamiccl_store: the connection behind a Store and small RAII helpers over sqlite3.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "store/store.h"
+
+namespace dynamiccl::store {
+
+// A prepared statement, finalized on destruction.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+struct Store::Impl {
+  sqlite3* db = nullptr;
+  std::string path;
+  StoreOptions options;
+  ~Impl() { sqlite3_close_v2(db); }
+};
+
+// "what: sqlite message (code)" for the last error on db.
+std::string sqliteError(sqlite3* db, const char* what);
+// Runs SQL with no result rows; error value on failure.
+Status execute(sqlite3* db, const char* sql);
+// Brings an open connection's schema to kSchemaVersion; refuses a newer one without writing.
+Status migrateSchema(sqlite3* db, const std::string& path);
+// Creates missing parent directories (0700) and the file itself (0600) before SQLite opens it.
+Status prepareDatabaseFile(const std::string& path);
+
+}  // namespace dynamiccl::store

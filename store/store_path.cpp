@@ -1,0 +1,57 @@
+// Where the per-host database lives, and creating it with private permissions.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "store/store_impl.h"
+
+namespace dynamiccl::store {
+namespace {
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+const char* nonEmptyEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' ? v : nullptr;
+}
+
+}  // namespace
+
+std::string defaultDatabasePath() {
+  if (const char* explicitPath = nonEmptyEnv("DYNAMICCL_DB")) return explicitPath;
+  std::string base;
+  if (const char* xdg = nonEmptyEnv("XDG_DATA_HOME")) {
+    base = xdg;
+  } else if (const char* home = nonEmptyEnv("HOME")) {
+    base = std::string(home) + "/.local/share";
+  } else {
+    base = "/tmp";
+  }
+  return base + "/dynamiccl/" + hostName() + ".db";
+}
+
+Status prepareDatabaseFile(const std::string& path) {
+  if (path.empty() || path == ":memory:") return Ok{};
+  // Each missing directory on the way is created private; existing ones are left as they are.
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return makeError("cannot create directory " + dir + ": " + std::strerror(errno));
+  }
+  // O_CREAT without O_TRUNC: an existing file is untouched; a new one starts at 0600 (SQLite's
+  // -wal and -shm files copy the main file's permissions).
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return makeError("cannot open " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  return Ok{};
+}
+
+}  // namespace dynamiccl::store

@@ -1,0 +1,226 @@
+// Ingest: every real nccl-tests log under shared/data, TUNING lines, and the interchange CSV round trip.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ingest/ingest.h"
+
+namespace dynamiccl::ingest {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kData = std::string(DYNAMICCL_SHARED_DIR) + "/data";
+
+struct TempDb {
+  std::string dir, path;
+  TempDb() {
+    char tmpl[] = "/tmp/dynamiccl_ingest_test_XXXXXX";
+    dir = mkdtemp(tmpl);
+    path = dir + "/t.db";
+  }
+  ~TempDb() { fs::remove_all(dir); }
+};
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int64_t csvRows(const std::string& path) {
+  auto rows = parseInterchangeCsv(readFile(path));
+  return rows.ok() ? static_cast<int64_t>(rows->size()) : -1;
+}
+
+TEST(TuningLine, ParsesNcclInfoLine) {
+  auto t = parseTuningLine("node1:123:456 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->collective, "allreduce");
+  EXPECT_EQ(t->bytes, 1048576u);
+  EXPECT_EQ(t->algo, Algo::Ring);
+  EXPECT_EQ(t->proto, Proto::Simple);
+  EXPECT_EQ(t->nChannels(), 16);
+  auto g = parseTuningLine("h:1:1 [3] NCCL INFO ReduceScatter: 64 Bytes -> Algo NVLS_TREE proto LL128 channel{Lo..Hi}={2..3}");
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->collective, "reducescatter");
+  EXPECT_EQ(g->algo, Algo::NvlsTree);
+  EXPECT_EQ(g->proto, Proto::LL128);
+  EXPECT_EQ(g->nChannels(), 2);
+  EXPECT_FALSE(parseTuningLine("NCCL INFO AllReduce: x Bytes -> Algo RING proto LL").has_value());
+  EXPECT_FALSE(parseTuningLine("NCCL INFO AllReduce: 8 Bytes -> Algo WARP proto LL channel{Lo..Hi}={0..1}").has_value());
+  EXPECT_FALSE(parseTuningLine("#  Rank  0 Group  0 Pid 1 on h device 0 [0000:4a:00] NVIDIA L40S").has_value());
+}
+
+TEST(NcclTestsLog, EnvLinesForceConfigAndTuningLinesAnnotateRows) {
+  const std::string log =
+      "NCCL_ALGO=Tree\n"
+      "NCCL_MIN_NCHANNELS=4\nNCCL_MAX_NCHANNELS=4\n"
+      "# Collective test starting: all_gather_perf\n"
+      "#  Rank  0 Group  0 Pid 1 on hostA device  0 [0000:01:00] GPU X\n"
+      "#  Rank  1 Group  0 Pid 2 on hostB device  0 [0000:01:00] GPU X\n"
+      "h:1:1 [0] NCCL INFO AllGather: 512 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "        1024           256     float    none      -1    10.00    0.10    0.05      0    11.00    0.09    0.05      0\n"
+      "        2048           512     float    none      -1    12.00    0.17    0.09      0      N/A     N/A     N/A    N/A\n";
+  const ParsedLog parsed = parseNcclTestsLog(log, "/x/y.log");
+  ASSERT_EQ(parsed.sections.size(), 1u);
+  const NcclTestsSection& s = parsed.sections[0];
+  EXPECT_EQ(s.collective, "allgather");
+  EXPECT_EQ(s.n_ranks, 2);
+  EXPECT_EQ(s.n_nodes, 2);
+  EXPECT_EQ(s.forced_algo, Algo::Tree);
+  EXPECT_EQ(s.forced_proto, Proto::Default);
+  EXPECT_EQ(s.forced_channels, 4);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.rows[0].ip_time_us, 11.0);
+  EXPECT_TRUE(std::isnan(s.rows[1].ip_time_us));
+  ASSERT_EQ(parsed.tuning.size(), 1u);
+
+  TempDb db;
+  { std::ofstream(db.dir + "/ag.log") << log; }
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  auto report = ingestFile(**store, **writer, db.dir + "/ag.log");
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report->observations, 3);  // 2 out-of-place + 1 in-place (the other is N/A)
+  EXPECT_EQ(report->decisions, 1);
+  // AllGather's TUNING line prints the per-rank share: 512 B of a 1024 B total on 2 ranks.
+  std::vector<std::string> algos;
+  ASSERT_TRUE((*store)->forEachMeasurement(true, [&](const store::MeasurementRow& m) {
+                       algos.push_back(m.algo + "/" + m.proto + "/" + std::to_string(m.n_channels));
+                     }).ok());
+  EXPECT_EQ(algos, (std::vector<std::string>{"RING/LL/2", "RING/LL/2", "TREE/default/4"}));
+  auto again = ingestFile(**store, **writer, db.dir + "/ag.log");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->observations, 0);
+  EXPECT_EQ(again->skipped.count("already ingested (same content)"), 1u);
+}
+
+// Every real nccl-tests log of shared/data: rows agree with each folder's normalized.csv.
+TEST(Ingest, EveryRealNcclTestsLogMatchesNormalizedCounts) {
+  if (!fs::is_directory(kData)) GTEST_SKIP() << kData << " absent";
+  TempDb db;
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  int logs = 0;
+  for (const auto& folder : fs::directory_iterator(kData)) {
+    if (!fs::is_directory(folder.path() / "raw")) continue;
+    int64_t outOfPlace = 0, wrongOutOfPlace = 0, files = 0;
+    for (const std::string& f : expandPaths({(folder.path() / "raw").string()})) {
+      const std::string text = readFile(f);
+      const ParsedLog log = parseNcclTestsLog(text, f);
+      if (log.sections.empty()) continue;
+      ++files;
+      for (const auto& s : log.sections) {
+        EXPECT_FALSE(s.collective.empty()) << f;
+        EXPECT_GT(s.n_ranks, 0) << f;
+        EXPECT_GT(s.n_nodes, 0) << f;
+        EXPECT_LE(s.n_nodes, s.n_ranks) << f;
+        for (const auto& r : s.rows) {
+          EXPECT_GT(r.oop_time_us, 0.0) << f;
+          (r.oop_wrong > 0 ? wrongOutOfPlace : outOfPlace) += 1;
+        }
+      }
+      auto report = ingestFile(**store, **writer, f);
+      ASSERT_TRUE(report.ok()) << report.error();
+      EXPECT_EQ(report->kind, "nccl-tests") << f;
+      EXPECT_GT(report->observations, 0) << f;
+    }
+    logs += static_cast<int>(files);
+    const std::string name = folder.path().filename().string();
+    const int64_t normalized = csvRows((folder.path() / "normalized.csv").string());
+    SCOPED_TRACE(name);
+    if (name == "xla-collective-perf-table") {
+      EXPECT_EQ(files, 0);  // a protobuf table, not an nccl-tests log
+    } else if (name == "h100-ib-cluster-xxrjun") {
+      EXPECT_EQ(outOfPlace + wrongOutOfPlace, normalized + 10);  // + the smoke run normalized.csv leaves out
+    } else if (normalized > 0) {
+      EXPECT_EQ(outOfPlace + wrongOutOfPlace, normalized);
+    }
+  }
+  EXPECT_GE(logs, 300);
+  auto stats = (*store)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->observations_per_collective["allreduce"], 5000);
+  EXPECT_GT(stats->observations_per_collective["alltoall"], 1000);
+  EXPECT_GT(stats->observations_per_collective["sendrecv"], 1000);
+  EXPECT_GT(stats->observations_per_collective["allgather"], 400);
+  EXPECT_GT(stats->observations_per_collective["reducescatter"], 400);
+}
+
+TEST(Ingest, ForcedRunsOfL40sFolderCarryTheirProtocolAndAlgorithm) {
+  const std::string root = kData + "/l40s-pcie-cs244c/raw/phase1-baseline/nvidial40s_2gpu_results";
+  if (!fs::is_directory(root)) GTEST_SKIP() << root << " absent";
+  for (auto [dir, algo, proto] : {std::tuple{"auto_ll128", Algo::Default, Proto::LL128},
+                                  std::tuple{"ring", Algo::Ring, Proto::Default},
+                                  std::tuple{"iteration_1", Algo::Default, Proto::Default}}) {
+    for (const std::string& f : expandPaths({root + "/" + dir})) {
+      const ParsedLog log = parseNcclTestsLog(readFile(f), f);
+      ASSERT_EQ(log.sections.size(), 1u) << f;
+      EXPECT_EQ(log.sections[0].forced_algo, algo) << f;
+      EXPECT_EQ(log.sections[0].forced_proto, proto) << f;
+      EXPECT_EQ(log.sections[0].n_ranks, 2) << f;
+      EXPECT_EQ(log.sections[0].rows.size(), 25u) << f;
+    }
+  }
+}
+
+TEST(InterchangeCsv, RoundTripThroughTheStoreKeepsEveryField) {
+  if (!fs::is_directory(kData)) GTEST_SKIP() << kData << " absent";
+  for (const char* dataset : {"l40s-pcie-cs244c", "h100-ib-cluster-xxrjun", "xla-collective-perf-table"}) {
+    SCOPED_TRACE(dataset);
+    const std::string csv = kData + "/" + dataset + "/normalized.csv";
+    auto original = parseInterchangeCsv(readFile(csv));
+    ASSERT_TRUE(original.ok()) << original.error();
+    TempDb db;
+    auto store = store::Store::open({.path = db.path});
+    ASSERT_TRUE(store.ok());
+    auto writer = store::Writer::create(**store);
+    ASSERT_TRUE(writer.ok());
+    auto report = ingestFile(**store, **writer, csv);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_EQ(report->kind, "interchange-csv");
+    EXPECT_EQ(report->observations, static_cast<int64_t>(original->size()));
+    std::ostringstream out;
+    auto n = exportInterchangeCsv(**store, out);
+    ASSERT_TRUE(n.ok()) << n.error();
+    auto back = parseInterchangeCsv(out.str());
+    ASSERT_TRUE(back.ok()) << back.error();
+    ASSERT_EQ(back->size(), original->size());
+    for (size_t i = 0; i < back->size(); ++i) {
+      const InterchangeRow &a = (*original)[i], &b = (*back)[i];
+      EXPECT_EQ(formatInterchangeRow(a), formatInterchangeRow(b)) << "row " << i;
+    }
+  }
+  // Quoting survives: commas, quotes and an empty note.
+  InterchangeRow tricky;
+  tricky.system = "GPU \"X\", 8 per node";
+  tricky.collective = "allreduce";
+  tricky.n_ranks = 8;
+  tricky.n_nodes = 1;
+  tricky.bytes = 8;
+  tricky.time_us = 1.25;
+  const std::string text = std::string(kInterchangeHeader) + "\n" + formatInterchangeRow(tricky) + "\n";
+  auto parsed = parseInterchangeCsv(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ((*parsed)[0].system, tricky.system);
+  EXPECT_EQ((*parsed)[0].time_us, 1.25);
+  EXPECT_TRUE(std::isnan((*parsed)[0].busbw_gbps));
+}
+
+TEST(InterchangeCsv, RejectsMalformedRows) {
+  EXPECT_FALSE(parseInterchangeCsv("a,b,c\n1,2,3\n").ok());
+  EXPECT_FALSE(parseInterchangeCsv(std::string(kInterchangeHeader) + "\nsys,allreduce,x,1,8,default,default,,,1,1,n\n").ok());
+  EXPECT_FALSE(parseInterchangeCsv(std::string(kInterchangeHeader) + "\nsys,allreduce,8,1\n").ok());
+}
+
+}  // namespace
+}  // namespace dynamiccl::ingest

@@ -1,0 +1,266 @@
+// Store: schema, batched writes, and the faults it must survive (kill -9, 8 writers, full, newer schema).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "store/store.h"
+
+namespace dynamiccl::store {
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/dynamiccl_store_test_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+};
+
+std::string readBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// One scalar from an SQL query, through the plain sqlite3 API (what any reader would use).
+int64_t queryInt(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_busy_timeout(h, 5000);
+  sqlite3_stmt* st = nullptr;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+std::string queryText(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  std::string v;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+RunInfo runOnHost(std::string host) {
+  RunInfo run;
+  run.host = std::move(host);
+  run.source = "test";
+  return run;
+}
+
+Batch makeBatch(int64_t comm, int64_t batchIndex, int rows) {
+  Batch b;
+  for (int i = 0; i < rows; ++i) {
+    ObservationRow o;
+    o.comm_row = comm;
+    o.seq = batchIndex * 100000 + i;  // batch identity survives in the row
+    o.collective = "allreduce";
+    o.bytes = uint64_t{1} << (i % 30);
+    o.algo = Algo::Ring;
+    o.proto = Proto::Simple;
+    o.n_channels = 8;
+    o.gpu_us = 10.0 + i;
+    o.timing = TimingSource::Gpu;
+    b.observations.push_back(o);
+  }
+  return b;
+}
+
+// A store with one run and one communicator; returns the communicator row.
+int64_t setUpComm(Store& store) {
+  auto run = store.addRun(runOnHost("h"));
+  EXPECT_TRUE(run.ok()) << run.error();
+  auto comm = store.addCommunicator({*run, 42, 8, 1, 0});
+  EXPECT_TRUE(comm.ok()) << comm.error();
+  return *comm;
+}
+
+TEST(Store, CreatesPrivateFileWithVersionedSchemaInWalMode) {
+  TempDir dir;
+  const std::string path = dir.path + "/a/b/x.db";
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((dir.path + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(queryInt(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(queryText(path, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM sqlite_master WHERE name = 'observations_training'"), 1);
+}
+
+TEST(Store, DefaultPathFollowsEnvironment) {
+  setenv("DYNAMICCL_DB", "/tmp/explicit.db", 1);
+  EXPECT_EQ(defaultDatabasePath(), "/tmp/explicit.db");
+  unsetenv("DYNAMICCL_DB");
+  setenv("XDG_DATA_HOME", "/tmp/xdg", 1);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(defaultDatabasePath(), std::string("/tmp/xdg/dynamiccl/") + host + ".db");
+  unsetenv("XDG_DATA_HOME");
+  EXPECT_TRUE(defaultDatabasePath().ends_with(std::string("/.local/share/dynamiccl/") + host + ".db"));
+}
+
+TEST(Store, WriterCommitsObservationsAndDecisionsReadableWithPlainSql) {
+  TempDir dir;
+  const std::string path = dir.path + "/x.db";
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  const int64_t comm = setUpComm(**store);
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  Batch b = makeBatch(comm, 0, 100);
+  b.decisions.push_back({comm, 7, "allgather", 4096, Algo::Nvls, Proto::LL128, 16, 131072, "explore", 1});
+  const WriteResult r = (*writer)->write(b);
+  EXPECT_TRUE(r.committed);
+  EXPECT_TRUE(r.report_once.empty());
+  EXPECT_EQ((*writer)->losses().committed_rows, 101u);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations WHERE algo = 'RING' AND proto = 'SIMPLE'"), 100);
+  EXPECT_EQ(queryText(path, "SELECT algo || '/' || proto || '/' || n_channels || '/' || chunk || '/' || source FROM decisions"),
+            "NVLS/LL128/16/131072/explore");
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations WHERE cpu_us IS NULL AND timing_source = 'gpu'"), 100);
+  auto stats = (*store)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->rows_per_table["observations"], 100);
+  EXPECT_EQ(stats->observations_per_collective["allreduce"], 100);
+}
+
+TEST(Store, NewerSchemaIsRefusedAndLeftByteForByte) {
+  TempDir dir;
+  const std::string path = dir.path + "/future.db";
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "CREATE TABLE future(x); INSERT INTO future VALUES (1); PRAGMA user_version = 99;", nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  const std::string before = readBytes(path);
+  ASSERT_FALSE(before.empty());
+
+  auto store = Store::open({.path = path});
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find("newer"), std::string::npos) << store.error();
+  EXPECT_EQ(readBytes(path), before);
+  EXPECT_EQ(queryInt(path, "PRAGMA user_version"), 99);
+}
+
+TEST(Store, KillDashNineMidBatchLosesNoCommittedBatch) {
+  TempDir dir;
+  const std::string path = dir.path + "/kill.db";
+  constexpr int kRows = 2000;
+  {
+    auto store = Store::open({.path = path});
+    ASSERT_TRUE(store.ok()) << store.error();
+    setUpComm(**store);
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = Store::open({.path = path});
+    if (!store) _exit(3);
+    auto writer = Writer::create(**store);
+    if (!writer) _exit(4);
+    for (int64_t i = 0;; ++i) (*writer)->write(makeBatch(1, i, kRows));
+  }
+  // Wait until some batches are in, then kill it wherever it is.
+  for (int i = 0; i < 200 && queryInt(path, "SELECT count(*) FROM observations") < 5 * kRows; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(37));
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(queryText(path, "PRAGMA integrity_check"), "ok");
+  const int64_t rows = queryInt(path, "SELECT count(*) FROM observations");
+  EXPECT_GE(rows, 5 * kRows);
+  EXPECT_EQ(rows % kRows, 0) << "a partial batch is visible";
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM (SELECT seq / 100000 AS b, count(*) AS n FROM observations GROUP BY b "
+                           "HAVING n != " + std::to_string(kRows) + ")"),
+            0);
+  auto writer = Writer::create(**store);  // and the store stays writable
+  ASSERT_TRUE(writer.ok());
+  EXPECT_TRUE((*writer)->write(makeBatch(1, 999999, 10)).committed);
+}
+
+TEST(Store, EightProcessesWritingAtOnceLoseNothing) {
+  TempDir dir;
+  const std::string path = dir.path + "/shared.db";  // no pre-creation: they race on the schema too
+  constexpr int kProcs = 8, kBatches = 40, kRows = 250;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = Store::open({.path = path, .busy_timeout_ms = 5000});
+      if (!store) _exit(100);
+      auto run = (*store)->addRun(runOnHost("p" + std::to_string(p)));
+      if (!run) _exit(101);
+      auto comm = (*store)->addCommunicator({*run, static_cast<uint64_t>(p), kProcs, 1, p});
+      if (!comm) _exit(102);
+      auto writer = Writer::create(**store);
+      if (!writer) _exit(103);
+      for (int b = 0; b < kBatches; ++b) (*writer)->write(makeBatch(*comm, b, kRows));
+      _exit(static_cast<int>(std::min<uint64_t>((*writer)->losses().dropped_batches, 99)));
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "child dropped batches or failed to open";
+  }
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), int64_t{kProcs} * kBatches * kRows);
+  EXPECT_EQ(queryInt(path, "SELECT count(DISTINCT comm) FROM observations"), kProcs);
+  EXPECT_EQ(queryText(path, "PRAGMA integrity_check"), "ok");
+}
+
+TEST(Store, FullDatabaseDropsBatchesCountsThemAndReportsOnce) {
+  TempDir dir;
+  const std::string path = dir.path + "/small.db";
+  setenv("DYNAMICCL_DB_MAX_MB", "0.25", 1);
+  auto store = Store::open({.path = path});
+  unsetenv("DYNAMICCL_DB_MAX_MB");
+  ASSERT_TRUE(store.ok()) << store.error();
+  const int64_t comm = setUpComm(**store);
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  int reports = 0, committed = 0, dropped = 0;
+  for (int i = 0; i < 60; ++i) {
+    const WriteResult r = (*writer)->write(makeBatch(comm, i, 200));
+    committed += r.committed;
+    dropped += !r.committed;
+    if (!r.report_once.empty()) {
+      ++reports;
+      EXPECT_NE(r.report_once.find("full"), std::string::npos) << r.report_once;
+    }
+  }
+  EXPECT_GT(committed, 0);
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(reports, 1);
+  EXPECT_EQ((*writer)->losses().dropped_batches, static_cast<uint64_t>(dropped));
+  EXPECT_EQ((*writer)->losses().dropped_rows, static_cast<uint64_t>(dropped) * 200);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), int64_t{committed} * 200);
+  EXPECT_EQ(queryText(path, "PRAGMA integrity_check"), "ok");
+}
+
+}  // namespace
+}  // namespace dynamiccl::store
