@@ -8,4 +8,6 @@ class App;
 namespace dynamiccl::cli {
 void addShowCommand(CLI::App& app);
 void addValidateCommand(CLI::App& app);
+void addIngestCommand(CLI::App& app);
+void addDbCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "dynamiccl 0.1.0");
   dynamiccl::cli::addShowCommand(app);
   dynamiccl::cli::addValidateCommand(app);
+  dynamiccl::cli::addIngestCommand(app);
+  dynamiccl::cli::addDbCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
