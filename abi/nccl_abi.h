@@ -150,3 +150,4 @@ inline float** asNcclArgument(float (*table)[DYNAMICCL_NCCL_NUM_PROTOCOLS]) {
   return reinterpret_cast<float**>(table);
 }
 }  // namespace dynamiccl::abi
+#include "abi/nccl_profiler_abi.h"  // profiler ABI v1..v6 (needs ncclResult_t, ncclDebugLogger_t above)

@@ -135,4 +135,53 @@ class ScopedEnv {
   std::string old_;
 };
 
+// ---- profiler role: loads ncclProfiler_vN like NCCL (newest first) and emits events like NCCL ----
+
+struct ProfilerCommSpec {
+  uint64_t commId = 0x1234abcd;  // given to init from v4; to Coll descriptors as commHash in v1/v2
+  int nRanks = 8;
+  int nNodes = 1;
+  int rank = 0;
+};
+
+// One Coll start as NCCL describes it (2.28.9 profiler.cc); v1 gets the indices of these names.
+struct ProfilerColl {
+  uint64_t seq = 0;
+  const char* func = "AllReduce";
+  size_t count = 1024;
+  const char* datatype = "ncclFloat32";
+  const char* algo = "RING";
+  const char* proto = "SIMPLE";
+  int nChannels = 2;
+  int rank = 0;
+  uint64_t commHash = 0;  // v1/v2 descriptors only
+};
+
+class ProfilerLibrary {
+ public:
+  // Path as NCCL_PROFILER_PLUGIN would name it; probes ncclProfiler_v<maxVersion> down to v1.
+  static Expected<std::shared_ptr<ProfilerLibrary>> open(const std::string& path, int maxVersion = 6);
+  ~ProfilerLibrary();
+  int version() const { return version_; }
+  std::string name() const;
+
+  // eActivationMask: the process-wide int NCCL passes to every init.
+  ncclResult_t init(const ProfilerCommSpec& spec, int* eActivationMask, void** context) const;
+  ncclResult_t startColl(void* context, const ProfilerColl& coll, void** handle) const;
+  // v3 has no pTimer (ignored); v1/v2 have no KernelCh events (returns success, *handle = nullptr).
+  ncclResult_t startKernelCh(void* context, void* parentColl, int channelId, uint64_t pTimer_ns, void** handle) const;
+  ncclResult_t kernelChStop(void* handle, uint64_t pTimer_ns) const;  // recordEventState(KernelChStop)
+  ncclResult_t stop(void* handle) const;
+  // startEvent with a raw descriptor pointer (may be null or garbage) for malformed-input tests.
+  ncclResult_t startRaw(void* context, void** handle, void* descr) const;
+  ncclResult_t recordStateRaw(void* handle, int state, void* args) const;
+  ncclResult_t finalize(void* context) const;
+
+ private:
+  ProfilerLibrary() = default;
+  void* handle_ = nullptr;
+  int version_ = 0;
+  const void* table_ = nullptr;  // ncclProfiler_v<version_>_t
+};
+
 }  // namespace dynamiccl::harness

@@ -1,0 +1,54 @@
+// One measured collective, as the profiler role hands it to the worker thread and its sinks.
+// Public piece for other modules (online learner, store writer): include this header, register a sink.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "features/features.h"
+
+namespace dynamiccl::plugin {
+
+struct Observation {
+  uint64_t commId = 0;   // NCCL's commHash (v4+ init, v1/v2 descriptor); 0 when NCCL did not say
+  int rank = -1;         // from the event descriptor
+  uint64_t seq = 0;      // NCCL's per-communicator, per-collective seqNumber (rank-consistent)
+  Collective coll = Collective::AllReduce;
+  uint64_t bytes = 0;    // nccl-tests "size": count*typeSize, times nRanks for AllGather/ReduceScatter
+  Algo algo = Algo::Default;    // what NCCL actually ran; Default when unknown
+  Proto proto = Proto::Default;
+  int nChannels = 0;     // channels NCCL used (v4+), max channels before v4
+  double gpu_us = 0;     // max channel stop - min channel start (GPU globaltimer); 0 when !gpuTiming
+  double cpu_us = 0;     // host Coll start -> stop (enqueue time), always filled
+  bool gpuTiming = false;  // false: only cpu_us is meaningful (v1-v3, channels missing)
+  // Extra context for sinks (not on the hot path's critical fields).
+  int nRanks = 0;        // 0 before v4 unless the tuner context supplied it
+  int nNodes = 0;
+  uint64_t elemBytes = 0;  // count*typeSize (per-rank share) as NCCL described it
+  int64_t stop_ns = 0;   // host steady-clock time the record completed (ordering, not wall time)
+};
+
+// A sink gets batches of observations on the worker thread, in completion order. It must not block
+// for long (it delays every other sink), must not throw (exceptions are caught and counted) and must
+// not register/unregister sinks itself. After unregisterObservationSink returns it is never called again.
+// Observations arrive only while a profiler context is live (NCCL_PROFILER_PLUGIN names this library).
+using ObservationSink = std::function<void(const Observation* observations, size_t n)>;
+
+// Returns an id for unregisterObservationSink. Safe from any thread, at any time (not the hot path).
+int registerObservationSink(ObservationSink sink);
+void unregisterObservationSink(int id);
+
+// Process-wide counters of the measurement channel (monotonic since load).
+struct ObservationCounters {
+  uint64_t published = 0;       // observations that entered the queue
+  uint64_t delivered = 0;       // observations handed to sinks
+  uint64_t droppedQueueFull = 0;
+  uint64_t droppedPoolFull = 0; // Coll starts that found no free record
+  uint64_t unknownHandles = 0;  // events whose handle was stale, foreign or already completed
+  uint64_t forcedCompletions = 0;  // records completed by the worker's sweep (missing stop/channels)
+  uint64_t sinkErrors = 0;
+};
+ObservationCounters observationCounters();
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,22 @@
+// Decoding the names NCCL puts in Coll descriptors (v2+) and the numbers of v1, without allocating:
+// these run on NCCL's threads inside startEvent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "features/features.h"
+
+namespace dynamiccl::plugin {
+
+std::optional<Collective> collectiveFromNcclName(const char* func);  // "AllReduce"; nullopt for p2p etc.
+uint64_t typeSizeFromNcclName(const char* datatype);               // "ncclFloat32" -> 4; 0 unknown
+Algo algoFromNcclName(const char* algo);                           // "NVLS_TREE"; Default if unknown
+Proto protoFromNcclName(const char* proto);                        // "LL128"; Default if unknown
+
+std::optional<Collective> collectiveFromNcclFunc(unsigned func);  // v1: ncclFunc_t
+uint64_t typeSizeFromNcclType(unsigned datatype);                  // v1: ncclDataType_t
+Algo algoFromIndex(unsigned algo);
+Proto protoFromIndex(unsigned proto);
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,368 @@
+// The profiler role through dlopen, as NCCL drives it: every ABI version, both event orders NCCL
+// produces, malformed and missing events, exhausted pool and queue, concurrent emitters, and the
+// observations reaching the sinks (the CSV log sink and the SQLite store).
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "store/store.h"
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::ProfilerColl;
+using harness::ProfilerCommSpec;
+using harness::ProfilerLibrary;
+using harness::ScopedEnv;
+using testing::TempFile;
+
+// Environment of one measurement channel: read when the first profiler init starts the worker.
+struct ChannelEnv {
+  explicit ChannelEnv(const char* records = "4096", const char* queue = "65536", const char* grace_ms = "2000",
+                      bool store = false)
+      : log("", ".csv"), db("", ".db"), logEnv("DYNAMICCL_OBSERVATION_LOG", log.path().c_str()),
+        dbEnv("DYNAMICCL_DB", db.path().c_str()), recordEnv("DYNAMICCL_RECORD", store ? "1" : "0"),
+        recordsEnv("DYNAMICCL_PROFILER_RECORDS", records), queueEnv("DYNAMICCL_PROFILER_QUEUE", queue),
+        graceEnv("DYNAMICCL_PROFILER_GRACE_MS", grace_ms) {}
+  std::vector<std::vector<std::string>> lines() const {
+    std::vector<std::vector<std::string>> out;
+    std::ifstream in(log.path());
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> fields;
+      std::stringstream ss(line);
+      for (std::string f; std::getline(ss, f, ',');) fields.push_back(f);
+      out.push_back(fields);
+    }
+    return out;
+  }
+  TempFile log, db;
+  ScopedEnv logEnv, dbEnv, recordEnv, recordsEnv, queueEnv, graceEnv;
+};
+
+// CSV columns of the log sink.
+enum Col { kComm, kRank, kSeq, kColl, kBytes, kAlgo, kProto, kChannels, kGpuUs, kCpuUs, kTiming, kNRanks };
+
+// The counters of the summary line the plugin logs at its last finalize for that session (v4+: those
+// get a logger). Tests clear the capture first, so the last line is theirs.
+struct Summary {
+  unsigned long long delivered = 0, queueFull = 0, poolFull = 0, unknown = 0, forced = 0, sinkErrors = 0;
+};
+Summary lastSummary() {
+  Summary s;
+  for (const std::string& line : harness::LogCapture::lines()) {
+    const size_t at = line.find("profiler: ");
+    if (at == std::string::npos || line.find("observations delivered") == std::string::npos) continue;
+    std::sscanf(line.c_str() + at,
+                "profiler: %llu observations delivered; dropped: queue full %llu, record pool full %llu; "
+                "unknown handles %llu; forced completions %llu; sink errors %llu",
+                &s.delivered, &s.queueFull, &s.poolFull, &s.unknown, &s.forced, &s.sinkErrors);
+  }
+  return s;
+}
+
+std::shared_ptr<ProfilerLibrary> openProfiler(int maxVersion) {
+  auto lib = ProfilerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR), maxVersion);
+  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : lib.error());
+  return lib.ok() ? lib.value() : nullptr;
+}
+
+// One collective as NCCL 2.28 emits it: Coll start, then per channel KernelCh start(pTimer) /
+// KernelChStop(pTimer) / stop; Coll stop either right after start (NCCL's order) or after the channels.
+void emitCollective(const ProfilerLibrary& lib, void* ctx, const ProfilerColl& coll,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& channelTimes, bool collStopFirst) {
+  void* h = nullptr;
+  ASSERT_EQ(lib.startColl(ctx, coll, &h), ncclSuccess);
+  if (collStopFirst) {
+    ASSERT_EQ(lib.stop(h), ncclSuccess);
+  }
+  for (size_t ch = 0; ch < channelTimes.size(); ++ch) {
+    void* k = nullptr;
+    ASSERT_EQ(lib.startKernelCh(ctx, h, static_cast<int>(ch), channelTimes[ch].first, &k), ncclSuccess);
+    ASSERT_EQ(lib.kernelChStop(k, channelTimes[ch].second), ncclSuccess);
+    ASSERT_EQ(lib.stop(k), ncclSuccess);
+  }
+  if (!collStopFirst) {
+    ASSERT_EQ(lib.stop(h), ncclSuccess);
+  }
+}
+
+class EveryVersion : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryVersion, MeasuresCollectivesInBothEventOrders) {
+  const int v = GetParam();
+  ChannelEnv env;
+  auto lib = openProfiler(v);
+  ASSERT_TRUE(lib);
+  ASSERT_EQ(lib->version(), v);
+  EXPECT_EQ(lib->name(), "DynamICCL");
+  int mask = 0x100;  // a bit someone else set: must survive
+  void* ctx = nullptr;
+  ProfilerCommSpec spec;
+  spec.rank = 3;
+  ASSERT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(mask, 0x100 | (v >= 4 ? 66 : 2));
+
+  ProfilerColl coll;
+  coll.func = "AllGather";
+  coll.count = 1024;
+  coll.datatype = "ncclFloat16";
+  coll.algo = "NVLS_TREE";
+  coll.proto = "LL128";
+  coll.nChannels = 2;
+  coll.rank = 3;
+  coll.commHash = v <= 2 ? spec.commId : 0;
+  const std::vector<std::pair<uint64_t, uint64_t>> times = {{1'000'000, 5'000'000}, {1'500'000, 6'200'000}};
+  coll.seq = 7;
+  emitCollective(*lib, ctx, coll, times, /*collStopFirst=*/true);
+  coll.seq = 8;
+  emitCollective(*lib, ctx, coll, times, /*collStopFirst=*/false);
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = lines[i];
+    ASSERT_EQ(f.size(), 12u);
+    EXPECT_EQ(f[kSeq], std::to_string(7 + i));
+    EXPECT_EQ(f[kRank], "3");
+    EXPECT_EQ(f[kColl], "allgather");
+    EXPECT_EQ(f[kAlgo], "NVLS_TREE");
+    EXPECT_EQ(f[kProto], "LL128");
+    EXPECT_EQ(f[kChannels], "2");
+    if (v >= 4) {
+      EXPECT_EQ(f[kComm], std::to_string(spec.commId));
+      EXPECT_EQ(f[kBytes], "16384");  // nccl-tests size: 1024 x 2 B x 8 ranks
+      EXPECT_EQ(f[kTiming], "gpu");
+      EXPECT_EQ(f[kGpuUs], "5200.000");  // max stop 6.2 ms - min start 1.0 ms
+    } else {
+      EXPECT_EQ(f[kComm], v <= 2 ? std::to_string(spec.commId) : "0");
+      EXPECT_EQ(f[kBytes], "2048");  // no nRanks before v4 (and no tuner context here): per-rank bytes
+      EXPECT_EQ(f[kTiming], "host");
+      EXPECT_EQ(f[kGpuUs], "0.000");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiler, EveryVersion, ::testing::Values(1, 2, 3, 4, 5, 6));
+
+TEST(Profiler, SurvivesMalformedStaleAndRepeatedEvents) {
+  ChannelEnv env;
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const Summary before{};
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  void* h = reinterpret_cast<void*>(0x1);
+  // Null and garbage everywhere NCCL hands us a pointer.
+  EXPECT_EQ(lib->startRaw(ctx, &h, nullptr), ncclSuccess);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(lib->startRaw(ctx, nullptr, nullptr), ncclSuccess);
+  EXPECT_EQ(lib->startColl(nullptr, ProfilerColl{}, &h), ncclSuccess);
+  EXPECT_EQ(h, nullptr);
+  int notAContext = 42;
+  EXPECT_EQ(lib->startColl(&notAContext, ProfilerColl{}, &h), ncclSuccess);
+  for (uintptr_t bad : {uintptr_t{1}, uintptr_t{2}, uintptr_t{5}, uintptr_t{0xdeadbeef}, ~uintptr_t{0}}) {
+    void* p = reinterpret_cast<void*>(bad);
+    EXPECT_EQ(lib->stop(p), ncclSuccess);
+    EXPECT_EQ(lib->kernelChStop(p, 123), ncclSuccess);
+    void* k = nullptr;
+    EXPECT_EQ(lib->startKernelCh(ctx, p, 0, 100, &k), ncclSuccess);
+    EXPECT_EQ(k, nullptr);
+  }
+  EXPECT_EQ(lib->stop(nullptr), ncclSuccess);
+  EXPECT_EQ(lib->recordStateRaw(nullptr, 22, nullptr), ncclSuccess);
+  // An unknown function (p2p) is not measured; an unknown datatype/algo still is, marked default.
+  ProfilerColl p2p;
+  p2p.func = "SendRecv";
+  EXPECT_EQ(lib->startColl(ctx, p2p, &h), ncclSuccess);
+  EXPECT_EQ(h, nullptr);
+
+  // A real collective with repeated stops, a KernelChStop without args, a duplicate channel and a
+  // channel arriving after its collective completed: counted, never crashes, measured once.
+  ProfilerColl coll;
+  coll.nChannels = 1;
+  coll.algo = "WHATEVER";
+  void* c = nullptr;
+  ASSERT_EQ(lib->startColl(ctx, coll, &c), ncclSuccess);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(lib->stop(c), ncclSuccess);
+  EXPECT_EQ(lib->stop(c), ncclSuccess);  // repeated
+  void* k = nullptr, *dup = nullptr;
+  ASSERT_EQ(lib->startKernelCh(ctx, c, 0, 10'000, &k), ncclSuccess);
+  ASSERT_EQ(lib->startKernelCh(ctx, c, 0, 10'000, &dup), ncclSuccess);
+  EXPECT_EQ(dup, nullptr);
+  EXPECT_EQ(lib->recordStateRaw(k, 22, nullptr), ncclSuccess);
+  EXPECT_EQ(lib->kernelChStop(k, 30'000), ncclSuccess);
+  EXPECT_EQ(lib->stop(k), ncclSuccess);
+  EXPECT_EQ(lib->stop(k), ncclSuccess);   // after completion: stale
+  EXPECT_EQ(lib->stop(c), ncclSuccess);   // stale
+  void* late = nullptr;
+  EXPECT_EQ(lib->startKernelCh(ctx, c, 1, 1, &late), ncclSuccess);
+  EXPECT_EQ(late, nullptr);
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  EXPECT_EQ(lib->finalize(nullptr), ncclSuccess);
+  EXPECT_EQ(lib->finalize(&notAContext), ncclSuccess);
+
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0][kAlgo], "DEFAULT");
+  EXPECT_EQ(lines[0][kGpuUs], "20.000");
+  const Summary after = lastSummary();
+  EXPECT_GE(after.unknown - before.unknown, 5u * 3 + 4);
+}
+
+TEST(Profiler, CompletesRecordsWhoseStopsNeverCome) {
+  ChannelEnv env("4096", "65536", /*grace_ms=*/"30");
+  auto lib = openProfiler(6);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const Summary before{};
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;
+  coll.nChannels = 4;
+  void* a = nullptr;
+  ASSERT_EQ(lib->startColl(ctx, coll, &a), ncclSuccess);  // Coll stop arrives, channels never do
+  ASSERT_EQ(lib->stop(a), ncclSuccess);
+  void* b = nullptr;
+  coll.seq = 1;
+  ASSERT_EQ(lib->startColl(ctx, coll, &b), ncclSuccess);  // nothing ever stops: nothing to report
+  for (int i = 0; i < 200 && lastSummary().forced == before.forced && env.lines().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto lines = env.lines();  // the sweep completed the first with host timing, before finalize
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0][kTiming], "host");
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  EXPECT_EQ(lastSummary().forced - before.forced, 2u);
+  EXPECT_EQ(env.lines().size(), 1u);
+}
+
+TEST(Profiler, ExhaustedRecordPoolDropsAndCounts) {
+  ChannelEnv env(/*records=*/"8");
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const Summary before{};
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  std::vector<void*> handles;
+  for (int i = 0; i < 20; ++i) {
+    void* h = nullptr;
+    ProfilerColl coll;
+    coll.seq = i;
+    ASSERT_EQ(lib->startColl(ctx, coll, &h), ncclSuccess);
+    handles.push_back(h);
+  }
+  EXPECT_EQ(std::count(handles.begin(), handles.end(), nullptr), 12);
+  for (void* h : handles) lib->stop(h);  // the 8 live ones wait for channels; finalize completes them
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  const Summary after = lastSummary();
+  EXPECT_EQ(after.poolFull - before.poolFull, 12u);
+  EXPECT_EQ(env.lines().size(), 8u);
+}
+
+TEST(Profiler, FullQueueDropsWithoutBlocking) {
+  ChannelEnv env("4096", /*queue=*/"2");
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const Summary before{};
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  constexpr int kCalls = 200'000;
+  ProfilerColl coll;
+  coll.nChannels = 0;  // complete at Coll stop
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    void* h = nullptr;
+    coll.seq = i;
+    lib->startColl(ctx, coll, &h);
+    lib->stop(h);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  const Summary after = lastSummary();
+  EXPECT_GT(after.queueFull - before.queueFull, 0u);
+  EXPECT_EQ((after.delivered - before.delivered) + (after.queueFull - before.queueFull), unsigned(kCalls));
+  EXPECT_EQ(env.lines().size(), after.delivered - before.delivered);
+  EXPECT_LT(s, 5.0) << "the producer must never wait for the worker";
+}
+
+TEST(Profiler, ManyThreadsEmitConcurrently) {
+  ChannelEnv env;
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  constexpr int kThreads = 8, kCalls = 5000;
+  int mask = 0;
+  std::vector<void*> ctxs(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    ProfilerCommSpec spec;
+    spec.rank = t;
+    ASSERT_EQ(lib->init(spec, &mask, &ctxs[t]), ncclSuccess);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ProfilerColl coll;
+      coll.rank = t;
+      coll.nChannels = 2;
+      for (int i = 0; i < kCalls; ++i) {
+        coll.seq = i;
+        const uint64_t base = 1'000'000ull * i;
+        emitCollective(*lib, ctxs[t], coll, {{base + 100, base + 4100}, {base + 200, base + 3000}}, (i & 1) != 0);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (void* c : ctxs) ASSERT_EQ(lib->finalize(c), ncclSuccess);
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), size_t{kThreads} * kCalls);
+  for (const auto& f : lines) {
+    ASSERT_EQ(f[kTiming], "gpu");
+    ASSERT_EQ(f[kGpuUs], "4.000");
+  }
+}
+
+TEST(Profiler, ObservationsReachTheStore) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;
+  for (int i = 0; i < 10; ++i) {
+    coll.seq = i;
+    emitCollective(*lib, ctx, coll, {{1000, 3000}, {1100, 2500}}, true);
+  }
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  store::StoreOptions options;
+  options.path = env.db.path();
+  auto db = store::Store::open(options);
+  ASSERT_TRUE(db.ok()) << db.error();
+  auto stats = db.value()->stats();
+  ASSERT_TRUE(stats.ok()) << stats.error();
+  EXPECT_EQ(stats.value().rows_per_table["observations"], 10);
+  EXPECT_EQ(stats.value().rows_per_table["communicators"], 1);
+  int measured = 0;
+  ASSERT_TRUE(db.value()->forEachMeasurement(true, [&](const store::MeasurementRow& m) {
+    ++measured;
+    EXPECT_EQ(m.collective, "allreduce");
+    EXPECT_EQ(m.bytes, 4096u);
+    EXPECT_DOUBLE_EQ(m.time_us, 2.0);
+    EXPECT_EQ(m.n_ranks, 8);
+  }).ok());
+  EXPECT_EQ(measured, 10);
+}
+
+}  // namespace
+}  // namespace dynamiccl
