@@ -68,3 +68,10 @@ constexpr uint64_t bytesPerRank(uint64_t nBytes, int nRanks) {
 }
 
 }  // namespace dynamiccl
+
+// The fingerprint, timing windows, workload context and the policy input encoding; included after
+// the vocabulary above, which they use.
+#include "features/feature_vector.h"
+#include "features/timing_window.h"
+#include "features/topology_fingerprint.h"
+#include "features/workload_context.h"

@@ -10,4 +10,6 @@ void addShowCommand(CLI::App& app);
 void addValidateCommand(CLI::App& app);
 void addIngestCommand(CLI::App& app);
 void addDbCommand(CLI::App& app);
+void addTrainCommand(CLI::App& app);
+void addPolicyEvalCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -43,7 +43,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
       c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
     }
-    c->table = policy::DecisionTable::compile(*loaded->profile, c->shape);
+    // With a learned "policy" section, Eigen scores configurations here, off the hot path.
+    c->table = policy::compileWithPolicy(*loaded->profile, c->shape);
     c->loaded = std::move(loaded);
     registerContext(c.get());
     *context = c.release();

@@ -4,3 +4,4 @@
 
 #include "policy/decision_table.h"
 #include "policy/profile.h"
+#include "policy/policy_rules.h"

@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,11 +46,14 @@ struct Rule {
   std::string origin;                    // "rules[3]" or "line 7", for messages
 };
 
+class PolicyNetwork;  // policy/network_eval.h
+
 struct Profile {
   int version = kProfileVersion;
   std::string name;
   std::string source;                    // path it was read from, if any
   std::vector<Rule> rules;
+  std::shared_ptr<const PolicyNetwork> network;  // the "policy" section's learned network, if any
 };
 
 // Our JSON format. Every semantic error (unknown name or key, inverted range, negative channels,

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "policy/network_eval.h"
 #include "policy/profile.h"
 
 namespace dynamiccl::policy {
@@ -150,6 +151,12 @@ Expected<Profile> parseProfileJson(std::string_view text) {
   if (doc.contains("name")) {
     if (!doc["name"].is_string()) return makeError("\"name\" must be a string");
     profile.name = doc["name"].get<std::string>();
+  }
+  if (doc.contains("policy")) {  // learned weights: bad ones make the whole profile unusable
+    auto weights = parsePolicyWeights(doc["policy"].dump());
+    auto network = weights ? PolicyNetwork::create(std::move(*weights)) : Error{weights.error()};
+    if (!network) return makeError("policy: " + network.error());
+    profile.network = *network;
   }
   if (!doc.contains("rules") || !doc["rules"].is_array()) return makeError("\"rules\" must be an array");
   const json& rules = doc["rules"];

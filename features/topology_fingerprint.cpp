@@ -1,0 +1,70 @@
+// Merging the fingerprint sources; later sources override earlier ones.
+#include "features/topology_fingerprint.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "features/features.h"
+
+namespace dynamiccl {
+
+double TopologyFingerprint::nvlinkToNicRatio() const {
+  if (ranksPerNode <= 0 || nicsPerNode <= 0 || nicSpeed_GBps <= 0 || nvlinkBwPerGpu_GBps <= 0) return 0.0;
+  return nvlinkBwPerGpu_GBps / (nicsPerNode * nicSpeed_GBps / ranksPerNode);
+}
+
+std::string TopologyFingerprint::text() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "ranks=%d nodes=%d ppn=%d nvl_domain=%d-%d cc=%d nvlink_GBps=%.0f nics=%dx%.1fGBps ratio=%.1f",
+                nRanks, nNodes, ranksPerNode, nvlDomainMin, nvlDomainMax, computeCap, nvlinkBwPerGpu_GBps,
+                nicsPerNode, nicSpeed_GBps, nvlinkToNicRatio());
+  return buf;
+}
+
+HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn) {
+  HostSources h;
+  h.nics = readSysfsNics(sysRoot);
+  if (auto nvml = readNvml(nvmlLibrary)) h.nvml = *nvml;
+  h.overrides = readTopoOverrides(getenvFn);
+  return h;
+}
+
+const HostSources& localHostSources() {
+  // Probed once per process: communicators are created by the hundred and the host does not change.
+  static const HostSources sources =
+      probeHostSources("/sys", "libnvidia-ml.so.1", [](const char* n) { return std::getenv(n); });
+  return sources;
+}
+
+TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host, const ModelledCosts* ringCosts) {
+  TopologyFingerprint fp;
+  fp.nRanks = shape.nRanks;
+  fp.nNodes = shape.nNodes;
+  fp.ranksPerNode = shape.nNodes > 0 ? shape.nRanks / shape.nNodes : 0;
+  fp.nvlDomainMin = shape.minRanksPerNode;
+  fp.nvlDomainMax = shape.maxRanksPerNode;
+  if (ringCosts) {
+    const int ring = static_cast<int>(Algo::Ring), simple = static_cast<int>(Proto::Simple);
+    if (ringCosts->valid[ring][simple]) {
+      fp.ncclRingBw_GBps = ringCosts->bw_GBps[ring][simple];
+      fp.ncclRingLat_us = ringCosts->lat_us[ring][simple];
+    }
+  }
+  if (host.nics.count) {
+    fp.nicsPerNode = host.nics.count;
+    fp.nicSpeed_GBps = host.nics.speed_GBps;
+  }
+  if (host.nvml) {
+    fp.computeCap = host.nvml->computeCap;
+    fp.nvlinkBwPerGpu_GBps = host.nvml->nvlinkBwPerGpu_GBps;
+  }
+  const TopoOverrides& o = host.overrides;
+  if (o.computeCap) fp.computeCap = *o.computeCap;
+  if (o.nvlinkBw_GBps) fp.nvlinkBwPerGpu_GBps = *o.nvlinkBw_GBps;
+  if (o.nics) fp.nicsPerNode = *o.nics;
+  if (o.nicSpeed_GBps) fp.nicSpeed_GBps = *o.nicSpeed_GBps;
+  if (o.ranksPerNode) fp.ranksPerNode = *o.ranksPerNode;
+  return fp;
+}
+
+}  // namespace dynamiccl

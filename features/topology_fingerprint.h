@@ -1,0 +1,88 @@
+// The topology fingerprint: what kind of machine a communicator runs on, merged from NCCL's cost
+// table, sysfs, NVML and DYNAMICCL_TOPO_* overrides (cheapest first, later sources win).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "features/expected.h"
+
+namespace dynamiccl {
+
+struct CommShape;
+
+// NCCL's modelled time = lat + bytes / bw per (algo, proto), recovered from its table at two sizes.
+struct ModelledCosts {
+  std::array<std::array<float, 3>, 7> lat_us{};
+  std::array<std::array<float, 3>, 7> bw_GBps{};  // GB/s = 1e3 bytes/us
+  std::array<std::array<bool, 3>, 7> valid{};     // both entries usable and time grows with size
+};
+
+// Pure: two cost tables NCCL filled for the same collective at smallBytes < largeBytes.
+ModelledCosts recoverModelledCosts(const float (&small)[7][3], uint64_t smallBytes, const float (&large)[7][3],
+                                   uint64_t largeBytes);
+
+// NICs seen in sysfs (InfiniBand ports first; Ethernet only when no InfiniBand port has a rate).
+struct SysfsNics {
+  int count = 0;
+  double speed_GBps = 0.0;  // fastest port, GB/s (1e9 bytes/s)
+  std::string source;       // "infiniband", "net" or "" when sysfs said nothing
+};
+SysfsNics readSysfsNics(const std::string& sysRoot = "/sys");
+
+// What NVML (dlopen'ed at run time; absent on machines without the driver) says about GPU 0.
+struct NvmlInfo {
+  int gpuCount = 0;
+  int computeCap = 0;               // 80, 90, 100, ...
+  int activeNvlinks = 0;
+  double nvlinkBwPerGpu_GBps = 0.0; // active links x per-link bandwidth of that generation
+};
+// Errors name why NVML is unusable (library missing, symbol missing, init failed).
+Expected<NvmlInfo> readNvml(const char* library = "libnvidia-ml.so.1");
+
+// DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE; unparsable values are
+// reported in `ignored` and otherwise skipped.
+struct TopoOverrides {
+  std::optional<int> computeCap, nics, ranksPerNode;
+  std::optional<double> nvlinkBw_GBps, nicSpeed_GBps;
+  std::vector<std::string> ignored;
+};
+using EnvLookup = std::function<const char*(const char*)>;
+TopoOverrides readTopoOverrides(const EnvLookup& getenvFn);
+
+struct TopologyFingerprint {
+  int nRanks = 0;
+  int nNodes = 0;
+  int ranksPerNode = 0;
+  int nvlDomainMin = 0, nvlDomainMax = 0;  // ranks per NVLink domain (v5+ init), 0 unknown
+  int computeCap = 0;                      // GPU generation, 0 unknown
+  double nvlinkBwPerGpu_GBps = 0.0;        // 0: unknown or no NVLink
+  int nicsPerNode = 0;
+  double nicSpeed_GBps = 0.0;
+  // NCCL's own modelled Ring/Simple AllReduce figures when a cost table was probed (0 unknown).
+  double ncclRingBw_GBps = 0.0;
+  double ncclRingLat_us = 0.0;
+
+  // NVLink:NIC bandwidth per GPU (H800 ~14:1 where NCCL's constants assume ~7:1); 0 unknown.
+  double nvlinkToNicRatio() const;
+  std::string text() const;  // one line, stable order, stored with runs
+};
+
+// What the host says, gathered once per process by localHostSources().
+struct HostSources {
+  SysfsNics nics;
+  std::optional<NvmlInfo> nvml;
+  TopoOverrides overrides;
+};
+HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn);
+const HostSources& localHostSources();  // probes /sys, NVML and the environment on first use
+
+// Merges the sources; `ringCosts` are AllReduce costs from recoverModelledCosts (optional).
+TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host,
+                                     const ModelledCosts* ringCosts = nullptr);
+
+}  // namespace dynamiccl

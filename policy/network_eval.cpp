@@ -1,0 +1,80 @@
+// Eigen forward pass of the GRU + MLP, matching torch::nn::GRU (gates r, z, n) and Linear/ReLU.
+#include "policy/network_eval.h"
+
+#include <Eigen/Dense>
+
+namespace dynamiccl::policy {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct PolicyNetwork::Layers {
+  RowMatrix gruWih, gruWhh;
+  Eigen::VectorXf gruBih, gruBhh;
+  std::vector<RowMatrix> w;
+  std::vector<Eigen::RowVectorXf> b;
+};
+
+namespace {
+
+RowMatrix matrixOf(const Tensor& t) {
+  return Eigen::Map<const RowMatrix>(t.data.data(), t.shape[0], t.shape[1]);
+}
+Eigen::VectorXf vectorOf(const Tensor& t) { return Eigen::Map<const Eigen::VectorXf>(t.data.data(), t.shape[0]); }
+
+}  // namespace
+
+PolicyNetwork::PolicyNetwork(PolicyWeights w) : weights_(std::move(w)), layers_(std::make_unique<Layers>()) {
+  const auto& t = weights_.tensors;
+  layers_->gruWih = matrixOf(t.at("gru.weight_ih"));
+  layers_->gruWhh = matrixOf(t.at("gru.weight_hh"));
+  layers_->gruBih = vectorOf(t.at("gru.bias_ih"));
+  layers_->gruBhh = vectorOf(t.at("gru.bias_hh"));
+  for (size_t i = 0; i <= weights_.mlpHidden.size(); ++i) {
+    layers_->w.push_back(matrixOf(t.at("mlp." + std::to_string(i) + ".weight")));
+    layers_->b.push_back(vectorOf(t.at("mlp." + std::to_string(i) + ".bias")).transpose());
+  }
+}
+
+PolicyNetwork::~PolicyNetwork() = default;
+
+Expected<std::shared_ptr<const PolicyNetwork>> PolicyNetwork::create(PolicyWeights weights) {
+  if (auto s = validatePolicyWeights(weights); !s) return makeError(s.error());
+  try {
+    return std::shared_ptr<const PolicyNetwork>(new PolicyNetwork(std::move(weights)));
+  } catch (const std::exception& e) {
+    return makeError(std::string("policy network: ") + e.what());
+  }
+}
+
+void PolicyNetwork::encodeWindow(const float* window, float* hidden) const {
+  const int h = weights_.gruHidden;
+  const Layers& L = *layers_;
+  Eigen::VectorXf state = Eigen::VectorXf::Zero(h);
+  auto sigmoid = [](const Eigen::VectorXf& x) -> Eigen::VectorXf { return (1.0f + (-x.array()).exp()).inverse().matrix(); };
+  for (int step = 0; step < weights_.windowLength; ++step) {
+    const Eigen::VectorXf gi = L.gruWih.col(0) * window[step] + L.gruBih;
+    const Eigen::VectorXf gh = L.gruWhh * state + L.gruBhh;
+    const Eigen::VectorXf r = sigmoid(gi.segment(0, h) + gh.segment(0, h));
+    const Eigen::VectorXf z = sigmoid(gi.segment(h, h) + gh.segment(h, h));
+    const Eigen::VectorXf n = (gi.segment(2 * h, h).array() + r.array() * gh.segment(2 * h, h).array()).tanh().matrix();
+    state = ((1.0f - z.array()) * n.array() + z.array() * state.array()).matrix();
+  }
+  Eigen::Map<Eigen::VectorXf>(hidden, h) = state;
+}
+
+void PolicyNetwork::predictLogLatency_us(const float* rows, int n, const float* hidden, float* out) const {
+  const Layers& L = *layers_;
+  const int in = inputs(), h = weights_.gruHidden;
+  RowMatrix x(n, in + h);
+  x.leftCols(in) = Eigen::Map<const RowMatrix>(rows, n, in);
+  x.rightCols(h).rowwise() = Eigen::Map<const Eigen::RowVectorXf>(hidden, h);
+  for (size_t i = 0; i < L.w.size(); ++i) {
+    RowMatrix y = x * L.w[i].transpose();
+    y.rowwise() += L.b[i];
+    if (i + 1 < L.w.size()) y = y.cwiseMax(0.0f);
+    x = std::move(y);
+  }
+  for (int r = 0; r < n; ++r) out[r] = weights_.targetMean + weights_.targetStd * x(r, 0);
+}
+
+}  // namespace dynamiccl::policy

@@ -1,0 +1,150 @@
+// Reading, writing and validating the "policy" weights (nlohmann::json; no exception leaves here).
+#include "policy/network_weights.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace dynamiccl::policy {
+namespace {
+
+using nlohmann::json;
+
+// The tensor names and shapes a PolicyWeights of these dimensions must carry.
+std::vector<std::pair<std::string, std::vector<int>>> expectedTensors(const PolicyWeights& w) {
+  const int h = w.gruHidden;
+  std::vector<std::pair<std::string, std::vector<int>>> out = {{"gru.weight_ih", {3 * h, 1}},
+                                                               {"gru.weight_hh", {3 * h, h}},
+                                                               {"gru.bias_ih", {3 * h}},
+                                                               {"gru.bias_hh", {3 * h}}};
+  int in = w.mlpInputs();
+  for (size_t i = 0; i <= w.mlpHidden.size(); ++i) {
+    const int o = i < w.mlpHidden.size() ? w.mlpHidden[i] : 1;
+    out.push_back({"mlp." + std::to_string(i) + ".weight", {o, in}});
+    out.push_back({"mlp." + std::to_string(i) + ".bias", {o}});
+    in = o;
+  }
+  return out;
+}
+
+std::string shapeText(const std::vector<int>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+struct ParseError {
+  std::string message;
+};
+
+int intField(const json& doc, const char* key, int lo, int hi) {
+  if (!doc.contains(key) || !doc[key].is_number_integer()) throw ParseError{std::string(key) + " must be an integer"};
+  const int64_t v = doc[key].get<int64_t>();
+  if (v < lo || v > hi) throw ParseError{std::string(key) + " out of range"};
+  return static_cast<int>(v);
+}
+
+float floatField(const json& doc, const char* key) {
+  if (!doc.contains(key) || !doc[key].is_number()) throw ParseError{std::string(key) + " must be a number"};
+  return doc[key].get<float>();
+}
+
+}  // namespace
+
+Status validatePolicyWeights(const PolicyWeights& w) {
+  if (w.version != kPolicyWeightsVersion) return makeError("unsupported policy weights version " + std::to_string(w.version));
+  if (w.encodingVersion != kFeatureEncodingVersion || w.contextFeatures != kContextFeatures ||
+      w.configFeatures != kConfigFeatures || w.windowLength != kTimingWindowLength)
+    return makeError("weights were trained for another feature encoding than this plugin's");
+  if (w.gruHidden < 1 || w.gruHidden > 256) return makeError("gru_hidden must be in [1, 256]");
+  if (w.mlpHidden.empty() || w.mlpHidden.size() > 8) return makeError("mlp_hidden must list 1 to 8 layers");
+  for (int n : w.mlpHidden)
+    if (n < 1 || n > 1024) return makeError("mlp_hidden widths must be in [1, 1024]");
+  if (!std::isfinite(w.targetMean) || !std::isfinite(w.targetStd) || w.targetStd <= 0)
+    return makeError("target mean/std must be finite with std > 0");
+  const auto expected = expectedTensors(w);
+  if (w.tensors.size() != expected.size()) return makeError("expected " + std::to_string(expected.size()) + " tensors");
+  for (const auto& [name, shape] : expected) {
+    auto it = w.tensors.find(name);
+    if (it == w.tensors.end()) return makeError("missing tensor " + name);
+    if (it->second.shape != shape)
+      return makeError("tensor " + name + " has shape " + shapeText(it->second.shape) + ", expected " + shapeText(shape));
+    size_t n = 1;
+    for (int d : shape) n *= static_cast<size_t>(d);
+    if (it->second.data.size() != n) return makeError("tensor " + name + " has the wrong number of values");
+    for (float v : it->second.data)
+      if (!std::isfinite(v)) return makeError("tensor " + name + " holds a NaN or infinite value");
+  }
+  return Ok{};
+}
+
+Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return makeError("policy must be a JSON object");
+  try {
+    if (!doc.contains("format") || doc["format"] != std::string(kPolicyFormat))
+      throw ParseError{"policy.format must be \"" + std::string(kPolicyFormat) + "\""};
+    PolicyWeights w;
+    w.version = intField(doc, "version", 0, 1 << 20);
+    w.encodingVersion = intField(doc, "feature_encoding", 0, 1 << 20);
+    w.contextFeatures = intField(doc, "context_features", 0, 4096);
+    w.configFeatures = intField(doc, "config_features", 0, 4096);
+    w.windowLength = intField(doc, "window", 0, 4096);
+    w.gruHidden = intField(doc, "gru_hidden", 0, 4096);
+    if (!doc.contains("mlp_hidden") || !doc["mlp_hidden"].is_array()) throw ParseError{"mlp_hidden must be an array"};
+    w.mlpHidden.clear();
+    for (const json& n : doc["mlp_hidden"]) {
+      if (!n.is_number_integer()) throw ParseError{"mlp_hidden must hold integers"};
+      w.mlpHidden.push_back(n.get<int>());
+    }
+    w.targetMean = floatField(doc, "target_mean");
+    w.targetStd = floatField(doc, "target_std");
+    if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"];
+    if (!doc.contains("tensors") || !doc["tensors"].is_object()) throw ParseError{"tensors must be an object"};
+    for (auto it = doc["tensors"].begin(); it != doc["tensors"].end(); ++it) {
+      const json& t = it.value();
+      if (!t.is_object() || !t.contains("shape") || !t.contains("data") || !t["shape"].is_array() ||
+          !t["data"].is_array())
+        throw ParseError{"tensor " + it.key() + " must be {shape, data}"};
+      Tensor tensor;
+      for (const json& d : t["shape"]) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (1 << 20))
+          throw ParseError{"tensor " + it.key() + " has a bad shape"};
+        tensor.shape.push_back(d.get<int>());
+      }
+      tensor.data.reserve(t["data"].size());
+      for (const json& v : t["data"]) {
+        if (!v.is_number()) throw ParseError{"tensor " + it.key() + " holds a non-number (NaN is not JSON)"};
+        tensor.data.push_back(v.get<float>());
+      }
+      w.tensors[it.key()] = std::move(tensor);
+    }
+    if (auto s = validatePolicyWeights(w); !s) return makeError(s.error());
+    return w;
+  } catch (const ParseError& e) {
+    return makeError(e.message);
+  } catch (const std::exception& e) {
+    return makeError(std::string("policy: ") + e.what());
+  }
+}
+
+std::string policyWeightsToJson(const PolicyWeights& w) {
+  json doc;
+  doc["format"] = std::string(kPolicyFormat);
+  doc["version"] = w.version;
+  doc["feature_encoding"] = w.encodingVersion;
+  doc["context_features"] = w.contextFeatures;
+  doc["config_features"] = w.configFeatures;
+  doc["window"] = w.windowLength;
+  doc["gru_hidden"] = w.gruHidden;
+  doc["mlp_hidden"] = w.mlpHidden;
+  doc["target_mean"] = w.targetMean;
+  doc["target_std"] = w.targetStd;
+  if (!w.description.empty()) doc["description"] = w.description;
+  json tensors = json::object();
+  for (const auto& [name, t] : w.tensors) tensors[name] = json{{"shape", t.shape}, {"data", t.data}};
+  doc["tensors"] = std::move(tensors);
+  return doc.dump();
+}
+
+}  // namespace dynamiccl::policy

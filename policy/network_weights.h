@@ -1,0 +1,49 @@
+// The learned policy's weights as stored under a profile's "policy" key: plain, versioned tensors
+// (PyTorch names and row-major layouts) that the plugin evaluates with Eigen, never with LibTorch.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "features/features.h"
+
+namespace dynamiccl::policy {
+
+inline constexpr std::string_view kPolicyFormat = "dynamiccl-policy";
+inline constexpr int kPolicyWeightsVersion = 1;
+
+struct Tensor {
+  std::vector<int> shape;
+  std::vector<float> data;  // row-major
+};
+
+// GRU encoder of the timing window (input 1 per step) + MLP over [context | config | GRU state]
+// that predicts the standardized log latency (us) of running a configuration.
+struct PolicyWeights {
+  int version = kPolicyWeightsVersion;
+  int encodingVersion = kFeatureEncodingVersion;
+  int contextFeatures = kContextFeatures;
+  int configFeatures = kConfigFeatures;
+  int windowLength = kTimingWindowLength;
+  int gruHidden = 8;
+  std::vector<int> mlpHidden = {64, 64};
+  float targetMean = 0.0f;  // log latency = mean + std * network output
+  float targetStd = 1.0f;
+  std::string description;
+  // gru.weight_ih [3H,1], gru.weight_hh [3H,H], gru.bias_ih [3H], gru.bias_hh [3H] (gates r, z, n);
+  // mlp.<i>.weight [out,in], mlp.<i>.bias [out] for each hidden layer, then the output layer (out 1).
+  std::map<std::string, Tensor> tensors;
+
+  int mlpInputs() const { return contextFeatures + configFeatures + gruHidden; }
+};
+
+// Checks every expected tensor's presence, shape and finiteness, and that the encoding matches
+// this build's features; the message names the first problem.
+Status validatePolicyWeights(const PolicyWeights& w);
+// Parses the JSON value of the "policy" key; validates before returning.
+Expected<PolicyWeights> parsePolicyWeights(std::string_view json);
+std::string policyWeightsToJson(const PolicyWeights& w);  // the "policy" value, compact JSON
+
+}  // namespace dynamiccl::policy

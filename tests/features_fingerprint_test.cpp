@@ -1,0 +1,179 @@
+// Each fingerprint source on its own, including machines where sysfs or NVML say nothing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "features/features.h"
+
+namespace dynamiccl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A throwaway directory tree standing in for /sys.
+struct FakeSys {
+  fs::path root = fs::temp_directory_path() / ("dynamiccl-sys-" + std::to_string(::getpid()) + "-" +
+                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  FakeSys() { fs::create_directories(root); }
+  ~FakeSys() { fs::remove_all(root); }
+  void write(const std::string& rel, const std::string& content) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << content << "\n";
+  }
+};
+
+EnvLookup envFrom(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(ModelledCosts, RecoversLatencyAndBandwidthFromTwoSizes) {
+  float small[7][3], large[7][3];
+  for (int a = 0; a < 7; ++a)
+    for (int p = 0; p < 3; ++p) small[a][p] = large[a][p] = -1.0f;  // IGNORE
+  // Ring/Simple: 10 us + bytes / (100 GB/s = 1e5 bytes/us).
+  small[1][2] = 10.0f + 1e6f / 1e5f;
+  large[1][2] = 10.0f + 1e8f / 1e5f;
+  // Tree/LL: 5 us + bytes / 2e4 bytes/us.
+  small[0][0] = 5.0f + 1e6f / 2e4f;
+  large[0][0] = 5.0f + 1e8f / 2e4f;
+  small[4][2] = 3.0f;  // time that does not grow: not recoverable
+  large[4][2] = 3.0f;
+  const ModelledCosts m = recoverModelledCosts(small, 1000000, large, 100000000);
+  ASSERT_TRUE(m.valid[1][2]);
+  EXPECT_NEAR(m.bw_GBps[1][2], 100.0, 0.01);
+  EXPECT_NEAR(m.lat_us[1][2], 10.0, 0.05);
+  ASSERT_TRUE(m.valid[0][0]);
+  EXPECT_NEAR(m.bw_GBps[0][0], 20.0, 0.01);
+  EXPECT_NEAR(m.lat_us[0][0], 5.0, 0.05);
+  EXPECT_FALSE(m.valid[4][2]);
+  EXPECT_FALSE(m.valid[2][2]);
+  EXPECT_FALSE(recoverModelledCosts(small, 5, large, 5).valid[1][2]);  // sizes must differ
+}
+
+TEST(SysfsNics, ReadsInfinibandRates) {
+  FakeSys sys;
+  for (int i = 0; i < 4; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec (4X NDR)");
+  sys.write("class/infiniband/mlx5_9/ports/1/rate", "garbage");
+  sys.write("class/net/eth0/speed", "100000");
+  const SysfsNics n = readSysfsNics(sys.root.string());
+  EXPECT_EQ(n.source, "infiniband");
+  EXPECT_EQ(n.count, 4);
+  EXPECT_DOUBLE_EQ(n.speed_GBps, 50.0);
+}
+
+TEST(SysfsNics, FallsBackToPhysicalEthernet) {
+  FakeSys sys;
+  sys.write("class/net/eth0/speed", "200000");
+  sys.write("class/net/eth0/device/vendor", "0x15b3");
+  sys.write("class/net/lo/speed", "100000");  // no device link: virtual
+  sys.write("class/net/eth1/device/vendor", "0x15b3");
+  sys.write("class/net/eth1/speed", "-1");  // link down
+  const SysfsNics n = readSysfsNics(sys.root.string());
+  EXPECT_EQ(n.source, "net");
+  EXPECT_EQ(n.count, 1);
+  EXPECT_DOUBLE_EQ(n.speed_GBps, 25.0);
+}
+
+TEST(SysfsNics, EmptyOrMissingTreeSaysNothing) {
+  FakeSys sys;
+  EXPECT_EQ(readSysfsNics(sys.root.string()).count, 0);
+  EXPECT_EQ(readSysfsNics("/nonexistent/dynamiccl").count, 0);
+  EXPECT_EQ(readSysfsNics("/nonexistent/dynamiccl").source, "");
+}
+
+TEST(Nvml, AbsentLibraryDegradesToAnError) {
+  auto info = readNvml("libdynamiccl-no-such-nvml.so.1");
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.error().find("not available"), std::string::npos);
+  // The real name is absent on machines without the driver: either way no crash, a value back.
+  auto real = readNvml();
+  if (real) {
+    EXPECT_GT(real->gpuCount, 0);
+  }
+}
+
+TEST(Nvml, LibraryWithoutNvmlSymbolsIsRejected) {
+  auto info = readNvml("libc.so.6");
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.error().find("symbol"), std::string::npos);
+}
+
+TEST(TopoOverrides, ParsesAndReportsBadValues) {
+  auto o = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_GPU_CC", "90"},
+                                      {"DYNAMICCL_TOPO_NVLINK_GBPS", "400"},
+                                      {"DYNAMICCL_TOPO_NICS", "8"},
+                                      {"DYNAMICCL_TOPO_NIC_GBPS", "25"},
+                                      {"DYNAMICCL_TOPO_RANKS_PER_NODE", "8.5"}}));
+  EXPECT_EQ(o.computeCap, 90);
+  EXPECT_EQ(o.nvlinkBw_GBps, 400.0);
+  EXPECT_EQ(o.nics, 8);
+  EXPECT_EQ(o.nicSpeed_GBps, 25.0);
+  EXPECT_FALSE(o.ranksPerNode);
+  ASSERT_EQ(o.ignored.size(), 1u);
+  auto none = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_NICS", "-3"}, {"DYNAMICCL_TOPO_GPU_CC", "abc"}}));
+  EXPECT_FALSE(none.nics);
+  EXPECT_FALSE(none.computeCap);
+  EXPECT_EQ(none.ignored.size(), 2u);
+}
+
+TEST(Fingerprint, MergesSourcesWithOverridesLast) {
+  FakeSys sys;
+  for (int i = 0; i < 8; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec");
+  // H800: 400 GB/s NVLink per GPU, 8 x 200 Gb/s NICs -> 400 / 25 = 16 (operator's word via env).
+  HostSources host = probeHostSources(sys.root.string(), "libdynamiccl-no-such-nvml.so.1",
+                                      envFrom({{"DYNAMICCL_TOPO_GPU_CC", "90"}, {"DYNAMICCL_TOPO_NVLINK_GBPS", "400"},
+                                               {"DYNAMICCL_TOPO_NIC_GBPS", "25"}}));
+  EXPECT_FALSE(host.nvml);
+  CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2, .minRanksPerNode = 8, .maxRanksPerNode = 8};
+  const TopologyFingerprint fp = buildFingerprint(shape, host);
+  EXPECT_EQ(fp.ranksPerNode, 8);
+  EXPECT_EQ(fp.nicsPerNode, 8);
+  EXPECT_EQ(fp.computeCap, 90);
+  EXPECT_DOUBLE_EQ(fp.nicSpeed_GBps, 25.0);
+  EXPECT_DOUBLE_EQ(fp.nvlinkToNicRatio(), 16.0);
+  EXPECT_NE(fp.text().find("ratio=16.0"), std::string::npos);
+}
+
+TEST(Fingerprint, NothingKnownLeavesZerosNotGarbage) {
+  HostSources host = probeHostSources("/nonexistent", "libdynamiccl-no-such-nvml.so.1", envFrom({}));
+  const TopologyFingerprint fp = buildFingerprint(CommShape{.nRanks = 8, .nNodes = 1}, host);
+  EXPECT_EQ(fp.nicsPerNode, 0);
+  EXPECT_EQ(fp.computeCap, 0);
+  EXPECT_EQ(fp.nvlinkToNicRatio(), 0.0);
+  float ctx[kContextFeatures];
+  encodeContext(fp, Collective::AllReduce, 1 << 20, {}, ctx);
+  for (float v : ctx) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Fingerprint, CostTableGivesNcclRingFigures) {
+  ModelledCosts m;
+  m.valid[1][2] = true;
+  m.bw_GBps[1][2] = 42.0f;
+  m.lat_us[1][2] = 9.0f;
+  const TopologyFingerprint fp = buildFingerprint(CommShape{.nRanks = 8, .nNodes = 1},
+                                                  probeHostSources("/nonexistent", "none.so", envFrom({})), &m);
+  EXPECT_DOUBLE_EQ(fp.ncclRingBw_GBps, 42.0);
+  EXPECT_DOUBLE_EQ(fp.ncclRingLat_us, 9.0);
+}
+
+TEST(SizeFeatures, LogSizeAndBytesPerRank) {
+  EXPECT_DOUBLE_EQ(log2Bytes(0), 0.0);
+  EXPECT_DOUBLE_EQ(log2Bytes(1024), 10.0);
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  float ctx[kContextFeatures];
+  encodeContext(fp, Collective::AllGather, 1 << 20, {}, ctx);
+  EXPECT_FLOAT_EQ(ctx[0], 20.0f / 32);
+  EXPECT_FLOAT_EQ(ctx[1], 16.0f / 32);  // 1 MiB / 16 ranks = 64 KiB
+  EXPECT_EQ(ctx[2 + 2], 1.0f);
+}
+
+}  // namespace
+}  // namespace dynamiccl

@@ -1,0 +1,178 @@
+// Policy weights: bad ones are rejected (and cost the plugin nothing but one warning); good ones
+// make the plugin's init generate rules with Eigen that the hot path then looks up.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "policy/policy.h"
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::LogCapture;
+using harness::ScopedEnv;
+using testing::TempFile;
+
+// Valid weights of the default dimensions with small seeded values.
+policy::PolicyWeights randomWeights(uint64_t seed) {
+  policy::PolicyWeights w;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 0.3f);
+  auto tensor = [&](std::vector<int> shape) {
+    policy::Tensor t{shape, {}};
+    size_t count = 1;
+    for (int d : shape) count *= d;
+    for (size_t i = 0; i < count; ++i) t.data.push_back(n(rng));
+    return t;
+  };
+  const int h = w.gruHidden;
+  w.tensors["gru.weight_ih"] = tensor({3 * h, 1});
+  w.tensors["gru.weight_hh"] = tensor({3 * h, h});
+  w.tensors["gru.bias_ih"] = tensor({3 * h});
+  w.tensors["gru.bias_hh"] = tensor({3 * h});
+  int in = w.mlpInputs();
+  for (size_t i = 0; i <= w.mlpHidden.size(); ++i) {
+    const int out = i < w.mlpHidden.size() ? w.mlpHidden[i] : 1;
+    w.tensors["mlp." + std::to_string(i) + ".weight"] = tensor({out, in});
+    w.tensors["mlp." + std::to_string(i) + ".bias"] = tensor({out});
+    in = out;
+  }
+  w.targetMean = 3.0f;
+  return w;
+}
+
+std::string profileWithPolicy(const std::string& policyJson) {
+  return R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)" + policyJson + "}";
+}
+
+TEST(PolicyWeights, RoundTripsThroughJson) {
+  const policy::PolicyWeights w = randomWeights(1);
+  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->tensors.size(), w.tensors.size());
+  EXPECT_EQ(back->tensors.at("mlp.1.weight").data, w.tensors.at("mlp.1.weight").data);
+}
+
+TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
+  auto mutate = [](auto edit) {
+    nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(2)));
+    edit(j);
+    return policy::parsePolicyWeights(j.dump());
+  };
+  auto wrongShape = mutate([](auto& j) { j["tensors"]["mlp.0.weight"]["shape"][1] = 37; });
+  ASSERT_FALSE(wrongShape.ok());
+  EXPECT_NE(wrongShape.error().find("shape"), std::string::npos) << wrongShape.error();
+  auto nan = mutate([](auto& j) { j["tensors"]["gru.bias_ih"]["data"][0] = "NaN"; });
+  EXPECT_FALSE(nan.ok());
+  auto inf = mutate([](auto& j) { j["tensors"]["gru.bias_ih"]["data"][0] = 1e300; });  // inf as float
+  ASSERT_FALSE(inf.ok());
+  EXPECT_NE(inf.error().find("NaN or infinite"), std::string::npos) << inf.error();
+  EXPECT_FALSE(mutate([](auto& j) { j["tensors"].erase("mlp.2.bias"); }).ok());
+  EXPECT_FALSE(mutate([](auto& j) { j["tensors"]["mlp.2.bias"]["data"].push_back(1.0); }).ok());
+  EXPECT_FALSE(mutate([](auto& j) { j["context_features"] = 17; }).ok());
+  EXPECT_FALSE(mutate([](auto& j) { j["version"] = 2; }).ok());
+  EXPECT_FALSE(mutate([](auto& j) { j["target_std"] = 0; }).ok());
+  EXPECT_FALSE(policy::parsePolicyWeights("[1,2]").ok());
+  EXPECT_FALSE(policy::parseProfileJson(profileWithPolicy("{\"format\":\"x\"}")).ok());
+}
+
+TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
+  auto net = policy::PolicyNetwork::create(randomWeights(3));
+  ASSERT_TRUE(net.ok());
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  fp.nNodes = 2;
+  fp.ranksPerNode = 8;
+  fp.computeCap = 90;
+  const std::vector<policy::Rule> rules = policy::policyRules(**net, fp, {});
+  EXPECT_EQ(rules.size(), size_t{kNumCollectives} * (policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1) * 3);
+  for (const policy::Rule& r : rules) {
+    EXPECT_TRUE(policy::validateDecision(r.decision).ok());
+    if (*r.collective != Collective::AllReduce) {
+      EXPECT_NE(r.decision.algo, Algo::Tree);
+    }
+    EXPECT_NE(r.decision.algo, Algo::Pat);  // 8 ranks per node: no PAT
+  }
+  // The first candidate of a key is the network's argmin among its configurations.
+  const uint64_t probe = policy::policyProbeBytes(20);
+  const auto configs = policy::policyConfigurations(Collective::AllReduce, fp);
+  std::vector<float> rows(configs.size() * (*net)->inputs()), scores(configs.size()), hidden((*net)->gruHidden());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    float* row = rows.data() + i * (*net)->inputs();
+    encodeContext(fp, Collective::AllReduce, probe, {}, std::span<float, kContextFeatures>(row, kContextFeatures));
+    encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
+                 std::span<float, kConfigFeatures>(row + kContextFeatures, kConfigFeatures));
+  }
+  float window[kTimingWindowLength] = {};
+  (*net)->encodeWindow(window, hidden.data());
+  (*net)->predictLogLatency_us(rows.data(), static_cast<int>(configs.size()), hidden.data(), scores.data());
+  const size_t best = std::min_element(scores.begin(), scores.end()) - scores.begin();
+  policy::Profile generated;
+  generated.rules = rules;
+  const policy::DecisionTable table = policy::DecisionTable::compile(generated, CommShape{.nRanks = 16, .nNodes = 2});
+  EXPECT_EQ(table.lookup(4, probe, 1, 0).decisions[0], configs[best]);
+}
+
+TEST(PolicyRules, TimingWindowChangesTheInputOfTheNetwork) {
+  auto net = policy::PolicyNetwork::create(randomWeights(4));
+  ASSERT_TRUE(net.ok());
+  float calm[kTimingWindowLength] = {}, congested[kTimingWindowLength];
+  std::fill(congested, congested + kTimingWindowLength, 0.7f);
+  std::vector<float> a((*net)->gruHidden()), b((*net)->gruHidden());
+  (*net)->encodeWindow(calm, a.data());
+  (*net)->encodeWindow(congested, b.data());
+  EXPECT_NE(a, b);
+}
+
+TEST(PluginWithPolicy, InitBuildsRulesFromTheNetwork) {
+  TempFile file(profileWithPolicy(policy::policyWeightsToJson(randomWeights(5))));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", "1");
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok()) << comm.error();
+  int changed = 0;
+  for (int coll = 0; coll < 5; ++coll)
+    for (size_t n = 64; n < (size_t{1} << 32); n *= 8) {
+      harness::CostTable table = harness::allAvailable();
+      int nChannels = 0;
+      ASSERT_EQ((*comm)->getCollInfo(coll, n, 1, 0, table, &nChannels), ncclSuccess);
+      changed += !(table == harness::allAvailable());
+    }
+  EXPECT_GT(changed, 0);  // the network's rules decided
+}
+
+TEST(PluginWithPolicy, BadWeightsLogOneLineAndKeepNcclDefault) {
+  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(6)));
+  j["tensors"]["mlp.1.weight"]["shape"] = {3, 3};
+  TempFile file(profileWithPolicy(j.dump()));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", nullptr);
+  LogCapture::clear();
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  for (int i = 0; i < 3; ++i) {
+    auto comm = lib->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok()) << comm.error();
+    const harness::CostTable table = harness::allAvailable();
+    for (int coll = 0; coll < 5; ++coll)
+      for (size_t n = 1; n < (size_t{1} << 34); n *= 9) {
+        harness::CostTable copy = table;
+        int nChannels = 0;
+        ASSERT_EQ((*comm)->getCollInfo(coll, n, 1, 0, copy, &nChannels), ncclSuccess);
+        ASSERT_TRUE(copy == table);
+        ASSERT_EQ(nChannels, 0);
+      }
+  }
+  size_t mentions = 0;
+  for (const std::string& l : LogCapture::lines()) mentions += l.find("policy") != std::string::npos;
+  EXPECT_EQ(mentions, 1u);
+}
+
+}  // namespace
+}  // namespace dynamiccl

@@ -1,0 +1,100 @@
+// Training data: importance weights, simulator rollouts with congestion, store rows, evaluation.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "store/store.h"
+#include "train/dataset.h"
+#include "train/policy_eval.h"
+
+namespace dynamiccl {
+namespace {
+
+TEST(ImportanceWeights, RareLoggedConfigsWeighMore) {
+  // Key k: the logging policy ran A 9 times and B once; uniform target -> A 5/9, B 5.
+  std::vector<std::string> keys(10, "k"), configs(9, "A");
+  configs.push_back("B");
+  keys.push_back("j");
+  configs.push_back("A");
+  const auto w = train::importanceWeights(keys, configs, 10.0f);
+  EXPECT_NEAR(w[0], 5.0 / 9, 1e-6);
+  EXPECT_NEAR(w[9], 5.0, 1e-6);
+  EXPECT_NEAR(w[10], 1.0, 1e-6);
+  EXPECT_NEAR(train::importanceWeights({"k", "k", "k", "k"}, {"A", "A", "A", "B"}, 2.0f)[3], 2.0, 1e-6);  // clipped
+}
+
+TEST(Rollouts, CongestionShowsInTheWindowAndTheLatency) {
+  auto sys = train::SimSystem::make(*train::findPreset("dgx-h100x4"));
+  ASSERT_TRUE(sys.ok()) << sys.error();
+  const policy::Decision ring{Algo::Ring, Proto::Simple, 0, 0};
+  const auto calm = sys->trueLatency_us(Collective::AllReduce, 1 << 26, ring, 0.0);
+  const auto busy = sys->trueLatency_us(Collective::AllReduce, 1 << 26, ring, 1.0);
+  ASSERT_TRUE(calm && busy);
+  EXPECT_GT(*busy, 1.5 * *calm);
+  train::RolloutOptions ro;
+  ro.keysPerSystem = 50;
+  ro.congestedFraction = 1.0;
+  const auto rows = train::simulatorRollouts({*sys}, ro);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_GT(rows[0].window[kTimingWindowLength - 1], 0.05f);  // the newest ratio is elevated
+  for (const auto& r : rows) ASSERT_TRUE(std::isfinite(r.logLatency_us));
+}
+
+TEST(Rollouts, HoldingOutAPrefixRemovesThoseMachines) {
+  for (const auto& t : train::presetsMatching({"h800"}, false)) EXPECT_NE(t.name.rfind("h800", 0), 0u);
+  EXPECT_FALSE(train::presetsMatching({"h800"}, true).empty());
+  for (const auto& t : train::presetTopologies()) EXPECT_TRUE(train::SimSystem::make(t).ok()) << t.name;
+}
+
+TEST(StoreSamples, ReadsObservationsWithImportanceWeights) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("dynamiccl-train-" + std::to_string(::getpid()) + ".db")).string();
+  {
+    auto db = store::Store::open(store::StoreOptions{.path = path});
+    ASSERT_TRUE(db.ok()) << db.error();
+    store::RunInfo info;
+    info.system = "dgx-h100x2";
+    info.source = "test";
+    auto run = (*db)->addRun(info);
+    ASSERT_TRUE(run.ok()) << run.error();
+    auto comm = (*db)->addCommunicator(store::CommInfo{.run_id = *run, .n_ranks = 16, .n_nodes = 2});
+    ASSERT_TRUE(comm.ok()) << comm.error();
+    auto writer = store::Writer::create(**db);
+    ASSERT_TRUE(writer.ok()) << writer.error();
+    store::Batch batch;
+    for (int i = 0; i < 4; ++i) {
+      store::ObservationRow r;
+      r.comm_row = *comm;
+      r.seq = i;
+      r.collective = "allreduce";
+      r.bytes = 1 << 20;
+      r.algo = i < 3 ? Algo::Ring : Algo::Tree;
+      r.proto = Proto::Simple;
+      r.gpu_us = 100.0 + i;
+      batch.observations.push_back(r);
+    }
+    store::ObservationRow unknown = batch.observations[0];
+    unknown.algo = Algo::Default;  // which config ran is unknown: not usable
+    unknown.proto = Proto::Default;
+    batch.observations.push_back(unknown);
+    ASSERT_TRUE((*writer)->write(batch).committed);
+  }
+  auto rows = train::storeSamples(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  EXPECT_EQ(rows->read, 5u);
+  EXPECT_EQ(rows->skipped, 1u);
+  ASSERT_EQ(rows->samples.size(), 4u);
+  EXPECT_NEAR(rows->samples[0].weight, 2.0 / 3, 1e-6);
+  EXPECT_NEAR(rows->samples[3].weight, 2.0, 1e-6);
+  EXPECT_NEAR(rows->samples[3].logLatency_us, std::log(103.0), 1e-5);
+}
+
+TEST(StoreSamples, MissingDirectoryIsAnError) {
+  EXPECT_FALSE(train::storeSamples("/proc/nonexistent/x.db").ok());
+}
+
+}  // namespace
+}  // namespace dynamiccl
