@@ -10,6 +10,9 @@ void addShowCommand(CLI::App& app);
 void addValidateCommand(CLI::App& app);
 void addIngestCommand(CLI::App& app);
 void addDbCommand(CLI::App& app);
+void addCalibrateCommand(CLI::App& app);
+void addSimCommand(CLI::App& app);
+void addReplayCommand(CLI::App& app);
 void addTrainCommand(CLI::App& app);
 void addPolicyEvalCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

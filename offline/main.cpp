@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addValidateCommand(app);
   dynamiccl::cli::addIngestCommand(app);
   dynamiccl::cli::addDbCommand(app);
+  dynamiccl::cli::addCalibrateCommand(app);
+  dynamiccl::cli::addSimCommand(app);
+  dynamiccl::cli::addReplayCommand(app);
   dynamiccl::cli::addTrainCommand(app);
   dynamiccl::cli::addPolicyEvalCommand(app);
   CLI11_PARSE(app, argc, argv);

@@ -1,0 +1,356 @@
+// Fitting: per group, bounded Nelder-Mead on the group's MAPE over the SimParams listed in
+// kFitted; each row's configuration is resolved once through NCCL's model (NcclReference).
+#include "sim/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/nccl_reference.h"
+
+namespace dynamiccl::sim {
+
+namespace {
+
+struct FittedParam {
+  const char* name;
+  double SimParams::*field;
+  double lo, hi;  // bounds keep the fit physical (an efficiency above 1.2 would be a wrong preset)
+};
+
+constexpr FittedParam kFitted[] = {
+    {"launch_us", &SimParams::launch_us, 1.0, 120.0},
+    {"syncPerLevel_us", &SimParams::syncPerLevel_us, 0.0, 20.0},
+    {"baseScale", &SimParams::baseScale, 0.0, 4.0},
+    {"intraHopScale", &SimParams::intraHopScale, 0.05, 6.0},
+    {"interHopScale", &SimParams::interHopScale, 0.05, 12.0},
+    {"intraBwEff", &SimParams::intraBwEff, 0.1, 1.3},
+    {"interBwEff", &SimParams::interBwEff, 0.05, 1.3},
+    {"llEff", &SimParams::llEff, 0.2, 1.2},
+    {"ll128Eff", &SimParams::ll128Eff, 0.2, 1.1},
+    {"chanCapScale", &SimParams::chanCapScale, 0.2, 5.0},
+    {"stepOverhead_us", &SimParams::stepOverhead_us, 0.0, 10.0},
+    {"treeEff", &SimParams::treeEff, 0.2, 1.5},
+    {"nvlsGain", &SimParams::nvlsGain, 0.6, 2.5},
+};
+constexpr int kNumFitted = sizeof(kFitted) / sizeof(kFitted[0]);
+
+// Unbounded coordinates -> bounded parameters (logistic), so the simplex can roam freely.
+void decode(const std::vector<double>& x, SimParams& p) {
+  for (int i = 0; i < kNumFitted; ++i)
+    p.*(kFitted[i].field) = kFitted[i].lo + (kFitted[i].hi - kFitted[i].lo) / (1.0 + std::exp(-x[i]));
+}
+std::vector<double> encode(const SimParams& p) {
+  std::vector<double> x(kNumFitted);
+  for (int i = 0; i < kNumFitted; ++i) {
+    const double u = std::clamp((p.*(kFitted[i].field) - kFitted[i].lo) / (kFitted[i].hi - kFitted[i].lo), 1e-4, 1 - 1e-4);
+    x[i] = std::log(u / (1 - u));
+  }
+  return x;
+}
+
+struct PreparedRow {
+  Measurement m;
+  Config config;
+  int sim = 0;  // index into the group's simulators (one per shape)
+};
+
+struct PreparedGroup {
+  std::string name;
+  std::vector<std::unique_ptr<Simulator>> sims;
+  std::vector<PreparedRow> rows;
+};
+
+double groupMape(PreparedGroup& g, const SimParams& p) {
+  for (auto& s : g.sims) s->params() = p;
+  double sum = 0;
+  for (const PreparedRow& r : g.rows) {
+    const double t = g.sims[r.sim]->time_us(r.m.coll, r.m.bytes, r.config);
+    sum += t > 0 ? std::fabs(t - r.m.time_us) / r.m.time_us : 10.0;
+  }
+  return g.rows.empty() ? 0 : sum / g.rows.size();
+}
+
+// Nelder-Mead (standard coefficients) from x0 with initial step `step`.
+std::vector<double> nelderMead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0,
+                               double step, int iterations, double* best) {
+  const int n = static_cast<int>(x0.size());
+  std::vector<std::vector<double>> s(n + 1, x0);
+  std::vector<double> v(n + 1);
+  for (int i = 0; i < n; ++i) s[i + 1][i] += step;
+  for (int i = 0; i <= n; ++i) v[i] = f(s[i]);
+  for (int it = 0; it < iterations; ++it) {
+    std::vector<int> idx(n + 1);
+    for (int i = 0; i <= n; ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] < v[b]; });
+    const int lo = idx[0], hi = idx[n], nh = idx[n - 1];
+    std::vector<double> c(n, 0.0);
+    for (int i = 0; i <= n; ++i)
+      if (i != hi)
+        for (int d = 0; d < n; ++d) c[d] += s[i][d] / n;
+    auto along = [&](double t) {
+      std::vector<double> p(n);
+      for (int d = 0; d < n; ++d) p[d] = c[d] + t * (s[hi][d] - c[d]);
+      return p;
+    };
+    auto xr = along(-1.0);
+    const double fr = f(xr);
+    if (fr < v[lo]) {
+      auto xe = along(-2.0);
+      const double fe = f(xe);
+      if (fe < fr) s[hi] = xe, v[hi] = fe;
+      else s[hi] = xr, v[hi] = fr;
+    } else if (fr < v[nh]) {
+      s[hi] = xr, v[hi] = fr;
+    } else {
+      auto xc = along(fr < v[hi] ? -0.5 : 0.5);
+      const double fc = f(xc);
+      if (fc < std::min(fr, v[hi])) s[hi] = xc, v[hi] = fc;
+      else
+        for (int i = 0; i <= n; ++i)
+          if (i != lo) {
+            for (int d = 0; d < n; ++d) s[i][d] = s[lo][d] + 0.5 * (s[i][d] - s[lo][d]);
+            v[i] = f(s[i]);
+          }
+    }
+  }
+  const int b = static_cast<int>(std::min_element(v.begin(), v.end()) - v.begin());
+  *best = v[b];
+  return s[b];
+}
+
+SimParams fitGroup(PreparedGroup& g, const CalibrateOptions& o, double* mape) {
+  SimParams start;
+  double best = groupMape(g, start);
+  SimParams bestP = start;
+  auto f = [&](const std::vector<double>& x) {
+    SimParams p = bestP;
+    decode(x, p);
+    return groupMape(g, p);
+  };
+  for (int r = 0; r < o.restarts; ++r) {
+    double v = 0;
+    // Restarts from the best point so far with a smaller simplex refine instead of wander.
+    auto x = nelderMead(f, encode(bestP), r == 0 ? 1.0 : 0.5 / r, o.iterations, &v);
+    if (v < best) {
+      best = v;
+      decode(x, bestP);
+    }
+  }
+  *mape = best;
+  return bestP;
+}
+
+std::string datasetName(const std::string& dir) {
+  std::string d = dir;
+  while (!d.empty() && d.back() == '/') d.pop_back();
+  return std::filesystem::path(d).filename().string();
+}
+
+// Forced sweeps: per point, the mean measured time of each resolved configuration.
+void scoreAgreement(const std::vector<PreparedGroup>& groups, DatasetCalibration& out) {
+  for (const PreparedGroup& g : groups) {
+    struct Entry { double sum = 0; int n = 0; Config c; int sim = 0; };
+    std::map<std::tuple<int, int, int, uint64_t>, std::map<std::pair<int, int>, Entry>> points;
+    for (const PreparedRow& r : g.rows) {
+      // Default and forced runs were taken on different days: compare forced runs among themselves.
+      if (!r.m.forced()) continue;
+      auto& e = points[{int(r.m.coll), r.m.nRanks, r.m.nNodes, r.m.bytes}][{int(r.config.algo), int(r.config.proto)}];
+      e.sum += r.m.time_us, ++e.n, e.c = r.config, e.sim = r.sim;
+    }
+    for (const auto& [key, configs] : points) {
+      if (configs.size() < 2) continue;
+      const uint64_t bytes = std::get<3>(key);
+      const Collective coll = Collective(std::get<0>(key));
+      double bestMeasured = 1e300, simBest = 1e300, measuredOfSimBest = 0;
+      std::pair<int, int> measuredArg, simArg;
+      for (const auto& [k, e] : configs) {
+        const double m = e.sum / e.n;
+        const double s = g.sims[e.sim]->time_us(coll, bytes, e.c);
+        if (m < bestMeasured) bestMeasured = m, measuredArg = k;
+        if (s > 0 && s < simBest) simBest = s, simArg = k, measuredOfSimBest = m;
+      }
+      ++out.agreementPoints;
+      if (simArg == measuredArg) ++out.agreementHits;
+      if (measuredOfSimBest <= 1.05 * bestMeasured) ++out.agreementWithinNoise;
+    }
+  }
+}
+
+}  // namespace
+
+std::string sourceDir() { return DYNAMICCL_SIM_SOURCE_DIR; }
+std::string defaultCalibrationDir() { return sourceDir() + "/sim/calibration"; }
+
+SimParams paramsForGroup(const DatasetCalibration& c, const std::string& group) {
+  for (const auto& g : c.groups)
+    if (g.group == group) return g.params;
+  return SimParams{};
+}
+
+Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, const CalibrateOptions& o,
+                                              const DatasetCalibration* stored,
+                                              std::vector<RowPrediction>* predictions) {
+  const std::string csv = (std::filesystem::path(datasetDir) / "normalized.csv").string();
+  auto loaded = loadMeasurements(csv);
+  if (!loaded) return makeError(loaded.error());
+  DatasetCalibration out;
+  out.dataset = datasetName(datasetDir);
+  out.skipped = loaded->skipped;
+
+  // Prepare groups: one simulator and one NCCL reference per (group, shape).
+  std::vector<PreparedGroup> groups;
+  std::map<std::string, size_t> groupIndex;
+  std::map<std::tuple<std::string, int, int>, int> simIndex;
+  std::map<std::tuple<std::string, int, int>, std::unique_ptr<NcclReference>> refs;
+  for (Measurement& m : loaded->rows) {
+    auto [gi, fresh] = groupIndex.try_emplace(m.group, groups.size());
+    if (fresh) groups.push_back(PreparedGroup{m.group, {}, {}});
+    PreparedGroup& g = groups[gi->second];
+    const auto shapeKey = std::make_tuple(m.group, m.nRanks, m.nNodes);
+    auto si = simIndex.find(shapeKey);
+    if (si == simIndex.end()) {
+      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes);
+      if (!topo) {
+        ++out.skipped["no topology: " + topo.error()];
+        continue;
+      }
+      auto ref = NcclReference::create(topo.value());
+      if (!ref) {
+        ++out.skipped["NCCL model failed: " + ref.error()];
+        continue;
+      }
+      refs[shapeKey] = std::make_unique<NcclReference>(std::move(ref.value()));
+      g.sims.push_back(std::make_unique<Simulator>(topo.value()));
+      si = simIndex.emplace(shapeKey, static_cast<int>(g.sims.size() - 1)).first;
+    }
+    const Config c = refs[shapeKey]->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
+    if (c.algo == Algo::Default || !g.sims[si->second]->feasible(m.coll, c)) {
+      ++out.skipped["NCCL's model finds no configuration NCCL could have run"];
+      continue;
+    }
+    g.rows.push_back(PreparedRow{std::move(m), c, si->second});
+  }
+
+  double weighted = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    PreparedGroup& g = groups[i];
+    if (g.rows.empty()) continue;
+    GroupCalibration gc;
+    gc.group = g.name;
+    gc.rows = static_cast<int>(g.rows.size());
+    if (o.fit) {
+      if (o.progress)
+        std::fprintf(stderr, "\r[calibrate] %s: group %zu/%zu (%d rows)          ", out.dataset.c_str(), i + 1,
+                     groups.size(), gc.rows);
+      gc.params = fitGroup(g, o, &gc.mape);
+    } else {
+      gc.params = stored ? paramsForGroup(*stored, g.name) : SimParams{};
+      gc.mape = groupMape(g, gc.params);
+    }
+    for (auto& s : g.sims) s->params() = gc.params;
+    weighted += gc.mape * gc.rows;
+    out.rows += gc.rows;
+    out.groups.push_back(gc);
+    if (predictions)
+      for (const PreparedRow& r : g.rows)
+        predictions->push_back({r.m, r.config, g.sims[r.sim]->time_us(r.m.coll, r.m.bytes, r.config)});
+  }
+  if (o.fit && o.progress) std::fprintf(stderr, "\n");
+  out.mape = out.rows ? weighted / out.rows : 0;
+  scoreAgreement(groups, out);
+  return out;
+}
+
+std::string paramsToJson(const SimParams& p) {
+  nlohmann::ordered_json j;
+  for (const FittedParam& f : kFitted) j[f.name] = std::round(p.*(f.field) * 1e6) / 1e6;
+  j["chanCost_us"] = p.chanCost_us;
+  j["noiseSigma"] = p.noiseSigma;
+  j["congestionProb"] = p.congestionProb;
+  j["congestionLength"] = p.congestionLength;
+  j["congestionSlowdown"] = p.congestionSlowdown;
+  return j.dump();
+}
+
+namespace {
+Expected<SimParams> paramsFromJsonValue(const nlohmann::json& j) {
+  if (!j.is_object()) return makeError("simulator params: not an object");
+  SimParams p;
+  for (const auto& [key, v] : j.items()) {
+    if (!v.is_number()) return makeError("simulator params: '" + key + "' is not a number");
+    bool known = false;
+    for (const FittedParam& f : kFitted)
+      if (key == f.name) p.*(f.field) = v.get<double>(), known = true;
+    if (key == "chanCost_us") p.chanCost_us = v.get<double>(), known = true;
+    if (key == "noiseSigma") p.noiseSigma = v.get<double>(), known = true;
+    if (key == "congestionProb") p.congestionProb = v.get<double>(), known = true;
+    if (key == "congestionLength") p.congestionLength = v.get<int>(), known = true;
+    if (key == "congestionSlowdown") p.congestionSlowdown = v.get<double>(), known = true;
+    if (!known) return makeError("simulator params: unknown field '" + key + "'");
+  }
+  return p;
+}
+}  // namespace
+
+Expected<SimParams> paramsFromJson(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return makeError("simulator params: invalid JSON");
+  return paramsFromJsonValue(j);
+}
+
+std::string calibrationToJson(const DatasetCalibration& c) {
+  // Hand-formatted: one group per line keeps diffs of re-fits readable.
+  std::ostringstream s;
+  s << "{\"format\": \"dynamiccl-sim-calibration\", \"version\": 1, \"dataset\": " << nlohmann::json(c.dataset).dump()
+    << ",\n \"rows\": " << c.rows << ", \"mape\": " << std::round(c.mape * 1e4) / 1e4 << ",\n \"groups\": [\n";
+  for (size_t i = 0; i < c.groups.size(); ++i) {
+    const auto& g = c.groups[i];
+    s << "  {\"group\": " << nlohmann::json(g.group).dump() << ", \"rows\": " << g.rows
+      << ", \"mape\": " << std::round(g.mape * 1e4) / 1e4 << ",\n   \"params\": " << paramsToJson(g.params) << "}"
+      << (i + 1 < c.groups.size() ? "," : "") << "\n";
+  }
+  s << " ]}\n";
+  return s.str();
+}
+
+Expected<DatasetCalibration> calibrationFromJson(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return makeError("calibration: invalid JSON");
+  if (j.value("format", "") != "dynamiccl-sim-calibration") return makeError("calibration: wrong format tag");
+  DatasetCalibration c;
+  c.dataset = j.value("dataset", "");
+  if (!j.contains("groups") || !j["groups"].is_array()) return makeError("calibration: no groups");
+  for (const auto& g : j["groups"]) {
+    if (!g.is_object() || !g.contains("group") || !g.contains("params")) return makeError("calibration: bad group");
+    GroupCalibration gc;
+    gc.group = g["group"].get<std::string>();
+    auto p = paramsFromJsonValue(g["params"]);
+    if (!p) return makeError("calibration group '" + gc.group + "': " + p.error());
+    gc.params = p.value();
+    gc.rows = g.value("rows", 0);
+    gc.mape = g.value("mape", 0.0);
+    c.groups.push_back(gc);
+  }
+  return c;
+}
+
+Expected<DatasetCalibration> loadCalibrationFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return makeError("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = calibrationFromJson(ss.str());
+  if (!c) return makeError(path + ": " + c.error());
+  return c;
+}
+
+}  // namespace dynamiccl::sim

@@ -1,0 +1,70 @@
+// Calibration: per-dataset simulator parameters fitted to shared/data/*/normalized.csv, their
+// stored form (sim/calibration/<dataset>.json) and the fidelity figures (MAPE, agreement).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "features/expected.h"
+#include "sim/measurements.h"
+#include "sim/simulator.h"
+
+namespace dynamiccl::sim {
+
+// One group of a dataset (a system, or a system's environment variant) and its parameters.
+struct GroupCalibration {
+  std::string group;
+  SimParams params;
+  int rows = 0;
+  double mape = 0;  // mean |predicted - measured| / measured over the group's rows
+};
+
+struct DatasetCalibration {
+  std::string dataset;
+  std::vector<GroupCalibration> groups;
+  int rows = 0;
+  double mape = 0;
+  std::map<std::string, int> skipped;  // reason -> rows
+  // Forced sweeps: points with at least two distinct measured configurations, and how often the
+  // simulator's best of them is the measured best (strictly, and within 5% of the best).
+  int agreementPoints = 0, agreementHits = 0, agreementWithinNoise = 0;
+  double agreement() const { return agreementPoints ? double(agreementHits) / agreementPoints : -1; }
+};
+
+// One row's prediction (for plots and tests).
+struct RowPrediction {
+  Measurement row;
+  Config config;  // what the row ran, resolved through NCCL's model
+  double predicted_us = 0;
+};
+
+struct CalibrateOptions {
+  bool fit = true;             // false: use stored parameters only
+  int iterations = 700;        // Nelder-Mead iterations per restart
+  int restarts = 3;
+  bool progress = true;        // a progress line on stderr
+};
+
+// Fits (or, with fit=false, loads from `stored`) and evaluates one dataset folder's normalized.csv.
+Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, const CalibrateOptions& options,
+                                              const DatasetCalibration* stored = nullptr,
+                                              std::vector<RowPrediction>* predictions = nullptr);
+
+// sim/calibration/<dataset>.json.
+std::string calibrationToJson(const DatasetCalibration& c);
+Expected<DatasetCalibration> calibrationFromJson(const std::string& text);
+Expected<DatasetCalibration> loadCalibrationFile(const std::string& path);
+std::string paramsToJson(const SimParams& p);  // one JSON object
+Expected<SimParams> paramsFromJson(const std::string& text);
+
+// The source tree this library was built from (for sim/calibration, sim/presets, scripts/).
+std::string sourceDir();
+// The committed calibration folder (sim/calibration in the source tree).
+std::string defaultCalibrationDir();
+
+// The parameters for a row's group from a stored calibration (the first group of the dataset
+// whose name matches; SimParams{} when none does).
+SimParams paramsForGroup(const DatasetCalibration& c, const std::string& group);
+
+}  // namespace dynamiccl::sim

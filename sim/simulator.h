@@ -1,0 +1,96 @@
+// The simulator: predicted time of one collective for a configuration on a topology, with the
+// effects NCCL's model leaves out (protocol efficiency by size, per-channel bandwidth and
+// saturation, chunk pipelining, NIC sharing, launch and sync overheads), plus seeded noise.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "features/expected.h"
+#include "features/features.h"
+#include "model/topology.h"
+
+namespace dynamiccl::sim {
+
+// One configuration NCCL can run. nChannels 0 / chunkBytes 0 = NCCL's own count / chunk.
+struct Config {
+  Algo algo = Algo::Ring;
+  Proto proto = Proto::Simple;
+  int nChannels = 0;
+  uint64_t chunkBytes = 0;  // bytes a channel moves per pipeline step
+  bool operator==(const Config&) const = default;
+};
+std::string configLabel(const Config& c);  // "RING/SIMPLE ch=16 chunk=512K"
+
+// Calibrated knobs (sim/calibration/*.json). Defaults are a generic NVLink node.
+struct SimParams {
+  double launch_us = 6.0;          // kernel launch + host enqueue per collective
+  double syncPerLevel_us = 0.3;    // cross-rank synchronisation, per log2(nRanks)
+  double baseScale = 0.5;          // x NCCL's per-protocol base latency (baseLatencies)
+  double intraHopScale = 1.0;      // x NCCL's intra-node hop latency (hwLatencies NVLINK/PCI)
+  double interHopScale = 1.0;      // x NCCL's network hop latency (hwLatencies NET)
+  double intraBwEff = 0.80;        // achievable fraction of nominal NVLink/PCIe bandwidth
+  double interBwEff = 0.85;        // achievable fraction of NIC bandwidth
+  double llEff = 0.9;              // LL beyond its 4-of-8-byte line payload
+  double ll128Eff = 0.95;          // LL128 beyond its 120-of-128-byte payload
+  double chanCapScale = 1.0;       // x per-channel bandwidth ceilings (one thread block's copy rate)
+  double stepOverhead_us = 0.4;    // per pipeline step of Simple (flag/fence); LL/LL128 pay 1/4
+  double treeEff = 0.9;            // tree bandwidth relative to the link bottleneck
+  double nvlsGain = 1.3;           // NVLS busbw relative to ring's (switch does the reduction)
+  double chanCost_us = 0.02;       // per channel per collective (more blocks to launch and sync)
+  // Noise (only in sample_us).
+  double noiseSigma = 0.03;        // lognormal sigma per sample
+  double congestionProb = 0.002;   // chance per sample that a congestion episode starts
+  int congestionLength = 50;       // samples an episode lasts
+  double congestionSlowdown = 1.6; // bandwidth term multiplier during an episode (multi-node only)
+};
+
+// Deterministic noise: the same seed gives the same sequence of multipliers.
+class NoiseSource {
+ public:
+  explicit NoiseSource(uint64_t seed = 1) : rng_(seed) {}
+  // Multiplier for the latency part and for the bandwidth part of one sample.
+  struct Factors { double latency = 1.0, bandwidth = 1.0; };
+  Factors next(const SimParams& p, bool multiNode);
+
+ private:
+  std::mt19937_64 rng_;
+  int episodeLeft_ = 0;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(model::Topology topo, SimParams params = {});
+
+  // Whether the hardware can run it at all (NCCL's env could force it); e.g. NVLS needs NVSwitch.
+  bool feasible(Collective coll, const Config& c) const;
+  // Noiseless predicted time; nChannels/chunk 0 use defaultChannels()/defaultChunk(). -1 if infeasible.
+  double time_us(Collective coll, uint64_t nBytes, const Config& c) const;
+  // One noisy sample (noise and congestion episodes drawn from `noise`).
+  double sample_us(Collective coll, uint64_t nBytes, const Config& c, NoiseSource& noise) const;
+
+  // Channels when the caller leaves nChannels 0: a generic rule (enough channels to fill the
+  // links, 16 KiB per channel at least). NCCL's exact count comes from NcclReference.
+  int defaultChannels(Algo a, Proto p, uint64_t nBytes) const;
+  static uint64_t defaultChunk(Proto p);
+  // Every feasible (algo, proto) x channel option (0 = default, 1, 2, 4, 8, 16, 32).
+  std::vector<Config> candidateConfigs(Collective coll) const;
+
+  const model::Topology& topology() const { return topo_; }
+  const SimParams& params() const { return params_; }
+  SimParams& params() { return params_; }
+
+ private:
+  struct Parts { double latency_us = 0, bandwidth_us = 0; };
+  Parts parts(Collective coll, uint64_t nBytes, const Config& c) const;
+
+  model::Topology topo_;
+  SimParams params_;
+  int domainGpus_ = 1;   // GPUs in one NVLink domain (node or NVL72 rack)
+  int nDomains_ = 1;
+  int usableNics_ = 1;   // NICs per domain the ranks can use
+};
+
+}  // namespace dynamiccl::sim

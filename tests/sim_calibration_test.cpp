@@ -1,0 +1,50 @@
+// Pins the simulator's fidelity: with the committed parameters (sim/calibration/*.json), each
+// dataset's MAPE must stay under its bound and forced-config agreement above its bound, so a
+// change that worsens fidelity fails here. Bounds = measured figures plus a small margin.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "sim/sim.h"
+
+using namespace dynamiccl::sim;
+
+namespace {
+
+struct Pin {
+  const char* dataset;
+  double maxMape;       // fraction
+  double minAgreement;  // fraction within 5% of the measured best; < 0 = no forced sweeps
+};
+
+// Measured with `dynamiccl calibrate --data-dir shared/data --check` (see sim/calibration/).
+constexpr Pin kPins[] = {
+    {"l40s-pcie-cs244c", 0.070, 0.90},
+    {"gcp-a3mega-h100-2node", 0.100, -1},
+    {"h100-ib-cluster-xxrjun", 0.050, -1},
+    {"xla-collective-perf-table", 0.160, -1},
+    {"alps-gh200-slingshot-allreduce", 0.340, -1},
+};
+
+}  // namespace
+
+TEST(SimCalibration, CommittedParametersKeepTheirFidelity) {
+  const std::filesystem::path data = std::filesystem::path(DYNAMICCL_SHARED_DIR) / "data";
+  if (!std::filesystem::exists(data)) GTEST_SKIP() << "no shared/data at " << data;
+  for (const Pin& pin : kPins) {
+    SCOPED_TRACE(pin.dataset);
+    auto stored = loadCalibrationFile(std::string(DYNAMICCL_SOURCE_DIR) + "/sim/calibration/" + pin.dataset + ".json");
+    ASSERT_TRUE(stored.ok()) << stored.error();
+    CalibrateOptions o;
+    o.fit = false;
+    o.progress = false;
+    auto cal = calibrateDataset((data / pin.dataset).string(), o, &stored.value());
+    ASSERT_TRUE(cal.ok()) << cal.error();
+    EXPECT_GT(cal->rows, 0);
+    EXPECT_LE(cal->mape, pin.maxMape);
+    if (pin.minAgreement >= 0) {
+      ASSERT_GT(cal->agreementPoints, 0);
+      EXPECT_GE(double(cal->agreementWithinNoise) / cal->agreementPoints, pin.minAgreement);
+    }
+  }
+}
