@@ -35,6 +35,14 @@ double parseReal(std::string_view s) {
   return parseNumber(s, v) ? v : NAN;
 }
 
+// Counts from a regex's digits, saturated at 2^24 (beyond any real job) instead of std::stoi's throw,
+// so that sums and products of two of them still fit an int.
+int countFrom(const std::string& digits) {
+  constexpr int64_t kMaxCount = int64_t{1} << 24;
+  int64_t v = kMaxCount;
+  return parseNumber(std::string_view(digits), v) && v < kMaxCount ? static_cast<int>(v) : static_cast<int>(kMaxCount);
+}
+
 int64_t parseWrong(std::string_view s) {
   int64_t v = -1;
   return parseNumber(s, v) ? v : -1;
@@ -59,7 +67,7 @@ std::optional<TableLayout> layoutFromHeader(const std::vector<std::string_view>&
     if (words[i] == "root") root = i;
     if (words[i] == "time" || words[i] == "cputime") times.push_back(i);
   }
-  if (root == std::string_view::npos || times.empty()) return std::nullopt;
+  if (root == std::string_view::npos || times.empty() || times[0] < root) return std::nullopt;  // else first_block wraps
   TableLayout layout;
   layout.first_block = times[0] - root - 1 + 5;  // data rows have no leading '#'
   if (times.size() >= 2) layout.block_width = times[1] - times[0];
@@ -174,11 +182,11 @@ FileFacts factsFromPath(std::string_view path) {
   const std::string p(path);
   std::smatch m;
   if (std::regex_search(p, m, std::regex(R"([-_]n-?0*(\d+)-N-?0*(\d+))"))) {  // job-n-00008-N-0002
-    f.path_ranks = std::stoi(m[1]);
-    f.path_nodes = std::stoi(m[2]);
+    f.path_ranks = countFrom(m[1]);
+    f.path_nodes = countFrom(m[2]);
   } else if (std::regex_search(p, m, std::regex(R"(_N(\d+)_G(\d+))"))) {  // nccl_N10_G8
-    f.path_nodes = std::stoi(m[1]);
-    f.path_ranks = f.path_nodes * std::stoi(m[2]);
+    f.path_nodes = countFrom(m[1]);
+    f.path_ranks = static_cast<int>(std::min<int64_t>(int64_t{f.path_nodes} * countFrom(m[2]), int64_t{1} << 24));
   }
   if (std::regex_search(p, m, std::regex(R"(nccl-(\d+\.\d+\.\d+))"))) f.version_from_path = m[1];
   return f;
@@ -255,15 +263,15 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
     if (b.section.env.empty()) b.section.env = fileEnv;
 
     if (auto pos2 = line.find("Collective test starting:"); pos2 != std::string::npos) {
-      if (auto c = canonicalCollective(splitWords(std::string_view(line).substr(pos2 + 25)).at(0)))
-        b.section.collective = *c;
+      const auto named = splitWords(std::string_view(line).substr(pos2 + 25));
+      if (auto c = named.empty() ? std::nullopt : canonicalCollective(named[0])) b.section.collective = *c;
     } else if (std::regex_search(line, m, kDevice)) {
-      b.rank_hosts[std::stoi(m[1])] = m[2];
+      b.rank_hosts[countFrom(m[1])] = m[2];
       b.section.gpu_name = m[3];
     } else if (std::regex_search(line, m, kNcclVersion)) {
       b.section.nccl_version = m[1];
     } else if (std::regex_search(line, m, kThreads)) {
-      b.threads_x_gpus = std::stoi(m[1]) * std::stoi(m[2]);
+      b.threads_x_gpus = static_cast<int>(std::min<int64_t>(int64_t{countFrom(m[1])} * countFrom(m[2]), int64_t{1} << 24));
     } else if (std::regex_search(line, m, kEnvLine) || std::regex_search(line, m, kEnvInfo)) {
       fileEnv[m[1]] = m[2];
       b.section.env[m[1]] = m[2];
@@ -271,8 +279,8 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
                line.find("srun") != std::string::npos) {
       if (auto l = layoutFromHeader(words)) b.layout = *l;
       if (words[0] == ">" || line.find("mpirun") != std::string::npos || line.find("srun") != std::string::npos) {
-        if (std::regex_search(line, m, kNp)) facts.np = std::stoi(m[1]);
-        if (std::regex_search(line, m, kNpernode)) facts.npernode = std::stoi(m[1]);
+        if (std::regex_search(line, m, kNp)) facts.np = countFrom(m[1]);
+        if (std::regex_search(line, m, kNpernode)) facts.npernode = countFrom(m[1]);
         for (auto it = std::sregex_iterator(line.begin(), line.end(), kEnvFlag); it != std::sregex_iterator(); ++it)
           fileEnv[(*it)[1]] = (*it)[2], b.section.env[(*it)[1]] = (*it)[2];
         for (auto w : words)
@@ -281,7 +289,7 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
               b.section.collective = *c;
       }
       if (std::regex_search(line, m, kLibrary)) {
-        const int v = std::stoi(m[1]);  // 22902 -> 2.29.2
+        const int v = countFrom(m[1]);  // 22902 -> 2.29.2
         b.library_version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
       }
     } else if (auto l = layoutFromHeader(words)) {

@@ -15,4 +15,9 @@ void addSimCommand(CLI::App& app);
 void addReplayCommand(CLI::App& app);
 void addTrainCommand(CLI::App& app);
 void addPolicyEvalCommand(CLI::App& app);
+void addCoordCommand(CLI::App& app);
+void addOnlineEvalCommand(CLI::App& app);
+void addTuneCommand(CLI::App& app);
+void addExportCommand(CLI::App& app);
+void addEnvCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -16,6 +16,11 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addReplayCommand(app);
   dynamiccl::cli::addTrainCommand(app);
   dynamiccl::cli::addPolicyEvalCommand(app);
+  dynamiccl::cli::addCoordCommand(app);
+  dynamiccl::cli::addOnlineEvalCommand(app);
+  dynamiccl::cli::addTuneCommand(app);
+  dynamiccl::cli::addExportCommand(app);
+  dynamiccl::cli::addEnvCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

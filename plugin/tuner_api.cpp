@@ -4,6 +4,7 @@
 
 #include "plugin/context_registry.h"
 #include "plugin/cost_table_edit.h"
+#include "plugin/epoch_agent.h"
 #include "plugin/log.h"
 #include "plugin/tuner_context.h"
 
@@ -46,6 +47,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     // With a learned "policy" section, Eigen scores configurations here, off the hot path.
     c->table = policy::compileWithPolicy(*loaded->profile, c->shape);
     c->loaded = std::move(loaded);
+    c->online = startOnline(c->shape, c->table);
     registerContext(c.get());
     *context = c.release();
   } catch (const std::exception& e) {
@@ -69,7 +71,9 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     rememberChunk(*c, coll, nullptr);
     return ncclSuccess;
   }
-  const policy::Candidates& candidates = c->table.lookup(coll, nBytes, numPipeOps, regBuff);
+  const policy::Candidates* learned =
+      c->online ? onlinePick(*c->online, coll, nBytes, reinterpret_cast<const float*>(collCostTable)) : nullptr;
+  const policy::Candidates& candidates = learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, regBuff);
   const policy::Decision* applied = nullptr;
   if (candidates.count) {
     abi::CostTable table = abi::asCostTable(collCostTable);
@@ -89,9 +93,10 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   TunerContext* c = TunerContext::from(context);
   if (!c || !isTunable(collType) || c->table.empty() || !algorithm || !protocol || !nChannels) return ncclSuccess;
   const int coll = static_cast<int>(collType);
+  const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr) : nullptr;
   const policy::Decision* d =
-      firstFeasibleV2(c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0, collNetSupport != 0,
-                      c->shape.nNodes);
+      firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,
+                      collNetSupport != 0, c->shape.nNodes);
   if (d) {
     if (!d->keepsAlgoProto()) {
       *algorithm = static_cast<int>(d->algo);
@@ -119,6 +124,7 @@ ncclResult_t tunerFinalize(void* context) {
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
   unregisterContext(c);
+  stopOnline(c->online);
   c->magic = 0;
   delete c;
   return ncclSuccess;

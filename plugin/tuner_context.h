@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "features/features.h"
+#include "plugin/online_comm.h"
 #include "plugin/profile_source.h"
 #include "policy/policy.h"
 
@@ -31,6 +32,9 @@ struct TunerContext {
 
   // Once-only warnings about odd input seen on the hot path.
   std::atomic<bool> warnedOddTable{false};
+
+  // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
+  std::shared_ptr<OnlineComm> online;
 
   static TunerContext* from(void* p) {
     auto* c = static_cast<TunerContext*>(p);

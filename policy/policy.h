@@ -5,3 +5,4 @@
 #include "policy/decision_table.h"
 #include "policy/profile.h"
 #include "policy/policy_rules.h"
+#include "policy/online_learner.h"

@@ -28,7 +28,10 @@ struct DatasetCalibration {
   std::map<std::string, int> skipped;  // reason -> rows
   // Forced sweeps: points with at least two distinct measured configurations, and how often the
   // simulator's best of them is the measured best (strictly, and within 5% of the best).
+  // Strict hits count a pick measured within tieBand (the dataset's repeat noise) of the best as a
+  // tie (see scoreAgreement in calibration.cpp).
   int agreementPoints = 0, agreementHits = 0, agreementWithinNoise = 0;
+  double tieBand = 0;
   double agreement() const { return agreementPoints ? double(agreementHits) / agreementPoints : -1; }
 };
 

@@ -174,7 +174,10 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       // Data goes up (reduce) and down (broadcast) the tree; links are full duplex, so each
       // direction carries the whole buffer once; treeEff absorbs the chain's imperfect overlap.
       busFactor = 1.0 / k.treeEff;
-      link = nDom > 1 ? std::min(intraLink, netLink) : intraLink;
+      // NCCL's double binary tree across nodes: each tree carries half the buffer. With two nodes
+      // each node is one tree's root and the other's leaf, so its NICs send S per direction; with
+      // more, a node is interior in one tree and sends to its parent and two children: 2S.
+      link = nDom > 1 ? std::min(intraLink, netLink / (nDom == 2 ? 1.0 : 2.0)) : intraLink;
       chain = true;
       segDivisor = 1;
       break;
@@ -216,6 +219,19 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   double pipeline_us = extraSteps * stepCost_us;
   // Chains fill and drain: the first chunk crosses every level before the last level is busy.
   if (chain) pipeline_us += (steps - 1) * std::min(chunk, seg) / (busBw_GBps / nCh * 1e3);
+
+  // Rendezvous: a network send larger than the transport's eager limit waits for a handshake on
+  // every network hop of the round (ring: 2(nDom-1) or nDom-1 crossings; tree: up and down its
+  // depth). The message is one channel's step on the wire (LL/LL128 lines included); a smooth
+  // step in log2(size) keeps the fit differentiable around the threshold.
+  if (nDom > 1 && k.rdzv_us > 0) {
+    const double wire = std::min(seg, chunk) / kPayload[p];
+    const double netHops = c.algo == Algo::Tree ? 2 * log2ceil(nDom)
+                         : c.algo == Algo::Ring ? (ar ? 2.0 * (nDom - 1) : double(nDom - 1))
+                                                : 2 * log2ceil(nDom);
+    const double x = std::log2(wire / (k.rdzvThreshold_KiB * 1024.0));
+    latency_us += netHops * k.rdzv_us / (1.0 + std::exp(-4.0 * x));
+  }
 
   const double fixed_us = k.launch_us + k.syncPerLevel_us * log2ceil(n) + k.chanCost_us * nCh;
   return {fixed_us + latency_us, bw_us + pipeline_us};

@@ -40,6 +40,10 @@ struct SimParams {
   double treeEff = 0.9;            // tree bandwidth relative to the link bottleneck
   double nvlsGain = 1.3;           // NVLS busbw relative to ring's (switch does the reduction)
   double chanCost_us = 0.02;       // per channel per collective (more blocks to launch and sync)
+  // Network transport (libfabric/verbs) switches from eager to rendezvous above a message size:
+  // each network hop of a larger message pays a handshake (RTS/GET round trip) on top.
+  double rdzvThreshold_KiB = 64.0; // wire bytes per channel per step above which sends are rendezvous
+  double rdzv_us = 0.0;            // extra latency per network hop in rendezvous (0 = no such effect)
   // Noise (only in sample_us).
   double noiseSigma = 0.03;        // lognormal sigma per sample
   double congestionProb = 0.002;   // chance per sample that a congestion episode starts

@@ -41,9 +41,11 @@ const std::vector<Topology>& presets() {
       // L40S over PCIe Gen4 x16 (~25 GB/s achievable), no NVLink, 2 x 100 Gb/s NICs.
       make("l40s-pcie-2", 89, 2, false, false, 0.0, 25.0, 2, 12.5, false),
       make("l40s-pcie-4", 89, 4, false, false, 0.0, 25.0, 2, 12.5, false),
-      // GH200 quad nodes (Alps): NVLink4 6 links per GPU pair in a full mesh (~150 GB/s per GPU
-      // to its peers), 4 x 200 Gb/s Slingshot-11 NICs.
-      make("gh200-slingshot", 90, 4, true, false, 150.0, 64.0, 4, 25.0, false),
+      // GH200 quad nodes (Alps): NVLink4 6 links per GPU pair in a full mesh, i.e. 18 links and
+      // 450 GB/s per GPU over its 3 peers (the field is the GPU's total, as model/ divides it by
+      // the peers; 150 GB/s was one pair's share and capped single-node busbw at half the measured
+      // ~340 GB/s), 4 x 200 Gb/s Slingshot-11 NICs.
+      make("gh200-slingshot", 90, 4, true, false, 450.0, 64.0, 4, 25.0, false),
       // GB200 NVL72: trays of 4 GPUs in one 72-GPU NVLink5 domain (900 GB/s per GPU), 4 x 400 Gb/s per tray.
       make("gb200-nvl72", 100, 4, true, true, 900.0, 64.0, 4, 50.0, true, 72),
       make("gb300-nvl72", 103, 4, true, true, 900.0, 64.0, 4, 100.0, true, 72),

@@ -20,7 +20,7 @@ int64_t maxBytesFromEnv() {
   if (mb == nullptr || mb[0] == '\0') return 0;
   char* end = nullptr;
   const double v = std::strtod(mb, &end);
-  return (end != mb && v > 0) ? static_cast<int64_t>(v * 1024 * 1024) : 0;
+  return (end != mb && *end == '\0' && v > 0 && v < 1e9) ? static_cast<int64_t>(v * 1024 * 1024) : 0;  // 1e9 MB: no int64 overflow
 }
 
 Expected<int> readUserVersion(sqlite3* db) {

@@ -166,7 +166,7 @@ TEST(Profiler, SurvivesMalformedStaleAndRepeatedEvents) {
   EXPECT_EQ(lib->startRaw(ctx, nullptr, nullptr), ncclSuccess);
   EXPECT_EQ(lib->startColl(nullptr, ProfilerColl{}, &h), ncclSuccess);
   EXPECT_EQ(h, nullptr);
-  int notAContext = 42;
+  uint64_t notAContext[8] = {42};  // context-sized: the magic check reads 8 bytes, never past a foreign object
   EXPECT_EQ(lib->startColl(&notAContext, ProfilerColl{}, &h), ncclSuccess);
   for (uintptr_t bad : {uintptr_t{1}, uintptr_t{2}, uintptr_t{5}, uintptr_t{0xdeadbeef}, ~uintptr_t{0}}) {
     void* p = reinterpret_cast<void*>(bad);

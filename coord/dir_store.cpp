@@ -1,0 +1,127 @@
+// Directory backend: one file per record, published by link(2), which fails with EEXIST when the
+// name exists (atomic on local file systems and NFS), so exactly one publisher wins.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "coord/record_store.h"
+
+namespace dynamiccl::coord {
+namespace {
+
+Status ensureDir(const std::string& path, bool privateDir) {
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    return makeError("cannot create " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return makeError(path + " is not a directory");
+  if (privateDir && (st.st_uid != getuid() || (st.st_mode & 077) != 0))
+    return makeError(path + " is not private to this user (owner or mode); refusing it");
+  return Ok{};
+}
+
+class DirStore : public RecordStore {
+ public:
+  DirStore(std::string dir, bool privateDir, int delay_ms) : dir_(std::move(dir)), private_(privateDir), delay_ms_(delay_ms) {}
+
+  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
+    pause();
+    if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
+    const std::string commDir = commDirOf(commId);
+    if (!ensureDir(commDir, private_).ok()) return PublishResult::Failed;
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp = commDir + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return PublishResult::Failed;
+    const bool written = writeAll(fd, bytes) && close(fd) == 0;
+    if (!written) {
+      unlink(tmp.c_str());
+      return PublishResult::Failed;
+    }
+    const std::string name = recordPath(commId, boundary);
+    PublishResult result = PublishResult::Won;
+    if (link(tmp.c_str(), name.c_str()) != 0) {
+      struct stat st {};
+      // NFS may report failure for a link that was made (lost reply): the link count tells.
+      if (errno == EEXIST) result = PublishResult::Lost;
+      else if (!(stat(tmp.c_str(), &st) == 0 && st.st_nlink == 2)) result = PublishResult::Failed;
+    }
+    unlink(tmp.c_str());
+    return result;
+  }
+
+  Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
+    pause();
+    const std::string name = recordPath(commId, boundary);
+    const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return std::optional<std::string>{};
+      return makeError("cannot open " + name + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    std::string out;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxRecordBytes)) {
+      close(fd);
+      return makeError(name + " is not a record (type or size)");
+    }
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    close(fd);
+    if (got != out.size()) return makeError("short read of " + name);
+    return std::optional<std::string>{std::move(out)};
+  }
+
+  std::string describe() const override { return (private_ ? "node-local directory " : "shared directory ") + dir_; }
+
+ private:
+  static bool writeAll(int fd, const std::string& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t w = write(fd, bytes.data() + done, bytes.size() - done);
+      if (w <= 0) return false;
+      done += static_cast<size_t>(w);
+    }
+    return true;
+  }
+  std::string commDirOf(uint64_t commId) const {
+    char b[32];
+    std::snprintf(b, sizeof b, "/%016" PRIx64, commId);
+    return dir_ + b;
+  }
+  std::string recordPath(uint64_t commId, uint64_t boundary) const {
+    return commDirOf(commId) + "/b" + std::to_string(boundary);
+  }
+  void pause() const {
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+  }
+  std::string dir_;
+  bool private_;
+  int delay_ms_;
+};
+
+}  // namespace
+
+std::string nodeLocalDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/dynamiccl-" + std::to_string(getuid());
+}
+
+Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms) {
+  if (dir.empty()) return makeError("empty coordination directory");
+  if (Status s = ensureDir(dir, privateDir); !s.ok()) return makeError(s.error());
+  return std::unique_ptr<RecordStore>(std::make_unique<DirStore>(dir, privateDir, delay_ms));
+}
+
+}  // namespace dynamiccl::coord

@@ -1,0 +1,43 @@
+// Coordination backends: write-once records keyed by (communicator, epoch boundary). The first
+// record written for a key wins and every reader sees that one: this is what makes ranks agree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "features/expected.h"
+
+namespace dynamiccl::coord {
+
+inline constexpr size_t kMaxRecordBytes = 1u << 20;
+// The record a follower writes when the leader's did not come in time: "no more versions".
+inline constexpr const char* kFrozenRecord = "DYNAMICCL-FROZEN-1";
+
+enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
+
+class RecordStore {
+ public:
+  virtual ~RecordStore() = default;
+  virtual PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) = 0;
+  // nullopt: no record yet; an error: the backend could not be asked.
+  virtual Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// A directory (node-local or shared by every node: NFS, Lustre). privateDir: create it 0700 and
+// refuse it unless owned by us with no group/other access. delay_ms: DYNAMICCL_COORD_DELAY_MS,
+// fault injection that delays every operation (tests of a slow shared file system).
+Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms = 0);
+
+// The node-local default: $TMPDIR (or /tmp)/dynamiccl-<uid>/coord, private to this user.
+std::string nodeLocalDir();
+
+// The TCP coordinator (`dynamiccl coord`); token: the shared secret read from a token file.
+std::unique_ptr<RecordStore> makeTcpStore(std::string host, int port, std::string token, int timeout_ms = 2000);
+
+// Reads a token file: 16..64 printable bytes after trimming whitespace; refuses group/other-readable files.
+Expected<std::string> readTokenFile(const std::string& path);
+
+}  // namespace dynamiccl::coord

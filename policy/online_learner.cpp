@@ -1,0 +1,163 @@
+#include "policy/online_learner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dynamiccl::policy {
+namespace {
+
+constexpr int slotOf(Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); }
+constexpr Algo algoOf(int slot) { return static_cast<Algo>(slot / kNumProtos); }
+constexpr Proto protoOf(int slot) { return static_cast<Proto>(slot % kNumProtos); }
+
+// Adds d unless present; keeps at most Candidates::kMax.
+void append(Candidates& c, const Decision& d) {
+  for (int i = 0; i < c.count; ++i)
+    if (c.decisions[i] == d) return;
+  if (c.count < Candidates::kMax) c.decisions[c.count++] = d;
+}
+
+}  // namespace
+
+OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior)
+    : config_(config),
+      prior_(std::move(prior)),
+      decayPerCall_(std::pow(0.5, 1.0 / std::max(1.0, config.halfLifeCalls))),
+      keys_(kOnlineKeys) {}
+
+void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto) {
+  if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
+  if (algo == Algo::Default || proto == Proto::Default) return;
+  keys_[coll * SizeBucket::kCount + bucket].ncclDefault = slotOf(algo, proto);
+}
+
+void OnlineLearner::decay(KeyState& k, ArmStats& a) const {
+  if (a.lastCall == k.calls) return;
+  const double f = std::pow(decayPerCall_, static_cast<double>(k.calls - a.lastCall));
+  a.w *= f;
+  a.s *= f;
+  a.ss *= f;
+  a.lastCall = k.calls;
+}
+
+void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us) {
+  if (coll < 0 || coll >= kNumCollectives || algo == Algo::Default || proto == Proto::Default) return;
+  if (!(latency_us > 0) || !std::isfinite(latency_us)) return;
+  KeyState& k = keys_[onlineKey(coll, nBytes)];
+  k.active = true;
+  ++k.calls;
+  ArmStats& a = k.arms[slotOf(algo, proto)];
+  decay(k, a);
+  const double x = std::log(latency_us);
+  a.w += 1;
+  a.s += x;
+  a.ss += x * x;
+  ++a.n;
+  ++counters_.observations;
+}
+
+std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k) const {
+  std::vector<int> slots;
+  auto add = [&](int s) {
+    if (s >= 0 && slots.size() < kOnlineMaxArms + 1 && std::find(slots.begin(), slots.end(), s) == slots.end())
+      slots.push_back(s);
+  };
+  const Candidates prior = prior_(coll, bucket);
+  if (prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default)
+    add(slotOf(prior.decisions[0].algo, prior.decisions[0].proto));
+  add(k.ncclDefault);
+  for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple}) {
+    add(slotOf(Algo::Ring, p));
+    if (coll == static_cast<int>(Collective::AllReduce)) add(slotOf(Algo::Tree, p));
+  }
+  return slots;
+}
+
+std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
+  auto table = std::make_unique<OnlineTable>();
+  table->setVersion(version);
+  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
+    KeyState& k = keys_[key];
+    if (!k.active) continue;
+    const int coll = static_cast<int>(key / SizeBucket::kCount), bucket = static_cast<int>(key % SizeBucket::kCount);
+    const Candidates prior = prior_(coll, bucket);
+    const std::vector<int> slots = armSlots(coll, bucket, k);
+    auto trusted = [&](int s) {
+      return s >= 0 && k.arms[s].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[s].w > 0.5;
+    };
+    auto mean = [&](int s) { return k.arms[s].s / k.arms[s].w; };
+    auto se = [&](int s) {
+      const ArmStats& a = k.arms[s];
+      const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
+      return std::sqrt(var / std::max(a.w, 1.0));
+    };
+    auto margin = [&](int a, int b) {
+      return std::max(0.01, config_.guardSigmas * std::sqrt(se(a) * se(a) + se(b) * se(b)));
+    };
+    for (int s : slots) decay(k, k.arms[s]);
+
+    // The prior's arm: the profile's full (algo, proto); NCCL's own when no rule; -1 when only partial.
+    const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
+    const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto)
+                                    : (prior.count ? -1 : k.ncclDefault);
+    if (k.incumbent < 0) k.incumbent = priorSlot;
+    int best = -1;
+    for (int s : slots)
+      if (trusted(s) && (best < 0 || mean(s) < mean(best))) best = s;
+    if (best >= 0 && best != k.incumbent && trusted(k.incumbent) &&
+        mean(best) + margin(best, k.incumbent) < mean(k.incumbent)) {
+      k.incumbent = best;
+      ++counters_.switches;
+    }
+    // The guard: never keep a choice that measures worse than NCCL's own beyond noise.
+    const int def = k.ncclDefault;
+    if (def >= 0 && def != k.incumbent && trusted(def) && trusted(k.incumbent) &&
+        mean(k.incumbent) > mean(def) + margin(k.incumbent, def)) {
+      k.incumbent = def;
+      ++counters_.guardTrips;
+    }
+
+    OnlineEntry& e = table->entry(key);
+    auto decisionOf = [&](int s) {
+      return s == priorSlot && fullPrior ? prior.decisions[0]
+                 : Decision{algoOf(s), protoOf(s), 0, 0};
+    };
+    if (k.incumbent >= 0) append(e.exploit, decisionOf(k.incumbent));
+    for (int i = 0; i < prior.count; ++i) append(e.exploit, prior.decisions[i]);
+    if (!e.exploit.count) append(e.exploit, Decision{});  // keep NCCL's choice, explicitly
+
+    // Exploration rates: unknown and plausible arms share the call budget; clearly worse arms are
+    // only re-tested; then everything is scaled so the expected extra time stays in budget.
+    std::vector<std::pair<int, double>> rates;
+    double callSum = 0, costSum = 0;
+    for (int s : slots) {
+      if (s == k.incumbent || rates.size() == kOnlineMaxArms) continue;
+      double rate, ratio;
+      if (!trusted(s)) {
+        rate = config_.exploreCallShare / static_cast<double>(slots.size());
+        ratio = 2.0;  // unknown: assume twice as slow
+      } else {
+        ratio = trusted(k.incumbent) ? std::exp(mean(s) - mean(k.incumbent)) : 1.0;
+        const bool plausible = !trusted(k.incumbent) || mean(s) - 2 * se(s) < mean(k.incumbent);
+        rate = plausible ? config_.exploreCallShare / static_cast<double>(slots.size()) : 1.0 / config_.retestEvery;
+      }
+      rates.emplace_back(s, rate);
+      callSum += rate;
+      costSum += rate * std::max(0.0, ratio - 1.0);
+    }
+    double scale = 1.0;
+    if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
+    if (costSum * scale > config_.exploreTimeShare) scale = config_.exploreTimeShare / costSum;
+    double cumulative = 0;
+    for (auto [s, rate] : rates) {
+      cumulative += rate * scale;
+      const int i = e.nArms++;
+      e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
+      append(e.arms[i], decisionOf(s));
+      for (int j = 0; j < e.exploit.count; ++j) append(e.arms[i], e.exploit.decisions[j]);
+    }
+  }
+  return table;
+}
+
+}  // namespace dynamiccl::policy

@@ -1,0 +1,63 @@
+// One immutable version of the online table: per (collective, size bucket) the exploited
+// candidates and the scheduled exploration arms. Built off the hot path; the hot path only picks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "features/expected.h"
+#include "features/features.h"
+#include "policy/decision_table.h"
+#include "policy/online_schedule.h"
+
+namespace dynamiccl::policy {
+
+inline constexpr int kOnlineMaxArms = 8;
+inline constexpr uint32_t kOnlineKeys = kNumCollectives * SizeBucket::kCount;
+inline constexpr size_t kOnlineMaxRecordBytes = 1u << 20;  // a published table never exceeds this
+
+constexpr uint32_t onlineKey(int coll, uint64_t nBytes) {
+  return static_cast<uint32_t>(coll) * SizeBucket::kCount + static_cast<uint32_t>(SizeBucket::of(nBytes));
+}
+
+struct OnlineEntry {
+  Candidates exploit;  // count 0: nothing learned here, the static table answers
+  uint8_t nArms = 0;
+  std::array<uint32_t, kOnlineMaxArms> cumulativeThreshold{};  // draw < threshold[i]: explore arm i
+  std::array<Candidates, kOnlineMaxArms> arms{};               // arm decision first, exploit after
+};
+
+class OnlineTable {
+ public:
+  OnlineTable() : entries_(kOnlineKeys) {}
+  uint64_t version() const { return version_; }
+  void setVersion(uint64_t v) { version_ = v; }
+  OnlineEntry& entry(uint32_t key) { return entries_[key]; }
+  const OnlineEntry& entry(uint32_t key) const { return entries_[key]; }
+
+  // Hot path: nullptr when the static table should answer. Pure in (commId, coll, nBytes, k, version).
+  const Candidates* pick(int coll, uint64_t nBytes, uint64_t commId, uint64_t callIndex) const {
+    const uint32_t key = onlineKey(coll, nBytes);
+    const OnlineEntry& e = entries_[key];
+    if (!e.exploit.count) return nullptr;
+    if (e.nArms) {
+      const uint32_t draw = static_cast<uint32_t>(scheduleDraw(commId, key, callIndex, version_));
+      for (int i = 0; i < e.nArms; ++i)
+        if (draw < e.cumulativeThreshold[i]) return &e.arms[i];
+    }
+    return &e.exploit;
+  }
+
+  // The wire form the leader publishes: bounded, versioned, checked field by field when read.
+  std::string serialize() const;
+  static Expected<std::unique_ptr<OnlineTable>> deserialize(const std::string& bytes);
+
+ private:
+  uint64_t version_ = 0;
+  std::vector<OnlineEntry> entries_;  // kOnlineKeys, allocated once
+};
+
+}  // namespace dynamiccl::policy

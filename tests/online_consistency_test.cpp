@@ -1,0 +1,216 @@
+// Online updates never desynchronise ranks: 8 forked processes are the ranks of one communicator,
+// each driving the built plugin (tuner + profiler roles) with its own independent latency noise.
+// Every rank's sequence of decisions must hash the same, and no rank may hang.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "policy/online_schedule.h"
+#include "tests/test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::Choice;
+using harness::CostTable;
+
+constexpr int kRanks = 8;
+constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20};
+
+struct Scenario {
+  uint64_t commId = 0xfeedbeef;
+  uint64_t callsPerRank = 20000;
+  int epochCalls = 500;
+  int timeout_ms = 20000;
+  int dirDelay_ms = 0;
+  int leaderDiesAt = -1;       // rank 0 exits at this call
+  int leaderStartDelay_ms = 0; // followers run ahead of the leader
+};
+
+struct RankResult {
+  uint64_t hash = 0;
+  uint64_t lateNonStatic = 0;  // calls of the last tenth, 16 MiB key, not the static ring/ll
+  uint64_t firstEpochStatic = 0;  // calls before the first boundary that ran the profile's ring/ll
+  int exitCode = -1;
+};
+
+// True latency of what ran: simple beats ll at large sizes by far; ll wins tiny sizes.
+double trueLatency_us(int algo, int proto, uint64_t bytes) {
+  const double gbps = proto == 0 ? 4 : proto == 1 ? 9 : 12;
+  const double base = proto == 0 ? 5 : proto == 1 ? 8 : 12;
+  return (algo == 0 ? 1.1 : 1.0) * (base + static_cast<double>(bytes) / (gbps * 1e3));
+}
+
+std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
+std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
+
+// One rank's life; returns through the exit code only what the parent reads back from `out`.
+[[noreturn]] void runRank(int rank, const Scenario& s, const std::string& profile, const std::string& coordDir,
+                          const std::string& out) {
+  setenv("DYNAMICCL_PROFILE", profile.c_str(), 1);
+  setenv("DYNAMICCL_ONLINE", "1", 1);
+  setenv("DYNAMICCL_COORD_DIR", coordDir.c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls).c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", std::to_string(s.timeout_ms).c_str(), 1);
+  setenv("DYNAMICCL_COORD_DELAY_MS", std::to_string(s.dirDelay_ms).c_str(), 1);
+  setenv("DYNAMICCL_RECORD", "0", 1);
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  auto tuner = harness::TunerLibrary::open(path);
+  auto prof = harness::ProfilerLibrary::open(path);
+  if (!tuner.ok() || !prof.ok()) _exit(10);
+  harness::CommSpec spec;
+  spec.commId = s.commId;
+  spec.nRanks = kRanks;
+  auto comm = (*tuner)->init(spec);
+  if (!comm.ok()) _exit(11);
+  int mask = 0;
+  void* pctx = nullptr;
+  harness::ProfilerCommSpec pspec{s.commId, kRanks, 1, rank};
+  if ((*prof)->init(pspec, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  if (rank == 0 && s.leaderStartDelay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(s.leaderStartDelay_ms));
+
+  std::mt19937_64 rng(1000 + rank);  // independent noise per rank
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  const CostTable table = harness::allAvailable(10.0f);
+  RankResult r;
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < s.callsPerRank; ++i) {
+    if (rank == 0 && static_cast<int64_t>(i) == s.leaderDiesAt) _exit(0);  // the leader dies mid-epoch
+    const uint64_t bytes = kSizes[i % 4];
+    const Choice c = (*comm)->decide(4, bytes, table);
+    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
+                           (static_cast<uint64_t>(c.nChannels) << 16));
+    if (bytes == kSizes[3] && i >= s.callsPerRank * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
+    if (i < static_cast<uint64_t>(s.epochCalls) && c.algo == 1 && c.proto == 0) ++r.firstEpochStatic;
+    harness::ProfilerColl pc;
+    pc.seq = i;
+    pc.count = bytes / 4;
+    const std::string a = algoName(c.algo), p = protoName(c.proto);
+    pc.algo = a.c_str();
+    pc.proto = p.c_str();
+    pc.nChannels = 1;
+    pc.rank = rank;
+    const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.algo, c.proto, bytes) * noise(rng));
+    void* h = nullptr;
+    void* k = nullptr;
+    (*prof)->startColl(pctx, pc, &h);
+    (*prof)->startKernelCh(pctx, h, 0, clock_ns, &k);
+    (*prof)->kernelChStop(k, clock_ns + lat_ns);
+    (*prof)->stop(k);
+    (*prof)->stop(h);
+    clock_ns += lat_ns + 1000;
+  }
+  r.exitCode = 0;
+  FILE* f = std::fopen(out.c_str(), "w");
+  if (!f) _exit(13);
+  std::fprintf(f, "%llu %llu %llu\n", static_cast<unsigned long long>(r.hash),
+               static_cast<unsigned long long>(r.lateNonStatic), static_cast<unsigned long long>(r.firstEpochStatic));
+  std::fclose(f);
+  _exit(0);  // skip destructors: the parent only needs the file
+}
+
+// Forks the ranks, waits for all within deadline_s (killing stragglers: a hang fails the test).
+std::vector<RankResult> runCommunicator(const Scenario& s, double deadline_s) {
+  char tmpl[] = "/tmp/dynamiccl-online-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string profile = dir + "/profile.json";
+  std::ofstream(profile) << testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})");
+  const std::string coordDir = dir + "/coord";
+  std::filesystem::create_directory(coordDir);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) runRank(r, s, profile, coordDir, dir + "/rank" + std::to_string(r));
+    pids.push_back(pid);
+  }
+  std::vector<RankResult> results(kRanks);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  for (int r = 0; r < kRanks; ++r) {
+    int status = 0;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &status, 0);
+        ADD_FAILURE() << "rank " << r << " hung past " << deadline_s << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    results[r].exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(dir + "/rank" + std::to_string(r));
+    unsigned long long h = 0, late = 0, first = 0;
+    if (in >> h >> late >> first) {
+      results[r].hash = h;
+      results[r].lateNonStatic = late;
+      results[r].firstEpochStatic = first;
+    } else {
+      results[r].exitCode = results[r].exitCode == 0 ? -2 : results[r].exitCode;  // no result written
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return results;
+}
+
+void expectSameDecisions(const std::vector<RankResult>& results, int firstRank = 0) {
+  for (int r = firstRank; r < kRanks; ++r) {
+    EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+    EXPECT_GT(results[r].firstEpochStatic, 0u) << "rank " << r << ": the profile did not apply before the first boundary";
+    EXPECT_EQ(results[r].hash, results[firstRank].hash) << "rank " << r << " made other decisions than rank "
+                                                          << firstRank;
+  }
+}
+
+TEST(OnlineConsistency, EightRanksOneMillionCallsDecideIdentically) {
+  Scenario s;
+  s.callsPerRank = 125000;  // 1M calls in all
+  s.epochCalls = 1000;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto results = runCommunicator(s, 90);
+  expectSameDecisions(results);
+  // Learning happened: late 16 MiB calls left the static ring/ll (13x slower there) nearly always.
+  EXPECT_GT(results[0].lateNonStatic, s.callsPerRank / 4 / 10 * 9 / 10);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
+}
+
+TEST(OnlineConsistency, LeaderDeathFreezesEveryFollowerAlike) {
+  Scenario s;
+  s.callsPerRank = 8000;
+  s.epochCalls = 200;
+  s.timeout_ms = 300;
+  s.leaderDiesAt = 3100;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto results = runCommunicator(s, 30);
+  expectSameDecisions(results, 1);
+  EXPECT_EQ(results[0].exitCode, -2);  // the leader died without a result
+  // One timed-out wait, then the frozen record answers every later boundary at once.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
+}
+
+TEST(OnlineConsistency, FollowersFarAheadWaitForTheLeader) {
+  Scenario s;
+  s.callsPerRank = 20000;
+  s.leaderStartDelay_ms = 1500;  // followers reach the first boundary long before the leader publishes
+  const auto results = runCommunicator(s, 60);
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u);  // versions were adopted after the wait, not frozen
+}
+
+TEST(OnlineConsistency, SlowSharedDirectoryOnlyDelays) {
+  Scenario s;
+  s.callsPerRank = 10000;
+  s.epochCalls = 1000;
+  s.dirDelay_ms = 15;  // every read and publish of the shared directory takes 15 ms
+  const auto results = runCommunicator(s, 60);
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u);
+}
+
+}  // namespace
+}  // namespace dynamiccl

@@ -1,0 +1,141 @@
+// The TCP coordinator: write-once records, the token required, garbage and floods refused while
+// the server stays up; and the plugin-side client agreeing with it.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+
+#include "coord/record_store.h"
+#include "coord/server.h"
+#include "coord/wire.h"
+#include "policy/online_table.h"
+
+namespace dynamiccl::coord {
+namespace {
+
+const std::string kToken = "0123456789abcdef-secret";
+
+int connectLocal(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  wire::setTimeouts(fd, 3000);
+  return fd;
+}
+
+// Sends raw bytes, returns the status byte answered (-1: connection closed without an answer).
+int sendRaw(int port, const std::string& bytes) {
+  const int fd = connectLocal(port);
+  wire::sendAll(fd, bytes.data(), bytes.size());
+  shutdown(fd, SHUT_WR);
+  char h[wire::kResponseHeaderBytes];
+  const int status = wire::recvAll(fd, h, sizeof h) ? static_cast<unsigned char>(h[0]) : -1;
+  close(fd);
+  return status;
+}
+
+std::unique_ptr<Server> startServer(ServerLimits limits = {}) {
+  limits.ioTimeout_ms = 300;
+  auto s = Server::start(0, kToken, limits, true);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
+  return s.ok() ? std::move(s.value()) : nullptr;
+}
+
+TEST(OnlineCoord, RecordsAreWriteOnceAndReadBackExactly) {
+  auto server = startServer();
+  auto client = makeTcpStore("127.0.0.1", server->port(), kToken);
+  policy::OnlineTable t;
+  t.setVersion(3);
+  t.entry(policy::onlineKey(4, 1 << 20)).exploit.count = 1;
+  const std::string bytes = t.serialize();
+  EXPECT_EQ(client->publish(7, 1000, bytes), PublishResult::Won);
+  EXPECT_EQ(client->publish(7, 1000, kFrozenRecord), PublishResult::Lost);  // the first record stays
+  auto back = client->read(7, 1000);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ(**back, bytes);
+  auto parsed = policy::OnlineTable::deserialize(**back);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ((*parsed)->version(), 3u);
+  auto missing = client->read(7, 2000);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST(OnlineCoord, UnauthenticatedPeersAreRefusedAndLearnNothing) {
+  auto server = startServer();
+  auto good = makeTcpStore("127.0.0.1", server->port(), kToken);
+  ASSERT_EQ(good->publish(1, 10, "payload"), PublishResult::Won);
+  auto bad = makeTcpStore("127.0.0.1", server->port(), "wrong-token-wrong-token");
+  EXPECT_EQ(bad->publish(1, 20, "evil"), PublishResult::Failed);
+  EXPECT_FALSE(bad->read(1, 10).ok());  // refused, not the record
+  EXPECT_GE(server->stats().refusedAuth, 2u);
+  auto rec = good->read(1, 20);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_FALSE(rec->has_value());  // the unauthenticated publish stored nothing
+}
+
+TEST(OnlineCoord, GarbageAndFloodsLeaveTheServerServing) {
+  ServerLimits limits;
+  limits.maxConnections = 8;
+  auto server = startServer(limits);
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 200; ++i) {  // random bytes of random lengths, some longer than a header
+    std::string junk(rng() % 300, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    const int status = sendRaw(server->port(), junk);
+    EXPECT_TRUE(status == -1 || status == static_cast<int>(wire::Status::BadRequest)) << status;
+  }
+  // A valid header announcing a payload beyond the bound is refused before anything is read.
+  wire::RequestHeader h;
+  h.op = static_cast<uint8_t>(wire::Op::Publish);
+  h.token = wire::padToken(kToken);
+  h.length = 0xffffffffu;
+  EXPECT_EQ(sendRaw(server->port(), wire::encodeRequestHeader(h)), static_cast<int>(wire::Status::BadRequest));
+  // Idle connections beyond the bound are turned away; they time out, and service resumes.
+  std::vector<int> idle;
+  for (int i = 0; i < 12; ++i) idle.push_back(connectLocal(server->port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  for (int fd : idle) close(fd);
+  EXPECT_GT(server->stats().busy, 0u);
+  EXPECT_GT(server->stats().badRequests, 150u);
+  auto client = makeTcpStore("127.0.0.1", server->port(), kToken);
+  EXPECT_EQ(client->publish(9, 9, "still here"), PublishResult::Won);
+}
+
+TEST(OnlineCoord, RepeatedBadTokensGetThePeerBanned) {
+  ServerLimits limits;
+  limits.authFailuresBeforeBan = 5;
+  auto server = startServer(limits);
+  auto bad = makeTcpStore("127.0.0.1", server->port(), "wrong-token-wrong-token");
+  for (int i = 0; i < 5; ++i) bad->read(1, 1);
+  auto good = makeTcpStore("127.0.0.1", server->port(), kToken);
+  EXPECT_EQ(good->publish(2, 2, "x"), PublishResult::Failed);  // the address is banned for a while
+}
+
+TEST(OnlineCoord, TablesFromTheWireAreCheckedFieldByField) {
+  policy::OnlineTable t;
+  auto& e = t.entry(policy::onlineKey(4, 4096));
+  e.exploit.count = 1;
+  e.exploit.decisions[0] = {Algo::Ring, Proto::LL, 0, 0};
+  std::string bytes = t.serialize();
+  ASSERT_TRUE(policy::OnlineTable::deserialize(bytes).ok());
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {  // every corruption either parses to a valid table or is refused
+    std::string b = bytes;
+    b[rng() % b.size()] = static_cast<char>(rng());
+    if (rng() % 4 == 0) b.resize(rng() % b.size());
+    auto parsed = policy::OnlineTable::deserialize(b);
+    if (parsed.ok()) EXPECT_LE((*parsed)->entry(policy::onlineKey(4, 4096)).exploit.count, 4);
+  }
+  EXPECT_FALSE(policy::OnlineTable::deserialize(std::string(policy::kOnlineMaxRecordBytes + 1, 'x')).ok());
+}
+
+}  // namespace
+}  // namespace dynamiccl::coord

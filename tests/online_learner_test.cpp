@@ -1,0 +1,102 @@
+// The online learner on its own: deterministic, finds the best arm, keeps exploration in budget,
+// recovers from drift, and its guard falls back to NCCL's default when the prior is worse.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "policy/policy.h"
+
+namespace dynamiccl::policy {
+namespace {
+
+constexpr int kAllReduce = 4;
+constexpr uint64_t kBytes = 16 << 20;
+
+Candidates ringLL(int, int) {
+  Candidates c;
+  c.count = 1;
+  c.decisions[0] = {Algo::Ring, Proto::LL, 0, 0};
+  return c;
+}
+
+// Runs calls of one key; truth(algo, proto, call) gives the mean latency. Returns the exploit choice.
+struct LoopResult {
+  double total_us = 0, exploreExtra_us = 0;
+  Decision last;
+};
+LoopResult simulate(OnlineLearner& l, uint64_t calls, uint64_t epoch,
+             const std::function<double(Algo, Proto, uint64_t)>& truth, uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0, 0.03);
+  std::unique_ptr<OnlineTable> t;
+  LoopResult r;
+  for (uint64_t k = 0; k < calls; ++k) {
+    if (k % epoch == 0) t = l.build(k / epoch);
+    const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);  // nullptr: nothing learned, the prior
+    const Decision d = c ? c->decisions[0] : ringLL(0, 0).decisions[0];
+    const OnlineEntry& entry = t->entry(onlineKey(kAllReduce, kBytes));
+    const Decision e = entry.exploit.count ? entry.exploit.decisions[0] : ringLL(0, 0).decisions[0];
+    const double lat = truth(d.algo, d.proto, k) * noise(rng);
+    r.total_us += lat;
+    if (!(d == e)) r.exploreExtra_us += lat - truth(e.algo, e.proto, k);
+    l.observe(kAllReduce, kBytes, d.algo, d.proto, lat);
+    r.last = e;
+  }
+  return r;
+}
+
+double staticTruth(Algo a, Proto p, uint64_t) {
+  const double gbps = p == Proto::LL ? 4 : p == Proto::LL128 ? 9 : 12;
+  return (a == Algo::Tree ? 1.1 : 1.0) * (10 + kBytes / (gbps * 1e3));
+}
+
+TEST(OnlineLearner, FindsTheBestArmWithinTheExplorationBudget) {
+  OnlineLearner l({}, ringLL);
+  const LoopResult r = simulate(l, 10000, 500, staticTruth);
+  EXPECT_EQ(r.last.algo, Algo::Ring);
+  EXPECT_EQ(r.last.proto, Proto::Simple);
+  EXPECT_LT(r.exploreExtra_us / r.total_us, 0.02);  // a few exploration calls are 3x slower
+}
+
+TEST(OnlineLearner, SameObservationsBuildTheSameTable) {
+  OnlineLearner a({}, ringLL), b({}, ringLL);
+  simulate(a, 3000, 500, staticTruth, 5);
+  simulate(b, 3000, 500, staticTruth, 5);
+  EXPECT_EQ(a.build(99)->serialize(), b.build(99)->serialize());
+}
+
+TEST(OnlineLearner, RecoversAfterDrift) {
+  OnlineLearner l({}, ringLL);
+  // At call 5000, ring/simple becomes 3x slower (a congested ring): tree/simple is best after.
+  auto drift = [](Algo a, Proto p, uint64_t k) {
+    return staticTruth(a, p, k) * (k >= 5000 && a == Algo::Ring && p == Proto::Simple ? 3.0 : 1.0);
+  };
+  const LoopResult r = simulate(l, 8000, 250, drift);
+  EXPECT_EQ(r.last.algo, Algo::Tree);
+  EXPECT_EQ(r.last.proto, Proto::Simple);
+}
+
+TEST(OnlineLearner, GuardFallsBackToNcclDefault) {
+  OnlineConfig cfg;
+  cfg.exploreCallShare = 0;  // no exploration: only exploit and the default's own measurements
+  OnlineLearner l(cfg, ringLL);
+  l.setNcclDefault(kAllReduce, SizeBucket::of(kBytes), Algo::Ring, Proto::Simple);
+  for (int i = 0; i < 50; ++i) {
+    l.observe(kAllReduce, kBytes, Algo::Ring, Proto::LL, 4000);
+    l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, 1400);
+  }
+  l.build(1);
+  const auto t = l.build(2);
+  EXPECT_EQ(t->entry(onlineKey(kAllReduce, kBytes)).exploit.decisions[0].proto, Proto::Simple);
+  EXPECT_GE(l.counters().switches + l.counters().guardTrips, 1u);
+}
+
+TEST(OnlineLearner, ScheduleIsAPureFunctionOfItsInputs) {
+  EXPECT_EQ(scheduleDraw(1, 2, 3, 4), scheduleDraw(1, 2, 3, 4));
+  EXPECT_NE(scheduleDraw(1, 2, 3, 4), scheduleDraw(2, 2, 3, 4));
+  EXPECT_NE(scheduleDraw(1, 2, 3, 4), scheduleDraw(1, 2, 4, 4));
+}
+
+}  // namespace
+}  // namespace dynamiccl::policy
