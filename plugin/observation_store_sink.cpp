@@ -9,7 +9,9 @@
 #include <map>
 #include <tuple>
 
+#include "plugin/context_registry.h"
 #include "plugin/log.h"
+#include "plugin/tuner_context.h"
 #include "plugin/worker.h"
 #include "store/store.h"
 
@@ -46,6 +48,7 @@ class StoreSink final : public WorkerSink {
       row.timing = o[i].gpuTiming ? store::TimingSource::Gpu : store::TimingSource::Host;
       row.ts_ns = o[i].stop_ns + wallMinusSteady_ns_;
       batch_.observations.push_back(std::move(row));
+      addDecision(o[i], batch_.observations.back());
     }
     if (batch_.rows() >= kRowsPerCommit) commit();
   }
@@ -55,6 +58,29 @@ class StoreSink final : public WorkerSink {
   }
 
  private:
+  // The tuner's decision for the same communicator and call (commId joins the two roles; every
+  // context of one commId decides identically, so any of them will do).
+  void addDecision(const Observation& o, const store::ObservationRow& obs) {
+    LoggedDecision d;
+    bool found = false;
+    forEachContextWithCommId(o.commId, [&](TunerContext& c) {
+      if (!found) found = c.decisions.find(static_cast<int>(o.coll), o.seq, o.bytes, &d);
+    });
+    if (!found) return;
+    store::DecisionRow row;
+    row.comm_row = obs.comm_row;
+    row.seq = obs.seq;
+    row.collective = obs.collective;
+    row.bytes = d.nBytes;
+    row.algo = d.algo;
+    row.proto = d.proto;
+    row.n_channels = d.nChannels > 0 ? d.nChannels : -1;
+    row.chunk = d.chunkBytes > 0 ? static_cast<int64_t>(d.chunkBytes) : -1;
+    row.source = d.source == DecisionSource::Table ? "table" : d.source == DecisionSource::Online ? "online" : "default";
+    row.ts_ns = obs.ts_ns;
+    batch_.decisions.push_back(std::move(row));
+  }
+
   int64_t commRow(const Observation& o) {
     const auto key = std::make_tuple(o.commId, o.rank, o.nRanks, o.nNodes);
     auto it = comms_.find(key);

@@ -25,6 +25,15 @@ void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   m.chunkBytes = d ? d->chunkBytes : 0;
 }
 
+void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
+  if (!d) {
+    c.decisions.record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
+    return;
+  }
+  c.decisions.record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
+                     online ? DecisionSource::Online : DecisionSource::Table);
+}
+
 }  // namespace
 
 ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t nRanks, size_t nNodes,
@@ -69,6 +78,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
       logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
               kNumAlgos, kNumProtos);
     rememberChunk(*c, coll, nullptr);
+    logDecision(*c, coll, nBytes, nullptr, false);
     return ncclSuccess;
   }
   const policy::Candidates* learned =
@@ -85,6 +95,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     }
   }
   rememberChunk(*c, coll, applied);
+  logDecision(*c, coll, nBytes, applied, learned != nullptr);
   return ncclSuccess;
 }
 
@@ -105,6 +116,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
     if (d->nChannels > 0) *nChannels = d->nChannels;
   }
   rememberChunk(*c, coll, d);
+  logDecision(*c, coll, nBytes, d, learned != nullptr);
   return ncclSuccess;
 }
 

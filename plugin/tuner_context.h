@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "features/features.h"
+#include "plugin/decision_log.h"
 #include "plugin/online_comm.h"
 #include "plugin/profile_source.h"
 #include "policy/policy.h"
@@ -29,6 +30,9 @@ struct TunerContext {
     uint64_t chunkBytes = 0;
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
+
+  // What was decided per call, for the profiler's join of observations to decisions.
+  DecisionLog decisions;
 
   // Once-only warnings about odd input seen on the hot path.
   std::atomic<bool> warnedOddTable{false};

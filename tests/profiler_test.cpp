@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "store/store.h"
 #include "test_support.h"
 
@@ -362,6 +364,58 @@ TEST(Profiler, ObservationsReachTheStore) {
     EXPECT_EQ(m.n_ranks, 8);
   }).ok());
   EXPECT_EQ(measured, 10);
+}
+
+TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  TempFile profile(testing::profileJson(R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})"));
+  ScopedEnv profileEnv("DYNAMICCL_PROFILE", profile.path().c_str());
+  constexpr uint64_t kCommId = 0xfeedbeef;
+  auto tuner = testing::openPlugin(5);
+  auto comm = tuner->init(harness::CommSpec{kCommId, 8, 1});
+  ASSERT_TRUE(comm.ok());
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ProfilerCommSpec spec;
+  spec.commId = kCommId;
+  ASSERT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;  // AllReduce of 1024 float32: 4096 bytes, what the tuner was asked about
+  coll.algo = "RING";
+  coll.proto = "LL";
+  for (int i = 0; i < 12; ++i) {
+    // Calls 0..9 at 4 KiB (the rule applies), 10..11 at 64 KiB (NCCL's own choice).
+    const size_t bytes = i < 10 ? 4096 : 65536;
+    (*comm)->decide(4, bytes, harness::allAvailable());
+    coll.seq = i;
+    coll.count = bytes / 4;
+    emitCollective(*lib, ctx, coll, {{1000, 3000}}, true);
+  }
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(env.db.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT seq, algo, proto, n_channels, source, bytes FROM decisions ORDER BY seq", -1,
+                               &st, nullptr),
+            SQLITE_OK);
+  int rows = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const int seq = sqlite3_column_int(st, 0);
+    const std::string source = reinterpret_cast<const char*>(sqlite3_column_text(st, 4));
+    EXPECT_EQ(seq, rows);
+    if (seq < 10) {
+      EXPECT_EQ(source, "table") << seq;
+      EXPECT_EQ(sqlite3_column_int(st, 3), 4);
+      EXPECT_EQ(sqlite3_column_int64(st, 5), 4096);
+    } else {
+      EXPECT_EQ(source, "default") << seq;
+    }
+    ++rows;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  EXPECT_EQ(rows, 12);
 }
 
 }  // namespace
