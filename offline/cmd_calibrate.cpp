@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "offline/commands.h"
+#include "offline/plot_runner.h"
 #include "sim/sim.h"
 
 namespace dynamiccl::cli {
@@ -99,10 +100,8 @@ int run(const CalibrateCmdOptions& o) {
     first = false;
   }
   if (!predsCsv.empty()) {
-    const std::string script = sim::sourceDir() + "/scripts/plot_calibration.py";
-    const std::string cmd = "python3 '" + script + "' '" + predsCsv + "' '" + o.plotsDir + "'";
-    if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "calibrate: plotting failed (" << cmd << ")\n";
+    if (auto plotted = runPlotScript("plot_calibration.py", {predsCsv, o.plotsDir}); !plotted) {
+      std::cerr << "calibrate: " << plotted.error() << "\n";
       return 1;
     }
   }

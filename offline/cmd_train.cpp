@@ -11,6 +11,7 @@
 #include <random>
 
 #include "offline/commands.h"
+#include "offline/plot_runner.h"
 #include "policy/policy.h"
 #include "store/store.h"
 #include "train/policy_eval.h"
@@ -132,11 +133,8 @@ int run(TrainCmdOptions o) {
   }
   std::printf("wrote %s (policy weights v%d) and %s\n", o.out.c_str(), weights->version, o.curve.c_str());
   if (!o.png.empty()) {
-    // Debian's python3 carries matplotlib (python3-matplotlib); a pyenv python3 earlier in PATH may not.
-    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    const std::string cmd = python + " scripts/plot_learning_curve.py '" + o.curve + "' '" + o.png + "'";
-    if (std::system(cmd.c_str()) == 0) std::printf("wrote %s\n", o.png.c_str());
-    else std::printf("could not plot (%s); run it from the repository root\n", cmd.c_str());
+    if (auto plotted = runPlotScript("plot_learning_curve.py", {o.curve, o.png}); plotted) std::printf("wrote %s\n", o.png.c_str());
+    else std::printf("could not plot: %s\n", plotted.error().c_str());
   }
   return 0;
 }
