@@ -34,12 +34,7 @@ class DecisionLog {
     Slot& s = slots_[coll][call % kSlots];
     s.call.store(kWriting, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    s.nBytes = nBytes;
-    s.algo = algo;
-    s.proto = proto;
-    s.nChannels = nChannels;
-    s.chunkBytes = chunkBytes;
-    s.source = source;
+    s.decision = LoggedDecision{call, nBytes, algo, proto, nChannels, chunkBytes, source};
     s.call.store(call, std::memory_order_release);
     return call;
   }
@@ -48,7 +43,7 @@ class DecisionLog {
   bool find(int coll, uint64_t call, uint64_t nBytes, LoggedDecision* out) const {
     const Slot& s = slots_[coll][call % kSlots];
     if (s.call.load(std::memory_order_acquire) != call) return false;
-    LoggedDecision d{call, s.nBytes, s.algo, s.proto, s.nChannels, s.chunkBytes, s.source};
+    const LoggedDecision d = s.decision;
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.call.load(std::memory_order_relaxed) != call || d.nBytes != nBytes) return false;  // overwritten meanwhile
     *out = d;
@@ -58,13 +53,8 @@ class DecisionLog {
  private:
   static constexpr uint64_t kWriting = ~uint64_t{0};
   struct Slot {
-    std::atomic<uint64_t> call{kWriting};
-    uint64_t nBytes = 0;
-    Algo algo = Algo::Default;
-    Proto proto = Proto::Default;
-    int nChannels = 0;
-    uint64_t chunkBytes = 0;
-    DecisionSource source = DecisionSource::NcclDefault;
+    std::atomic<uint64_t> call{kWriting};  // seqlock-style: kWriting while the payload changes
+    LoggedDecision decision;
   };
   std::array<uint64_t, kNumCollectives> calls_{};
   std::array<std::array<Slot, kSlots>, kNumCollectives> slots_{};
