@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -114,7 +115,7 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   const ncclTuner_v4_t* v4_ = nullptr;
   const ncclTuner_v5_t* v5_ = nullptr;
   const ncclTuner_v6_t* v6_ = nullptr;
-  mutable ncclResult_t lastInitResult_ = ncclSuccess;
+  mutable std::atomic<ncclResult_t> lastInitResult_{ncclSuccess};  // init may run on several threads
 };
 
 // Path of the plugin built in this tree (DYNAMICCL_PLUGIN_DIR/libnccl-tuner-dynamiccl.so) or the

@@ -1,15 +1,24 @@
-// dynamiccl policy-eval: the learned policy's figures in one place: DecisionTable rebuild time with
-// the network, and latency ratio to the best configuration on held-out simulated machines against
-// NCCL's default (and the TPE table / shared/data replay once those modules exist).
+// dynamiccl policy-eval: the learned policy's figures in one place, on machines held out from
+// training: DecisionTable rebuild time, latency ratio to the best configuration against NCCL's
+// default and a TPE-tuned table (tune/ searching the same calibrated simulator), and the same
+// ratios on shared/data measurements through sim/'s replay.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 #include "offline/commands.h"
 #include "policy/policy.h"
+#include "sim/sim.h"
 #include "train/policy_eval.h"
+#include "train/replay_eval.h"
+#include "tune/tune.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -17,7 +26,111 @@ namespace {
 struct PolicyEvalOptions {
   std::string profile;
   std::vector<std::string> presets = {"h800"};
+  std::vector<std::string> data;  // normalized.csv files; empty = every dataset in shared/data
+  bool noTpe = false, noReplay = false;
+  int tpeBudget = 60;             // timed iterations per key for the TPE search
 };
+
+std::vector<std::string> defaultDatasets() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const fs::path& dir : {fs::path(DYNAMICCL_SOURCE_DIR) / "../shared/data", fs::path(DYNAMICCL_SOURCE_DIR) / "shared/data"}) {
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (fs::exists(e.path() / "normalized.csv")) out.push_back((e.path() / "normalized.csv").lexically_normal().string());
+    break;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// TPE + Hyperband on the machine's calibrated simulator, all five collectives at the grid's sizes,
+// smoothed and compiled like a profile the plugin would load.
+Expected<policy::DecisionTable> tpeTable(const train::SimSystem& sys, int budget) {
+  const std::string paramsPath =
+      (std::filesystem::temp_directory_path() / ("dynamiccl-policy-eval-" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(paramsPath) << sim::paramsToJson(sys.simulator().params());
+  auto backend = tune::makeSimulatorBackend({train::simPresetOf(sys.topology()), sys.topology().nNodes, 7, paramsPath});
+  std::filesystem::remove(paramsPath);
+  if (!backend) return makeError(backend.error());
+  tune::TuneRequest req;
+  req.collectives = {Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter,
+                     Collective::AllReduce};
+  for (int b = train::kEvalMinBucket; b <= train::kEvalMaxBucket; ++b) req.sizes.push_back(policy::policyProbeBytes(b));
+  req.search.budgetIterations = budget;
+  auto result = tune::tune(**backend, req);
+  if (!result) return makeError(result.error());
+  std::vector<tune::TunedInterval> all;
+  for (const tune::CollectiveResult& cr : result->collectives) {
+    const auto iv = tune::smoothDecisions(cr.keys, tune::SmoothingOptions{});
+    all.insert(all.end(), iv.begin(), iv.end());
+  }
+  const policy::Profile profile = tune::toProfile(all, "tpe " + sys.topology().name, result->nRanks, result->nNodes);
+  return policy::DecisionTable::compile(profile, CommShape{.commId = 0, .nRanks = result->nRanks, .nNodes = result->nNodes});
+}
+
+void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+  auto systems = train::presetsMatching(o.presets, true);
+  std::printf("== calibrated simulator, held-out machines (ratio = latency run / best of the policy's configurations;\n"
+              "   geometric mean over 5 collectives x 29 sizes 16 B..4 GiB; worst = largest; wins = keys > 1%% faster than NCCL)\n");
+  std::printf("%-16s %4s %10s | %7s %6s %5s | %7s %6s %5s | %7s %6s\n", "machine", "cong", "rebuild_us", "policy",
+              "worst", "wins", "TPE", "worst", "wins", "NCCL", "worst");
+  for (const auto& topo : systems) {
+    auto sys = train::SimSystem::make(topo);
+    if (!sys) {
+      std::printf("%-16s %s\n", topo.name.c_str(), sys.error().c_str());
+      continue;
+    }
+    std::optional<policy::DecisionTable> tuned;
+    double tune_s = 0;
+    if (!o.noTpe) {
+      const auto start = std::chrono::steady_clock::now();
+      auto t = tpeTable(*sys, o.tpeBudget);
+      tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (t) tuned = std::move(*t);
+      else std::printf("%-16s TPE failed: %s\n", topo.name.c_str(), t.error().c_str());
+    }
+    for (double congestion : {0.0, 1.0}) {
+      const train::RatioSummary r = train::ratioToBest(net, *sys, congestion);
+      std::printf("%-16s %4.1f %10.0f | %7.3f %6.2f %4.0f%% |", topo.name.c_str(), congestion, r.rebuild_us,
+                  r.policyGeoMean, r.policyWorst, 100 * r.policyBeatsNccl);
+      if (tuned) {
+        const train::RatioSummary t = train::ratioToBest(*tuned, *sys, congestion);
+        std::printf(" %7.3f %6.2f %4.0f%% |", t.policyGeoMean, t.policyWorst, 100 * t.policyBeatsNccl);
+      } else {
+        std::printf(" %7s %6s %5s |", "-", "-", "-");
+      }
+      std::printf(" %7.3f %6.2f\n", r.ncclGeoMean, r.ncclWorst);
+    }
+    std::printf("%-16s calibration %s; TPE search %.1f s (budget %d iterations/key, tuned at congestion 0)\n", "",
+                sys->calibration().c_str(), tune_s, o.tpeBudget);
+  }
+}
+
+void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+  const std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
+  std::printf("== shared/data replay (measured time of the decision / best measured config at the point; only\n"
+              "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick)\n");
+  std::printf("%-32s %6s | %6s %7s %6s %8s | %6s %7s %6s\n", "dataset", "points", "judged", "policy", "worst",
+              "vs NCCL", "judged", "NCCL", "worst");
+  for (const std::string& csv : files) {
+    const std::string name = std::filesystem::path(csv).parent_path().filename().string();
+    auto loaded = sim::loadMeasurements(csv);
+    if (!loaded) {
+      std::printf("%-32s %s\n", name.c_str(), loaded.error().c_str());
+      continue;
+    }
+    auto data = sim::buildReplayData(loaded->rows);
+    if (!data) {
+      std::printf("%-32s %s\n", name.c_str(), data.error().c_str());
+      continue;
+    }
+    const train::ReplayFigures f = train::replayPolicy(net, *data);
+    std::printf("%-32s %6d | %6d %7.3f %6.2f %8.3f | %6d %7.3f %6.2f\n", name.substr(0, 32).c_str(), f.policy.points,
+                f.policy.judged, f.policy.geomeanVsBest, f.policy.worstVsBest, f.policy.geomeanVsDefault, f.nccl.judged,
+                f.nccl.geomeanVsBest, f.nccl.worstVsBest);
+  }
+}
 
 int run(const PolicyEvalOptions& o) {
   auto profile = policy::loadProfileFile(o.profile);
@@ -30,38 +143,20 @@ int run(const PolicyEvalOptions& o) {
     return 1;
   }
   const policy::PolicyNetwork& net = *profile->network;
-  auto systems = train::presetsMatching(o.presets, true);
-  if (systems.empty()) {
+  if (train::presetsMatching(o.presets, true).empty()) {
     std::cerr << "no preset matches\n";
     return 1;
   }
-  std::printf("DecisionTable rebuild with the network (5 collectives x %d size buckets, Eigen):\n",
-              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1);
-  std::printf("ratio = latency of the configuration run / latency of the best configuration (geometric mean over\n"
-              "5 collectives x 29 sizes, 32 B..4 GiB); worst = largest ratio; wins = keys where the policy beats NCCL by >1%%\n");
-  std::printf("%-20s %5s %10s | %8s %8s | %8s %8s | %6s\n", "machine (held out)", "cong", "rebuild_us", "policy",
-              "worst", "NCCL", "worst", "wins");
-  for (const auto& topo : systems) {
-    auto sys = train::SimSystem::make(topo);
-    if (!sys) {
-      std::printf("%-20s %s\n", topo.name.c_str(), sys.error().c_str());
-      continue;
-    }
-    for (double congestion : {0.0, 1.0}) {
-      const train::RatioSummary r = train::ratioToBest(net, *sys, congestion);
-      std::printf("%-20s %5.1f %10.0f | %8.3f %8.2f | %8.3f %8.2f | %5.0f%%\n", topo.name.c_str(), congestion, r.rebuild_us,
-                  r.policyGeoMean, r.policyWorst, r.ncclGeoMean, r.ncclWorst, 100 * r.policyBeatsNccl);
-    }
-  }
+  printSimulated(o, net);
   // The plugin's own init path (fingerprint of this host, no cache hit on a fresh shape).
   const CommShape shape{.commId = 1, .nRanks = 24, .nNodes = 3, .minRanksPerNode = 8, .maxRanksPerNode = 8};
   const auto start = std::chrono::steady_clock::now();
   const policy::DecisionTable table = policy::compileWithPolicy(*profile, shape);
   const double init_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  std::printf("plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached): %.0f us, %zu rules\n", init_us,
-              table.ruleCount());
-  std::printf("TPE tuned table: not compared (tune/ has no TPE search in this build yet)\n");
-  std::printf("shared/data replay: not compared (sim/ replay is not in this build yet)\n");
+  std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
+              "collectives, Eigen): %.0f us, %zu rules\n",
+              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, table.ruleCount());
+  if (!o.noReplay) printReplay(o, net);
   return 0;
 }
 
@@ -69,9 +164,13 @@ int run(const PolicyEvalOptions& o) {
 
 void addPolicyEvalCommand(CLI::App& app) {
   auto o = std::make_shared<PolicyEvalOptions>();
-  CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out simulated machines");
+  CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out machines and shared/data");
   cmd->add_option("profile", o->profile, "profile with a \"policy\" section")->required();
-  cmd->add_option("--presets", o->presets, "preset name prefixes to evaluate on (default h800)");
+  cmd->add_option("--presets", o->presets, "machine name prefixes to evaluate on (default h800; keep them held out)");
+  cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every shared/data dataset)");
+  cmd->add_option("--tpe-budget", o->tpeBudget, "TPE timed iterations per key")->check(CLI::Range(10, 100000));
+  cmd->add_flag("--no-tpe", o->noTpe, "skip the TPE-tuned table");
+  cmd->add_flag("--no-replay", o->noReplay, "skip the shared/data replay");
   cmd->callback([o] {
     if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -20,4 +20,5 @@ void addOnlineEvalCommand(CLI::App& app);
 void addTuneCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
 void addEnvCommand(CLI::App& app);
+void addDemoCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addTuneCommand(app);
   dynamiccl::cli::addExportCommand(app);
   dynamiccl::cli::addEnvCommand(app);
+  dynamiccl::cli::addDemoCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -140,13 +140,22 @@ class Agent {
 
   static void tick(OnlineComm& c) {
     const uint64_t E = c.epochCalls, calls = c.callsSeen.load(std::memory_order_relaxed);
-    const StagedRecord* staged = c.staged.load(std::memory_order_acquire);
-    if (staged && staged->frozen) return;
+    bool haveStaged = false, stagedFrozen = false;
+    uint64_t stagedBoundary = 0;
+    {
+      std::lock_guard lock(c.mutex);  // reclaim() frees records under this mutex
+      if (const StagedRecord* staged = c.staged.load(std::memory_order_acquire)) {
+        haveStaged = true;
+        stagedFrozen = staged->frozen;
+        stagedBoundary = staged->boundary;
+      }
+    }
+    if (stagedFrozen) return;
     const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
     // The boundary the hot path is at or heading to (callsSeen is bumped before it waits at one).
     const uint64_t pending = calls == 0 ? E : std::max(E, (calls - 1 + E - 1) / E * E);
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
-    if ((!staged || staged->boundary < upcoming) && calls + E / 2 >= upcoming) {
+    if ((!haveStaged || stagedBoundary < upcoming) && calls + E / 2 >= upcoming) {
       auto rec = c.store->read(c.commId, upcoming);
       if (rec.ok() && rec->has_value()) stage(c, upcoming, **rec);
     }
@@ -162,10 +171,17 @@ class Agent {
     {
       std::lock_guard lock(c.mutex);
       if (!c.learner) return;
-      for (uint32_t k = 0; k < policy::kOnlineKeys; ++k)
+      for (uint32_t k = 0; k < policy::kOnlineKeys; ++k) {
+        const int coll = static_cast<int>(k / SizeBucket::kCount), bucket = static_cast<int>(k % SizeBucket::kCount);
         if (const uint8_t d = c.ncclDefault[k].load(std::memory_order_relaxed))
-          c.learner->setNcclDefault(static_cast<int>(k / SizeBucket::kCount), static_cast<int>(k % SizeBucket::kCount),
-                                    static_cast<Algo>((d - 1) / kNumProtos), static_cast<Proto>((d - 1) % kNumProtos));
+          c.learner->setNcclDefault(coll, bucket, static_cast<Algo>((d - 1) / kNumProtos),
+                                    static_cast<Proto>((d - 1) % kNumProtos));
+        if (c.modelledKnown[k].load(std::memory_order_acquire)) {
+          float table[kNumAlgos * kNumProtos];
+          for (int i = 0; i < kNumAlgos * kNumProtos; ++i) table[i] = c.modelled_us[k][i].load(std::memory_order_relaxed);
+          c.learner->setModelledCost(coll, bucket, table);
+        }
+      }
       bytes = c.learner->build(next / E)->serialize();
     }
     const coord::PublishResult r = c.store->publish(c.commId, next, bytes);
@@ -188,11 +204,13 @@ class Agent {
     }
     const StagedRecord* raw = rec.get();
     {
+      // Publish before reclaiming, under the mutex tick() reads under: no reader can still hold a
+      // record reclaim frees (found by TSan: a use-after-free when the agent lagged 3 epochs).
       std::lock_guard lock(c.mutex);
       c.records.push_back(std::move(rec));
+      c.staged.store(raw, std::memory_order_release);
       reclaim(c, boundary);
     }
-    c.staged.store(raw, std::memory_order_release);
     return raw;
   }
 

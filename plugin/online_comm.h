@@ -40,6 +40,9 @@ struct OnlineComm {
   std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
   std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
   std::array<std::atomic<uint8_t>, policy::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
+  // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
+  std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, policy::kOnlineKeys> modelled_us{};
+  std::array<std::atomic<bool>, policy::kOnlineKeys> modelledKnown{};
 
   // Agent side, under mutex: the learner (leader) and every table a version may still point to.
   std::mutex mutex;
@@ -65,11 +68,16 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
       ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued
   }
   if (costTable) {  // NCCL's own choice (the guard's reference): the cheapest usable entry
+    const uint32_t key = policy::onlineKey(coll, nBytes);
+    if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {
+      for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
+      s.modelledKnown[key].store(true, std::memory_order_release);
+    }
     int bestIndex = -1;
     float best = 0;
     for (int i = 0; i < kNumAlgos * kNumProtos; ++i)
       if (costTable[i] >= 0 && (bestIndex < 0 || costTable[i] < best)) best = costTable[i], bestIndex = i;
-    s.ncclDefault[policy::onlineKey(coll, nBytes)].store(static_cast<uint8_t>(bestIndex + 1), std::memory_order_relaxed);
+    s.ncclDefault[key].store(static_cast<uint8_t>(bestIndex + 1), std::memory_order_relaxed);
   }
   const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
   return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;

@@ -31,6 +31,25 @@ void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto)
   keys_[coll * SizeBucket::kCount + bucket].ncclDefault = slotOf(algo, proto);
 }
 
+void OnlineLearner::setModelledCost(int coll, int bucket, const float* costTable) {
+  if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount || !costTable) return;
+  KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
+  for (int i = 0; i < kArmSlots; ++i) k.modelled_us[i] = std::isfinite(costTable[i]) ? costTable[i] : -1.0f;
+  k.modelled = true;
+}
+
+std::optional<double> OnlineLearner::untriedRatio(const KeyState& k, int slot) const {
+  if (!k.modelled) return config_.unknownRatio;
+  const float arm = k.modelled_us[slot];
+  if (!(arm >= 0)) return std::nullopt;  // IGNORE: NCCL would not run it
+  // Reference: the incumbent's modelled time, else NCCL's own choice's.
+  const int ref = k.incumbent >= 0 && k.modelled_us[k.incumbent] > 0 ? k.incumbent : k.ncclDefault;
+  if (ref < 0 || !(k.modelled_us[ref] > 0)) return config_.unknownRatio;
+  const double modelled = arm / k.modelled_us[ref];
+  if (modelled > config_.maxModelledRatio) return std::nullopt;
+  return std::max(1.0, modelled) * config_.modelErrorFactor;
+}
+
 void OnlineLearner::decay(KeyState& k, ArmStats& a) const {
   if (a.lastCall == k.calls) return;
   const double f = std::pow(decayPerCall_, static_cast<double>(k.calls - a.lastCall));
@@ -134,8 +153,10 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
       if (s == k.incumbent || rates.size() == kOnlineMaxArms) continue;
       double rate, ratio;
       if (!trusted(s)) {
+        const std::optional<double> prior = untriedRatio(k, s);
+        if (!prior) continue;  // the model says it cannot pay off here
         rate = config_.exploreCallShare / static_cast<double>(slots.size());
-        ratio = 2.0;  // unknown: assume twice as slow
+        ratio = *prior;
       } else {
         ratio = trusted(k.incumbent) ? std::exp(mean(s) - mean(k.incumbent)) : 1.0;
         const bool plausible = !trusted(k.incumbent) || mean(s) - 2 * se(s) < mean(k.incumbent);

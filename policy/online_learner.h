@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "features/features.h"
@@ -24,6 +25,11 @@ struct OnlineConfig {
   double halfLifeCalls = 1000;     // a key's old measurements count half after this many of its calls
   double noiseFloor = 0.02;        // log-latency sigma assumed at least (run-to-run noise)
   double guardSigmas = 3;          // "worse beyond noise": this many standard errors, 1% at least
+  // Prior for arms not yet measured: NCCL's modelled time relative to the incumbent's, times this
+  // allowance for the model's error; without a model, an unknown arm is assumed this much slower.
+  double modelErrorFactor = 1.25;
+  double unknownRatio = 2.0;
+  double maxModelledRatio = 2.0;   // untried arms the model puts beyond this x the incumbent: not explored
 };
 
 // Static candidates of a key: the profile's answer at the bucket's smallest size (the prior).
@@ -35,6 +41,9 @@ class OnlineLearner {
 
   // What NCCL would have run for the key when left alone (the guard's reference).
   void setNcclDefault(int coll, int bucket, Algo algo, Proto proto);
+  // NCCL's cost table for the key (kNumAlgos x kNumProtos, us; < 0 = IGNORE): the prior for what an
+  // untried arm costs. IGNOREd arms are never explored (NCCL would not run them).
+  void setModelledCost(int coll, int bucket, const float* costTable);
   // One measured call: what actually ran and how long it took.
   void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us);
   // The next version: exploit choices and exploration rates from everything observed so far.
@@ -58,10 +67,14 @@ class OnlineLearner {
     uint64_t calls = 0;
     int incumbent = -1;     // arm slot exploited; -1: the prior
     int ncclDefault = -1;   // arm slot NCCL picks alone; -1 unknown
+    bool modelled = false;  // modelled_us holds NCCL's cost table
+    std::array<float, kArmSlots> modelled_us{};
     std::array<ArmStats, kArmSlots> arms{};
   };
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
+  // Expected time of an untried arm relative to the incumbent; nullopt: not worth exploring.
+  std::optional<double> untriedRatio(const KeyState& k, int slot) const;
 
   OnlineConfig config_;
   PriorFn prior_;

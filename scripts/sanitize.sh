@@ -7,18 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-address}
 # TSan subset: ctest names are <Suite>.<Test>; these suites start threads (or drive the plugin's
-# worker/profiler/coordinator threads). Extend the regex when a new threaded suite appears.
-TSAN_DEFAULT='^(Concurrency|Thread|Worker|Queue|Profiler|Observation|Coord|Epoch|Store|PluginAbi|EveryAbiVersion)[A-Za-z]*\.'
+# worker/profiler/coordinator threads; Store forks processes instead, and under TSan its bounded
+# busy waits expire). Extend the regex when a new threaded suite appears.
+TSAN_DEFAULT='^(Concurrency|Profiler|EveryVersion|OnlineCoord|OnlineConsistency|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
+# Only the programs holding those suites are built under TSan (the whole tree takes ~20 min on 2 cores).
+TSAN_TARGETS="dynamiccl_plugin bad_input_test profiler_test online_coord_test online_consistency_test plugin_abi_test"
 case "$MODE" in
-  address) BUILD_DIR=${BUILD_DIR:-build-asan}; SAN=address,undefined; REGEX=${ASAN_TESTS:-.} ;;
-  thread)  BUILD_DIR=${BUILD_DIR:-build-tsan}; SAN=thread; REGEX=${TSAN_TESTS:-$TSAN_DEFAULT} ;;
+  address) BUILD_DIR=${BUILD_DIR:-build-asan}; SAN=address,undefined; REGEX=${ASAN_TESTS:-.}; TARGETS=all ;;
+  thread)  BUILD_DIR=${BUILD_DIR:-build-tsan}; SAN=thread; REGEX=${TSAN_TESTS:-$TSAN_DEFAULT}; TARGETS=$TSAN_TARGETS ;;
   *) echo "usage: $0 [address|thread]" >&2; exit 2 ;;
 esac
 JOBS=${JOBS:-$(nproc)}
 
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDYNAMICCL_SANITIZE="$SAN" \
   -DDYNAMICCL_WITH_TORCH=OFF -DDYNAMICCL_BENCH=OFF -DDYNAMICCL_TESTS=ON >/dev/null
-cmake --build "$BUILD_DIR" -j"$JOBS"
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j"$JOBS" --target $TARGETS
 cd "$BUILD_DIR"
 
 # Tests dlopen the plugin and dlclose it at the end. The plugin keeps a few process-wide singletons

@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
-# The newcomer's test command (and CI's): set up, build, run every test.
+# The newcomer's test command, and CI's (.ci/run): set up, build, run every test; then the same
+# suite under ASan+UBSan and the threaded tests under TSan (docs/HARDENING.md). Each stage prints
+# its duration. DYNAMICCL_SANITIZE_STAGES=0 stops after the first stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh "$@"
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j"$(nproc)" --timeout 900
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "=== test.sh: $name"
+  "$@"
+  echo "=== test.sh: $name took $((SECONDS - start))s"
+}
+tests() {
+  scripts/build.sh "$@"
+  (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
+}
+stage "setup" scripts/setup.sh
+stage "build + tests" tests "$@"
+[ "${DYNAMICCL_SANITIZE_STAGES:-1}" = 0 ] && exit 0
+stage "ASan+UBSan: every test" scripts/sanitize.sh address
+stage "TSan: threaded tests" scripts/sanitize.sh thread

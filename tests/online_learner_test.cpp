@@ -2,6 +2,7 @@
 // recovers from drift, and its guard falls back to NCCL's default when the prior is worse.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -57,6 +58,43 @@ TEST(OnlineLearner, FindsTheBestArmWithinTheExplorationBudget) {
   EXPECT_EQ(r.last.algo, Algo::Ring);
   EXPECT_EQ(r.last.proto, Proto::Simple);
   EXPECT_LT(r.exploreExtra_us / r.total_us, 0.02);  // a few exploration calls are 3x slower
+}
+
+// NCCL's cost table for the key as staticTruth models it (tree/ring x LL/LL128/Simple), IGNORE elsewhere.
+std::array<float, kNumAlgos * kNumProtos> modelledTable() {
+  std::array<float, kNumAlgos * kNumProtos> t;
+  t.fill(-1.0f);
+  for (Algo a : {Algo::Tree, Algo::Ring})
+    for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple})
+      t[static_cast<int>(a) * kNumProtos + static_cast<int>(p)] = static_cast<float>(staticTruth(a, p, 0));
+  return t;
+}
+
+TEST(OnlineLearner, ModelPriorKeepsExplorationWithinTheBudget) {
+  OnlineLearner l({}, ringLL);
+  l.setModelledCost(kAllReduce, SizeBucket::of(kBytes), modelledTable().data());
+  const LoopResult r = simulate(l, 10000, 500, staticTruth);
+  EXPECT_EQ(r.last.algo, Algo::Ring);
+  EXPECT_EQ(r.last.proto, Proto::Simple);
+  EXPECT_LT(r.exploreExtra_us / r.total_us, 0.01);  // the 1% budget holds when the prior is the model
+}
+
+TEST(OnlineLearner, ArmsTheModelPutsFarBehindOrIgnoresAreNotExplored) {
+  OnlineLearner l({}, ringLL);
+  auto table = modelledTable();
+  table[static_cast<int>(Algo::Tree) * kNumProtos + static_cast<int>(Proto::LL128)] = -1.0f;  // IGNORE
+  l.setModelledCost(kAllReduce, SizeBucket::of(kBytes), table.data());
+  l.setNcclDefault(kAllReduce, SizeBucket::of(kBytes), Algo::Ring, Proto::Simple);
+  // Incumbent ring/simple measured: LL is modelled 3x slower (beyond 2x), tree/LL128 is IGNORE.
+  for (int i = 0; i < 20; ++i) l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, staticTruth(Algo::Ring, Proto::Simple, 0));
+  const auto t = l.build(1);
+  const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
+  ASSERT_GT(e.nArms, 0);
+  for (int i = 0; i < e.nArms; ++i) {
+    const Decision& d = e.arms[i].decisions[0];
+    EXPECT_NE(d.proto, Proto::LL) << "arm " << i;
+    EXPECT_FALSE(d.algo == Algo::Tree && d.proto == Proto::LL128) << "arm " << i;
+  }
 }
 
 TEST(OnlineLearner, SameObservationsBuildTheSameTable) {

@@ -1,4 +1,4 @@
-// Ratio-to-best evaluation of a network on one simulated machine.
+// Ratio-to-best evaluation of decision tables on one simulated machine.
 #include "train/policy_eval.h"
 
 #include <algorithm>
@@ -9,31 +9,12 @@
 
 namespace dynamiccl::train {
 
-RatioSummary ratioToBest(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion) {
+RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sys, double congestion) {
   RatioSummary s;
-  TimingWindows windows;
-  for (int c = 0; c < kNumCollectives; ++c)
-    for (int b = 5; b <= 33; ++b) {
-      const Collective coll = static_cast<Collective>(c);
-      const uint64_t bytes = policy::policyProbeBytes(b);
-      const policy::Decision d = sys.ncclDefault(coll, bytes);
-      const auto t = sys.trueLatency_us(coll, bytes, d, congestion);
-      if (congestion > 0 && t)
-        for (int i = 0; i < kTimingWindowLength; ++i) windows.at(coll, bytes).push(*t, sys.predicted_us(coll, bytes, d));
-    }
-  const auto start = std::chrono::steady_clock::now();
-  policy::PolicyRuleOptions options;
-  options.windows = &windows;
-  policy::Profile generated;
-  generated.rules = policy::policyRules(net, sys.fingerprint(), options);
-  CommShape shape{.commId = 0, .nRanks = sys.fingerprint().nRanks, .nNodes = sys.fingerprint().nNodes};
-  const policy::DecisionTable table = policy::DecisionTable::compile(generated, shape);
-  s.rebuild_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-
   double logPolicy = 0, logNccl = 0;
   int wins = 0;
   for (int c = 0; c < kNumCollectives; ++c)
-    for (int b = 5; b <= 33; ++b) {
+    for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
       const Collective coll = static_cast<Collective>(c);
       const uint64_t bytes = policy::policyProbeBytes(b);
       double best = INFINITY;
@@ -63,6 +44,30 @@ RatioSummary ratioToBest(const policy::PolicyNetwork& net, const SimSystem& sys,
     s.ncclGeoMean = std::exp(logNccl / s.keys);
     s.policyBeatsNccl = static_cast<double>(wins) / s.keys;
   }
+  return s;
+}
+
+RatioSummary ratioToBest(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion) {
+  TimingWindows windows;
+  if (congestion > 0)
+    for (int c = 0; c < kNumCollectives; ++c)
+      for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
+        const Collective coll = static_cast<Collective>(c);
+        const uint64_t bytes = policy::policyProbeBytes(b);
+        const policy::Decision d = sys.ncclDefault(coll, bytes);
+        if (const auto t = sys.trueLatency_us(coll, bytes, d, congestion))
+          for (int i = 0; i < kTimingWindowLength; ++i) windows.at(coll, bytes).push(*t, sys.predicted_us(coll, bytes, d));
+      }
+  const auto start = std::chrono::steady_clock::now();
+  policy::PolicyRuleOptions options;
+  options.windows = &windows;
+  policy::Profile generated;
+  generated.rules = policy::policyRules(net, sys.fingerprint(), options);
+  const CommShape shape{.commId = 0, .nRanks = sys.fingerprint().nRanks, .nNodes = sys.fingerprint().nNodes};
+  const policy::DecisionTable table = policy::DecisionTable::compile(generated, shape);
+  const double rebuild_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  RatioSummary s = ratioToBest(table, sys, congestion);
+  s.rebuild_us = rebuild_us;
   return s;
 }
 

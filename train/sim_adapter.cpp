@@ -1,55 +1,60 @@
-// Presets and the stand-in ground truth (see sim_adapter.h for why this file exists).
+// Named machines over sim/'s presets, calibrated parameters per preset, and the ground truth.
 #include "train/sim_adapter.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+
+#include "sim/calibration.h"
+#include "sim/topology_presets.h"
 
 namespace dynamiccl::train {
 namespace {
 
-model::Topology make(std::string name, int cc, int nodes, int gpus, double nvlink, int nics, double nicBw,
-                     bool nvswitch = true, bool nvls = true) {
-  model::Topology t;
-  t.name = std::move(name);
-  t.computeCap = cc;
-  t.nNodes = nodes;
-  t.gpusPerNode = gpus;
-  t.nvlink = nvlink > 0;
-  t.nvswitch = nvswitch && t.nvlink;
-  t.nvlinkBwPerGpu_GBps = nvlink > 0 ? nvlink : 450.0;
-  t.nicsPerNode = nics;
-  t.nicBw_GBps = nicBw;
-  t.nvlsSupport = nvls && t.nvswitch && cc >= 90;
-  if (!t.nvlink) t.pcieBw_GBps = 24.0;
-  return t;
-}
+struct Machine {
+  const char* preset;
+  int nodes;
+};
+// Training and held-out machines; h800 (14:1 NVLink:NIC) is the usual hold-out.
+constexpr Machine kMachines[] = {
+    {"dgx-a100", 1},        {"dgx-a100", 2},       {"dgx-a100", 4},    {"dgx-h100", 1}, {"dgx-h100", 2},
+    {"dgx-h100", 4},        {"dgx-h100", 8},       {"h800", 2},        {"h800", 4},     {"h800", 8},
+    {"l40s-pcie-4", 1},     {"l40s-pcie-4", 2},    {"gh200-slingshot", 2}, {"gh200-slingshot", 8},
+    {"gb200-nvl72", 18},    {"dgx-b200", 2},       {"gcp-a3mega", 2},
+};
 
-// Share of an algorithm's bandwidth term that crosses the network (0 on one node).
-double networkShare(Algo a, int nNodes) {
-  if (nNodes <= 1) return 0.0;
-  switch (a) {
-    case Algo::Ring: return 1.0;
-    case Algo::Tree: return 0.8;
-    case Algo::NvlsTree: return 0.6;
-    case Algo::Pat: return 1.0;
-    default: return 0.5;
-  }
-}
+struct CalibrationSource {
+  const char* preset;
+  const char* dataset;
+  const char* groupPrefix;  // first group of the dataset whose name starts with this
+};
+// Which measured hardware calibrates which preset. H800 has no public data: it takes the H100
+// cluster's parameters (same GPU and software stack), its different links come from the topology.
+constexpr CalibrationSource kCalibrations[] = {
+    {"dgx-a100", "l40s-pcie-cs244c", "A100-SXM4"},
+    {"dgx-h100", "h100-ib-cluster-xxrjun", "H100"},
+    {"h800", "h100-ib-cluster-xxrjun", "H100"},
+    {"l40s-pcie-2", "l40s-pcie-cs244c", "L40S-48GB x2"},
+    {"l40s-pcie-4", "l40s-pcie-cs244c", "L40S-48GB x4"},
+    {"gh200-slingshot", "alps-gh200-slingshot-allreduce", "GH200"},
+    {"gb200-nvl72", "xla-collective-perf-table", "GB200"},
+    {"gb300-nvl72", "xla-collective-perf-table", "sm_103"},
+    {"dgx-b200", "xla-collective-perf-table", "B200"},
+    {"gcp-a3mega", "gcp-a3mega-h100-2node", "GCP"},
+};
+
+std::string machineName(const Machine& m) { return std::string(m.preset) + "x" + std::to_string(m.nodes); }
 
 }  // namespace
 
 std::vector<model::Topology> presetTopologies() {
   std::vector<model::Topology> out;
-  for (int n : {1, 2, 4}) out.push_back(make("dgx-a100x" + std::to_string(n), 80, n, 8, 300, 8, 25, true, false));
-  for (int n : {1, 2, 4, 8}) out.push_back(make("dgx-h100x" + std::to_string(n), 90, n, 8, 450, 8, 50));
-  // H800: 400 GB/s NVLink, 8 x 200 Gb/s NICs -> 16:1 per GPU, about twice what NCCL's constants assume.
-  for (int n : {2, 4, 8}) out.push_back(make("h800x" + std::to_string(n), 90, n, 8, 400, 8, 25));
-  for (int n : {1, 2}) out.push_back(make("l40s-pciex" + std::to_string(n), 89, n, 4, 0, 1, 12.5, false, false));
-  for (int n : {2, 8}) out.push_back(make("gh200-slingshotx" + std::to_string(n), 90, n, 4, 450, 4, 25, false, false));
-  model::Topology nvl72 = make("gb200-nvl72", 100, 18, 4, 900, 4, 50);
-  nvl72.nvlDomainGpus = 72;
-  out.push_back(nvl72);
-  out.push_back(make("dgx-b200x2", 100, 2, 8, 900, 8, 50));
+  for (const Machine& m : kMachines)
+    if (auto t = sim::preset(m.preset, m.nodes)) {
+      t->name = machineName(m);
+      out.push_back(*t);
+    }
   return out;
 }
 
@@ -69,69 +74,93 @@ std::vector<model::Topology> presetsMatching(const std::vector<std::string>& pre
   return out;
 }
 
-Expected<SimSystem> SimSystem::make(const model::Topology& topo) {
-  auto graphs = model::approximateGraphs(topo);
-  if (!graphs) return makeError(topo.name + ": " + graphs.error());
-  auto nccl = model::NcclModel::build(*graphs);
-  if (!nccl) return makeError(topo.name + ": " + nccl.error());
-  SimSystem s;
-  s.topo_ = topo;
-  s.nccl_ = std::move(*nccl);
-  // The fingerprint as the plugin would see it on that machine (NVML + sysfs agree with the preset).
-  CommShape shape{.commId = 0, .nRanks = graphs->nRanks, .nNodes = graphs->nNodes,
-                  .minRanksPerNode = topo.nvlDomainGpus ? topo.nvlDomainGpus : topo.gpusPerNode,
-                  .maxRanksPerNode = topo.nvlDomainGpus ? topo.nvlDomainGpus : topo.gpusPerNode};
+std::string simPresetOf(const model::Topology& topo) {
+  for (const Machine& m : kMachines)
+    if (topo.name == machineName(m)) return m.preset;
+  return topo.name;  // a sim/ preset itself (replay shapes carry the preset's name)
+}
+
+CalibratedParams calibratedParams(const std::string& simPreset) {
+  // Files are read once per process: training builds every machine, evaluation many more.
+  static std::mutex mutex;
+  static std::map<std::string, CalibratedParams> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(simPreset); it != cache.end()) return it->second;
+  CalibratedParams out{sim::SimParams{}, "defaults (no calibration for " + simPreset + ")"};
+  for (const CalibrationSource& c : kCalibrations) {
+    if (simPreset != c.preset) continue;
+    auto cal = sim::loadCalibrationFile(sim::defaultCalibrationDir() + "/" + c.dataset + ".json");
+    if (!cal) break;
+    for (const auto& g : cal->groups)
+      if (g.group.rfind(c.groupPrefix, 0) == 0) {
+        out = {g.params, std::string(c.dataset) + ": " + g.group.substr(0, 40)};
+        break;
+      }
+    break;
+  }
+  cache.emplace(simPreset, out);
+  return out;
+}
+
+TopologyFingerprint fingerprintOf(const model::Topology& topo) {
+  const int perNode = topo.nvlDomainGpus ? topo.nvlDomainGpus : topo.gpusPerNode;
+  CommShape shape{.commId = 0, .nRanks = topo.nRanks(), .nNodes = topo.nNodes, .minRanksPerNode = perNode,
+                  .maxRanksPerNode = perNode};
   HostSources host;
   host.nics = SysfsNics{topo.nicsPerNode, topo.nicBw_GBps, "preset"};
   host.nvml = NvmlInfo{topo.gpusPerNode, topo.computeCap, 0, topo.nvlink ? topo.nvlinkBwPerGpu_GBps : 0.0};
-  s.fp_ = buildFingerprint(shape, host);
-  s.fp_.ranksPerNode = topo.gpusPerNode;
+  TopologyFingerprint fp = buildFingerprint(shape, host);
+  fp.ranksPerNode = topo.gpusPerNode;
+  return fp;
+}
+
+Expected<SimSystem> SimSystem::make(const model::Topology& topo) {
+  const CalibratedParams cal = calibratedParams(simPresetOf(topo));
+  auto ref = sim::NcclReference::create(topo);
+  if (!ref) return makeError(topo.name + ": " + ref.error());
+  SimSystem s(topo, cal.params);
+  s.ref_ = std::make_shared<const sim::NcclReference>(std::move(*ref));
+  s.calibration_ = cal.source;
+  s.fp_ = fingerprintOf(topo);
   return s;
 }
 
 policy::Decision SimSystem::ncclDefault(Collective coll, uint64_t nBytes) const {
-  const model::DefaultChoice c = nccl_.defaultChoice(coll, nBytes);
+  const sim::Config c = ref_->defaultConfig(coll, nBytes);
   return policy::Decision{c.algo, c.proto, 0, 0};
 }
 
 double SimSystem::predicted_us(Collective coll, uint64_t nBytes, const policy::Decision& d0) const {
   const policy::Decision d = d0.keepsAlgoProto() ? ncclDefault(coll, nBytes) : d0;
-  if (d.algo == Algo::Default) return -1.0;
-  return nccl_.costTable(coll, nBytes)[static_cast<int>(d.algo)][static_cast<int>(d.proto)];
+  if (d.algo == Algo::Default || d.proto == Proto::Default) return -1.0;
+  return ref_->costTable(coll, nBytes)[static_cast<int>(d.algo)][static_cast<int>(d.proto)];
 }
 
-std::optional<double> SimSystem::trueLatency_us(Collective coll, uint64_t nBytes, const policy::Decision& d0,
+sim::Config SimSystem::toSimConfig(Collective coll, uint64_t nBytes, const policy::Decision& d) const {
+  sim::Config c = ref_->defaultConfig(coll, nBytes);
+  if (!d.keepsAlgoProto()) c = sim::Config{d.algo, d.proto, 0, 0};
+  c.nChannels = d.nChannels;  // 0: NCCL's own count for the (algo, proto) that runs
+  c.chunkBytes = d.chunkBytes;
+  return ref_->resolve(c, nBytes);
+}
+
+std::optional<double> SimSystem::trueLatency_us(Collective coll, uint64_t nBytes, const policy::Decision& d,
                                                 double congestion) const {
-  policy::Decision d = d0;
-  if (d.keepsAlgoProto()) {
-    d = ncclDefault(coll, nBytes);
-    d.nChannels = d0.nChannels;
+  if (!(predicted_us(coll, nBytes, d) >= 0)) return std::nullopt;  // NCCL marked it IGNORE
+  const sim::Config c = toSimConfig(coll, nBytes, d);
+  if (!sim_.feasible(coll, c)) return std::nullopt;
+  double t;
+  if (congestion > 0 && topo_.nNodes > 1) {
+    // Other jobs on the network: less of the NIC bandwidth, slower network hops; NVLink unaffected.
+    sim::SimParams p = sim_.params();
+    p.interBwEff /= 1.0 + congestion;
+    p.interHopScale *= 1.0 + congestion;
+    t = sim::Simulator(topo_, p).time_us(coll, nBytes, c);
+  } else {
+    t = sim_.time_us(coll, nBytes, c);
   }
-  if (d.algo == Algo::Default) return std::nullopt;
-  const double model_us = predicted_us(coll, nBytes, d);
-  const double bw = nccl_.bandwidth_GBps(coll, d.algo, d.proto);
-  if (!(model_us >= 0) || !(bw > 0)) return std::nullopt;
-  double bwTerm_us = static_cast<double>(nBytes) / (1000.0 * bw);
-  double lat_us = std::max(0.5, model_us - bwTerm_us);
-  const int nNodes = std::max(1, fp_.nNodes);
-  const double share = networkShare(d.algo, nNodes);
-  // NCCL's constants assume ~7:1 NVLink:NIC; beyond that the network share is slower than modelled.
-  const double ratio = fp_.nvlinkToNicRatio();
-  if (share > 0 && ratio > 7.0) bwTerm_us *= 1.0 + share * (std::pow(ratio / 7.0, 0.8) - 1.0);
-  if (nNodes > 1 && d.proto == Proto::LL128) bwTerm_us *= 1.25;  // LL128 over the network underdelivers
-  if (nNodes >= 4 && d.algo == Algo::Tree) lat_us *= 1.3;        // deeper trees wait on stragglers
-  if (d.proto == Proto::LL) lat_us *= 0.9;
-  // Channels: fewer than NCCL's count cut the bandwidth and save a little launch/sync latency.
-  const int ncclChannels = std::max(1, nccl_.defaultChannels(d.algo, d.proto, nBytes));
-  if (d.nChannels > 0) {
-    const int used = std::min(d.nChannels, ncclChannels);
-    bwTerm_us *= std::pow(static_cast<double>(ncclChannels) / used, 0.85);
-    lat_us = std::max(0.5, lat_us - 0.08 * (ncclChannels - used));
-  }
-  // Congestion from other jobs slows what crosses the network, in bandwidth and in latency.
-  bwTerm_us *= 1.0 + congestion * share;
-  lat_us += congestion * share * 6.0;
-  return lat_us + bwTerm_us;
+  if (!(t > 0) || !std::isfinite(t)) return std::nullopt;
+  return t;
 }
 
 double measurementNoise(std::mt19937_64& rng) {

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Plots of `dynamiccl demo` (run by it through Debian's python3 with matplotlib).
+
+  plot_demo.py OUT_DIR   # reads OUT_DIR/replay_points.csv and decision_map.csv,
+                         # writes OUT_DIR/busbw.png and OUT_DIR/decision_map.png
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def size_label(b):
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if b >= div:
+            return f"{b // div}{unit}"
+    return str(b)
+
+
+def read_points(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            r["bytes"] = int(r["bytes"])
+            rows.append(r)
+    return rows
+
+
+def plot_busbw(rows, out):
+    """Bus bandwidth vs size per collective: NCCL default, each profile, and the best configuration."""
+    colls = list(dict.fromkeys(r["collective"] for r in rows))
+    profiles = list(dict.fromkeys(r["profile"] for r in rows))
+    fig, axes = plt.subplots(1, len(colls), figsize=(5.2 * len(colls), 4.2), squeeze=False)
+    styles = {"NCCL default": ("tab:grey", "o"), "tuned": ("tab:blue", "s"), "learned": ("tab:orange", "^")}
+    for ax, coll in zip(axes[0], colls):
+        for prof in profiles:
+            pts = sorted((r["bytes"], float(r["chosen_busbw_GBps"])) for r in rows
+                         if r["collective"] == coll and r["profile"] == prof)
+            color, marker = styles.get(prof, (None, "."))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, markersize=4, color=color, label=prof)
+        best = sorted({r["bytes"]: float(r["best_busbw_GBps"]) for r in rows if r["collective"] == coll}.items())
+        ax.plot([b for b, _ in best], [v for _, v in best], color="black", linestyle="--", linewidth=1,
+                label="best configuration")
+        ax.set_xscale("log", base=2)
+        ax.set_title(coll)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_decision_map(path, out):
+    """The tuned profile's decision per (collective, size): one colour per configuration."""
+    with open(path) as f:
+        rows = [(r["collective"], int(r["bytes"]), r["config"]) for r in csv.DictReader(f)]
+    if not rows:
+        return
+    colls = list(dict.fromkeys(c for c, _, _ in rows))
+    sizes = sorted({b for _, b, _ in rows})
+    configs = list(dict.fromkeys(cfg for _, _, cfg in rows))
+    cmap = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(sizes) + 3), 1.2 + 0.7 * len(colls)))
+    for y, coll in enumerate(colls):
+        for coll2, b, cfg in rows:
+            if coll2 != coll:
+                continue
+            x = sizes.index(b)
+            ax.add_patch(plt.Rectangle((x, y), 1, 0.9, color=cmap(configs.index(cfg) % 20)))
+    ax.set_xlim(0, len(sizes))
+    ax.set_ylim(0, len(colls))
+    ax.set_xticks([i + 0.5 for i in range(len(sizes))])
+    ax.set_xticklabels([size_label(b) for b in sizes], rotation=60, fontsize=7)
+    ax.set_yticks([i + 0.45 for i in range(len(colls))])
+    ax.set_yticklabels(colls)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i % 20)) for i in range(len(configs))]
+    ax.legend(handles, configs, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("Tuned profile: what NCCL runs after the plugin decided")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out_dir = sys.argv[1]
+    plot_busbw(read_points(os.path.join(out_dir, "replay_points.csv")), os.path.join(out_dir, "busbw.png"))
+    plot_decision_map(os.path.join(out_dir, "decision_map.csv"), os.path.join(out_dir, "decision_map.png"))
+
+
+if __name__ == "__main__":
+    main()
