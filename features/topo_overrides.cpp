@@ -15,7 +15,8 @@ void readPositive(const EnvLookup& getenvFn, const char* name, std::optional<T>&
     size_t used = 0;
     const double x = std::stod(v, &used);
     const bool integral = std::is_integral_v<T> ? std::floor(x) == x : true;
-    if (used == std::string(v).size() && std::isfinite(x) && x > 0 && integral) {
+    // Upper bound keeps the cast defined and the value physical (no link or NIC near 1e6 GB/s).
+    if (used == std::string(v).size() && std::isfinite(x) && x > 0 && x <= 1e6 && integral) {
       out = static_cast<T>(x);
       return;
     }

@@ -49,7 +49,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   if (trainSystems.empty()) return out.skipped = "no training machines left after holding out " + o.preset, out;
 
   train::RolloutOptions ro;
-  ro.keysPerSystem = o.quick ? 30 : 120;
+  ro.keysPerSystem = o.quick ? 30 : 300;
   ro.seed = o.seed;
   std::vector<train::Sample> rows = train::simulatorRollouts(trainSystems, ro);
   ro.seed = o.seed + 1000;
@@ -71,7 +71,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   rows.resize(rows.size() - nVal);
 
   train::TrainOptions to;
-  to.epochs = o.quick ? 1 : 4;
+  to.epochs = o.quick ? 1 : 8;
   to.seed = o.seed;
   const std::string curvePath = (std::filesystem::path(outDir) / "learning_curve.csv").string();
   std::ofstream curve(curvePath);

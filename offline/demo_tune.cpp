@@ -2,6 +2,7 @@
 // dataset with --data), then smoothing and the guard against NCCL's default -> tuned profile.
 #include <cstdio>
 #include <set>
+#include <unistd.h>
 
 #include "offline/demo_steps.h"
 #include "sim/sim.h"
@@ -38,7 +39,7 @@ Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& para
   req.search.maxIterations = o.quick ? 9 : 27;
   req.search.budgetIterations = o.quick ? 300 : 0;
   req.search.seed = o.seed;
-  req.progress = true;
+  req.progress = ::isatty(2) != 0;  // a redrawn bar is noise in logs and pipes
   auto result = tune::tune(**backend, req);
   if (!result) return makeError(result.error());
 

@@ -1,5 +1,7 @@
 // A plain-text sink for checking the measurement channel by eye or from tests through dlopen:
 // DYNAMICCL_OBSERVATION_LOG=<path> appends one CSV line per observation, flushed per batch.
+#include <fcntl.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 
@@ -33,8 +35,11 @@ class LogFileSink final : public WorkerSink {
 std::unique_ptr<WorkerSink> makeLogFileSink() {
   const char* path = std::getenv("DYNAMICCL_OBSERVATION_LOG");
   if (!path || !*path) return nullptr;
-  FILE* f = std::fopen(path, "a");
+  // Owner-only, never through a symlink someone else planted.
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE* f = fd >= 0 ? ::fdopen(fd, "a") : nullptr;
   if (!f) {
+    if (fd >= 0) ::close(fd);
     logWarn("profiler: cannot open DYNAMICCL_OBSERVATION_LOG=%s", path);
     return nullptr;
   }

@@ -113,6 +113,22 @@ TEST(BadInput, UnreadablePath) {
   rmdir(dir);
 }
 
+TEST(BadInput, FifoNeverBlocksInit) {
+  // A named pipe with no writer would block a plain open/read forever inside NCCL's init.
+  char dir[] = "/tmp/dynamiccl-fifo-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/profile.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ScopedEnv env("DYNAMICCL_PROFILE", fifo.c_str());
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  expectNcclTableUntouched(**comm, harness::allAvailable());
+  EXPECT_EQ(warningsMentioning("not a regular file"), 1u);
+  unlink(fifo.c_str());
+  rmdir(dir);
+}
+
 TEST(BadInput, OversizedFileIsRefusedUnread) {
   TempFile file("");
   ASSERT_EQ(truncate(file.path().c_str(), 100ll << 20), 0);  // sparse 100 MiB
