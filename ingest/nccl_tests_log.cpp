@@ -1,8 +1,10 @@
 // nccl-tests stdout (any *_perf binary): tables, device lines, env lines, and hints from the file's path.
+// Lines are matched by hand (no std::regex: it ran every line through up to nine backtracking automata and
+// made the fuzzer crawl at ~50 inputs/s). Each matcher below reproduces one former regex exactly, quoted
+// above it, including where regex_search would start and which text each group captured.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -35,13 +37,198 @@ double parseReal(std::string_view s) {
   return parseNumber(s, v) ? v : NAN;
 }
 
-// Counts from a regex's digits, saturated at 2^24 (beyond any real job) instead of std::stoi's throw,
+// Counts from a run of digits, saturated at 2^24 (beyond any real job) instead of std::stoi's throw,
 // so that sums and products of two of them still fit an int.
-int countFrom(const std::string& digits) {
+int countFrom(std::string_view digits) {
   constexpr int64_t kMaxCount = int64_t{1} << 24;
   int64_t v = kMaxCount;
-  return parseNumber(std::string_view(digits), v) && v < kMaxCount ? static_cast<int>(v) : static_cast<int>(kMaxCount);
+  return parseNumber(digits, v) && v < kMaxCount ? static_cast<int>(v) : static_cast<int>(kMaxCount);
 }
+
+// ---- Hand-written line matchers ------------------------------------------------------------------
+// Character classes as std::regex saw them in the classic "C" locale: \s, \d, [A-Z0-9_].
+bool isSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isNameChar(char c) { return (c >= 'A' && c <= 'Z') || isDigit(c) || c == '_'; }
+
+// A position in a line with the regex atoms the patterns used. Every atom is greedy and, in these
+// patterns, followed by something it cannot match, so no backtracking is needed (the two exceptions,
+// 0*(\d+) and (.*\S), are resolved where they are used).
+struct Scan {
+  std::string_view s;
+  size_t i = 0;
+
+  bool done() const { return i >= s.size(); }
+  std::string_view rest() const { return s.substr(std::min(i, s.size())); }
+  bool lit(std::string_view w) {
+    if (!rest().starts_with(w)) return false;
+    i += w.size();
+    return true;
+  }
+  bool oneOf(std::string_view set) {  // [= ]
+    if (done() || set.find(s[i]) == std::string_view::npos) return false;
+    ++i;
+    return true;
+  }
+  template <typename Pred>
+  std::string_view run(Pred pred) {  // pred* ; empty when nothing matched
+    const size_t from = i;
+    while (i < s.size() && pred(s[i])) ++i;
+    return s.substr(from, i - from);
+  }
+  bool ws() { return !run(isSpace).empty(); }                              // \s+
+  std::string_view digits() { return run(isDigit); }                      // (\d+) when non-empty
+  std::string_view nonSpace() { return run([](char c) { return !isSpace(c); }); }  // (\S+) when non-empty
+  std::string_view ncclName() {  // (NCCL_[A-Z0-9_]+)
+    const size_t from = i;
+    if (!lit("NCCL_") || run(isNameChar).empty()) return i = from, std::string_view{};
+    return s.substr(from, i - from);
+  }
+  std::string_view zerosThenDigits() {  // 0*(\d+): leading zeros dropped, but the group keeps one digit
+    const std::string_view all = digits();
+    const size_t z = all.find_first_not_of('0');
+    return all.empty() ? all : all.substr(z == std::string_view::npos ? all.size() - 1 : z);
+  }
+};
+
+// regex_search for a pattern that begins with the literal `anchor`: try each occurrence from the left
+// (overlapping ones too); `match` gets a Scan at the occurrence and returns nullopt on failure.
+template <typename Match>
+auto searchAt(std::string_view line, std::string_view anchor, Match match) -> decltype(match(Scan{})) {
+  for (size_t at = line.find(anchor); at != std::string_view::npos; at = line.find(anchor, at + 1))
+    if (auto found = match(Scan{line, at + anchor.size()})) return found;
+  return std::nullopt;
+}
+
+struct DeviceLine {
+  std::string_view rank, host, gpu;
+};
+
+// Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)
+std::optional<DeviceLine> matchDevice(std::string_view line) {
+  return searchAt(line, "Rank", [](Scan s) -> std::optional<DeviceLine> {
+    DeviceLine d;
+    if (!s.ws() || (d.rank = s.digits()).empty() || !s.ws() || !s.lit("Group") || !s.ws() || s.digits().empty() ||
+        !s.ws() || !s.lit("Pid") || !s.ws() || s.digits().empty() || !s.ws() || !s.lit("on") || !s.ws() ||
+        (d.host = s.nonSpace()).empty() || !s.ws() || !s.lit("device") || !s.ws() || s.digits().empty() || !s.ws() ||
+        !s.lit("["))
+      return std::nullopt;
+    const size_t close = s.rest().find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    s.i += close + 1;
+    if (!s.ws() || s.done()) return std::nullopt;
+    // (.*\S): '.' stops at '\r' (ECMAScript line terminator); \s+ above may have crossed one.
+    std::string_view tail = s.rest();
+    tail = tail.substr(0, tail.find_first_of("\r\n"));
+    size_t end = tail.size();
+    while (end > 0 && isSpace(tail[end - 1])) --end;
+    d.gpu = tail.substr(0, end);  // non-empty: tail starts at a non-space
+    return d;
+  });
+}
+
+// NCCL version (\S+)
+std::optional<std::string_view> matchNcclVersion(std::string_view line) {
+  return searchAt(line, "NCCL version ", [](Scan s) -> std::optional<std::string_view> {
+    const std::string_view v = s.nonSpace();
+    return v.empty() ? std::nullopt : std::optional(v);
+  });
+}
+
+// nccl-library=(\d+)
+std::optional<std::string_view> matchLibrary(std::string_view line) {
+  return searchAt(line, "nccl-library=", [](Scan s) -> std::optional<std::string_view> {
+    const std::string_view v = s.digits();
+    return v.empty() ? std::nullopt : std::optional(v);
+  });
+}
+
+// nThread\s+(\d+)\s+nGpus\s+(\d+)
+std::optional<std::pair<std::string_view, std::string_view>> matchThreads(std::string_view line) {
+  return searchAt(line, "nThread", [](Scan s) -> std::optional<std::pair<std::string_view, std::string_view>> {
+    std::string_view threads, gpus;
+    if (!s.ws() || (threads = s.digits()).empty() || !s.ws() || !s.lit("nGpus") || !s.ws() ||
+        (gpus = s.digits()).empty())
+      return std::nullopt;
+    return std::pair{threads, gpus};
+  });
+}
+
+struct EnvPair {
+  std::string_view name, value;
+};
+
+// (NCCL_[A-Z0-9_]+)=(\S+) at the scan position.
+std::optional<EnvPair> matchAssignment(Scan& s) {
+  EnvPair e;
+  if ((e.name = s.ncclName()).empty() || !s.lit("=") || (e.value = s.nonSpace()).empty()) return std::nullopt;
+  return e;
+}
+
+// ^\s*(?:export\s+|\+\s+|-x\s+)?(NCCL_[A-Z0-9_]+)=(\S+)\s*$
+std::optional<EnvPair> matchEnvLine(std::string_view line) {
+  Scan s{line};
+  s.ws();
+  for (std::string_view prefix : {"export", "+", "-x"}) {  // none of them starts like "NCCL_": no retry without
+    Scan t = s;
+    if (t.lit(prefix) && t.ws()) {
+      s = t;
+      break;
+    }
+  }
+  auto e = matchAssignment(s);
+  s.ws();
+  return e && s.done() ? e : std::nullopt;
+}
+
+// (NCCL_[A-Z0-9_]+) set by environment to (\S+)
+std::optional<EnvPair> matchEnvInfo(std::string_view line) {
+  for (size_t at = line.find("NCCL_"); at != std::string_view::npos; at = line.find("NCCL_", at + 1)) {
+    Scan s{line, at};
+    EnvPair e;
+    e.name = s.ncclName();
+    if (!e.name.empty() && s.lit(" set by environment to ") && !(e.value = s.nonSpace()).empty()) return e;
+  }
+  return std::nullopt;
+}
+
+// Every non-overlapping -x\s+(NCCL_[A-Z0-9_]+)=(\S+), as sregex_iterator walked them.
+std::vector<EnvPair> matchEnvFlags(std::string_view line) {
+  std::vector<EnvPair> flags;
+  for (size_t at = line.find("-x"); at != std::string_view::npos;) {
+    Scan s{line, at + 2};
+    auto e = s.ws() ? matchAssignment(s) : std::nullopt;
+    if (e) flags.push_back(*e);
+    at = line.find("-x", e ? s.i : at + 1);
+  }
+  return flags;
+}
+
+// (?:^|\s)(?:-np\s+|--ntasks[= ])(\d+): an option starting the line or after a space.
+std::optional<std::string_view> matchNp(std::string_view line) {
+  for (size_t at = line.find('-'); at != std::string_view::npos; at = line.find('-', at + 1)) {
+    if (at > 0 && !isSpace(line[at - 1])) continue;
+    Scan np{line, at}, ntasks{line, at};
+    if (np.lit("-np") && np.ws())
+      if (auto d = np.digits(); !d.empty()) return d;
+    if (ntasks.lit("--ntasks") && ntasks.oneOf("= "))
+      if (auto d = ntasks.digits(); !d.empty()) return d;
+  }
+  return std::nullopt;
+}
+
+// -(?:npernode\s+|-ntasks-per-node[= ])(\d+)
+std::optional<std::string_view> matchNpernode(std::string_view line) {
+  return searchAt(line, "-", [](Scan s) -> std::optional<std::string_view> {
+    Scan npernode = s, ntasks = s;
+    if (npernode.lit("npernode") && npernode.ws())
+      if (auto d = npernode.digits(); !d.empty()) return d;
+    if (ntasks.lit("-ntasks-per-node") && ntasks.oneOf("= "))
+      if (auto d = ntasks.digits(); !d.empty()) return d;
+    return std::nullopt;
+  });
+}
+// ---- end of line matchers ------------------------------------------------------------------------
 
 int64_t parseWrong(std::string_view s) {
   int64_t v = -1;
@@ -177,18 +364,49 @@ struct FileFacts {  // what the whole file says, used when a section lacks it
   std::string version_from_path;
 };
 
+// [-_]n-?0*(\d+)-N-?0*(\d+)   e.g. job-n-00008-N-0002
+std::optional<std::pair<std::string_view, std::string_view>> matchRanksNodes(std::string_view p) {
+  for (size_t at = p.find_first_of("-_"); at != std::string_view::npos; at = p.find_first_of("-_", at + 1)) {
+    Scan s{p, at + 1};
+    if (!s.lit("n")) continue;
+    s.lit("-");
+    const std::string_view ranks = s.zerosThenDigits();
+    if (ranks.empty() || !s.lit("-N")) continue;
+    s.lit("-");
+    if (const std::string_view nodes = s.zerosThenDigits(); !nodes.empty()) return std::pair{ranks, nodes};
+  }
+  return std::nullopt;
+}
+
+// _N(\d+)_G(\d+)   e.g. nccl_N10_G8
+std::optional<std::pair<std::string_view, std::string_view>> matchNodesGpus(std::string_view p) {
+  return searchAt(p, "_N", [](Scan s) -> std::optional<std::pair<std::string_view, std::string_view>> {
+    std::string_view nodes, gpus;
+    if ((nodes = s.digits()).empty() || !s.lit("_G") || (gpus = s.digits()).empty()) return std::nullopt;
+    return std::pair{nodes, gpus};
+  });
+}
+
+// nccl-(\d+\.\d+\.\d+)
+std::optional<std::string_view> matchVersionInPath(std::string_view p) {
+  return searchAt(p, "nccl-", [](Scan s) -> std::optional<std::string_view> {
+    const size_t from = s.i;
+    if (s.digits().empty() || !s.lit(".") || s.digits().empty() || !s.lit(".") || s.digits().empty())
+      return std::nullopt;
+    return s.s.substr(from, s.i - from);
+  });
+}
+
 FileFacts factsFromPath(std::string_view path) {
   FileFacts f;
-  const std::string p(path);
-  std::smatch m;
-  if (std::regex_search(p, m, std::regex(R"([-_]n-?0*(\d+)-N-?0*(\d+))"))) {  // job-n-00008-N-0002
-    f.path_ranks = countFrom(m[1]);
-    f.path_nodes = countFrom(m[2]);
-  } else if (std::regex_search(p, m, std::regex(R"(_N(\d+)_G(\d+))"))) {  // nccl_N10_G8
-    f.path_nodes = countFrom(m[1]);
-    f.path_ranks = static_cast<int>(std::min<int64_t>(int64_t{f.path_nodes} * countFrom(m[2]), int64_t{1} << 24));
+  if (auto rn = matchRanksNodes(path)) {
+    f.path_ranks = countFrom(rn->first);
+    f.path_nodes = countFrom(rn->second);
+  } else if (auto ng = matchNodesGpus(path)) {
+    f.path_nodes = countFrom(ng->first);
+    f.path_ranks = static_cast<int>(std::min<int64_t>(int64_t{f.path_nodes} * countFrom(ng->second), int64_t{1} << 24));
   }
-  if (std::regex_search(p, m, std::regex(R"(nccl-(\d+\.\d+\.\d+))"))) f.version_from_path = m[1];
+  if (auto v = matchVersionInPath(path)) f.version_from_path = std::string(*v);
   return f;
 }
 
@@ -221,77 +439,79 @@ void finish(SectionBuilder& b, const FileFacts& facts, std::string_view path, Pa
   out.sections.push_back(std::move(s));
 }
 
+
+// "NCCL_X=v" from an env line or the launcher: later sections inherit it through fileEnv.
+void setEnv(SectionBuilder& b, std::map<std::string, std::string>& fileEnv, const EnvPair& e) {
+  fileEnv[std::string(e.name)] = std::string(e.value);
+  b.section.env[std::string(e.name)] = std::string(e.value);
+}
+
+// A "#" comment, a "> command" echo or a launcher line: table header, -np/-x flags, the *_perf binary.
+void readCommentOrLauncher(std::string_view line, const std::vector<std::string_view>& words, SectionBuilder& b,
+                           FileFacts& facts, std::map<std::string, std::string>& fileEnv) {
+  if (auto l = layoutFromHeader(words)) b.layout = *l;
+  if (words[0] == ">" || line.find("mpirun") != std::string_view::npos || line.find("srun") != std::string_view::npos) {
+    if (auto np = matchNp(line)) facts.np = countFrom(*np);
+    if (auto n = matchNpernode(line)) facts.npernode = countFrom(*n);
+    for (const EnvPair& e : matchEnvFlags(line)) setEnv(b, fileEnv, e);
+    for (auto w : words)
+      if (w.ends_with("_perf") && b.section.collective.empty())
+        if (auto c = canonicalCollective(w.substr(w.rfind('/') == std::string_view::npos ? 0 : w.rfind('/') + 1)))
+          b.section.collective = *c;
+  }
+  if (auto lib = matchLibrary(line)) {
+    const int v = countFrom(*lib);  // 22902 -> 2.29.2
+    b.library_version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  }
+}
+
 }  // namespace
 
 ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
-  static const std::regex kDevice(R"(Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
-  static const std::regex kEnvLine(R"(^\s*(?:export\s+|\+\s+|-x\s+)?(NCCL_[A-Z0-9_]+)=(\S+)\s*$)");
-  static const std::regex kEnvInfo(R"((NCCL_[A-Z0-9_]+) set by environment to (\S+))");
-  static const std::regex kEnvFlag(R"(-x\s+(NCCL_[A-Z0-9_]+)=(\S+))");
-  static const std::regex kNcclVersion(R"(NCCL version (\S+))");
-  static const std::regex kLibrary(R"(nccl-library=(\d+))");
-  static const std::regex kThreads(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  static const std::regex kNp(R"((?:^|\s)(?:-np\s+|--ntasks[= ])(\d+))");  // not "-n": nccl-tests' iterations
-  static const std::regex kNpernode(R"(-(?:npernode\s+|-ntasks-per-node[= ])(\d+))");
-
   ParsedLog out;
   FileFacts facts = factsFromPath(path_hint);
   std::map<std::string, std::string> fileEnv;  // env lines apply to every later section
   SectionBuilder b;
-  std::smatch m;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view view = text.substr(pos, end - pos);
+    const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    const std::string line(view);
-    if (auto t = parseTuningLine(view)) {
+    if (auto t = parseTuningLine(line)) {
       out.tuning.push_back(*t);
       continue;
     }
-    const auto words = splitWords(view);
+    const auto words = splitWords(line);
     if (words.empty()) continue;
 
     // A new header after table rows starts the next section (several tests in one log).
-    const bool header = line.find("Collective test starting") != std::string::npos ||
-                        line.find("nccl-tests version") != std::string::npos;
+    const bool header = line.find("Collective test starting") != std::string_view::npos ||
+                        line.find("nccl-tests version") != std::string_view::npos;
     if (header && !b.section.rows.empty()) {
       finish(b, facts, path_hint, out);
       b = SectionBuilder{};
     }
     if (b.section.env.empty()) b.section.env = fileEnv;
 
-    if (auto pos2 = line.find("Collective test starting:"); pos2 != std::string::npos) {
-      const auto named = splitWords(std::string_view(line).substr(pos2 + 25));
+    // First matching kind wins, in this order (a device line may also look like a comment, etc.).
+    if (auto pos2 = line.find("Collective test starting:"); pos2 != std::string_view::npos) {
+      const auto named = splitWords(line.substr(pos2 + 25));
       if (auto c = named.empty() ? std::nullopt : canonicalCollective(named[0])) b.section.collective = *c;
-    } else if (std::regex_search(line, m, kDevice)) {
-      b.rank_hosts[countFrom(m[1])] = m[2];
-      b.section.gpu_name = m[3];
-    } else if (std::regex_search(line, m, kNcclVersion)) {
-      b.section.nccl_version = m[1];
-    } else if (std::regex_search(line, m, kThreads)) {
-      b.threads_x_gpus = static_cast<int>(std::min<int64_t>(int64_t{countFrom(m[1])} * countFrom(m[2]), int64_t{1} << 24));
-    } else if (std::regex_search(line, m, kEnvLine) || std::regex_search(line, m, kEnvInfo)) {
-      fileEnv[m[1]] = m[2];
-      b.section.env[m[1]] = m[2];
-    } else if (words[0] == "#" || words[0] == ">" || line.find("mpirun") != std::string::npos ||
-               line.find("srun") != std::string::npos) {
-      if (auto l = layoutFromHeader(words)) b.layout = *l;
-      if (words[0] == ">" || line.find("mpirun") != std::string::npos || line.find("srun") != std::string::npos) {
-        if (std::regex_search(line, m, kNp)) facts.np = countFrom(m[1]);
-        if (std::regex_search(line, m, kNpernode)) facts.npernode = countFrom(m[1]);
-        for (auto it = std::sregex_iterator(line.begin(), line.end(), kEnvFlag); it != std::sregex_iterator(); ++it)
-          fileEnv[(*it)[1]] = (*it)[2], b.section.env[(*it)[1]] = (*it)[2];
-        for (auto w : words)
-          if (w.ends_with("_perf") && b.section.collective.empty())
-            if (auto c = canonicalCollective(w.substr(w.rfind('/') == std::string_view::npos ? 0 : w.rfind('/') + 1)))
-              b.section.collective = *c;
-      }
-      if (std::regex_search(line, m, kLibrary)) {
-        const int v = countFrom(m[1]);  // 22902 -> 2.29.2
-        b.library_version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-      }
+    } else if (auto dev = matchDevice(line)) {
+      b.rank_hosts[countFrom(dev->rank)] = std::string(dev->host);
+      b.section.gpu_name = std::string(dev->gpu);
+    } else if (auto ver = matchNcclVersion(line)) {
+      b.section.nccl_version = std::string(*ver);
+    } else if (auto thr = matchThreads(line)) {
+      b.threads_x_gpus = static_cast<int>(std::min<int64_t>(int64_t{countFrom(thr->first)} * countFrom(thr->second), int64_t{1} << 24));
+    } else if (auto env = matchEnvLine(line)) {
+      setEnv(b, fileEnv, *env);
+    } else if (auto info = matchEnvInfo(line)) {
+      setEnv(b, fileEnv, *info);
+    } else if (words[0] == "#" || words[0] == ">" || line.find("mpirun") != std::string_view::npos ||
+               line.find("srun") != std::string_view::npos) {
+      readCommentOrLauncher(line, words, b, facts, fileEnv);
     } else if (auto l = layoutFromHeader(words)) {
       b.layout = *l;  // a header without '#' (shared/data/alps-gh200-slingshot-allreduce)
     } else if (auto row = parseRow(words, b.layout)) {

@@ -151,8 +151,8 @@ std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const sim::NcclRefe
   return out;
 }
 
-// Measured keys: every point with at least three measured (algo, proto), at up to five sizes per
-// shape spread over the measured range; arms nobody measured are IGNORE in the table handed over.
+// Measured keys: points with at least three measured (algo, proto), at up to five sizes per shape
+// spread over the measured range; arms nobody measured are IGNORE in the table handed over.
 std::vector<KeyWorld> measuredKeys(const sim::ReplayData& data) {
   std::map<const sim::Shape*, std::vector<const sim::ReplayPoint*>> byShape;
   for (const sim::ReplayPoint& p : data.points)
@@ -180,7 +180,10 @@ std::vector<KeyWorld> measuredKeys(const sim::ReplayData& data) {
       for (int a = 0; a < kNumAlgos; ++a)
         for (int q = 0; q < kNumProtos; ++q)
           if (!measured.count({Algo(a), Proto(q)})) w.costTable[a][q] = -1.0f;
-      for (const auto& [ap, t] : measured) w.arms.push_back({ap.first, ap.second, 0, 0});
+      // Arms: measured and allowed by NCCL's table (the tuner cannot pick an IGNORE entry, e.g. LL128 on PCIe).
+      for (const auto& [ap, t] : measured)
+        if (w.costTable[int(ap.first)][int(ap.second)] >= 0) w.arms.push_back({ap.first, ap.second, 0, 0});
+      if (w.arms.size() < 2) continue;  // nothing to choose among
       w.mean_us = [measured](const sim::Config& c) {
         auto it = measured.find({c.algo, c.proto});
         return it == measured.end() ? -1.0 : it->second;
@@ -232,7 +235,7 @@ int run(const OnlineEvalOptions& o) {
     auto data = sim::buildReplayData(loaded->rows);
     if (!data) return std::cerr << "online-eval: " << data.error() << "\n", 1;
     const std::vector<KeyWorld> keys = measuredKeys(*data);
-    std::printf("== measurements: %s (resampled with MeasuredEnvironment; %zu keys with >= 3 measured configs)\n",
+    std::printf("== measurements: %s (resampled with MeasuredEnvironment; %zu keys; arms = measured configs NCCL's table allows)\n",
                 o.data.c_str(), keys.size());
     if (keys.empty()) std::printf("no point has three measured configurations: nothing to learn among\n");
     else printTable(keys, o, trace);

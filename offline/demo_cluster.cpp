@@ -66,7 +66,7 @@ double StepTimer::elapsed_s() const {
 }
 
 void StepTimer::done(const std::string& status) {
-  std::printf("      %s  (%.1f s)\n", status.c_str(), elapsed_s());
+  std::printf("      %s  (%.2f s)\n", status.c_str(), elapsed_s());
   std::fflush(stdout);
 }
 

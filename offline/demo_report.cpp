@@ -30,7 +30,7 @@ std::string name(Collective c) { return std::string(collectiveName(c)); }
 void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
   std::printf("\n  Decisions through the real plugin, judged on the %s (ratio of times; < 1 is faster):\n",
               r.judge.c_str());
-  std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "profile", "collective", "sizes", "vs best", "worst",
+  std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "profile", "collective", "points", "vs best", "worst",
               "vs NCCL", "worst");
   std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "", "", "", "geomean", "", "geomean", "");
   for (const ProfileScore& ps : r.scores)

@@ -38,14 +38,22 @@ void OnlineLearner::setModelledCost(int coll, int bucket, const float* costTable
   k.modelled = true;
 }
 
-std::optional<double> OnlineLearner::untriedRatio(const KeyState& k, int slot) const {
+std::optional<double> OnlineLearner::untriedRatio(const KeyState& k, int slot,
+                                                  std::optional<double> incumbentMean) const {
   if (!k.modelled) return config_.unknownRatio;
   const float arm = k.modelled_us[slot];
   if (!(arm >= 0)) return std::nullopt;  // IGNORE: NCCL would not run it
-  // Reference: the incumbent's modelled time, else NCCL's own choice's.
-  const int ref = k.incumbent >= 0 && k.modelled_us[k.incumbent] > 0 ? k.incumbent : k.ncclDefault;
-  if (ref < 0 || !(k.modelled_us[ref] > 0)) return config_.unknownRatio;
-  const double modelled = arm / k.modelled_us[ref];
+  double modelled;
+  if (incumbentMean && k.bestScale > 0) {
+    // The model in measured units (its best fit seen on this key) against what the incumbent costs
+    // now: an incumbent that drifted slower makes the alternatives worth a look again.
+    modelled = arm * k.bestScale / std::exp(*incumbentMean);
+  } else {
+    // Reference: the incumbent's modelled time, else NCCL's own choice's.
+    const int ref = k.incumbent >= 0 && k.modelled_us[k.incumbent] > 0 ? k.incumbent : k.ncclDefault;
+    if (ref < 0 || !(k.modelled_us[ref] > 0)) return config_.unknownRatio;
+    modelled = arm / k.modelled_us[ref];
+  }
   if (modelled > config_.maxModelledRatio) return std::nullopt;
   return std::max(1.0, modelled) * config_.modelErrorFactor;
 }
@@ -147,13 +155,27 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
 
     // Exploration rates: unknown and plausible arms share the call budget; clearly worse arms are
     // only re-tested; then everything is scaled so the expected extra time stays in budget.
+    if (k.modelled)
+      for (int s : slots)
+        if (trusted(s) && k.modelled_us[s] > 0) {
+          const double fit = std::exp(mean(s)) / k.modelled_us[s];
+          if (k.bestScale <= 0 || fit < k.bestScale) k.bestScale = fit;
+        }
+    const std::optional<double> incumbentMean =
+        trusted(k.incumbent) ? std::optional<double>(mean(k.incumbent)) : std::nullopt;
     std::vector<std::pair<int, double>> rates;
     double callSum = 0, costSum = 0;
     for (int s : slots) {
       if (s == k.incumbent || rates.size() == kOnlineMaxArms) continue;
       double rate, ratio;
-      if (!trusted(s)) {
-        const std::optional<double> prior = untriedRatio(k, s);
+      // A few samples far behind the incumbent settle it: no need to wait for minSamples.
+      const bool hopeless = !trusted(s) && k.arms[s].w > 0.1 && trusted(k.incumbent) &&
+                            mean(s) - mean(k.incumbent) > std::log(config_.maxModelledRatio);
+      if (hopeless) {
+        rate = 1.0 / config_.retestEvery;
+        ratio = std::exp(mean(s) - mean(k.incumbent));
+      } else if (!trusted(s)) {
+        const std::optional<double> prior = untriedRatio(k, s, incumbentMean);
         if (!prior) continue;  // the model says it cannot pay off here
         rate = config_.exploreCallShare / static_cast<double>(slots.size());
         ratio = *prior;

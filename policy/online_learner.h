@@ -27,7 +27,7 @@ struct OnlineConfig {
   double guardSigmas = 3;          // "worse beyond noise": this many standard errors, 1% at least
   // Prior for arms not yet measured: NCCL's modelled time relative to the incumbent's, times this
   // allowance for the model's error; without a model, an unknown arm is assumed this much slower.
-  double modelErrorFactor = 1.25;
+  double modelErrorFactor = 1.5;
   double unknownRatio = 2.0;
   double maxModelledRatio = 2.0;   // untried arms the model puts beyond this x the incumbent: not explored
 };
@@ -68,13 +68,15 @@ class OnlineLearner {
     int incumbent = -1;     // arm slot exploited; -1: the prior
     int ncclDefault = -1;   // arm slot NCCL picks alone; -1 unknown
     bool modelled = false;  // modelled_us holds NCCL's cost table
+    double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
     std::array<float, kArmSlots> modelled_us{};
     std::array<ArmStats, kArmSlots> arms{};
   };
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
   // Expected time of an untried arm relative to the incumbent; nullopt: not worth exploring.
-  std::optional<double> untriedRatio(const KeyState& k, int slot) const;
+  // incumbentMean: the incumbent's measured mean log-latency when trusted.
+  std::optional<double> untriedRatio(const KeyState& k, int slot, std::optional<double> incumbentMean) const;
 
   OnlineConfig config_;
   PriorFn prior_;

@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-"${BUILD_DIR:-build}"/offline/dynamiccl show --profile profiles/example-dgx-h100.json --nodes 2 --ranks 16 "$@"
+# The main job: simulate, tune, train, export, replay through the real plugin, plot (into demo-out/).
+"${BUILD_DIR:-build}"/offline/dynamiccl demo "$@"

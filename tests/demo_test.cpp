@@ -63,7 +63,8 @@ TEST_F(DemoTest, ProfilesValidate) {
   ASSERT_TRUE(csv) << csv.error();
   EXPECT_EQ(csv->rules.size(), tuned->rules.size());
   bool learnedReplayed = false;
-  for (const auto& p : summary()["profiles"]) learnedReplayed |= p["profile"] == "learned";
+  const nlohmann::json s = summary();  // kept alive: range-for over a temporary's member would dangle
+  for (const auto& p : s["profiles"]) learnedReplayed |= p["profile"] == "learned";
   // Without LibTorch the demo skips training; with it, learned.json carries the network.
   EXPECT_EQ(learnedReplayed, fs::exists(*out_ / "learned.json"));
   if (learnedReplayed) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,50 @@ TEST(Ingest, EveryRealNcclTestsLogMatchesNormalizedCounts) {
   EXPECT_GT(stats->observations_per_collective["sendrecv"], 1000);
   EXPECT_GT(stats->observations_per_collective["allgather"], 400);
   EXPECT_GT(stats->observations_per_collective["reducescatter"], 400);
+}
+
+// Text form of everything the log reader returns; doubles in shortest round-trip form so that any
+// change of a parsed value changes the text.
+std::string num(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : "?";
+}
+
+std::string dumpParsedLog(const ParsedLog& log) {
+  std::ostringstream out;
+  for (const NcclTestsSection& s : log.sections) {
+    out << "section " << s.collective << " ranks=" << s.n_ranks << " nodes=" << s.n_nodes << " version=" << s.nccl_version
+        << " gpu=" << s.gpu_name << " host=" << s.host << " algo=" << static_cast<int>(s.forced_algo)
+        << " proto=" << static_cast<int>(s.forced_proto) << " channels=" << s.forced_channels << "\n";
+    for (const auto& [k, v] : s.env) out << "  env " << k << "=" << v << "\n";
+    for (const NcclTestsRow& r : s.rows)
+      out << "  row " << r.bytes << " " << r.count << " " << r.type << " " << r.redop << " " << r.root << " "
+          << num(r.oop_time_us) << " " << num(r.oop_busbw_gbps) << " " << r.oop_wrong << " " << num(r.ip_time_us) << " "
+          << num(r.ip_busbw_gbps) << " " << r.ip_wrong << "\n";
+  }
+  for (const TuningChoice& t : log.tuning)
+    out << "tuning " << t.collective << " " << t.bytes << " " << static_cast<int>(t.algo) << " "
+        << static_cast<int>(t.proto) << " " << t.channel_lo << ".." << t.channel_hi << "\n";
+  return out.str();
+}
+
+// Pins the reader's whole output over every raw file of shared/data (captured from the std::regex
+// reader before it was rewritten by hand): any change in what it accepts or produces shows here.
+// DYNAMICCL_INGEST_DUMP=<file> writes the text to diff when the checksum moves.
+TEST(Ingest, ParsedOutputOfEveryRawFileIsPinned) {
+  if (!fs::is_directory(kData)) GTEST_SKIP() << kData << " absent";
+  std::string dump;
+  for (const std::string& f : expandPaths({kData})) {  // sorted; the hint is relative so the pin moves with the data
+    const std::string rel = fs::relative(f, kData).string();
+    if (rel.find("/raw/") == std::string::npos) continue;
+    dump += "file " + rel + "\n" + dumpParsedLog(parseNcclTestsLog(readFile(f), rel));
+  }
+  if (const char* to = std::getenv("DYNAMICCL_INGEST_DUMP")) std::ofstream(to, std::ios::binary) << dump;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char ch : dump) h = (h ^ ch) * 1099511628211ull;
+  EXPECT_EQ(dump.size(), 488748u);
+  EXPECT_EQ(h, 7539607547634963513ull);
 }
 
 TEST(Ingest, ForcedRunsOfL40sFolderCarryTheirProtocolAndAlgorithm) {

@@ -57,7 +57,7 @@ TEST(OnlineLearner, FindsTheBestArmWithinTheExplorationBudget) {
   const LoopResult r = simulate(l, 10000, 500, staticTruth);
   EXPECT_EQ(r.last.algo, Algo::Ring);
   EXPECT_EQ(r.last.proto, Proto::Simple);
-  EXPECT_LT(r.exploreExtra_us / r.total_us, 0.02);  // a few exploration calls are 3x slower
+  EXPECT_LT(r.exploreExtra_us / r.total_us, 0.01);  // a few exploration calls are 3x slower
 }
 
 // NCCL's cost table for the key as staticTruth models it (tree/ring x LL/LL128/Simple), IGNORE elsewhere.
@@ -80,7 +80,12 @@ TEST(OnlineLearner, ModelPriorKeepsExplorationWithinTheBudget) {
 }
 
 TEST(OnlineLearner, ArmsTheModelPutsFarBehindOrIgnoresAreNotExplored) {
-  OnlineLearner l({}, ringLL);
+  OnlineLearner l({}, [](int, int) {
+    Candidates c;
+    c.count = 1;
+    c.decisions[0] = {Algo::Ring, Proto::Simple, 0, 0};
+    return c;
+  });
   auto table = modelledTable();
   table[static_cast<int>(Algo::Tree) * kNumProtos + static_cast<int>(Proto::LL128)] = -1.0f;  // IGNORE
   l.setModelledCost(kAllReduce, SizeBucket::of(kBytes), table.data());
@@ -89,7 +94,7 @@ TEST(OnlineLearner, ArmsTheModelPutsFarBehindOrIgnoresAreNotExplored) {
   for (int i = 0; i < 20; ++i) l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, staticTruth(Algo::Ring, Proto::Simple, 0));
   const auto t = l.build(1);
   const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
-  ASSERT_GT(e.nArms, 0);
+  ASSERT_EQ(e.nArms, 2);  // ring/LL128 and tree/simple only
   for (int i = 0; i < e.nArms; ++i) {
     const Decision& d = e.arms[i].decisions[0];
     EXPECT_NE(d.proto, Proto::LL) << "arm " << i;
