@@ -3,7 +3,7 @@
 # Usage: scripts/fuzz.sh [RUNS (default 1000000)] [target ...]   (default: every target in fuzz/)
 # The seed corpus in fuzz/corpus/<target> is read only; new inputs go to build-fuzz/corpus/<target>,
 # crashes to build-fuzz/artifacts/. Exit status is non-zero if any target found something.
-# FUZZ_MAX_LEN caps input size (default 16384; the regex-heavy log reader needs ~2048 for speed).
+# FUZZ_MAX_LEN caps input size (default 16384).
 # FUZZ_MAX_TIME (seconds, default 0 = none) stops a target early; the log says how far it got.
 set -euo pipefail
 cd "$(dirname "$0")/.."

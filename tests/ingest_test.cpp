@@ -102,6 +102,46 @@ TEST(NcclTestsLog, EnvLinesForceConfigAndTuningLinesAnnotateRows) {
   EXPECT_EQ(again->skipped.count("already ingested (same content)"), 1u);
 }
 
+// Corners of the line forms that the former std::regex reader accepted, kept as they were when the
+// reader became hand-written: a '\r' inside a device line cuts the GPU name ('.' stopped there), an
+// env line may have a prefix and trailing spaces but nothing else, "-x" flags are taken one by one
+// (the value runs up to a space), -np/--ntasks must start a word, and paths drop leading zeros.
+TEST(NcclTestsLog, LineFormsOfTheFormerRegexReaderStillParse) {
+  const std::string log =
+      "  export   NCCL_ALGO=Ring  \r\n"
+      "NCCL_PROTO=LL trailing words\n"
+      "x NCCL_DEBUG set by environment to INFO\n"
+      "> mpirun x-np 3 --ntasks=8 -npernode 4 -x NCCL_A=1 -x NCCL_B=2-x NCCL_C=3 all_gather_perf\n"
+      "# nccl-tests version 2.17.9 nccl-headers=22902 nccl-library=22902\n"
+      "#  Rank  1 Group  0 Pid 2 on h2 device  0 [0000:4b:00] GPU B\n"
+      "#  Rank  0 Group  0 Pid 1 on h1 device  0 [0000:4a:00] \r GPU A \r tail\n"
+      "           8             2     float     sum      -1    17.29    0.00    0.00       0    17.78    0.00    0.00       0\n";
+  const ParsedLog parsed = parseNcclTestsLog(log, "/x/y.log");
+  ASSERT_EQ(parsed.sections.size(), 1u);
+  const NcclTestsSection& s = parsed.sections[0];
+  EXPECT_EQ(s.collective, "allgather");
+  EXPECT_EQ(s.gpu_name, "GPU A");
+  EXPECT_EQ(s.host, "h1");
+  EXPECT_EQ(s.n_ranks, 8);
+  EXPECT_EQ(s.n_nodes, 2);
+  EXPECT_EQ(s.nccl_version, "2.29.2");
+  EXPECT_EQ(s.env, (std::map<std::string, std::string>{
+                       {"NCCL_A", "1"}, {"NCCL_ALGO", "Ring"}, {"NCCL_B", "2-x"}, {"NCCL_DEBUG", "INFO"}}));
+  EXPECT_EQ(s.forced_algo, Algo::Ring);
+
+  const std::string row = "           8             2     float     sum      -1    17.29    0.00    0.00       0\n";
+  const ParsedLog fromPath = parseNcclTestsLog(row, "runs/job_n-0016-N-000_nccl-2.18.1/all_reduce_perf.log");
+  ASSERT_EQ(fromPath.sections.size(), 1u);
+  EXPECT_EQ(fromPath.sections[0].collective, "allreduce");
+  EXPECT_EQ(fromPath.sections[0].n_ranks, 16);
+  EXPECT_EQ(fromPath.sections[0].n_nodes, 0);
+  EXPECT_EQ(fromPath.sections[0].nccl_version, "2.18.1");
+  const ParsedLog nodesGpus = parseNcclTestsLog(row, "logs/nccl_N0010_G8_x/sendrecv.log");
+  ASSERT_EQ(nodesGpus.sections.size(), 1u);
+  EXPECT_EQ(nodesGpus.sections[0].n_ranks, 80);
+  EXPECT_EQ(nodesGpus.sections[0].n_nodes, 10);
+}
+
 // Every real nccl-tests log of shared/data: rows agree with each folder's normalized.csv.
 TEST(Ingest, EveryRealNcclTestsLogMatchesNormalizedCounts) {
   if (!fs::is_directory(kData)) GTEST_SKIP() << kData << " absent";
