@@ -57,13 +57,7 @@ int run(const TuneCmdOptions& o) {
   tune::SmoothingOptions so;
   so.switchPenalty = o.switchPenalty;
   so.minGain = o.minGain;
-  std::vector<tune::TunedInterval> all;
-  std::vector<std::vector<tune::Config>> chosen;
-  for (const tune::CollectiveResult& cr : result->collectives) {
-    chosen.emplace_back();
-    const auto iv = tune::smoothDecisions(cr.keys, so, &chosen.back());
-    all.insert(all.end(), iv.begin(), iv.end());
-  }
+  auto [all, chosen] = tune::smoothAll(*result, so);
   auto knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
   const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);

@@ -44,13 +44,7 @@ Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& para
   if (!result) return makeError(result.error());
 
   const tune::SmoothingOptions so;  // the CLI's defaults: 2% switch penalty, 1% guard
-  std::vector<tune::TunedInterval> all;
-  std::vector<std::vector<tune::Config>> chosen;
-  for (const tune::CollectiveResult& cr : result->collectives) {
-    chosen.emplace_back();
-    const auto iv = tune::smoothDecisions(cr.keys, so, &chosen.back());
-    all.insert(all.end(), iv.begin(), iv.end());
-  }
+  auto [all, chosen] = tune::smoothAll(*result, so);
   const std::string name = "dynamiccl demo: tuned on " + (*backend)->name();
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, {});
 

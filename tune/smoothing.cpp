@@ -89,4 +89,14 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
   return out;
 }
 
+SmoothedResult smoothAll(const TuneResult& result, const SmoothingOptions& o) {
+  SmoothedResult out;
+  for (const CollectiveResult& cr : result.collectives) {
+    out.chosenPerCollective.emplace_back();
+    const auto iv = smoothDecisions(cr.keys, o, &out.chosenPerCollective.back());
+    out.intervals.insert(out.intervals.end(), iv.begin(), iv.end());
+  }
+  return out;
+}
+
 }  // namespace dynamiccl::tune

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tune/key_search.h"
+#include "tune/tuner.h"
 
 namespace dynamiccl::tune {
 
@@ -35,5 +36,13 @@ struct TunedInterval {
 // up to 2 x bytes - 1. Per key, the chosen configuration (keepDefault() where none) is in chosenPerKey.
 std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, const SmoothingOptions& o,
                                            std::vector<Config>* chosenPerKey = nullptr);
+
+// Every collective of a tuning run smoothed: the intervals of all of them, and per collective the
+// configuration chosen for each key.
+struct SmoothedResult {
+  std::vector<TunedInterval> intervals;
+  std::vector<std::vector<Config>> chosenPerCollective;
+};
+SmoothedResult smoothAll(const TuneResult& result, const SmoothingOptions& o);
 
 }  // namespace dynamiccl::tune
