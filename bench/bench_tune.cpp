@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     const std::vector<KeyResult>& sharedKeys = shared->collectives[0].keys;
     std::vector<Config> chosen;
     const auto intervals = smoothDecisions(sharedKeys, SmoothingOptions{}, &chosen);
-    for (const TunedInterval& t : intervals) rules += t.config.keepsDefault() ? 0 : 1;
+    for (const TunedInterval& t : intervals) rules += t.config.keepsAlgoProto() ? 0 : 1;
     int spaceSize = 0;
     for (size_t i = 0; i < sharedKeys.size(); ++i) {
       const MeasureKey& key = sharedKeys[i].key;

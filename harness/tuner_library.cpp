@@ -103,12 +103,10 @@ ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int
                                     int* nChannels) {
   const TunerLibrary& l = *lib_;
   // std::array<std::array<float,3>,7> is laid out as NCCL's contiguous float[7][3].
-  float** raw = abi::asNcclArgument(reinterpret_cast<float (*)[kNumProtos]>(table.data()));
+  if (!l.v2_)
+    return getCollInfoRaw(coll, nBytes, numPipeOps, abi::asNcclArgument(reinterpret_cast<float (*)[kNumProtos]>(table.data())),
+                          kNumAlgos, kNumProtos, regBuff, nChannels);
   const auto fn = static_cast<ncclFunc_t>(coll);
-  if (l.v6_) return l.v6_->getCollInfo(context_, fn, nBytes, numPipeOps, raw, kNumAlgos, kNumProtos, regBuff, nChannels);
-  if (l.v5_) return l.v5_->getCollInfo(context_, fn, nBytes, numPipeOps, raw, kNumAlgos, kNumProtos, regBuff, nChannels);
-  if (l.v4_) return l.v4_->getCollInfo(context_, fn, nBytes, numPipeOps, raw, kNumAlgos, kNumProtos, regBuff, nChannels);
-  if (l.v3_) return l.v3_->getCollInfo(context_, fn, nBytes, numPipeOps, raw, kNumAlgos, kNumProtos, nChannels);
   // v2 shim (2.28.9 tuner_v2.cc): support flags from the table, then force the returned pair.
   const float ignore = DYNAMICCL_NCCL_ALGO_PROTO_IGNORE;
   const int nvlsSupport = table[int(Algo::Nvls)][int(Proto::Simple)] != ignore ||

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <climits>
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,7 +27,7 @@ struct Decision {
   Proto proto = Proto::Default;
   int nChannels = 0;        // 0 = keep NCCL's channel count
   uint64_t chunkBytes = 0;  // 0 = keep NCCL's chunk (v6 getChunkSize only)
-  bool operator==(const Decision&) const = default;
+  auto operator<=>(const Decision&) const = default;  // ordered: searches keep configurations in maps
   bool keepsAlgoProto() const { return algo == Algo::Default; }
 };
 

@@ -17,7 +17,7 @@ namespace {
 
 // Known landscape: optimum ring/ll128, 8 channels, 256K chunk; smooth in the ordinal dimensions.
 double landscape_us(const Config& c, const MeasureKey&) {
-  if (c.keepsDefault()) return 150.0;  // NCCL's default: ring/simple with its own channels
+  if (c.keepsAlgoProto()) return 150.0;  // NCCL's default: ring/simple with its own channels
   double f = 2.0;
   if (c.algo == Algo::Ring) f = c.proto == Proto::LL128 ? 1.0 : c.proto == Proto::Simple ? 1.12 : 1.3;
   if (c.algo == Algo::Tree) f = c.proto == Proto::LL128 ? 1.15 : 1.4;
@@ -193,7 +193,7 @@ TEST(Guard, KeepsNcclDefaultWhenNotBeyondNoise) {
   EXPECT_FALSE(beatsBeyondNoise(keys[0].evaluated[1], keys[0].keep(), SmoothingOptions{}));
   const auto iv = smoothDecisions(keys, SmoothingOptions{});
   ASSERT_EQ(iv.size(), 1u);
-  EXPECT_TRUE(iv[0].config.keepsDefault());
+  EXPECT_TRUE(iv[0].config.keepsAlgoProto());
   EXPECT_TRUE(toProfile(iv, "t", 8, 1).rules.empty());
   // 20% faster: a rule, with high confidence.
   for (int i = 0; i < 4; ++i) keys[i] = fakeKey(uint64_t{1} << (12 + i), 100.0, {{a, 80.0}}, 0.05);

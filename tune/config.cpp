@@ -10,7 +10,7 @@ std::string formatBytes(uint64_t b) {
 }
 
 std::string configLabel(const Config& c) {
-  if (c.keepsDefault()) return "nccl-default";
+  if (c.keepsAlgoProto()) return "nccl-default";
   std::string s = std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto));
   s += c.nChannels > 0 ? " ch=" + std::to_string(c.nChannels) : " ch=nccl";
   s += c.chunkBytes > 0 ? " chunk=" + formatBytes(c.chunkBytes) : " chunk=nccl";

@@ -6,19 +6,13 @@
 #include <string>
 
 #include "features/features.h"
+#include "policy/profile.h"
 
 namespace dynamiccl::tune {
 
-// One per-collective configuration. algo/proto Default = NCCL's own choice ("keep").
-// nChannels 0 / chunkBytes 0 keep NCCL's channel count / chunk.
-struct Config {
-  Algo algo = Algo::Default;
-  Proto proto = Proto::Default;
-  int nChannels = 0;
-  uint64_t chunkBytes = 0;
-  bool keepsDefault() const { return algo == Algo::Default; }
-  auto operator<=>(const Config&) const = default;
-};
+// One per-collective configuration: the same value the plugin applies (policy::Decision), so a
+// tuned configuration becomes a rule without translation. Default algo/proto = NCCL's own choice.
+using Config = policy::Decision;
 inline Config keepDefault() { return Config{}; }
 std::string configLabel(const Config& c);  // "ring/ll128 ch=8 chunk=128K" or "nccl-default"
 

@@ -16,7 +16,7 @@ JobKnobAdvice recommendJobKnobs(MeasurementBackend& backend, const TuneResult& r
   JobKnobAdvice advice;
   uint64_t maxChunk = 0;
   for (const TunedInterval& t : intervals)
-    if (!t.config.keepsDefault()) maxChunk = std::max(maxChunk, t.config.chunkBytes);
+    if (!t.config.keepsAlgoProto()) maxChunk = std::max(maxChunk, t.config.chunkBytes);
   if (maxChunk * kNcclSteps > kNcclDefaultBuffSize) {
     advice.knobs.buffSizeBytes = maxChunk * kNcclSteps;
     advice.reasons.push_back("NCCL_BUFFSIZE=" + std::to_string(advice.knobs.buffSizeBytes) + ": tuned chunk " +

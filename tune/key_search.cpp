@@ -57,7 +57,7 @@ class KeySearch {
     if (it == index_.end()) {
       const int sp = space_.indexOf(c);
       if (sp >= 0) tried_[sp] = true;
-      if (!c.keepsDefault() && !backend_.available(c, r_.key)) return -1;
+      if (!c.keepsAlgoProto() && !backend_.available(c, r_.key)) return -1;
       r_.evaluated.push_back(ConfigStats{c, {}});
       it = index_.emplace(c, static_cast<int>(r_.evaluated.size()) - 1).first;
     }

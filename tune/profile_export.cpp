@@ -12,7 +12,7 @@ policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std
   policy::Profile p;
   p.name = name;
   for (const TunedInterval& t : intervals) {
-    if (t.config.keepsDefault()) continue;  // no rule = NCCL's choice
+    if (t.config.keepsAlgoProto()) continue;  // no rule = NCCL's choice
     policy::Rule r;
     r.collective = t.coll;
     r.sizeKey = policy::SizeKey::Bytes;
@@ -20,7 +20,7 @@ policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std
     r.maxBytes = t.maxBytes;
     r.minNodes = r.maxNodes = nNodes;
     r.minRanks = r.maxRanks = nRanks;
-    r.decision = policy::Decision{t.config.algo, t.config.proto, t.config.nChannels, t.config.chunkBytes};
+    r.decision = t.config;
     r.confidence = std::round(t.confidence * 1000) / 1000;
     p.rules.push_back(r);
   }

@@ -45,7 +45,7 @@ class ReplayBackend final : public MeasurementBackend {
     const auto it = points_.find({int(k.coll), k.bytes});
     if (it == points_.end()) return -1;
     const sim::ReplayPoint& p = *it->second;
-    if (c.keepsDefault()) {
+    if (c.keepsAlgoProto()) {
       if (p.default_us > 0) return p.default_us;
       const auto f = p.forced_us.find({p.ncclDefault.algo, p.ncclDefault.proto});
       return f != p.forced_us.end() ? f->second : -1;

@@ -28,7 +28,7 @@ class RunnerBackend final : public MeasurementBackend {
     const bool agrs = k.coll == Collective::AllGather || k.coll == Collective::ReduceScatter;
     if (c.algo == Algo::Tree && k.coll != Collective::AllReduce) return false;
     if (c.algo == Algo::Pat && !agrs) return false;
-    if ((c.algo == Algo::Nvls || c.algo == Algo::NvlsTree || c.algo == Algo::Pat) && !c.keepsDefault() &&
+    if ((c.algo == Algo::Nvls || c.algo == Algo::NvlsTree || c.algo == Algo::Pat) && !c.keepsAlgoProto() &&
         c.proto != Proto::Simple)
       return false;
     return true;

@@ -17,7 +17,7 @@ class SimulatorBackend final : public MeasurementBackend {
   int nNodes() const override { return sim_.topology().nNodes; }
 
   bool available(const Config& c, const MeasureKey& k) const override {
-    if (c.keepsDefault()) return ref_.defaultConfig(k.coll, k.bytes).algo != Algo::Default;
+    if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes).algo != Algo::Default;
     // NCCL never runs an entry it marked IGNORE, whatever the tuner writes.
     const model::CostTable table = ref_.costTable(k.coll, k.bytes);
     if (table[int(c.algo)][int(c.proto)] < 0) return false;
@@ -39,7 +39,7 @@ class SimulatorBackend final : public MeasurementBackend {
  private:
   // Keep-default resolves to NCCL's choice; 0 channels/chunk resolve to NCCL's values.
   sim::Config toSim(const Config& c, const MeasureKey& k) const {
-    if (c.keepsDefault()) return ref_.defaultConfig(k.coll, k.bytes);
+    if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes);
     return ref_.resolve(sim::Config{c.algo, c.proto, c.nChannels, c.chunkBytes}, k.bytes);
   }
   sim::Simulator sim_;

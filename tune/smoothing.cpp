@@ -70,7 +70,7 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     double conf = 0, logGain = 0;
     for (; j < n && states[j][pick[j]].config == c; ++j) {
       const ConfigStats& s = keys[j].evaluated[states[j][pick[j]].stats];
-      if (!c.keepsDefault()) conf += winProbability(s, keys[j].keep());
+      if (!c.keepsAlgoProto()) conf += winProbability(s, keys[j].keep());
       logGain += std::log(keys[j].keep().median_us() / s.median_us());
     }
     TunedInterval t;
@@ -81,7 +81,7 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     if (last == 0 && j == n) t.maxBytes = 0;
     t.config = c;
     t.sizes = j - i;
-    t.confidence = c.keepsDefault() ? 0 : conf / t.sizes;
+    t.confidence = c.keepsAlgoProto() ? 0 : conf / t.sizes;
     t.gain = std::exp(logGain / t.sizes) - 1.0;
     out.push_back(t);
     i = j;

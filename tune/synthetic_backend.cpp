@@ -13,7 +13,7 @@ class SyntheticBackend final : public MeasurementBackend {
   int nRanks() const override { return o_.nRanks; }
   int nNodes() const override { return o_.nNodes; }
   bool available(const Config& c, const MeasureKey& k) const override {
-    return c.keepsDefault() || !o_.available || o_.available(c, k);
+    return c.keepsAlgoProto() || !o_.available || o_.available(c, k);
   }
   std::optional<double> expected_us(const Config& c, const MeasureKey& k) const override { return o_.truth_us(c, k); }
   Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int iterations, const JobKnobs&) override {
