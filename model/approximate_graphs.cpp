@@ -134,10 +134,13 @@ Expected<NcclGraphs> approximateGraphs(const Topology& t) {
 
   // Path types. ASSUMPTION: PCIe-only GPUs meet at the host bridge (PHB) for two GPUs and across
   // sockets (SYS) for more (as the L40S nodes in shared/data); NICs sit on the GPU's PCIe switch
-  // (PIX) on NVLink systems (GH200's C2C path, P2C, gives the same LL128 outcome) and behind the
-  // host bridge (PHB) otherwise. With one node NCCL keeps its initial PIX.
+  // (PIX) on NVLink systems and behind the host bridge (PHB) otherwise. With one node NCCL keeps its
+  // initial PIX. A Grace NIC (GH200) is reached over C2C: NCCL 2.27+ calls that P2C (LL128 stays on),
+  // earlier releases had no C2C path type and saw PHB (LL128 off across nodes: tuning.cc's typeInter rule).
   const PathType typeIntra = ng == 1 ? PathType::Loc : t.nvlink ? PathType::Nvl : ng <= 2 ? PathType::Phb : PathType::Sys;
-  const PathType typeInter = !inter ? PathType::Pix : t.nvlink ? PathType::Pix : PathType::Phb;
+  const PathType nicPath = t.nicViaCpu ? (t.ncclVersion >= 22700 ? PathType::P2c : PathType::Phb)
+                                       : t.nvlink ? PathType::Pix : PathType::Phb;
+  const PathType typeInter = !inter ? PathType::Pix : nicPath;
 
   // Ring search.
   const int maxRingChannels = nccl::kMaxChannels / 2;

@@ -21,6 +21,10 @@ struct Topology {
   bool collnetSupport = false;   // in-network reduction (SHARP) enabled
   bool amdCpu = false;           // NCCL's multi-node LL caps depend on the CPU vendor
   int nvlDomainGpus = 0;         // GPUs sharing one NVLink domain across nodes (GB200 NVL72: 72); 0 = one node
+  bool nicViaCpu = false;        // GPUs reach their NICs through the CPU's C2C link (GH200 / Grace)
+  // NCCL release whose topology detection to emulate (major*10000 + minor*100 + patch). Path types
+  // changed in 2.27: a Grace NIC path is P2C from 2.27 on, PHB before (which disables multi-node LL128).
+  int ncclVersion = 22809;
 
   int nRanks() const { return nNodes * gpusPerNode; }
   // NVLink:NIC bandwidth ratio per GPU (H800 ~14:1 where NCCL's constants assume ~7:1).

@@ -32,6 +32,11 @@ struct DatasetCalibration {
   // tie (see scoreAgreement in calibration.cpp).
   int agreementPoints = 0, agreementHits = 0, agreementWithinNoise = 0;
   double tieBand = 0;
+  // Noise floor: where a point (collective, shape, bytes, configuration) was measured more than
+  // once (repeats, or environment variants of one system), the MAPE of the best single time per
+  // point against those rows. No model that predicts one time per point can do better on them.
+  double floorMape = -1;  // -1: no point measured twice
+  int floorRows = 0;
   double agreement() const { return agreementPoints ? double(agreementHits) / agreementPoints : -1; }
 };
 
@@ -47,6 +52,9 @@ struct CalibrateOptions {
   int iterations = 700;        // Nelder-Mead iterations per restart
   int restarts = 3;
   bool progress = true;        // a progress line on stderr
+  // Warm start: each group's fit begins at these parameters (the committed fit), so a re-fit
+  // refines rather than starts over. nullptr: SimParams defaults.
+  const DatasetCalibration* start = nullptr;
 };
 
 // Fits (or, with fit=false, loads from `stored`) and evaluates one dataset folder's normalized.csv.

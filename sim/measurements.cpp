@@ -1,6 +1,7 @@
 #include "sim/measurements.h"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "sim/topology_presets.h"
@@ -85,6 +86,7 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
     if (*a != Algo::Default) m.forcedAlgo = *a;
     if (*p != Proto::Default) m.forcedProto = *p;
     m.note = f[11];
+    m.ncclVersion = ncclVersionFromNote(m.note);
     const std::string v = variantOf(m.note);
     m.group = v.empty() ? m.system : m.system + " | " + v;
     out.rows.push_back(std::move(m));
@@ -92,7 +94,17 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
   return out;
 }
 
-Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes) {
+int ncclVersionFromNote(const std::string& note) {
+  for (size_t at = note.find("NCCL "); at != std::string::npos; at = note.find("NCCL ", at + 1)) {
+    int major = 0, minor = 0, patch = 0;
+    if (std::sscanf(note.c_str() + at, "NCCL %d.%d.%d", &major, &minor, &patch) == 3 && major == 2 && minor < 100 &&
+        patch < 100)
+      return major * 10000 + minor * 100 + patch;
+  }
+  return 0;
+}
+
+Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion) {
   if (nNodes < 1 || nRanks < nNodes || nRanks % nNodes != 0)
     return makeError("shape " + std::to_string(nRanks) + " ranks / " + std::to_string(nNodes) + " nodes is not uniform");
   auto has = [&](const char* s) { return system.find(s) != std::string::npos; };
@@ -112,6 +124,7 @@ Expected<model::Topology> topologyForSystem(const std::string& system, int nRank
   const int perNode = nRanks / nNodes;
   // NVL72 rows measure groups inside one rack: such a group is one node of perNode GPUs.
   t->gpusPerNode = perNode;
+  if (ncclVersion > 0) t->ncclVersion = ncclVersion;
   return t;
 }
 

@@ -23,6 +23,7 @@ struct Measurement {
   double time_us = 0;
   std::string note;
   std::string group;  // system, plus the environment variant where a dataset has several
+  int ncclVersion = 0;  // from the note ("NCCL 2.23.4" -> 22304); 0 when the row does not say
   bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value(); }
 };
 
@@ -38,7 +39,10 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath);
 std::vector<std::string> splitCsvLine(const std::string& line);
 
 // The topology a dataset's system string describes, with the row's shape (ranks per node =
-// nRanks / nNodes). Errors for systems we have no preset for.
-Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes);
+// nRanks / nNodes) and, when known (non-zero), the NCCL release that measured it. Errors for
+// systems we have no preset for.
+Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion = 0);
+// "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
+int ncclVersionFromNote(const std::string& note);
 
 }  // namespace dynamiccl::sim

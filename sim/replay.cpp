@@ -22,7 +22,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     const auto sk = std::make_tuple(m.system, m.nRanks, m.nNodes);
     auto it = shapes.find(sk);
     if (it == shapes.end()) {
-      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes);
+      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
       if (!topo) {
         ++data.skipped[topo.error()];
         continue;

@@ -27,9 +27,9 @@ constexpr double kPayload[3] = {0.5, 120.0 / 128.0, 1.0};
 // LL is flag-polling bound, LL128 and Simple are copy bound.
 constexpr double kChanCap_GBps[3] = {6.0, 20.0, 24.0};
 
-double softMin(double a, double b) {
+double softMin(double a, double b, double sharpness) {
   // Saturation: the achieved rate bends towards the smaller limit instead of a hard corner.
-  return std::pow(std::pow(a, -4.0) + std::pow(b, -4.0), -0.25);
+  return std::pow(std::pow(a, -sharpness) + std::pow(b, -sharpness), -1.0 / sharpness);
 }
 
 double log2ceil(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n))); }
@@ -137,7 +137,10 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   const bool tree = c.algo == Algo::Tree;
   const double* intra = topo_.nvlink ? (tree ? kNvlTree : kNvlRing) : (tree ? kPciTree : kPciRing);
   const double alphaIntra = k.intraHopScale * intra[p];
-  const double alphaNet = k.interHopScale * (tree ? kNetTree[p] : kNetRing[p]);
+  // Far-scale penalty (SimParams::farNodes): 1 on one node, up to farFactor well beyond farNodes; a
+  // logistic in log2(nodes) with slope 2, i.e. half of it at farNodes.
+  const double far = nDom > 1 ? 1.0 + (k.farFactor - 1.0) / (1.0 + std::pow(k.farNodes / nDom, 2.0 / std::log(2.0))) : 1.0;
+  const double alphaNet = k.interHopScale * (tree ? kNetTree[p] : kNetRing[p]) * far;
 
   // Link limits in GB/s (bus bandwidth per rank).
   double intraLink = (topo_.nvlink ? topo_.nvlinkBwPerGpu_GBps : topo_.pcieBw_GBps) * k.intraBwEff;
@@ -145,7 +148,7 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   if (!topo_.nvlink && ppn > 2) intraLink *= 0.8;
   // Each ring/tree channel crosses a node boundary through one NIC: a domain's NICs share the
   // inter-node traffic, so NVLink:NIC imbalance shows as the NIC side capping the bus bandwidth.
-  const double netLink = usableNics_ * topo_.nicBw_GBps * k.interBwEff;
+  const double netLink = usableNics_ * topo_.nicBw_GBps * k.interBwEff * (p == kLL ? k.netLlEff : 1.0) / far;
   const double chanCap = kChanCap_GBps[p] * k.chanCapScale * generationScale(topo_.computeCap);
   double payload = kPayload[p] * (p == kLL ? k.llEff : p == kLL128 ? k.ll128Eff : 1.0);
 
@@ -187,7 +190,7 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       // The switch reduces/multicasts: two NVLink hops per round instead of 2(n-1).
       steps = 2;
       const double depthInter = c.algo == Algo::NvlsTree ? log2ceil(nDom) : 0.0;
-      latency_us = 2 * alphaIntra + 2 * depthInter * alphaNet;
+      latency_us = 2 * alphaIntra + k.nvlsLat_us + 2 * depthInter * alphaNet;
       busFactor = ar ? 2.0 * (n - 1) / n : double(n - 1) / n;
       link = intraLink * (ar ? k.nvlsGain : 1.0);
       if (nDom > 1) link = std::min(link, netLink);
@@ -208,7 +211,9 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   }
   if (n == 1) return {k.launch_us, 0};
 
-  const double busBw_GBps = softMin(nCh * chanCap * payload, link * payload);
+  const bool nvls = c.algo == Algo::Nvls || c.algo == Algo::NvlsTree;
+  const double busBw_GBps =
+      softMin(nCh * chanCap * (nvls ? k.nvlsChanScale : 1.0) * payload, link * payload, k.satSharpness);
   const double bw_us = busFactor * S / (busBw_GBps * 1e3);
   // Pipelining: a channel's data per step is cut into chunks; each extra chunk costs a step's
   // synchronisation (flag + fence for Simple, cheaper polling for LL/LL128).
@@ -217,8 +222,16 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   const double stepCost_us = k.stepOverhead_us * (p == kSimple ? 1.0 : 0.25);
   const double extraSteps = chain ? chunks - 1 : steps * (chunks - 1);
   double pipeline_us = extraSteps * stepCost_us;
-  // Chains fill and drain: the first chunk crosses every level before the last level is busy.
-  if (chain) pipeline_us += (steps - 1) * std::min(chunk, seg) / (busBw_GBps / nCh * 1e3);
+  // Chains fill and drain: the first chunk crosses every level before the last level is busy, each
+  // level at its own link's per-channel rate (NVLink/PCIe levels inside a node, NIC levels between).
+  if (chain) {
+    const double first = std::min(chunk, seg);
+    const int netLevels = (c.algo == Algo::Tree && nDom > 1) ? static_cast<int>(2 * log2ceil(nDom)) : 0;
+    const int intraLevels = std::max(0, steps - 1 - netLevels);
+    const double intraBus_GBps = nDom > 1 ? softMin(nCh * chanCap * payload, intraLink * payload, k.satSharpness)
+                                          : busBw_GBps;
+    pipeline_us += intraLevels * first / (intraBus_GBps / nCh * 1e3) + netLevels * first / (busBw_GBps / nCh * 1e3);
+  }
 
   // Rendezvous: a network send larger than the transport's eager limit waits for a handshake on
   // every network hop of the round (ring: 2(nDom-1) or nDom-1 crossings; tree: up and down its

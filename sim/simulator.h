@@ -44,6 +44,22 @@ struct SimParams {
   // each network hop of a larger message pays a handshake (RTS/GET round trip) on top.
   double rdzvThreshold_KiB = 64.0; // wire bytes per channel per step above which sends are rendezvous
   double rdzv_us = 0.0;            // extra latency per network hop in rendezvous (0 = no such effect)
+  // LL across the network: NCCL keeps LL's network buffers in host memory (net.cc maps every
+  // protocol but LL to device memory under GDR), so LL lines are staged through the host and the
+  // proxy; its wire rate is this fraction of the NIC's (1 = no such effect).
+  double netLlEff = 1.0;
+  // Scale: beyond about farNodes nodes a job spans several network groups (dragonfly global links,
+  // fat-tree spines), where hops are slower and bandwidth tapers; network hop latency is multiplied
+  // and network bandwidth divided by up to farFactor, with a smooth onset in log2(nodes).
+  double farNodes = 4096.0;
+  double farFactor = 1.0;
+  // NVLS: NCCL rates an NVLS round at 25 us of hardware latency (multimem ops through the switch
+  // and the barrier among its GPUs); we add this on top of the two NVLink hops, fitted per system.
+  double nvlsLat_us = 0.0;
+  double nvlsChanScale = 1.0;      // x per-channel ceiling for NVLS (multimem loads/stores, not copies)
+  // How sharply a channel-limited rate meets the link limit (the p of a p-norm soft minimum): high
+  // is a hard corner; low is a gradual approach, as channels contend for the same links.
+  double satSharpness = 4.0;
   // Noise (only in sample_us).
   double noiseSigma = 0.03;        // lognormal sigma per sample
   double congestionProb = 0.002;   // chance per sample that a congestion episode starts

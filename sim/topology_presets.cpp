@@ -13,7 +13,7 @@ using model::Topology;
 
 // Bandwidths are unidirectional per GPU / per NIC in GB/s (1e9 B/s); sources are vendor specs.
 Topology make(std::string name, int cc, int gpn, bool nvlink, bool nvswitch, double nvl, double pcie, int nics,
-              double nicBw, bool nvls, int domain = 0) {
+              double nicBw, bool nvls, int domain = 0, bool nicViaCpu = false) {
   Topology t;
   t.name = std::move(name);
   t.computeCap = cc;
@@ -26,6 +26,7 @@ Topology make(std::string name, int cc, int gpn, bool nvlink, bool nvswitch, dou
   t.nicBw_GBps = nicBw;
   t.nvlsSupport = nvls;
   t.nvlDomainGpus = domain;
+  t.nicViaCpu = nicViaCpu;
   return t;
 }
 
@@ -45,7 +46,7 @@ const std::vector<Topology>& presets() {
       // 450 GB/s per GPU over its 3 peers (the field is the GPU's total, as model/ divides it by
       // the peers; 150 GB/s was one pair's share and capped single-node busbw at half the measured
       // ~340 GB/s), 4 x 200 Gb/s Slingshot-11 NICs.
-      make("gh200-slingshot", 90, 4, true, false, 450.0, 64.0, 4, 25.0, false),
+      make("gh200-slingshot", 90, 4, true, false, 450.0, 64.0, 4, 25.0, false, 0, /*nicViaCpu=*/true),
       // GB200 NVL72: trays of 4 GPUs in one 72-GPU NVLink5 domain (900 GB/s per GPU), 4 x 400 Gb/s per tray.
       make("gb200-nvl72", 100, 4, true, true, 900.0, 64.0, 4, 50.0, true, 72),
       make("gb300-nvl72", 103, 4, true, true, 900.0, 64.0, 4, 100.0, true, 72),
@@ -94,6 +95,8 @@ std::string topologyToJson(const Topology& t) {
   j["collnetSupport"] = t.collnetSupport;
   j["amdCpu"] = t.amdCpu;
   j["nvlDomainGpus"] = t.nvlDomainGpus;
+  j["nicViaCpu"] = t.nicViaCpu;
+  j["ncclVersion"] = t.ncclVersion;
   return j.dump(2) + "\n";
 }
 
@@ -117,6 +120,8 @@ Expected<Topology> topologyFromJson(std::string_view text) {
       else if (key == "collnetSupport") t.collnetSupport = v.get<bool>();
       else if (key == "amdCpu") t.amdCpu = v.get<bool>();
       else if (key == "nvlDomainGpus") t.nvlDomainGpus = v.get<int>();
+      else if (key == "nicViaCpu") t.nicViaCpu = v.get<bool>();
+      else if (key == "ncclVersion") t.ncclVersion = v.get<int>();
       else return makeError("topology JSON: unknown field '" + key + "'");
     }
   } catch (const nlohmann::json::exception& e) {

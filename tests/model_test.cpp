@@ -433,6 +433,25 @@ TEST(ApproximateGraphs, Gh200QuadsOverSlingshot) {
   EXPECT_EQ(m.defaultChoice(Collective::AllReduce, 8).proto, Proto::LL);
 }
 
+TEST(ApproximateGraphs, Gh200Ll128AcrossNodesDependsOnNcclRelease) {
+  Topology t;
+  t.computeCap = 90;
+  t.nNodes = 2;
+  t.gpusPerNode = 4;
+  t.nvswitch = t.nvlsSupport = false;
+  t.nicsPerNode = 4;
+  t.nicBw_GBps = 25;
+  t.nicViaCpu = true;
+  const auto ll128 = [&](int version, int nodes) {
+    t.ncclVersion = version;
+    t.nNodes = nodes;
+    return build(approximateGraphs(t).value()).costTable(Collective::AllReduce, 1 << 22)[R][LL128];
+  };
+  EXPECT_GE(ll128(22809, 2), 0.0f);     // P2C: LL128 on (NCCL_LL128_C2C)
+  EXPECT_EQ(ll128(22304, 2), kIgnore);  // PHB before 2.27: off across nodes
+  EXPECT_GE(ll128(22304, 1), 0.0f);     // one node: no network path involved
+}
+
 TEST(ApproximateGraphs, Gb200Nvl72IsOneNvlinkDomain) {
   Topology t;
   t.computeCap = 100;

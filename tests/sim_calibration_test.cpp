@@ -20,11 +20,12 @@ struct Pin {
 
 // Measured with `dynamiccl calibrate --data-dir shared/data --check` (see sim/calibration/).
 constexpr Pin kPins[] = {
-    {"l40s-pcie-cs244c", 0.065, 0.90, 0.82},
-    {"gcp-a3mega-h100-2node", 0.100, -1, -1},
-    {"h100-ib-cluster-xxrjun", 0.050, -1, -1},
-    {"xla-collective-perf-table", 0.160, -1, -1},
-    {"alps-gh200-slingshot-allreduce", 0.260, -1, -1},
+    {"l40s-pcie-cs244c", 0.062, 0.98, 0.92},
+    {"gcp-a3mega-h100-2node", 0.070, -1, -1},
+    {"h100-ib-cluster-xxrjun", 0.042, -1, -1},
+    {"xla-collective-perf-table", 0.120, -1, -1},
+    // Above the 15% target: see sim/calibration/README.md (its noise floor is 14.9%).
+    {"alps-gh200-slingshot-allreduce", 0.205, -1, -1},
 };
 
 }  // namespace

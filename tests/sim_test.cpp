@@ -132,3 +132,85 @@ TEST(SimEnvironment, MeasuredAndSimulatedServeLatencies) {
   EXPECT_TRUE(env.latency_us(Collective::AllReduce, 1 << 20, Config{Algo::Ring, Proto::LL, 8, 0}).has_value());
   EXPECT_FALSE(env.latency_us(Collective::AllReduce, 1 << 20, Config{Algo::Nvls, Proto::Simple, 8, 0}).has_value());
 }
+
+TEST(SimMeasurements, NcclReleaseFromTheNoteReachesTheTopology) {
+  EXPECT_EQ(ncclVersionFromNote("job.txt; NCCL 2.23.4 + aws-ofi-nccl 1.13.0; out-of-place"), 22304);
+  EXPECT_EQ(ncclVersionFromNote("NCCL default via XLA; NCCL 2.28.9"), 22809);
+  EXPECT_EQ(ncclVersionFromNote("NCCL default via XLA"), 0);
+  EXPECT_EQ(ncclVersionFromNote(""), 0);
+  auto t = topologyForSystem("GH200 x4 per node (Alps)", 8, 2, 22304);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->nicViaCpu);
+  EXPECT_EQ(t->ncclVersion, 22304);
+  // Unknown release: the model's own (2.28.9).
+  EXPECT_EQ(topologyForSystem("GH200 x4 per node (Alps)", 8, 2)->ncclVersion, 22809);
+  // Before 2.27 the Grace NIC path is PHB: NCCL would not run LL128 across nodes.
+  auto old = NcclReference::create(t.value());
+  ASSERT_TRUE(old.ok());
+  for (uint64_t b = 8; b <= (1ull << 32); b *= 2) EXPECT_NE(old->defaultConfig(Collective::AllReduce, b).proto, Proto::LL128) << b;
+}
+
+TEST(SimPhysics, NetworkLlScaleAndNvlsKnobsActWhereTheySay) {
+  const Config ll{Algo::Ring, Proto::LL, 8, 0}, simple{Algo::Ring, Proto::Simple, 8, 0};
+  const uint64_t mid = 1 << 20;
+  SimParams slowLl;
+  slowLl.netLlEff = 0.05;
+  const auto gh = [](int nodes) { return topologyForSystem("GH200 x4", 4 * nodes, nodes).value(); };
+  // LL over the network slows down; LL inside a node and Simple across nodes do not.
+  EXPECT_GT(Simulator(gh(2), slowLl).time_us(Collective::AllReduce, mid, ll),
+            2 * Simulator(gh(2)).time_us(Collective::AllReduce, mid, ll));
+  EXPECT_DOUBLE_EQ(Simulator(gh(1), slowLl).time_us(Collective::AllReduce, mid, ll),
+                   Simulator(gh(1)).time_us(Collective::AllReduce, mid, ll));
+  EXPECT_DOUBLE_EQ(Simulator(gh(2), slowLl).time_us(Collective::AllReduce, mid, simple),
+                   Simulator(gh(2)).time_us(Collective::AllReduce, mid, simple));
+  // Far scale: next to nothing well below farNodes, most of farFactor well above it.
+  SimParams far;
+  far.farNodes = 64;
+  far.farFactor = 2.0;
+  const uint64_t big = 1ull << 30;
+  EXPECT_NEAR(Simulator(gh(4), far).time_us(Collective::AllReduce, big, simple) /
+                  Simulator(gh(4)).time_us(Collective::AllReduce, big, simple), 1.0, 0.02);
+  const double at512 = Simulator(gh(512), far).time_us(Collective::AllReduce, big, simple) /
+                       Simulator(gh(512)).time_us(Collective::AllReduce, big, simple);
+  EXPECT_GT(at512, 1.6);  // the network-bound part doubles; launch and NVLink parts do not
+  EXPECT_LE(at512, 2.0);
+  // NVLS latency is NVLS's alone.
+  SimParams nvls;
+  nvls.nvlsLat_us = 20;
+  const auto h100 = preset("dgx-h100", 1).value();
+  const Config nv{Algo::Nvls, Proto::Simple, 16, 0};
+  EXPECT_NEAR(Simulator(h100, nvls).time_us(Collective::AllReduce, 1024, nv) - Simulator(h100).time_us(Collective::AllReduce, 1024, nv),
+              20.0, 1e-9);
+  EXPECT_DOUBLE_EQ(Simulator(h100, nvls).time_us(Collective::AllReduce, 1024, simple),
+                   Simulator(h100).time_us(Collective::AllReduce, 1024, simple));
+}
+
+TEST(SimCalibrationMath, NoiseFloorAndWarmStart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_floor_test";
+  std::filesystem::create_directories(dir);
+  // One point measured three times (10, 11, 12 us) and one measured once.
+  std::ofstream(dir / "normalized.csv")
+      << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+         "L40S-48GB x2 PCIe,allreduce,2,1,1024,default,default,,,10,0,a\n"
+         "L40S-48GB x2 PCIe,allreduce,2,1,1024,default,default,,,11,0,b\n"
+         "L40S-48GB x2 PCIe,allreduce,2,1,1024,default,default,,,12,0,c\n"
+         "L40S-48GB x2 PCIe,allreduce,2,1,4096,default,default,,,14,0,d\n";
+  CalibrateOptions o;
+  o.fit = false;
+  o.progress = false;
+  auto cal = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(cal.ok()) << cal.error();
+  EXPECT_EQ(cal->floorRows, 3);
+  // Best single time is 11: (1/10 + 0 + 1/12) / 3.
+  EXPECT_NEAR(cal->floorMape, (0.1 + 1.0 / 12) / 3, 1e-12);
+  // A fit warm-started at some parameters never ends worse than they are.
+  const double before = cal->mape;
+  o.fit = true;
+  o.iterations = 60;
+  o.restarts = 1;
+  o.start = &cal.value();
+  auto refit = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(refit.ok());
+  EXPECT_LE(refit->mape, before + 1e-12);
+  std::filesystem::remove_all(dir);
+}
