@@ -84,11 +84,16 @@ bool Simulator::feasible(Collective coll, const Config& c) const {
   switch (c.algo) {
     case Algo::Ring: return true;
     case Algo::Tree: return reduce;  // NCCL implements Tree for AllReduce only
-    case Algo::Nvls: return nvlsHw && nDomains_ == 1 && (reduce || agrs) && c.proto == Proto::Simple;
+    // Across NVLink domains NVLS needs SHARP for the inter-node part (NCCL: NVLS + CollNet); we
+    // simulate that for AllReduce only.
+    case Algo::Nvls:
+      return nvlsHw && c.proto == Proto::Simple && (nDomains_ == 1 ? (reduce || agrs) : topo_.collnetSupport && reduce);
     case Algo::NvlsTree: return nvlsHw && nDomains_ > 1 && reduce && c.proto == Proto::Simple;
     case Algo::Pat: return agrs && domainGpus_ == 1 && topo_.nRanks() > 1 && c.proto == Proto::Simple;
+    // SHARP only helps across nodes; we simulate AllReduce (NCCL's CollNet AllGather/ReduceScatter
+    // also need a plugin with those operations and one NIC per GPU).
     case Algo::CollNetDirect:
-    case Algo::CollNetChain: return false;  // no preset has SHARP; CollNet is not simulated
+    case Algo::CollNetChain: return topo_.collnetSupport && nDomains_ > 1 && reduce && c.proto == Proto::Simple;
     default: return false;
   }
 }
@@ -114,7 +119,7 @@ int Simulator::defaultChannels(Algo a, Proto, uint64_t nBytes) const {
 
 std::vector<Config> Simulator::candidateConfigs(Collective coll) const {
   std::vector<Config> out;
-  for (Algo a : {Algo::Tree, Algo::Ring, Algo::Nvls, Algo::NvlsTree, Algo::Pat})
+  for (Algo a : {Algo::Tree, Algo::Ring, Algo::CollNetDirect, Algo::CollNetChain, Algo::Nvls, Algo::NvlsTree, Algo::Pat})
     for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple})
       for (int ch : {0, 1, 2, 4, 8, 16, 32}) {
         const Config c{a, p, ch, 0};
@@ -193,7 +198,15 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       latency_us = 2 * alphaIntra + k.nvlsLat_us + 2 * depthInter * alphaNet;
       busFactor = ar ? 2.0 * (n - 1) / n : double(n - 1) / n;
       link = intraLink * (ar ? k.nvlsGain : 1.0);
-      if (nDom > 1) link = std::min(link, netLink);
+      if (nDom > 1 && c.algo == Algo::Nvls) {
+        // NVLS + SHARP: the switches reduce across nodes, so a node's NICs carry S each way (in bus
+        // terms, busFactor x the NICs' rate), through the switch tree's levels and back.
+        const double levels = std::max(1.0, std::ceil(std::log(double(nDom)) / std::log(32.0)));
+        latency_us += 2 * levels * (alphaNet + k.sharpHop_us);
+        link = std::min(link, netLink * k.sharpEff * busFactor);
+      } else if (nDom > 1) {
+        link = std::min(link, netLink);
+      }
       segDivisor = ppn;
       break;
     }
@@ -204,6 +217,27 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       busFactor = double(n - 1) / n;
       link = netLink * 0.75;
       segDivisor = n;
+      break;
+    }
+    case Algo::CollNetDirect:
+    case Algo::CollNetChain: {
+      // The switch tree reduces and multicasts: up and down its levels (~log_32 of the nodes,
+      // radix-64 switches with half the ports down) instead of ring's 2(nDom-1) network hops.
+      const double levels = std::max(1.0, std::ceil(std::log(double(nDom)) / std::log(32.0)));
+      const bool direct = c.algo == Algo::CollNetDirect;
+      // Direct: every GPU scatters to the node's NIC heads over NVLink (one hop each way); Chain:
+      // a chain through the node's GPUs to one head, as tree's intra-node part.
+      steps = direct ? 2 : std::max(1, 2 * (ppn - 1)) + 2;
+      latency_us = (direct ? 2 * alphaIntra : 2 * (ppn - 1) * alphaIntra) + 2 * levels * (alphaNet + k.sharpHop_us);
+      // Bandwidth, in algorithm terms: a node's NICs carry S up and S down (full duplex); inside
+      // the node Direct moves 2(ppn-1)/ppn S per GPU (reduce-scatter to heads, gather back) and
+      // Chain moves S each way over each chain link.
+      const double sharpLink = netLink * k.sharpEff;
+      const double intraAlg = direct ? intraLink / std::max(1e-9, 2.0 * (ppn - 1) / ppn) : intraLink;
+      link = ppn > 1 ? std::min(intraAlg, sharpLink) : sharpLink;
+      busFactor = 1.0;
+      chain = !direct;
+      segDivisor = direct ? ppn : 1;
       break;
     }
     default:
@@ -226,7 +260,9 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   // level at its own link's per-channel rate (NVLink/PCIe levels inside a node, NIC levels between).
   if (chain) {
     const double first = std::min(chunk, seg);
-    const int netLevels = (c.algo == Algo::Tree && nDom > 1) ? static_cast<int>(2 * log2ceil(nDom)) : 0;
+    const int netLevels = (c.algo == Algo::Tree && nDom > 1) ? static_cast<int>(2 * log2ceil(nDom))
+                        : c.algo == Algo::CollNetChain                ? 2
+                                                                       : 0;
     const int intraLevels = std::max(0, steps - 1 - netLevels);
     const double intraBus_GBps = nDom > 1 ? softMin(nCh * chanCap * payload, intraLink * payload, k.satSharpness)
                                           : busBw_GBps;

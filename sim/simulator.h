@@ -39,6 +39,10 @@ struct SimParams {
   double stepOverhead_us = 0.4;    // per pipeline step of Simple (flag/fence); LL/LL128 pay 1/4
   double treeEff = 0.9;            // tree bandwidth relative to the link bottleneck
   double nvlsGain = 1.3;           // NVLS busbw relative to ring's (switch does the reduction)
+  // CollNet (SHARP): the switches reduce, so a node sends and receives S once per NIC set instead
+  // of ring's 2(n-1)/n S. No public data forces CollNet: these two are priors, not fits.
+  double sharpEff = 0.85;          // achieved fraction of the NICs' rate under in-network reduction
+  double sharpHop_us = 3.0;        // one aggregation round trip through the switch tree, per level
   double chanCost_us = 0.02;       // per channel per collective (more blocks to launch and sync)
   // Network transport (libfabric/verbs) switches from eager to rendezvous above a message size:
   // each network hop of a larger message pays a handshake (RTS/GET round trip) on top.

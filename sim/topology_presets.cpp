@@ -13,7 +13,7 @@ using model::Topology;
 
 // Bandwidths are unidirectional per GPU / per NIC in GB/s (1e9 B/s); sources are vendor specs.
 Topology make(std::string name, int cc, int gpn, bool nvlink, bool nvswitch, double nvl, double pcie, int nics,
-              double nicBw, bool nvls, int domain = 0, bool nicViaCpu = false) {
+              double nicBw, bool nvls, int domain = 0, bool nicViaCpu = false, bool collnet = false) {
   Topology t;
   t.name = std::move(name);
   t.computeCap = cc;
@@ -27,6 +27,7 @@ Topology make(std::string name, int cc, int gpn, bool nvlink, bool nvswitch, dou
   t.nvlsSupport = nvls;
   t.nvlDomainGpus = domain;
   t.nicViaCpu = nicViaCpu;
+  t.collnetSupport = collnet;
   return t;
 }
 
@@ -36,6 +37,8 @@ const std::vector<Topology>& presets() {
       make("dgx-a100", 80, 8, true, true, 300.0, 25.0, 8, 25.0, false),
       // DGX-H100: NVLink4 18 x 25 GB/s, NVSwitch with multicast (NVLS), 8 x 400 Gb/s NDR.
       make("dgx-h100", 90, 8, true, true, 450.0, 50.0, 8, 50.0, true),
+      // The same nodes on a Quantum-2 NDR fabric with SHARP enabled (NCCL CollNet via the SHARP plugin).
+      make("dgx-h100-sharp", 90, 8, true, true, 450.0, 50.0, 8, 50.0, true, 0, false, /*collnet=*/true),
       // H800 cluster: NVLink cut to 8 links (~200 GB/s, ~175 achievable, we take 175) and
       // 4 x 200 Gb/s NICs per node: 14:1 NVLink:NIC per GPU where NCCL's constants assume ~7:1.
       make("h800", 90, 8, true, true, 175.0, 50.0, 4, 25.0, true),

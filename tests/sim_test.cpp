@@ -214,3 +214,36 @@ TEST(SimCalibrationMath, NoiseFloorAndWarmStart) {
   EXPECT_LE(refit->mape, before + 1e-12);
   std::filesystem::remove_all(dir);
 }
+
+TEST(SimPhysics, CollNetNeedsSharpAndNodesAndHalvesNetworkTraffic) {
+  const Config direct{Algo::CollNetDirect, Proto::Simple, 16, 0}, chainCfg{Algo::CollNetChain, Proto::Simple, 16, 0};
+  const Config ring{Algo::Ring, Proto::Simple, 16, 0};
+  const Simulator plain(preset("dgx-h100", 16).value()), sharp(preset("dgx-h100-sharp", 16).value());
+  const Simulator oneNode(preset("dgx-h100-sharp", 1).value());
+  EXPECT_FALSE(plain.feasible(Collective::AllReduce, direct));
+  EXPECT_FALSE(oneNode.feasible(Collective::AllReduce, direct));
+  EXPECT_TRUE(sharp.feasible(Collective::AllReduce, direct));
+  EXPECT_TRUE(sharp.feasible(Collective::AllReduce, chainCfg));
+  EXPECT_FALSE(sharp.feasible(Collective::AllReduce, Config{Algo::CollNetDirect, Proto::LL, 16, 0}));
+  EXPECT_FALSE(sharp.feasible(Collective::AllGather, direct));
+  // NVLS across nodes needs SHARP for the inter-node part (NCCL's NVLS + CollNet).
+  const Config nvls{Algo::Nvls, Proto::Simple, 16, 0};
+  EXPECT_TRUE(sharp.feasible(Collective::AllReduce, nvls));
+  EXPECT_FALSE(plain.feasible(Collective::AllReduce, nvls));
+  // Large messages: ring moves ~2S per node through the NICs, SHARP S; but Direct's scatter and
+  // gather move 1.75S per GPU over NVLink, which on DGX-H100 (360 vs 340 GB/s achieved) becomes
+  // the bound: SHARP wins, by less than the NIC traffic alone would say.
+  const uint64_t big = 1ull << 31;
+  const double ratio = sharp.time_us(Collective::AllReduce, big, direct) / sharp.time_us(Collective::AllReduce, big, ring);
+  EXPECT_LT(ratio, 0.85);
+  EXPECT_GT(ratio, 0.5);
+  bool hasCollNet = false;
+  for (const Config& c : sharp.candidateConfigs(Collective::AllReduce)) hasCollNet |= c.algo == Algo::CollNetDirect;
+  EXPECT_TRUE(hasCollNet);
+  // NCCL's model sees SHARP too: CollNet has a cost-table entry on the SHARP preset only.
+  auto ref = NcclReference::create(preset("dgx-h100-sharp", 16).value());
+  ASSERT_TRUE(ref.ok());
+  EXPECT_GE(ref->costTable(Collective::AllReduce, big)[int(Algo::CollNetDirect)][int(Proto::Simple)], 0.0f);
+  EXPECT_LT(NcclReference::create(preset("dgx-h100", 16).value())
+                ->costTable(Collective::AllReduce, big)[int(Algo::CollNetDirect)][int(Proto::Simple)], 0.0f);
+}
