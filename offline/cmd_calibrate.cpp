@@ -53,7 +53,7 @@ int run(const CalibrateCmdOptions& o) {
     fs::create_directories(o.plotsDir);
     predsCsv = (fs::path(o.plotsDir) / "calibration_predictions.csv").string();
   }
-  std::printf("%-32s %6s %8s %10s %14s %16s  %s\n", "dataset", "rows", "MAPE", "agreement", "within 5%",
+  std::printf("%-32s %6s %8s %16s %10s %16s  %s\n", "dataset", "rows", "MAPE", "agree exact/tie", "within 5%",
               "floor (rows)", "skipped");
   bool first = true;
   for (const std::string& dir : datasets) {
@@ -91,12 +91,13 @@ int run(const CalibrateCmdOptions& o) {
     }
     char agree[32] = "-", within[32] = "-";
     if (cal->agreementPoints) {
-      std::snprintf(agree, sizeof agree, "%.1f%% of %d", 100.0 * cal->agreement(), cal->agreementPoints);
+      std::snprintf(agree, sizeof agree, "%.0f%%/%.0f%% of %d", 100.0 * cal->agreementExact / cal->agreementPoints,
+                    100.0 * cal->agreement(), cal->agreementPoints);
       std::snprintf(within, sizeof within, "%.1f%%", 100.0 * cal->agreementWithinNoise / cal->agreementPoints);
     }
     char floor[40] = "-";
     if (cal->floorMape >= 0) std::snprintf(floor, sizeof floor, "%.1f%% (%d)", 100 * cal->floorMape, cal->floorRows);
-    std::printf("%-32s %6d %7.1f%% %10s %14s %16s  %d (%s)\n", name.c_str(), cal->rows, 100 * cal->mape, agree, within,
+    std::printf("%-32s %6d %7.1f%% %16s %10s %16s  %d (%s)\n", name.c_str(), cal->rows, 100 * cal->mape, agree, within,
                 floor, skipped, why.c_str());
     for (const auto& g : cal->groups)
       std::printf("    %-70.70s %5d rows  MAPE %5.1f%%\n", g.group.c_str(), g.rows, 100 * g.mape);
@@ -107,6 +108,8 @@ int run(const CalibrateCmdOptions& o) {
     if (!predsCsv.empty()) writePredictions(predsCsv, preds, name, !first);
     first = false;
   }
+  std::printf("agreement: how often the simulator's best forced configuration is the measured best: exactly, or\n"
+              "within the dataset's repeat noise (a tie); within 5%%: its pick measured within 5%% of the best.\n");
   std::printf("floor: over points measured more than once (repeats, environment variants), the MAPE of the best\n"
               "single time per point; no model that predicts one time per point can do better on those rows.\n");
   if (!predsCsv.empty()) {

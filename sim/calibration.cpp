@@ -320,6 +320,7 @@ void scoreAgreement(const std::vector<PreparedGroup>& groups, DatasetCalibration
         if (s > 0 && s < simBest) simBest = s, simArg = k, measuredOfSimBest = m;
       }
       ++out.agreementPoints;
+      if (simArg == measuredArg) ++out.agreementExact;
       if (simArg == measuredArg || measuredOfSimBest <= (1 + tieBand) * bestMeasured) ++out.agreementHits;
       if (measuredOfSimBest <= 1.05 * bestMeasured) ++out.agreementWithinNoise;
     }

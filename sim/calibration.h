@@ -31,6 +31,7 @@ struct DatasetCalibration {
   // Strict hits count a pick measured within tieBand (the dataset's repeat noise) of the best as a
   // tie (see scoreAgreement in calibration.cpp).
   int agreementPoints = 0, agreementHits = 0, agreementWithinNoise = 0;
+  int agreementExact = 0;  // the simulator's pick is the measured best itself (no tie allowance)
   double tieBand = 0;
   // Noise floor: where a point (collective, shape, bytes, configuration) was measured more than
   // once (repeats, or environment variants of one system), the MAPE of the best single time per
