@@ -24,6 +24,10 @@ struct FittedParam {
   const char* name;
   double SimParams::*field;
   double lo, hi;  // bounds keep the fit physical (an efficiency above 1.2 would be a wrong preset)
+  // A parameter that shapes another's effect (a threshold, an onset) is only informed where that
+  // effect is on: its relevance is tested with `enabler` set to `enablerValue`.
+  double SimParams::*enabler = nullptr;
+  double enablerValue = 0;
 };
 
 constexpr FittedParam kFitted[] = {
@@ -40,10 +44,10 @@ constexpr FittedParam kFitted[] = {
     {"stepOverhead_us", &SimParams::stepOverhead_us, 0.0, 10.0},
     {"treeEff", &SimParams::treeEff, 0.2, 1.5},
     {"nvlsGain", &SimParams::nvlsGain, 0.6, 2.5},
-    {"rdzvThreshold_KiB", &SimParams::rdzvThreshold_KiB, 0.5, 1024.0},
+    {"rdzvThreshold_KiB", &SimParams::rdzvThreshold_KiB, 0.5, 1024.0, &SimParams::rdzv_us, 5.0},
     {"rdzv_us", &SimParams::rdzv_us, 0.0, 40.0},
     {"netLlEff", &SimParams::netLlEff, 0.005, 1.0},
-    {"farNodes", &SimParams::farNodes, 2.0, 1024.0},
+    {"farNodes", &SimParams::farNodes, 2.0, 1024.0, &SimParams::farFactor, 2.0},
     {"farFactor", &SimParams::farFactor, 1.0, 4.0},
     {"nvlsLat_us", &SimParams::nvlsLat_us, 0.0, 60.0},
     {"nvlsChanScale", &SimParams::nvlsChanScale, 0.1, 4.0},
@@ -51,16 +55,20 @@ constexpr FittedParam kFitted[] = {
 };
 constexpr int kNumFitted = sizeof(kFitted) / sizeof(kFitted[0]);
 
-// Unbounded coordinates -> bounded parameters (logistic), so the simplex can roam freely.
-void decode(const std::vector<double>& x, SimParams& p) {
-  for (int i = 0; i < kNumFitted; ++i)
-    p.*(kFitted[i].field) = kFitted[i].lo + (kFitted[i].hi - kFitted[i].lo) / (1.0 + std::exp(-x[i]));
+// Unbounded coordinates -> bounded parameters (logistic), so the simplex can roam freely. Only the
+// parameters in `active` are coordinates; the others keep their value.
+void decode(const std::vector<double>& x, const std::vector<int>& active, SimParams& p) {
+  for (size_t j = 0; j < active.size(); ++j) {
+    const FittedParam& f = kFitted[active[j]];
+    p.*(f.field) = f.lo + (f.hi - f.lo) / (1.0 + std::exp(-x[j]));
+  }
 }
-std::vector<double> encode(const SimParams& p) {
-  std::vector<double> x(kNumFitted);
-  for (int i = 0; i < kNumFitted; ++i) {
-    const double u = std::clamp((p.*(kFitted[i].field) - kFitted[i].lo) / (kFitted[i].hi - kFitted[i].lo), 1e-4, 1 - 1e-4);
-    x[i] = std::log(u / (1 - u));
+std::vector<double> encode(const SimParams& p, const std::vector<int>& active) {
+  std::vector<double> x(active.size());
+  for (size_t j = 0; j < active.size(); ++j) {
+    const FittedParam& f = kFitted[active[j]];
+    const double u = std::clamp((p.*(f.field) - f.lo) / (f.hi - f.lo), 1e-4, 1 - 1e-4);
+    x[j] = std::log(u / (1 - u));
   }
   return x;
 }
@@ -213,27 +221,71 @@ std::vector<double> coordinateSearch(const std::function<double(const std::vecto
   return x;
 }
 
-SimParams fitGroup(PreparedGroup& g, const CalibrateOptions& o, double tieBand, const SimParams& start, double* mape) {
+// The parameters this group's rows can inform: swept over its bounds from the simulator's
+// defaults, a parameter must move at least max(3, 1%) of the rows' predictions by 0.1%. The others
+// keep their neutral default, so a fit cannot drift them (they would only matter when the
+// parameters are used beyond the data, as the demo does on other presets).
+std::vector<int> informedParams(PreparedGroup& g) {
+  const SimParams neutral;
+  const auto predict = [&](const SimParams& p) {
+    for (auto& s : g.sims) s->params() = p;
+    std::vector<double> t;
+    t.reserve(g.rows.size());
+    for (const PreparedRow& r : g.rows) t.push_back(g.sims[r.sim]->time_us(r.m.coll, r.m.bytes, r.config));
+    return t;
+  };
+  const size_t needed = std::max<size_t>(3, g.rows.size() / 100);
+  std::vector<int> active;
+  for (int i = 0; i < kNumFitted; ++i) {
+    SimParams from = neutral;
+    if (kFitted[i].enabler) from.*(kFitted[i].enabler) = kFitted[i].enablerValue;
+    const std::vector<double> base = predict(from);
+    std::vector<size_t> moved(g.rows.size(), 0);
+    for (double bound : {kFitted[i].lo, kFitted[i].hi}) {
+      SimParams p = from;
+      p.*(kFitted[i].field) = bound;
+      const std::vector<double> t = predict(p);
+      for (size_t r = 0; r < t.size(); ++r)
+        if (std::fabs(t[r] - base[r]) > 1e-3 * std::fabs(base[r])) moved[r] = 1;
+    }
+    if (static_cast<size_t>(std::count(moved.begin(), moved.end(), 1)) >= needed) active.push_back(i);
+  }
+  return active;
+}
+
+SimParams fitGroup(PreparedGroup& g, const CalibrateOptions& o, double tieBand, SimParams start, double* mape) {
+  const std::vector<int> active = informedParams(g);
+  if (o.progress) {
+    std::string names;
+    for (int i : active) names += std::string(names.empty() ? "" : ",") + kFitted[i].name;
+    std::fprintf(stderr, "\n[calibrate]   fitting %zu of %d parameters the rows inform: %s\n", active.size(), kNumFitted,
+                 names.c_str());
+  }
+  const SimParams neutral;
+  for (int i = 0; i < kNumFitted; ++i)
+    if (std::find(active.begin(), active.end(), i) == active.end()) start.*(kFitted[i].field) = neutral.*(kFitted[i].field);
   auto loss = [&](const SimParams& p) { return groupMape(g, p) + kRankWeight * groupRankLoss(g, tieBand); };
   double best = loss(start);
   SimParams bestP = start;
   auto f = [&](const std::vector<double>& x) {
     SimParams p = bestP;
-    decode(x, p);
+    decode(x, active, p);
     return loss(p);
   };
-  for (int r = 0; r < o.restarts; ++r) {
+  for (int r = 0; r < o.restarts && !active.empty(); ++r) {
     double v = 0;
     // Restarts from the best point so far with a smaller simplex refine instead of wander.
-    auto x = nelderMead(f, encode(bestP), r == 0 ? 1.0 : 0.5 / r, o.iterations, &v);
+    auto x = nelderMead(f, encode(bestP, active), r == 0 ? 1.0 : 0.5 / r, o.iterations, &v);
     if (v < best) {
       best = v;
-      decode(x, bestP);
+      decode(x, active, bestP);
     }
   }
-  double v = 0;
-  auto x = coordinateSearch(f, encode(bestP), 0.5, o.iterations / 20, &v);
-  if (v < best) decode(x, bestP);
+  if (!active.empty()) {
+    double v = 0;
+    auto x = coordinateSearch(f, encode(bestP, active), 0.5, o.iterations / 20, &v);
+    if (v < best) decode(x, active, bestP);
+  }
   *mape = groupMape(g, bestP);
   return bestP;
 }

@@ -212,6 +212,19 @@ TEST(SimCalibrationMath, NoiseFloorAndWarmStart) {
   auto refit = calibrateDataset(dir.string(), o);
   ASSERT_TRUE(refit.ok());
   EXPECT_LE(refit->mape, before + 1e-12);
+  // Parameters these single-node rows cannot inform return to their neutral defaults, whatever
+  // the start said (a drifted value would only show where the fit is used beyond its data).
+  DatasetCalibration drifted = cal.value();
+  drifted.groups.at(0).params.netLlEff = 0.3;
+  drifted.groups.at(0).params.farFactor = 3.0;
+  drifted.groups.at(0).params.nvlsLat_us = 40.0;
+  o.start = &drifted;
+  auto reset = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(reset.ok());
+  ASSERT_EQ(reset->groups.size(), 1u);
+  EXPECT_EQ(reset->groups[0].params.netLlEff, SimParams{}.netLlEff);
+  EXPECT_EQ(reset->groups[0].params.farFactor, SimParams{}.farFactor);
+  EXPECT_EQ(reset->groups[0].params.nvlsLat_us, SimParams{}.nvlsLat_us);
   std::filesystem::remove_all(dir);
 }
 
