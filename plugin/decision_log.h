@@ -32,9 +32,11 @@ class DecisionLog {
                   DecisionSource source) {
     const uint64_t call = calls_[coll]++;
     Slot& s = slots_[coll][call % kSlots];
+    // Release payload stores (plain moves on x86): a reader that sees any of them also sees kWriting.
     s.call.store(kWriting, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    s.decision = LoggedDecision{call, nBytes, algo, proto, nChannels, chunkBytes, source};
+    s.nBytes.store(nBytes, std::memory_order_release);
+    s.chunkBytes.store(chunkBytes, std::memory_order_release);
+    s.packed.store(pack(algo, proto, nChannels, source), std::memory_order_release);
     s.call.store(call, std::memory_order_release);
     return call;
   }
@@ -43,18 +45,37 @@ class DecisionLog {
   bool find(int coll, uint64_t call, uint64_t nBytes, LoggedDecision* out) const {
     const Slot& s = slots_[coll][call % kSlots];
     if (s.call.load(std::memory_order_acquire) != call) return false;
-    const LoggedDecision d = s.decision;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.call.load(std::memory_order_relaxed) != call || d.nBytes != nBytes) return false;  // overwritten meanwhile
-    *out = d;
+    // Acquire payload loads: one that reads a newer write makes the re-check below see kWriting or later.
+    const uint64_t loggedBytes = s.nBytes.load(std::memory_order_acquire);
+    const uint64_t chunkBytes = s.chunkBytes.load(std::memory_order_acquire);
+    const uint64_t packed = s.packed.load(std::memory_order_acquire);
+    if (s.call.load(std::memory_order_relaxed) != call || loggedBytes != nBytes) return false;  // overwritten meanwhile
+    *out = unpack(packed);
+    out->call = call;
+    out->nBytes = loggedBytes;
+    out->chunkBytes = chunkBytes;
     return true;
   }
 
  private:
   static constexpr uint64_t kWriting = ~uint64_t{0};
+  // The seqlock's payload is atomic words (race-free under the memory model); packed: algo, proto,
+  // source, nChannels.
+  static uint64_t pack(Algo algo, Proto proto, int nChannels, DecisionSource source) {
+    return uint64_t{static_cast<uint8_t>(algo)} | uint64_t{static_cast<uint8_t>(proto)} << 8 |
+           uint64_t{static_cast<uint8_t>(source)} << 16 | uint64_t{static_cast<uint32_t>(nChannels)} << 32;
+  }
+  static LoggedDecision unpack(uint64_t p) {
+    LoggedDecision d;
+    d.algo = static_cast<Algo>(static_cast<int8_t>(p & 0xFF));
+    d.proto = static_cast<Proto>(static_cast<int8_t>((p >> 8) & 0xFF));
+    d.source = static_cast<DecisionSource>(static_cast<uint8_t>(p >> 16));
+    d.nChannels = static_cast<int>(static_cast<uint32_t>(p >> 32));
+    return d;
+  }
   struct Slot {
     std::atomic<uint64_t> call{kWriting};  // seqlock-style: kWriting while the payload changes
-    LoggedDecision decision;
+    std::atomic<uint64_t> nBytes{0}, chunkBytes{0}, packed{0};
   };
   std::array<uint64_t, kNumCollectives> calls_{};
   std::array<std::array<Slot, kSlots>, kNumCollectives> slots_{};

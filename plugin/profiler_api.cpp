@@ -40,7 +40,7 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   return ncclSuccess;  // an error would only make NCCL log; measurements are optional
 }
 
-void* profilerStartColl(ProfilerContext& c, CollStart start) {
+void* profilerStartColl(ProfilerContext& c, CollStart& start) {
   RecordPool* pool = currentRecordPool();
   if (!pool) return nullptr;
   if (c.commId) start.commId = c.commId;

@@ -27,8 +27,8 @@ int profilerEventMask(int version);
 
 ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uint64_t commId, int nNodes,
                           int nRanks, int rank, ncclDebugLogger_t logger);
-// Hot path. start: fills in the context's communicator fields and the channel expectation.
-void* profilerStartColl(ProfilerContext& context, CollStart start);
+// Hot path. start: completed in place with the context's communicator fields and the channel expectation.
+void* profilerStartColl(ProfilerContext& context, CollStart& start);
 void* profilerStartKernelCh(void* parentColl, uint8_t channelId, uint64_t startTimer_ns);
 ncclResult_t profilerStop(void* eHandle);
 ncclResult_t profilerKernelChStop(void* eHandle, uint64_t stopTimer_ns);

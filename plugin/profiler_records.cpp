@@ -1,30 +1,25 @@
 #include "plugin/profiler_records.h"
 
 #include <bit>
-#include <chrono>
+#include <time.h>
 
 namespace dynamiccl::plugin {
 namespace {
 
-// state word: generation (32 bits) | busy holders (16) | allocated (1) | references (15): one CAS
-// guards identity, short-lived access and lifetime together, so a record is recycled only when
+// state word: generation (32 bits) | busy holders (15) | Coll stopped (1) | allocated (1) | references (15):
+// one CAS guards identity, short-lived access and lifetime together, so a record is recycled only when
 // nobody touches it. Allocation claims a slot by CAS on this word: no free list a preempted thread
-// could hold up.
+// could hold up. Generations count per slot: a claim needs no shared counter.
 constexpr uint64_t kRefMask = 0x7FFF;
 constexpr uint64_t kAllocated = 0x8000;
+constexpr uint64_t kCollStopped = 0x10000;
 constexpr uint32_t kMaxProbes = 256;
-constexpr uint64_t kBusyOne = 1ull << 16;
-constexpr uint64_t kBusyMask = 0xFFFFull << 16;
+constexpr uint64_t kBusyOne = 1ull << 17;
+constexpr uint64_t kBusyMask = 0x7FFFull << 17;
+constexpr uint64_t kGenMask = ~uint64_t{0xFFFFFFFF};
 constexpr unsigned kCollKind = 1, kChannelKind = 2;
 constexpr uint32_t kSlotBits = 22;
 constexpr unsigned kMaxChannels = 128;
-
-std::atomic<uint32_t> gGeneration{0};
-
-uint32_t nextGeneration() {
-  uint32_t g = gGeneration.fetch_add(1, std::memory_order_relaxed) + 1;
-  return g ? g : gGeneration.fetch_add(1, std::memory_order_relaxed) + 1;  // 0 never names a live record
-}
 
 void* encode(uint32_t gen, uint32_t slot, unsigned kind, unsigned channel) {
   const uint64_t v = (uint64_t{gen} << 32) | (uint64_t{channel & 0xFF} << 24) | (uint64_t{slot} << 2) | kind;
@@ -46,7 +41,8 @@ bool isPerRankCount(Collective c) { return c == Collective::AllGather || c == Co
 
 }  // namespace
 
-struct RecordPool::Record {
+// A cache line of its own (three): threads working on neighbouring records do not bounce each other's.
+struct alignas(64) RecordPool::Record {
   std::atomic<uint64_t> state{0};
   std::atomic<int64_t> hostStart_ns{0};
   std::atomic<int64_t> hostStop_ns{0};  // 0 until Coll stop
@@ -55,20 +51,35 @@ struct RecordPool::Record {
   CollStart info;  // written by the owner before the state publishes it; read by the one completer
 };
 
-ProfilerCounters& profilerCounters() {
-  static ProfilerCounters counters;
-  return counters;
-}
+namespace {
+constinit ProfilerCounters gCounters;  // constant-initialized: no guard check on the hot path
+}  // namespace
+
+ProfilerCounters& profilerCounters() { return gCounters; }
 
 int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  // steady_clock's own source (CLOCK_MONOTONIC, vDSO), without libstdc++'s extra call on the hot path.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-RecordPool::RecordPool(uint32_t records, uint32_t queueCapacity)
+RecordPool::RecordPool(uint32_t records, uint32_t queueCapacity, uint32_t firstGeneration)
     : size_(records < 1 ? 1 : (records > (1u << kSlotBits) ? (1u << kSlotBits) : records)),
       records_(std::make_unique<Record[]>(size_)),
-      queue_(queueCapacity) {}
+      queue_(queueCapacity) {
+  const uint64_t before = uint64_t{firstGeneration ? firstGeneration - 1 : 0} << 32;  // a claim adds one
+  for (uint32_t i = 0; i < size_; ++i) records_[i].state.store(before, std::memory_order_relaxed);
+}
+
+uint32_t RecordPool::nextUnusedGeneration() const {
+  uint32_t highest = 0;
+  for (uint32_t i = 0; i < size_; ++i) {
+    const auto g = static_cast<uint32_t>(records_[i].state.load(std::memory_order_relaxed) >> 32);
+    highest = g > highest ? g : highest;
+  }
+  return highest + 1 ? highest + 1 : 1;
+}
 
 RecordPool::Record* RecordPool::decode(void* handle, unsigned kind, uint32_t* gen, unsigned* channel) const {
   const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
@@ -79,11 +90,13 @@ RecordPool::Record* RecordPool::decode(void* handle, unsigned kind, uint32_t* ge
   return &records_[slot];
 }
 
-bool RecordPool::acquire(Record& r, uint32_t gen) const {
+// A busy hold on a live record of generation gen; setBits (Coll stopped) are set by the same CAS and
+// refused if already set, so a repeated Coll stop is told apart without another atomic.
+bool RecordPool::acquire(Record& r, uint32_t gen, uint64_t setBits) const {
   uint64_t s = r.state.load(std::memory_order_acquire);
   for (;;) {
-    if ((s >> 32) != gen || (s & kRefMask) == 0 || (s & kBusyMask) == kBusyMask) return false;
-    if (r.state.compare_exchange_weak(s, s + kBusyOne, std::memory_order_acq_rel)) return true;
+    if ((s >> 32) != gen || (s & kRefMask) == 0 || (s & kBusyMask) == kBusyMask || (s & setBits)) return false;
+    if (r.state.compare_exchange_weak(s, (s + kBusyOne) | setBits, std::memory_order_acq_rel)) return true;
   }
 }
 
@@ -99,22 +112,26 @@ void RecordPool::release(Record& r, bool dropRef) {
 }
 
 void* RecordPool::startColl(const CollStart& start) {
-  const uint32_t gen = nextGeneration();
   const uint32_t probes = size_ < kMaxProbes ? size_ : kMaxProbes;
-  uint32_t slot = gen % size_;
-  bool claimed = false;
-  for (uint32_t i = 0; i < probes && !claimed; ++i, slot = slot + 1 == size_ ? 0 : slot + 1) {
+  uint32_t slot = cursor_.load(std::memory_order_relaxed);
+  if (slot >= size_) slot = 0;
+  uint32_t gen = 0;
+  for (uint32_t i = 0;; ++i, slot = slot + 1 == size_ ? 0 : slot + 1) {
+    if (i == probes) {
+      profilerCounters().droppedPoolFull.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
     uint64_t s = records_[slot].state.load(std::memory_order_relaxed);
-    claimed = !(s & kAllocated) &&
-              records_[slot].state.compare_exchange_strong(s, (uint64_t{gen} << 32) | kAllocated,
-                                                           std::memory_order_acquire);
+    if (s & kAllocated) continue;
+    gen = static_cast<uint32_t>(s >> 32) + 1;
+    if (gen == 0) gen = 1;  // 0 never names a live record
+    if (records_[slot].state.compare_exchange_strong(s, (uint64_t{gen} << 32) | kAllocated,
+                                                     std::memory_order_acquire))
+      break;
   }
-  if (!claimed) {
-    profilerCounters().droppedPoolFull.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  if (slot == 0) slot = size_;  // the loop advanced past the claimed slot
-  Record& r = records_[--slot];
+  const uint32_t next = slot + 1 == size_ ? 0 : slot + 1;
+  cursor_.store(next, std::memory_order_relaxed);
+  Record& r = records_[slot];
   r.info = start;
   r.hostStart_ns.store(steadyNowNs(), std::memory_order_relaxed);
   r.hostStop_ns.store(0, std::memory_order_relaxed);
@@ -134,7 +151,7 @@ void* RecordPool::startKernelCh(void* collHandle, uint8_t channelId, uint64_t st
   uint32_t gen;
   unsigned unused;
   Record* r = decode(collHandle, kCollKind, &gen, &unused);
-  if (!r || !acquire(*r, gen)) {
+  if (!r || !acquire(*r, gen, 0)) {
     profilerCounters().unknownHandles.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
@@ -156,7 +173,7 @@ void RecordPool::kernelChStopTime(void* channelHandle, uint64_t stopTimer_ns) {
   uint32_t gen;
   unsigned ch;
   Record* r = decode(channelHandle, kChannelKind, &gen, &ch);
-  if (!r || !acquire(*r, gen)) {
+  if (!r || !acquire(*r, gen, 0)) {
     profilerCounters().unknownHandles.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -172,19 +189,36 @@ void RecordPool::stop(void* handle) {
   unsigned ch;
   const unsigned kind = static_cast<unsigned>(reinterpret_cast<uintptr_t>(handle) & 3);
   Record* r = decode(handle, kind == kChannelKind ? kChannelKind : kCollKind, &gen, &ch);
-  if (!r || !acquire(*r, gen)) {
+  if (r && kind != kChannelKind) return stopColl(*r, gen);
+  if (!r || !acquire(*r, gen, 0)) {
     profilerCounters().unknownHandles.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  bool first;
-  if (kind == kChannelKind) {
-    const uint64_t bit = 1ull << (ch & 63);
-    first = !(r->stopped[ch >> 6].fetch_or(bit, std::memory_order_relaxed) & bit);
-  } else {
-    first = r->hostStop_ns.exchange(steadyNowNs(), std::memory_order_relaxed) == 0;
-  }
+  const uint64_t bit = 1ull << (ch & 63);
+  const bool first = !(r->stopped[ch >> 6].fetch_or(bit, std::memory_order_relaxed) & bit);
   if (!first) profilerCounters().unknownHandles.fetch_add(1, std::memory_order_relaxed);  // a repeated stop
   release(*r, first);
+}
+
+void RecordPool::stopColl(Record& r, uint32_t gen) {
+  const int64_t now_ns = steadyNowNs();
+  uint64_t s = r.state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s >> 32) != gen || (s & kRefMask) == 0 || (s & kBusyMask) == kBusyMask || (s & kCollStopped)) {
+      profilerCounters().unknownHandles.fetch_add(1, std::memory_order_relaxed);  // stale or repeated
+      return;
+    }
+    if ((s & (kRefMask | kBusyMask)) == 1) {
+      // The last reference and nobody inside (no channels to wait for): one CAS makes it ours to complete.
+      if (r.state.compare_exchange_weak(s, (s - 1) | kCollStopped, std::memory_order_acq_rel)) {
+        r.hostStop_ns.store(now_ns, std::memory_order_relaxed);
+        return complete(r);
+      }
+    } else if (r.state.compare_exchange_weak(s, (s + kBusyOne) | kCollStopped, std::memory_order_acq_rel)) {
+      r.hostStop_ns.store(now_ns, std::memory_order_relaxed);
+      return release(r, true);
+    }
+  }
 }
 
 void RecordPool::sweep(int64_t now_ns, int64_t grace_ns) {
@@ -233,12 +267,11 @@ void RecordPool::complete(Record& r) {
   o.cpu_us = hostStop ? static_cast<double>(hostStop - r.hostStart_ns.load(std::memory_order_relaxed)) / 1e3 : 0.0;
   o.stop_ns = hostStop ? hostStop : steadyNowNs();
   if (o.gpuTiming || hostStop) {  // with neither a stop nor channel times there is nothing to report
-    if (queue_.tryPush(o))
-      profilerCounters().published.fetch_add(1, std::memory_order_relaxed);
-    else
-      profilerCounters().droppedQueueFull.fetch_add(1, std::memory_order_relaxed);
+    // Published observations are the queue's own push count (BoundedQueue::pushes): no counter here.
+    if (!queue_.tryPush(o)) profilerCounters().droppedQueueFull.fetch_add(1, std::memory_order_relaxed);
   }
-  r.state.fetch_and(~kAllocated, std::memory_order_release);  // free for the next Coll start
+  // Free for the next Coll start. No RMW: with no references and no holders, nobody else writes the word.
+  r.state.store(r.state.load(std::memory_order_relaxed) & kGenMask, std::memory_order_release);
 }
 
 }  // namespace dynamiccl::plugin

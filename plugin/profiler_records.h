@@ -28,9 +28,11 @@ struct CollStart {
 
 class RecordPool {
  public:
-  RecordPool(uint32_t records, uint32_t queueCapacity);
+  // firstGeneration: above every generation a previous pool handed out, so its stale handles never match.
+  RecordPool(uint32_t records, uint32_t queueCapacity, uint32_t firstGeneration = 1);
   uint32_t size() const { return size_; }
   BoundedQueue<Observation>& queue() { return queue_; }
+  const BoundedQueue<Observation>& queue() const { return queue_; }
 
   // Hot path: no lock, no allocation, no syscall (steady_clock is vDSO). nullptr: dropped/ignored.
   void* startColl(const CollStart& start);
@@ -41,24 +43,35 @@ class RecordPool {
   // Worker: complete records older than grace_ns (missing stop or channels); all of them with grace 0.
   void sweep(int64_t now_ns, int64_t grace_ns);
   uint32_t liveRecords() const;
+  // Init/finalize: the generation a successor pool should start from.
+  uint32_t nextUnusedGeneration() const;
 
   struct Record;
 
  private:
-  bool acquire(Record& r, uint32_t gen) const;
+  bool acquire(Record& r, uint32_t gen, uint64_t setBits) const;
   void release(Record& r, bool dropRef);
+  void stopColl(Record& r, uint32_t gen);
   void complete(Record& r);
   Record* decode(void* handle, unsigned kind, uint32_t* gen, unsigned* channel) const;
 
   uint32_t size_;
   std::unique_ptr<Record[]> records_;
   BoundedQueue<Observation> queue_;
+  // Where the next Coll start probes first. A hint: racing starts may read the same value, the claim
+  // CAS decides. Own cache line: every start writes it, nothing else nearby should bounce with it.
+  alignas(64) std::atomic<uint32_t> cursor_{0};
 };
 
-// Process-wide counters (monotonic), shared by every pool of this load of the library.
+// Process-wide counters (monotonic), shared by every pool of this load of the library. Grouped by who
+// writes them so the hot path's reads never share a cache line with the worker's per-batch writes.
 struct ProfilerCounters {
-  std::atomic<uint64_t> published{0}, delivered{0}, droppedQueueFull{0}, droppedPoolFull{0}, unknownHandles{0},
-      forcedCompletions{0}, sinkErrors{0}, channelsSeen{0};
+  // Read by every Coll start; written once (channelsSeen) or by the worker's sweep.
+  alignas(64) std::atomic<uint64_t> channelsSeen{0}, forcedCompletions{0};
+  // Written by NCCL's threads only when an event is dropped or wrong.
+  alignas(64) std::atomic<uint64_t> droppedQueueFull{0}, droppedPoolFull{0}, unknownHandles{0};
+  // Written by the worker for every batch.
+  alignas(64) std::atomic<uint64_t> delivered{0}, sinkErrors{0};
 };
 ProfilerCounters& profilerCounters();
 

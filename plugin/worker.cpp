@@ -55,6 +55,30 @@ Channel& channel() {
 }
 std::atomic<RecordPool*> gPool{nullptr};
 
+// Observations published = pushes into the newest pool's queue + those of the pools it replaced (the
+// hot path keeps no counter of its own). The mutex: a reader never sees a replacement half done.
+struct PublishedTally {
+  std::mutex mutex;
+  const RecordPool* newest = nullptr;
+  uint64_t replaced = 0;
+};
+PublishedTally& publishedTally() {
+  static auto* t = new PublishedTally();  // never destroyed, like the pools it reads
+  return *t;
+}
+uint64_t publishedSoFar() {
+  PublishedTally& t = publishedTally();
+  std::lock_guard lock(t.mutex);
+  return t.replaced + (t.newest ? t.newest->queue().pushes() : 0);
+}
+void replacePool(Channel& ch, RecordPool* next) {
+  PublishedTally& t = publishedTally();
+  std::lock_guard lock(t.mutex);
+  if (t.newest) t.replaced += t.newest->queue().pushes();
+  t.newest = next;
+  ch.pool = next;
+}
+
 // v1-v3 inits carry no communicator shape: borrow nRanks/nNodes from the tuner context of that commId.
 class ShapeCache {
  public:
@@ -192,7 +216,8 @@ RecordPool* acquireMeasurementChannel() {
   ch.grace_ns = envLong("DYNAMICCL_PROFILER_GRACE_MS", 2000, 0, 3'600'000) * 1'000'000;
   if (!ch.pool || ch.pool->size() != records || ch.pool->queue().capacity() < queue ||
       ch.pool->queue().capacity() >= 2 * static_cast<size_t>(queue))
-    ch.pool = new RecordPool(records, queue);  // the previous one stays allocated on purpose (see Channel)
+    // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.
+    replacePool(ch, new RecordPool(records, queue, ch.pool ? ch.pool->nextUnusedGeneration() : 1));
   ch.stopping = false;
   ch.atStart = observationCounters();
   try {
@@ -236,7 +261,7 @@ void unregisterObservationSink(int id) {
 ObservationCounters observationCounters() {
   const ProfilerCounters& c = profilerCounters();
   ObservationCounters o;
-  o.published = c.published.load();
+  o.published = publishedSoFar();
   o.delivered = c.delivered.load();
   o.droppedQueueFull = c.droppedQueueFull.load();
   o.droppedPoolFull = c.droppedPoolFull.load();

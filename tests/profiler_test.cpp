@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -332,6 +333,42 @@ TEST(Profiler, ManyThreadsEmitConcurrently) {
     ASSERT_EQ(f[kTiming], "gpu");
     ASSERT_EQ(f[kGpuUs], "4.000");
   }
+}
+
+// The sweep forcing records (grace 0: every 10 ms, whatever is open) while threads stop them: a record
+// completes once, through whichever side gets there first, and is never reported twice.
+TEST(Profiler, SweepRacingStopsCompletesEachRecordOnce) {
+  ChannelEnv env("4096", "65536", /*grace_ms=*/"0");
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  constexpr int kThreads = 4, kCalls = 3000;
+  int mask = 0;
+  std::vector<void*> ctxs(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    ProfilerCommSpec spec;
+    spec.rank = t;
+    ASSERT_EQ(lib->init(spec, &mask, &ctxs[t]), ncclSuccess);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ProfilerColl coll;
+      coll.rank = t;
+      coll.nChannels = t % 2 ? 2 : 0;  // half complete at Coll stop, half wait for channels
+      for (int i = 0; i < kCalls; ++i) {
+        coll.seq = i;
+        const uint64_t base = 1'000'000ull * i;
+        std::vector<std::pair<uint64_t, uint64_t>> channels;
+        if (coll.nChannels) channels = {{base + 100, base + 4100}, {base + 200, base + 3000}};
+        emitCollective(*lib, ctxs[t], coll, channels, (i & 1) != 0);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (void* c : ctxs) ASSERT_EQ(lib->finalize(c), ncclSuccess);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& f : env.lines()) ASSERT_TRUE(seen.emplace(f[kRank], f[kSeq]).second) << f[kRank] << " " << f[kSeq];
+  EXPECT_GT(seen.size(), 0u);
+  EXPECT_LE(seen.size(), size_t{kThreads} * kCalls);
 }
 
 TEST(Profiler, ObservationsReachTheStore) {
