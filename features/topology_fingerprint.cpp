@@ -58,13 +58,23 @@ TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& 
     fp.computeCap = host.nvml->computeCap;
     fp.nvlinkBwPerGpu_GBps = host.nvml->nvlinkBwPerGpu_GBps;
   }
-  const TopoOverrides& o = host.overrides;
+  applyTopoOverrides(fp, host.overrides);
+  return fp;
+}
+
+void applyClusterHardware(TopologyFingerprint& fp, const ClusterHardware& declared) {
+  fp.computeCap = declared.computeCap;
+  fp.nvlinkBwPerGpu_GBps = declared.nvlinkBwPerGpu_GBps;
+  fp.nicsPerNode = declared.nicsPerNode;
+  fp.nicSpeed_GBps = declared.nicSpeed_GBps;
+}
+
+void applyTopoOverrides(TopologyFingerprint& fp, const TopoOverrides& o) {
   if (o.computeCap) fp.computeCap = *o.computeCap;
   if (o.nvlinkBw_GBps) fp.nvlinkBwPerGpu_GBps = *o.nvlinkBw_GBps;
   if (o.nics) fp.nicsPerNode = *o.nics;
   if (o.nicSpeed_GBps) fp.nicSpeed_GBps = *o.nicSpeed_GBps;
   if (o.ranksPerNode) fp.ranksPerNode = *o.ranksPerNode;
-  return fp;
 }
 
 }  // namespace dynamiccl

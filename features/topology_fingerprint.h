@@ -1,8 +1,10 @@
 // The topology fingerprint: what kind of machine a communicator runs on, merged from NCCL's cost
-// table, sysfs, NVML and DYNAMICCL_TOPO_* overrides (cheapest first, later sources win).
+// table, sysfs, NVML and DYNAMICCL_TOPO_* overrides (cheapest first, later sources win). Learned
+// rules choose their sources in features/rule_fingerprint.h (a host probe is not the same on every node).
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,7 +47,7 @@ struct NvmlInfo {
 Expected<NvmlInfo> readNvml(const char* library = "libnvidia-ml.so.1");
 
 // DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE; unparsable values are
-// reported in `ignored` and otherwise skipped.
+// reported in `ignored` and otherwise skipped. _NVLINK_GBPS may be 0 (no NVLink), the others are > 0.
 struct TopoOverrides {
   std::optional<int> computeCap, nics, ranksPerNode;
   std::optional<double> nvlinkBw_GBps, nicSpeed_GBps;
@@ -53,6 +55,17 @@ struct TopoOverrides {
 };
 using EnvLookup = std::function<const char*(const char*)>;
 TopoOverrides readTopoOverrides(const EnvLookup& getenvFn);
+
+// A cluster's hardware as a profile declares it (its "fingerprint" key): unlike a probe of the host,
+// the same on every rank, so multi-node communicators may generate learned rules from it.
+struct ClusterHardware {
+  int computeCap = 0;                // 80, 90, 100, ...
+  double nvlinkBwPerGpu_GBps = 0.0;  // 0: no NVLink
+  int nicsPerNode = 0;
+  double nicSpeed_GBps = 0.0;        // per NIC, GB/s (1e9 bytes/s)
+  std::string source;                // informative: where the facts came from ("sim preset h800")
+  bool operator==(const ClusterHardware&) const = default;
+};
 
 struct TopologyFingerprint {
   int nRanks = 0;
@@ -70,6 +83,7 @@ struct TopologyFingerprint {
   // NVLink:NIC bandwidth per GPU (H800 ~14:1 where NCCL's constants assume ~7:1); 0 unknown.
   double nvlinkToNicRatio() const;
   std::string text() const;  // one line, stable order, stored with runs
+  auto operator<=>(const TopologyFingerprint&) const = default;  // ordered: rules are cached per fingerprint
 };
 
 // What the host says, gathered once per process by localHostSources().
@@ -84,5 +98,8 @@ const HostSources& localHostSources();  // probes /sys, NVML and the environment
 // Merges the sources; `ringCosts` are AllReduce costs from recoverModelledCosts (optional).
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host,
                                      const ModelledCosts* ringCosts = nullptr);
+// Overwrite the hardware facts with a profile's declaration / with the DYNAMICCL_TOPO_* values set.
+void applyClusterHardware(TopologyFingerprint& fp, const ClusterHardware& declared);
+void applyTopoOverrides(TopologyFingerprint& fp, const TopoOverrides& overrides);
 
 }  // namespace dynamiccl

@@ -2,6 +2,7 @@
 // model intensity (compute per communicated byte, C/D) and local batch size.
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string_view>
 
@@ -13,6 +14,7 @@ struct WorkloadContext {
   std::optional<double> intensity;  // > 0
   std::optional<int> batch;         // > 0
   bool empty() const { return !intensity && !batch; }
+  auto operator<=>(const WorkloadContext&) const = default;  // ordered: rules are cached per workload
 };
 
 // "intensity=12.5,batch=32" (either key optional, ';' or ',' separated); unknown keys are errors.

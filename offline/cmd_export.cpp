@@ -1,10 +1,12 @@
 // dynamiccl export: a tune report (or profile) as our profile JSON, NVIDIA's example CSV, or
-// Meta NCCLX-style CSV keyed on bytes per rank.
+// Meta NCCLX-style CSV keyed on bytes per rank; with --preset/--probe-host/fact flags the JSON
+// declares the cluster's hardware ("fingerprint"), which multi-node learned rules need.
 #include <CLI/CLI.hpp>
 
 #include <fstream>
 #include <iostream>
 
+#include "offline/cluster_facts.h"
 #include "offline/commands.h"
 #include "tune/tune.h"
 
@@ -13,11 +15,17 @@ namespace {
 
 struct ExportCmdOptions {
   std::string in, format = "json", out;
+  ClusterFactsOptions cluster;  // declares (or replaces) the profile's "fingerprint"
 };
 
 int run(const ExportCmdOptions& o) {
   auto report = tune::loadReportFile(o.in);
   if (!report) return std::cerr << "export: " << report.error() << "\n", 1;
+  auto cluster = resolveClusterFacts(o.cluster);
+  if (!cluster) return std::cerr << "export: " << cluster.error() << "\n", 1;
+  if (*cluster && o.format != "json")
+    return std::cerr << "export: a fingerprint exists only in the json format, not " << o.format << "\n", 1;
+  if (*cluster) report->profile.hardware = **cluster;
   std::string text;
   if (o.format == "json") {
     text = policy::profileToJson(report->profile);
@@ -33,7 +41,11 @@ int run(const ExportCmdOptions& o) {
   } else {
     std::ofstream f(o.out);
     if (!(f << text)) return std::cerr << "export: cannot write " << o.out << "\n", 1;
-    std::cerr << "wrote " << o.out << " (" << report->profile.rules.size() << " rules, " << o.format << ")\n";
+    const policy::Profile& p = report->profile;
+    const bool json = o.format == "json";
+    std::cerr << "wrote " << o.out << " (" << p.rules.size() << " rules"
+              << (json && p.network ? ", learned policy" : "") << (json && p.hardware ? ", fingerprint" : "") << ", "
+              << o.format << ")\n";
   }
   return 0;
 }
@@ -47,6 +59,7 @@ void addExportCommand(CLI::App& app) {
   cmd->add_option("-f,--format", o->format, "json, nvidia-csv or ncclx-csv")
       ->check(CLI::IsMember({"json", "nvidia-csv", "ncclx-csv"}));
   cmd->add_option("-o,--out", o->out, "output file (default stdout)");
+  addClusterFactsOptions(cmd, o->cluster);
   cmd->callback([o] {
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

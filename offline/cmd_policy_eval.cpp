@@ -13,6 +13,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "offline/cluster_facts.h"
 #include "offline/commands.h"
 #include "policy/policy.h"
 #include "sim/sim.h"
@@ -29,7 +30,27 @@ struct PolicyEvalOptions {
   std::vector<std::string> data;  // normalized.csv files; empty = every dataset in shared/data
   bool noTpe = false, noReplay = false;
   int tpeBudget = 0;              // timed iterations per key for the TPE search; 0 = tune/'s own stopping
+  std::optional<float> guardMargin;  // replaces the network's own guard_margin when given
+  bool noGuard = false;              // the network's choices everywhere (no guard), for comparison
 };
+
+// The network with the guard margin this run asks for (the profile's own unless overridden).
+Expected<std::shared_ptr<const policy::PolicyNetwork>> withGuard(const std::shared_ptr<const policy::PolicyNetwork>& net,
+                                                                 const PolicyEvalOptions& o) {
+  if (!o.noGuard && !o.guardMargin) return net;
+  policy::PolicyWeights w = net->weights();
+  w.guardMargin = o.noGuard ? std::nullopt : o.guardMargin;
+  return policy::PolicyNetwork::create(std::move(w));
+}
+
+std::string guardText(const policy::PolicyNetwork& net) {
+  const std::optional<float> m = net.weights().guardMargin;
+  if (!m) return "guard: off (the network's choice applies wherever NCCL can run it)";
+  char text[160];
+  std::snprintf(text, sizeof text, "guard: margin %.3f (applied only where predicted < %.3f x NCCL's own choice's prediction)",
+                *m, 1.0 - *m);
+  return text;
+}
 
 std::vector<std::string> defaultDatasets() {
   namespace fs = std::filesystem;
@@ -143,20 +164,37 @@ int run(const PolicyEvalOptions& o) {
     std::cerr << o.profile << " has no \"policy\" section (train one with `dynamiccl train`)\n";
     return 1;
   }
+  auto guarded = withGuard(profile->network, o);
+  if (!guarded) {
+    std::cerr << "invalid guard margin: " << guarded.error() << "\n";
+    return 1;
+  }
+  profile->network = *guarded;
   const policy::PolicyNetwork& net = *profile->network;
+  std::printf("%s\n", guardText(net).c_str());
   if (train::presetsMatching(o.presets, true).empty()) {
     std::cerr << "no preset matches\n";
     return 1;
   }
   printSimulated(o, net);
-  // The plugin's own init path (fingerprint of this host, no cache hit on a fresh shape).
-  const CommShape shape{.commId = 1, .nRanks = 24, .nNodes = 3, .minRanksPerNode = 8, .maxRanksPerNode = 8};
-  const auto start = std::chrono::steady_clock::now();
-  const policy::DecisionTable table = policy::compileWithPolicy(*profile, shape);
-  const double init_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  // The plugin's own init path (no cache hit on a fresh shape): the first init of a process also
+  // probes the host once (like parsing the profile); later shapes do not. Multi-node shapes take the
+  // profile's fingerprint; a profile without one is timed as if it declared the first preset's.
+  if (!profile->hardware) profile->hardware = clusterHardwareOf(train::presetsMatching(o.presets, true).front());
+  auto timedInit_us = [&](const CommShape& shape, size_t* rules) {
+    const auto start = std::chrono::steady_clock::now();
+    const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape);
+    *rules = compiled.table.ruleCount();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  };
+  size_t rules = 0;
+  const double first_us =
+      timedInit_us(CommShape{.commId = 2, .nRanks = 16, .nNodes = 2, .minRanksPerNode = 8, .maxRanksPerNode = 8}, &rules);
+  const double init_us =
+      timedInit_us(CommShape{.commId = 1, .nRanks = 24, .nNodes = 3, .minRanksPerNode = 8, .maxRanksPerNode = 8}, &rules);
   std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
-              "collectives, Eigen): %.0f us, %zu rules\n",
-              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, table.ruleCount());
+              "collectives): %.0f us, %zu rules (first init of the process, probing the host: %.0f us)\n",
+              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, rules, first_us);
   if (!o.noReplay) printReplay(o, net);
   return 0;
 }
@@ -172,6 +210,11 @@ void addPolicyEvalCommand(CLI::App& app) {
   cmd->add_option("--tpe-budget", o->tpeBudget, "TPE timed iterations per key (0 = converge)")->check(CLI::Range(0, 100000));
   cmd->add_flag("--no-tpe", o->noTpe, "skip the TPE-tuned table");
   cmd->add_flag("--no-replay", o->noReplay, "skip the shared/data replay");
+  CLI::Option* margin = cmd->add_option("--guard-margin", o->guardMargin,
+                                        "guard margin instead of the profile's guard_margin (default 0.05)")
+                            ->check(CLI::Range(0.0, 0.99));
+  cmd->add_flag("--no-guard", o->noGuard, "apply the network's choices without the guard (as before the guard)")
+      ->excludes(margin);
   cmd->callback([o] {
     if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

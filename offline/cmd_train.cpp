@@ -1,6 +1,7 @@
 // dynamiccl train: trains the learned policy (GRU over recent timings + MLP over the features) from
 // simulator rollouts and the SQLite store, validates on held-out rows and held-out machines, and
-// writes a profile whose "policy" key holds the weights the plugin evaluates with Eigen.
+// writes a profile whose "policy" key holds the weights the plugin evaluates with Eigen and, with
+// --preset/--probe-host/fact flags, whose "fingerprint" declares the cluster it is for.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <random>
 
+#include "offline/cluster_facts.h"
 #include "offline/commands.h"
 #include "offline/plot_runner.h"
 #include "policy/policy.h"
@@ -26,6 +28,7 @@ struct TrainCmdOptions {
   bool noStore = false;
   int keysPerSystem = 300;
   train::TrainOptions train;
+  ClusterFactsOptions cluster;  // the "fingerprint" written: the cluster the profile is for
 };
 
 std::vector<train::SimSystem> systemsOf(const std::vector<model::Topology>& topos) {
@@ -44,13 +47,15 @@ std::string names(const std::vector<train::SimSystem>& systems) {
   return s;
 }
 
-void writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w, const std::string& trainedOn,
+void writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
+                  const std::optional<ClusterHardware>& cluster, const std::string& trainedOn,
                   const std::string& heldOut) {
   nlohmann::json doc;
   doc["format"] = "dynamiccl-profile";
   doc["version"] = policy::kProfileVersion;
   doc["name"] = "dynamiccl-learned-policy";
   doc["description"] = "DynamICCL learned policy; rules are generated per communicator from the network";
+  if (cluster) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*cluster));
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(w));
   doc["meta"] = {{"trained_on", trainedOn}, {"held_out", heldOut}, {"epochs", o.train.epochs}, {"seed", o.train.seed}};
@@ -62,6 +67,11 @@ int run(TrainCmdOptions o) {
     std::cerr << "dynamiccl train: this build has no LibTorch (configure with libtorch-dev installed and "
                  "DYNAMICCL_WITH_TORCH=ON)\n";
     return 2;
+  }
+  auto cluster = resolveClusterFacts(o.cluster);  // before training: a typo should not cost the run
+  if (!cluster) {
+    std::cerr << "dynamiccl train: " << cluster.error() << "\n";
+    return 1;
   }
   const auto trainSystems = systemsOf(train::presetsMatching(o.holdOut, false));
   const auto heldSystems = systemsOf(train::presetsMatching(o.holdOut, true));
@@ -125,13 +135,18 @@ int run(TrainCmdOptions o) {
       std::printf("held out %-18s congestion %.1f: latency/best  policy %.3f  NCCL default %.3f\n",
                   sys.topology().name.c_str(), congestion, r.policyGeoMean, r.ncclGeoMean);
     }
-  writeProfile(o, *weights, names(trainSystems), names(heldSystems));
+  writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems));
   auto check = policy::loadProfileFile(o.out);
   if (!check) {
     std::cerr << "written profile does not load: " << check.error() << "\n";
     return 1;
   }
   std::printf("wrote %s (policy weights v%d) and %s\n", o.out.c_str(), weights->version, o.curve.c_str());
+  if (*cluster)
+    std::printf("fingerprint: %s\n", policy::clusterHardwareToJson(**cluster).c_str());
+  else
+    std::printf("no fingerprint (--preset, --probe-host or --gpu-cc/--nvlink-gbps/--nics/--nic-gbps): multi-node "
+                "communicators will not use the learned rules until it is declared (dynamiccl export --preset)\n");
   if (!o.png.empty()) {
     if (auto plotted = runPlotScript("plot_learning_curve.py", {o.curve, o.png}); plotted) std::printf("wrote %s\n", o.png.c_str());
     else std::printf("could not plot: %s\n", plotted.error().c_str());
@@ -154,6 +169,7 @@ void addTrainCommand(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "profile to write");
   cmd->add_option("--curve", o->curve, "learning curve CSV to write");
   cmd->add_option("--png", o->png, "also plot the learning curve (python3 + matplotlib)");
+  addClusterFactsOptions(cmd, o->cluster);
   cmd->callback([o] {
     if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

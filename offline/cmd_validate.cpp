@@ -30,6 +30,10 @@ void addValidateCommand(CLI::App& app) {
     }
     std::cout << "ok: " << (profile->name.empty() ? "(unnamed)" : profile->name) << ", " << profile->rules.size()
               << " rules (" << perRank << " keyed by bytes per rank, " << keep << " keep NCCL's algorithm)\n";
+    if (profile->hardware) std::cout << "fingerprint: " << policy::clusterHardwareToJson(*profile->hardware) << "\n";
+    if (profile->network && !profile->hardware)
+      std::cout << "note: learned policy without a \"fingerprint\": multi-node communicators get only the rules "
+                   "(declare the cluster: dynamiccl export " << *path << " --preset NAME | --probe-host -o OUT)\n";
   });
 }
 

@@ -18,12 +18,13 @@ namespace {
 using EnvVars = std::vector<std::unique_ptr<harness::ScopedEnv>>;
 
 // The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the demo
-// cluster (a learned policy's rules depend on it). Also keeps online learning and recording off.
+// cluster (a learned policy's rules depend on it; they also stand in for a profile's "fingerprint"
+// in multi-node communicators). Also keeps online learning and recording off.
 EnvVars clusterEnv(const model::Topology& t) {
   EnvVars env;
   auto set = [&](const char* name, const std::string& v) { env.push_back(std::make_unique<harness::ScopedEnv>(name, v.c_str())); };
   set("DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap));
-  if (t.nvlink) set("DYNAMICCL_TOPO_NVLINK_GBPS", std::to_string(t.nvlinkBwPerGpu_GBps));
+  set("DYNAMICCL_TOPO_NVLINK_GBPS", std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0));  // 0: PCIe only
   set("DYNAMICCL_TOPO_NICS", std::to_string(t.nicsPerNode));
   set("DYNAMICCL_TOPO_NIC_GBPS", std::to_string(t.nicBw_GBps));
   set("DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(t.gpusPerNode));

@@ -1,6 +1,7 @@
 // Demo step 3: a short LibTorch training run of the learned policy on simulator rollouts of every
 // preset machine except the demo's own (held out, so the replay shows generalisation), written as
-// a profile whose "policy" key the plugin evaluates. Skipped when this build has no LibTorch.
+// a profile whose "policy" key the plugin evaluates, declaring the demo cluster's "fingerprint".
+// Skipped when this build has no LibTorch.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <fstream>
 #include <random>
 
+#include "offline/cluster_facts.h"
 #include "offline/demo_steps.h"
 #include "policy/policy.h"
+#include "sim/topology_presets.h"
 #include "train/train.h"
 
 namespace dynamiccl::cli::demo {
@@ -91,6 +94,9 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   doc["version"] = policy::kProfileVersion;
   doc["name"] = "dynamiccl-demo-learned-policy";
   doc["description"] = "DynamICCL learned policy (demo run); rules are generated per communicator from the network";
+  if (auto topo = sim::loadTopology(o.preset, o.nodes)) {  // the cluster it runs on: multi-node rules need it
+    doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(clusterHardwareOf(*topo)));
+  }
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(*weights));
   doc["meta"] = {{"trained_on", namesOf(trainSystems)}, {"held_out", namesOf(heldSystems)},

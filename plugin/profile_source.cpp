@@ -1,8 +1,10 @@
 #include "plugin/profile_source.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "plugin/log.h"
 
@@ -12,6 +14,16 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// ", learned policy (guard margin 0.05)" when the profile carries a network, so logs say what decides.
+std::string learnedPolicyText(const policy::Profile& p) {
+  if (!p.network) return "";
+  const std::optional<float> margin = p.network->weights().guardMargin;
+  if (!margin) return ", learned policy (no guard: its choices replace NCCL's everywhere)";
+  char text[64];
+  std::snprintf(text, sizeof text, ", learned policy (guard margin %.3g)", *margin);
+  return text;
 }
 
 std::mutex gMutex;
@@ -45,8 +57,8 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
             profile.error().c_str());
     return out;
   }
-  logInfo("profile %s loaded from %s: %zu rules", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
-          path.c_str(), profile->rules.size());
+  logInfo("profile %s loaded from %s: %zu rules%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
+          path.c_str(), profile->rules.size(), learnedPolicyText(*profile).c_str());
   out->profile = std::make_shared<policy::Profile>(std::move(profile.value()));
   return out;
 }

@@ -2,6 +2,7 @@
 // communicator (jobs create hundreds). Read again only if the environment names another file.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,8 @@ struct LoadedProfile {
   std::shared_ptr<const policy::Profile> profile;  // never null: empty when none or bad
   bool bad = false;                                // the named file could not be used
   std::string error;
+  // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
 };
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).

@@ -54,7 +54,12 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
     }
     // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-    c->table = policy::compileWithPolicy(*loaded->profile, c->shape);
+    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape);
+    if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
+      logWarn("%s", compiled.learnedRulesOff.c_str());
+    if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
+      logWarn("%s", compiled.probeDisagrees.c_str());
+    c->table = std::move(compiled.table);
     c->loaded = std::move(loaded);
     c->online = startOnline(c->shape, c->table);
     registerContext(c.get());

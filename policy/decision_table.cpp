@@ -20,7 +20,7 @@ struct ShapedRule {
 bool sameCandidates(const Candidates& a, const Candidates& b) {
   if (a.count != b.count) return false;
   for (int i = 0; i < a.count; ++i)
-    if (!(a.decisions[i] == b.decisions[i])) return false;
+    if (!(a.decisions[i] == b.decisions[i]) || a.admits[i] != b.admits[i]) return false;
   return true;
 }
 
@@ -81,9 +81,14 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
           for (const ShapedRule* s : applicable) {
             if (lo < s->lo || lo > s->hi || c.count == Candidates::kMax) continue;
             const Decision& d = s->rule->decision;
+            const GuardMask admits = s->rule->admits;
+            // A repeat is redundant only if an earlier copy already admits whatever this one does.
             bool dup = false;
-            for (int i = 0; i < c.count; ++i) dup |= c.decisions[i] == d;
-            if (!dup) c.decisions[c.count++] = d;
+            for (int i = 0; i < c.count; ++i) dup |= c.decisions[i] == d && (c.admits[i] & admits) == admits;
+            if (!dup) {
+              c.decisions[c.count] = d;
+              c.admits[c.count++] = admits;
+            }
           }
           uint32_t idx = 0;
           if (c.count) {

@@ -11,11 +11,17 @@
 namespace dynamiccl::policy {
 
 // Decisions of the matching rules, in rule order: the plugin takes the first one whose cost-table
-// entry NCCL did not mark IGNORE (as NVIDIA's CSV tuner falls through to the next rule).
+// entry NCCL did not mark IGNORE and whose guard admits NCCL's own choice for the call (as NVIDIA's
+// CSV tuner falls through to the next rule).
 struct Candidates {
   static constexpr int kMax = 4;
   uint8_t count = 0;
   std::array<Decision, kMax> decisions{};
+  std::array<GuardMask, kMax> admits = {kAdmitsAny, kAdmitsAny, kAdmitsAny, kAdmitsAny};
+
+  // ncclSlot: ncclChoiceSlot() of NCCL's own (cheapest usable) entry, or kNcclChoiceUnknown.
+  bool admitted(int i, int ncclSlot) const { return (admits[i] >> ncclSlot) & 1u; }
+  bool guarded(int i) const { return admits[i] != kAdmitsAny; }
 };
 
 class DecisionTable {

@@ -3,6 +3,11 @@
 
 #include <Eigen/Dense>
 
+#include <algorithm>
+#include <vector>
+
+#include "policy/dense_kernel.h"
+
 namespace dynamiccl::policy {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -12,6 +17,8 @@ struct PolicyNetwork::Layers {
   Eigen::VectorXf gruBih, gruBhh;
   std::vector<RowMatrix> w;
   std::vector<Eigen::RowVectorXf> b;
+  RowMatrix w0Key, w0Config;  // the first layer's columns for [context | GRU state] and for the configuration
+  std::vector<RowMatrix> wT;  // each layer's weight transposed (in x out), as denseLayer reads it
 };
 
 namespace {
@@ -33,6 +40,12 @@ PolicyNetwork::PolicyNetwork(PolicyWeights w) : weights_(std::move(w)), layers_(
     layers_->w.push_back(matrixOf(t.at("mlp." + std::to_string(i) + ".weight")));
     layers_->b.push_back(vectorOf(t.at("mlp." + std::to_string(i) + ".bias")).transpose());
   }
+  const RowMatrix& w0 = layers_->w[0];
+  const int ctx = weights_.contextFeatures, cfg = weights_.configFeatures, h = weights_.gruHidden;
+  layers_->w0Key.resize(w0.rows(), ctx + h);
+  layers_->w0Key << w0.leftCols(ctx), w0.rightCols(h);
+  layers_->w0Config = w0.middleCols(ctx, cfg);
+  for (const RowMatrix& w : layers_->w) layers_->wT.push_back(w.transpose());
 }
 
 PolicyNetwork::~PolicyNetwork() = default;
@@ -75,6 +88,39 @@ void PolicyNetwork::predictLogLatency_us(const float* rows, int n, const float* 
     x = std::move(y);
   }
   for (int r = 0; r < n; ++r) out[r] = weights_.targetMean + weights_.targetStd * x(r, 0);
+}
+
+void PolicyNetwork::predictPairsLogLatency_us(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                                              std::span<const PairIndex> pairs, float* out) const {
+  const Layers& L = *layers_;
+  RowMatrix keyPart = Eigen::Map<const RowMatrix>(keyRows, nKeys, keyInputs()) * L.w0Key.transpose();
+  keyPart.rowwise() += L.b[0];
+  const RowMatrix configPart =
+      Eigen::Map<const RowMatrix>(configRows, nConfigs, weights_.configFeatures) * L.w0Config.transpose();
+  // Blocks of pairs small enough to stay in cache; the layers after the first go through
+  // denseLayer, whose results do not depend on the CPU's vector width.
+  constexpr int kBlock = 256;
+  int widest = 1;
+  for (const RowMatrix& w : L.w) widest = std::max(widest, static_cast<int>(w.rows()));
+  std::vector<float> a(static_cast<size_t>(kBlock) * widest), b(a.size());
+  const int total = static_cast<int>(pairs.size());
+  for (int begin = 0; begin < total; begin += kBlock) {
+    const int n = std::min(kBlock, total - begin);
+    const int width0 = static_cast<int>(L.w[0].rows());
+    Eigen::Map<RowMatrix> first(a.data(), n, width0);
+    for (int r = 0; r < n; ++r) {
+      const PairIndex& p = pairs[begin + r];
+      first.row(r) = (keyPart.row(p.key) + configPart.row(p.config)).cwiseMax(0.0f);
+    }
+    float *x = a.data(), *y = b.data();
+    for (size_t i = 1; i < L.w.size(); ++i) {
+      const bool last = i + 1 == L.w.size();
+      denseLayer(x, n, static_cast<int>(L.w[i].cols()), L.wT[i].data(), L.b[i].data(), static_cast<int>(L.w[i].rows()),
+                 /*relu=*/!last, y);
+      std::swap(x, y);
+    }
+    for (int r = 0; r < n; ++r) out[begin + r] = weights_.targetMean + weights_.targetStd * x[r];
+  }
 }
 
 }  // namespace dynamiccl::policy

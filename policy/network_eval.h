@@ -3,11 +3,18 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "features/features.h"
 #include "policy/network_weights.h"
 
 namespace dynamiccl::policy {
+
+// One row of a grid evaluation: which key row and which configuration row make up the input.
+struct PairIndex {
+  int key = 0;
+  int config = 0;
+};
 
 class PolicyNetwork {
  public:
@@ -23,6 +30,16 @@ class PolicyNetwork {
   // Predicted log latency (us) for n rows of [context | config] (row-major, inputs() wide), all
   // with the same GRU state.
   void predictLogLatency_us(const float* rows, int n, const float* hidden, float* out) const;
+
+  int keyInputs() const { return weights_.contextFeatures + weights_.gruHidden; }  // [context | GRU state]
+  // Predicted log latency (us) of every pair: keyRows holds nKeys rows of [context | GRU state]
+  // (keyInputs() wide), configRows nConfigs rows of configuration features. The first layer is
+  // computed per key and per configuration rather than per pair, and all pairs pass the other layers
+  // as one batch (rule generation scores thousands of pairs at communicator init). The result is a
+  // pure function of the inputs; it equals predictLogLatency_us up to float rounding (the first
+  // layer's sum is split by input part).
+  void predictPairsLogLatency_us(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                                 std::span<const PairIndex> pairs, float* out) const;
 
  private:
   explicit PolicyNetwork(PolicyWeights w);

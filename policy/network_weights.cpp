@@ -62,6 +62,8 @@ Status validatePolicyWeights(const PolicyWeights& w) {
     if (n < 1 || n > 1024) return makeError("mlp_hidden widths must be in [1, 1024]");
   if (!std::isfinite(w.targetMean) || !std::isfinite(w.targetStd) || w.targetStd <= 0)
     return makeError("target mean/std must be finite with std > 0");
+  if (w.guardMargin && !(*w.guardMargin >= 0.0f && *w.guardMargin < 1.0f))
+    return makeError("guard_margin must be in [0, 1) (null: no guard)");
   const auto expected = expectedTensors(w);
   if (w.tensors.size() != expected.size()) return makeError("expected " + std::to_string(expected.size()) + " tensors");
   for (const auto& [name, shape] : expected) {
@@ -99,6 +101,8 @@ Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
     }
     w.targetMean = floatField(doc, "target_mean");
     w.targetStd = floatField(doc, "target_std");
+    if (doc.contains("guard_margin"))
+      w.guardMargin = doc["guard_margin"].is_null() ? std::nullopt : std::optional<float>(floatField(doc, "guard_margin"));
     if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"];
     if (!doc.contains("tensors") || !doc["tensors"].is_object()) throw ParseError{"tensors must be an object"};
     for (auto it = doc["tensors"].begin(); it != doc["tensors"].end(); ++it) {
@@ -140,6 +144,7 @@ std::string policyWeightsToJson(const PolicyWeights& w) {
   doc["mlp_hidden"] = w.mlpHidden;
   doc["target_mean"] = w.targetMean;
   doc["target_std"] = w.targetStd;
+  doc["guard_margin"] = w.guardMargin ? json(*w.guardMargin) : json(nullptr);
   if (!w.description.empty()) doc["description"] = w.description;
   json tensors = json::object();
   for (const auto& [name, t] : w.tensors) tensors[name] = json{{"shape", t.shape}, {"data", t.data}};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,8 @@ namespace dynamiccl::policy {
 
 inline constexpr std::string_view kPolicyFormat = "dynamiccl-policy";
 inline constexpr int kPolicyWeightsVersion = 1;
+// The guard's default: the network's choice replaces NCCL's own only where the network predicts it
+// at least 5% faster than NCCL's own choice (about twice the run-to-run noise of the measurements).
 
 struct Tensor {
   std::vector<int> shape;
@@ -31,6 +34,10 @@ struct PolicyWeights {
   std::vector<int> mlpHidden = {64, 64};
   float targetMean = 0.0f;  // log latency = mean + std * network output
   float targetStd = 1.0f;
+  // "guard_margin": in [0, 1); a choice applies only where predicted time < (1 - margin) x the
+  // predicted time of NCCL's own choice for the call. Absent or null: no guard (off by default:
+  // a self-judged guard measured worse on held-out presets, docs/LEARNED_POLICY.md).
+  std::optional<float> guardMargin;
   std::string description;
   // gru.weight_ih [3H,1], gru.weight_hh [3H,H], gru.bias_ih [3H], gru.bias_hh [3H] (gates r, z, n);
   // mlp.<i>.weight [out,in], mlp.<i>.bias [out] for each hidden layer, then the output layer (out 1).

@@ -112,7 +112,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     auto trusted = [&](int s) {
       return s >= 0 && k.arms[s].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[s].w > 0.5;
     };
-    auto mean = [&](int s) { return k.arms[s].s / k.arms[s].w; };
+    auto mean = [&](int s) { return s >= 0 ? k.arms[s].s / k.arms[s].w : 0.0; };  // callers check trusted(s)
     auto se = [&](int s) {
       const ArmStats& a = k.arms[s];
       const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
@@ -166,7 +166,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     std::vector<std::pair<int, double>> rates;
     double callSum = 0, costSum = 0;
     for (int s : slots) {
-      if (s == k.incumbent || rates.size() == kOnlineMaxArms) continue;
+      if (s < 0 || s == k.incumbent || rates.size() == kOnlineMaxArms) continue;  // s < 0: never; tells GCC so
       double rate, ratio;
       // A few samples far behind the incumbent settle it: no need to wait for minSamples.
       const bool hopeless = !trusted(s) && k.arms[s].w > 0.1 && trusted(k.incumbent) &&

@@ -2,10 +2,13 @@
 #include "policy/policy_rules.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <tuple>
 
 namespace dynamiccl::policy {
@@ -38,93 +41,169 @@ uint64_t policyProbeBytes(int bucket) {
   return static_cast<uint64_t>(std::ldexp(std::sqrt(2.0), bucket - 1));
 }
 
+namespace {
+
+constexpr int kSlots = kNumAlgos * kNumProtos;
+
+// Which of NCCL's possible own choices a configuration predicted at `score` may replace: those whose
+// prediction with NCCL's own channel count (reference, NaN where not scored) is slower beyond the
+// margin. NCCL choices the network did not score (CollNet, ...) are never replaced.
+GuardMask guardMask(float score, const std::array<float, kSlots>& reference, float logKeep) {
+  GuardMask mask = 0;
+  for (int s = 0; s < kSlots; ++s)
+    if (score < reference[s] + logKeep) mask |= GuardMask{1} << s;  // false for NaN
+  return mask;
+}
+
+// Up to candidatesPerKey rules for one key: the best configuration per distinct (algo, proto), best
+// first, as fall-through candidates; with a guard, each admits only the NCCL choices it beats.
+void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs, std::span<const float> scores,
+                  std::optional<float> guardMargin, int candidatesPerKey, std::vector<Rule>& rules) {
+  std::array<float, kSlots> reference;
+  reference.fill(NAN);
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (configs[i].nChannels == 0) reference[ncclChoiceSlot(configs[i].algo, configs[i].proto)] = scores[i];
+  const float logKeep = guardMargin ? static_cast<float>(std::log1p(-static_cast<double>(*guardMargin))) : 0.0f;
+  std::vector<size_t> order(configs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return scores[x] < scores[y]; });
+  int emitted = 0;
+  std::array<bool, kSlots> seen{};
+  for (size_t i : order) {
+    if (emitted == candidatesPerKey || !std::isfinite(scores[i])) break;
+    const Decision& d = configs[i];
+    const int slot = ncclChoiceSlot(d.algo, d.proto);
+    if (seen[slot]) continue;
+    seen[slot] = true;
+    const GuardMask admits = guardMargin ? guardMask(scores[i], reference, logKeep) : kAdmitsAny;
+    if (admits == 0) break;  // later candidates score worse: they admit no more than this one
+    Rule r;
+    r.collective = coll;
+    r.minBytes = SizeBucket::lowest(bucket);
+    r.maxBytes = bucket == kPolicyMaxBucket ? UINT64_MAX : SizeBucket::lowest(bucket + 1) - 1;
+    r.decision = d;
+    r.admits = admits;
+    r.origin = "policy";
+    rules.push_back(r);
+    ++emitted;
+  }
+}
+
+}  // namespace
+
 std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprint& fp, const PolicyRuleOptions& o) {
-  std::vector<Rule> rules;
-  const int in = net.inputs();
-  std::vector<float> hidden(net.gruHidden()), rows, scores;
+  // Every (collective, size bucket) key x its configurations is scored in one batch: the network's
+  // first layer per key and per configuration, the rest of it over all pairs at once.
+  struct Key {
+    Collective coll;
+    int bucket;
+    size_t firstPair;
+  };
+  const int h = net.gruHidden(), keyWidth = net.keyInputs();
+  std::vector<Decision> configs;  // every collective's configurations, one after the other
+  std::array<size_t, kNumCollectives + 1> configStart{};
+  for (int c = 0; c < kNumCollectives; ++c) {
+    configStart[c] = configs.size();
+    const std::vector<Decision> mine = policyConfigurations(static_cast<Collective>(c), fp);
+    configs.insert(configs.end(), mine.begin(), mine.end());
+  }
+  configStart[kNumCollectives] = configs.size();
+  std::vector<float> configRows(configs.size() * kConfigFeatures);
+  for (size_t i = 0; i < configs.size(); ++i)
+    encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
+                 std::span<float, kConfigFeatures>(configRows.data() + i * kConfigFeatures, kConfigFeatures));
+
   float window[kTimingWindowLength] = {};
-  std::vector<float> zeroState(net.gruHidden());
+  std::vector<float> zeroState(h);
   net.encodeWindow(window, zeroState.data());
+  std::vector<Key> keys;
+  std::vector<float> keyRows;
+  std::vector<PairIndex> pairs;
   for (int c = 0; c < kNumCollectives; ++c) {
     const Collective coll = static_cast<Collective>(c);
-    const std::vector<Decision> configs = policyConfigurations(coll, fp);
-    if (configs.empty()) continue;
+    if (configStart[c] == configStart[c + 1]) continue;
     for (int b = kPolicyMinBucket; b <= kPolicyMaxBucket; ++b) {
       const uint64_t probe = policyProbeBytes(b);
-      rows.assign(configs.size() * in, 0.0f);
-      for (size_t i = 0; i < configs.size(); ++i) {
-        float* row = rows.data() + i * in;
-        encodeContext(fp, coll, probe, o.workload, std::span<float, kContextFeatures>(row, kContextFeatures));
-        encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
-                     std::span<float, kConfigFeatures>(row + kContextFeatures, kConfigFeatures));
-      }
-      const float* state = zeroState.data();
+      const int k = static_cast<int>(keys.size());
+      keys.push_back(Key{coll, b, pairs.size()});
+      keyRows.resize(keyRows.size() + keyWidth);
+      float* row = keyRows.data() + static_cast<size_t>(k) * keyWidth;
+      encodeContext(fp, coll, probe, o.workload, std::span<float, kContextFeatures>(row, kContextFeatures));
+      std::copy(zeroState.begin(), zeroState.end(), row + kContextFeatures);
       if (o.windows && o.windows->at(coll, probe).count() > 0) {
         o.windows->at(coll, probe).snapshot(window);
-        net.encodeWindow(window, hidden.data());
-        state = hidden.data();
+        net.encodeWindow(window, row + kContextFeatures);
       }
-      scores.resize(configs.size());
-      net.predictLogLatency_us(rows.data(), static_cast<int>(configs.size()), state, scores.data());
-      std::vector<size_t> order(configs.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return scores[x] < scores[y]; });
-      // The best configuration per distinct (algo, proto), best first, as fall-through candidates.
-      int emitted = 0;
-      std::vector<std::pair<Algo, Proto>> seen;
-      for (size_t i : order) {
-        if (emitted == o.candidatesPerKey || !std::isfinite(scores[i])) break;
-        const Decision& d = configs[i];
-        if (std::find(seen.begin(), seen.end(), std::pair{d.algo, d.proto}) != seen.end()) continue;
-        seen.push_back({d.algo, d.proto});
-        Rule r;
-        r.collective = coll;
-        r.minBytes = SizeBucket::lowest(b);
-        r.maxBytes = b == kPolicyMaxBucket ? UINT64_MAX : SizeBucket::lowest(b + 1) - 1;
-        r.decision = d;
-        r.origin = "policy";
-        rules.push_back(r);
-        ++emitted;
-      }
+      for (size_t i = configStart[c]; i < configStart[c + 1]; ++i) pairs.push_back(PairIndex{k, static_cast<int>(i)});
     }
+  }
+  std::vector<float> scores(pairs.size());
+  net.predictPairsLogLatency_us(keyRows.data(), static_cast<int>(keys.size()), configRows.data(),
+                                static_cast<int>(configs.size()), pairs, scores.data());
+
+  std::vector<Rule> rules;
+  const std::optional<float> margin = net.weights().guardMargin;
+  for (const Key& k : keys) {
+    const int c = static_cast<int>(k.coll);
+    const size_t n = configStart[c + 1] - configStart[c];
+    emitKeyRules(k.coll, k.bucket, std::span<const Decision>(configs.data() + configStart[c], n),
+                 std::span<const float>(scores.data() + k.firstPair, n), margin, o.candidatesPerKey, rules);
   }
   return rules;
 }
 
 namespace {
 
-using CacheKey = std::tuple<const PolicyNetwork*, int, int, int, int>;
+using CacheKey = std::tuple<const PolicyNetwork*, TopologyFingerprint, WorkloadContext>;
 struct CacheEntry {
   std::shared_ptr<const PolicyNetwork> keepAlive;  // the key's pointer stays valid while cached
   std::shared_ptr<const std::vector<Rule>> rules;
 };
 
+// Keyed on every input of policyRules, so a hit returns exactly what generating them again would.
 std::shared_ptr<const std::vector<Rule>> cachedPolicyRules(const std::shared_ptr<const PolicyNetwork>& net,
-                                                           const CommShape& shape) {
+                                                           const TopologyFingerprint& fp,
+                                                           const WorkloadContext& workload) {
   static std::mutex mutex;
   static std::map<CacheKey, CacheEntry> cache;
-  const CacheKey key{net.get(), shape.nRanks, shape.nNodes, shape.minRanksPerNode, shape.maxRanksPerNode};
+  CacheKey key{net.get(), fp, workload};
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second.rules;
-  const TopologyFingerprint fp = buildFingerprint(shape, localHostSources());
   PolicyRuleOptions options;
-  options.workload = workloadFromEnvironment();
+  options.workload = workload;
   auto rules = std::make_shared<const std::vector<Rule>>(policyRules(*net, fp, options));
   if (cache.size() >= 256) cache.clear();  // bounded: shapes beyond that are rare
-  cache[key] = CacheEntry{net, rules};
+  cache.emplace(std::move(key), CacheEntry{net, rules});
   return rules;
 }
 
 }  // namespace
 
-DecisionTable compileWithPolicy(const Profile& profile, const CommShape& shape) {
-  if (!profile.network) return DecisionTable::compile(profile, shape);
-  const auto generated = cachedPolicyRules(profile.network, shape);
+PolicyInputs PolicyInputs::ofThisProcess() {
+  return PolicyInputs{&localHostSources(), workloadFromEnvironment()};
+}
+
+PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs) {
+  PolicyTable out;
+  if (!profile.network) {
+    out.table = DecisionTable::compile(profile, shape);
+    return out;
+  }
+  static const HostSources kNothingKnown;
+  const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, inputs.host ? *inputs.host : kNothingKnown);
+  out.probeDisagrees = fp.probeDisagrees;
+  if (!fp.fingerprint) {  // no fingerprint every rank shares: the profile's own rules only
+    out.learnedRulesOff = fp.unavailable;
+    out.table = DecisionTable::compile(profile, shape);
+    return out;
+  }
+  const auto generated = cachedPolicyRules(profile.network, *fp.fingerprint, inputs.workload);
   Profile merged;
   merged.rules.reserve(generated->size() + profile.rules.size());
   merged.rules = *generated;
   merged.rules.insert(merged.rules.end(), profile.rules.begin(), profile.rules.end());
-  return DecisionTable::compile(merged, shape);
+  out.table = DecisionTable::compile(merged, shape);
+  return out;
 }
 
 }  // namespace dynamiccl::policy

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "features/features.h"
+#include "features/rule_fingerprint.h"
 #include "policy/decision_table.h"
 #include "policy/network_eval.h"
 #include "policy/profile.h"
@@ -29,12 +31,33 @@ struct PolicyRuleOptions {
   WorkloadContext workload;
 };
 
-// Rules for this fingerprint, in lookup order; empty on internal failure.
+// Rules for this fingerprint, in lookup order; empty on internal failure. With the network's guard
+// margin set (PolicyWeights::guardMargin), each rule admits only the NCCL choices (algo, proto with
+// NCCL's channels) it is predicted to beat by the margin, and a key gets no rule where it beats none;
+// the plugin falls through to the next rule, then to NCCL's own choice.
 std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprint& fp, const PolicyRuleOptions& options);
 
-// The plugin's entry: the network's rules (when the profile has a policy) ahead of the profile's
-// own rules, compiled for this shape. Generated rules are cached per (network, shape) because
-// jobs create hundreds of communicators of a few shapes.
-DecisionTable compileWithPolicy(const Profile& profile, const CommShape& shape);
+// What learned rules may depend on besides the profile and NCCL's init arguments. Every part must be
+// the same on every rank of a communicator: fingerprintForRules (features/rule_fingerprint.h) uses
+// the host probe only for single-node communicators; DYNAMICCL_TOPO_* and DYNAMICCL_WORKLOAD are job
+// configuration, like DYNAMICCL_PROFILE.
+struct PolicyInputs {
+  const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
+  WorkloadContext workload;           // DYNAMICCL_WORKLOAD
+  static PolicyInputs ofThisProcess();  // localHostSources(), DYNAMICCL_WORKLOAD read now
+};
+
+struct PolicyTable {
+  DecisionTable table;
+  std::string learnedRulesOff;  // the profile has a network but this communicator got no rules from it: why
+  std::string probeDisagrees;   // this host's probe contradicts the profile's fingerprint (decisions unaffected)
+};
+
+// The plugin's entry: the network's guarded rules (when the profile has a policy and a fingerprint
+// every rank shares) ahead of the profile's own rules, compiled for this shape. Generated rules are
+// cached per (network, fingerprint, workload) because jobs create hundreds of communicators of a few
+// shapes; the cache is a pure memo, so which communicators came first never changes a decision.
+PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape,
+                              const PolicyInputs& inputs = PolicyInputs::ofThisProcess());
 
 }  // namespace dynamiccl::policy

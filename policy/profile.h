@@ -33,6 +33,16 @@ struct Decision {
 
 enum class SizeKey : uint8_t { Bytes, BytesPerRank };
 
+// A rule's guard: bit ncclChoiceSlot(a, p) set = the rule may replace NCCL's own choice when NCCL's
+// cheapest usable cost-table entry is (a, p); bit kNcclChoiceUnknown = also when that is unknown
+// (v2 ABI, no table). Profile rules admit everything; rules generated from the learned network
+// admit only the choices they are predicted to beat by the guard margin.
+using GuardMask = uint32_t;
+inline constexpr int kNcclChoiceUnknown = 31;
+inline constexpr GuardMask kAdmitsAny = ~GuardMask{0};
+constexpr int ncclChoiceSlot(Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); }
+static_assert(kNumAlgos * kNumProtos <= kNcclChoiceUnknown, "a guard mask holds every (algo, proto) slot");
+
 struct Rule {
   std::optional<Collective> collective;  // nullopt: every tunable collective
   SizeKey sizeKey = SizeKey::Bytes;
@@ -44,6 +54,7 @@ struct Rule {
   int regBuff = -1;                      // -1: any, else 0 or 1
   Decision decision;
   double confidence = 1.0;               // 0..1, from the offline tuner; informative
+  GuardMask admits = kAdmitsAny;         // generated rules only; never read from or written to files
   std::string origin;                    // "rules[3]" or "line 7", for messages
 };
 
@@ -55,6 +66,9 @@ struct Profile {
   std::string source;                    // path it was read from, if any
   std::vector<Rule> rules;
   std::shared_ptr<const PolicyNetwork> network;  // the "policy" section's learned network, if any
+  // The "fingerprint" section: the cluster's hardware, the only source of those facts for learned
+  // rules of multi-node communicators (a host probe may differ between nodes; policy_rules.h).
+  std::optional<ClusterHardware> hardware;
 };
 
 // Our JSON format. Every semantic error (unknown name or key, inverted range, negative channels,
@@ -75,5 +89,12 @@ Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format 
 
 // Checks one decision's values (shared by both readers and by writers of profiles).
 Status validateDecision(const Decision& d);
+
+// Checks declared hardware (the "fingerprint" section's bounds; shared by the reader and the writers).
+inline constexpr int kMinComputeCap = 30, kMaxComputeCap = 200;  // major x 10 + minor
+inline constexpr int kMaxNicsPerNode = 64;
+inline constexpr double kMaxNvlinkBw_GBps = 1e5, kMaxNicSpeed_GBps = 1e4;
+Status validateClusterHardware(const ClusterHardware& hw);
+std::string clusterHardwareToJson(const ClusterHardware& hw);  // the "fingerprint" object
 
 }  // namespace dynamiccl::policy

@@ -114,6 +114,43 @@ Rule parseRule(const json& r) {
   return rule;
 }
 
+const std::set<std::string> kFingerprintKeys = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps", "source"};
+
+double asNumber(const json& v, const std::string& what) {
+  if (!v.is_number() || !std::isfinite(v.get<double>())) throw RuleError{what + " must be a number"};
+  return v.get<double>();
+}
+
+// {"gpu_cc": 90, "nvlink_GBps": 400, "nics_per_node": 8, "nic_GBps": 50, "source": "..."}: all four
+// facts, because multi-node learned rules use nothing else (a partial one would leave them unknown).
+ClusterHardware parseFingerprint(const json& f) {
+  if (!f.is_object())
+    throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
+  for (auto it = f.begin(); it != f.end(); ++it)
+    if (!kFingerprintKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+  for (const char* key : {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"})
+    if (!f.contains(key))
+      throw RuleError{std::string("missing \"") + key + "\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
+  ClusterHardware hw;
+  hw.computeCap = asInt(f["gpu_cc"], "gpu_cc", kMinComputeCap, kMaxComputeCap);
+  hw.nvlinkBwPerGpu_GBps = asNumber(f["nvlink_GBps"], "nvlink_GBps");
+  hw.nicsPerNode = asInt(f["nics_per_node"], "nics_per_node", 1, kMaxNicsPerNode);
+  hw.nicSpeed_GBps = asNumber(f["nic_GBps"], "nic_GBps");
+  if (f.contains("source")) {
+    if (!f["source"].is_string()) throw RuleError{"source must be a string"};
+    hw.source = f["source"].get<std::string>();
+  }
+  if (auto s = validateClusterHardware(hw); !s) throw RuleError{s.error()};
+  return hw;
+}
+
+json fingerprintJson(const ClusterHardware& hw) {
+  json j = {{"gpu_cc", hw.computeCap}, {"nvlink_GBps", hw.nvlinkBwPerGpu_GBps}, {"nics_per_node", hw.nicsPerNode},
+            {"nic_GBps", hw.nicSpeed_GBps}};
+  if (!hw.source.empty()) j["source"] = hw.source;
+  return j;
+}
+
 json rangeJson(uint64_t lo, uint64_t hi) { return json::array({lo, hi == UINT64_MAX ? json(nullptr) : json(hi)}); }
 json rangeJson(int lo, int hi) { return json::array({lo, hi == INT_MAX ? json(nullptr) : json(hi)}); }
 
@@ -130,6 +167,21 @@ Status validateDecision(const Decision& d) {
     return makeError("rule decides nothing (give algo+proto, channels or chunk)");
   return Ok{};
 }
+
+Status validateClusterHardware(const ClusterHardware& hw) {
+  if (hw.computeCap < kMinComputeCap || hw.computeCap > kMaxComputeCap)
+    return makeError("gpu_cc must be an integer in [" + std::to_string(kMinComputeCap) + ", " +
+                     std::to_string(kMaxComputeCap) + "] (major x 10 + minor: 80, 90, 100)");
+  if (!(hw.nvlinkBwPerGpu_GBps >= 0 && hw.nvlinkBwPerGpu_GBps <= kMaxNvlinkBw_GBps))
+    return makeError("nvlink_GBps must be in [0, 1e5] (GB/s per GPU; 0: no NVLink)");
+  if (hw.nicsPerNode < 1 || hw.nicsPerNode > kMaxNicsPerNode)
+    return makeError("nics_per_node must be an integer in [1, " + std::to_string(kMaxNicsPerNode) + "]");
+  if (!(hw.nicSpeed_GBps > 0 && hw.nicSpeed_GBps <= kMaxNicSpeed_GBps))
+    return makeError("nic_GBps must be in (0, 1e4] (GB/s per NIC: 400 Gb/s is 50)");
+  return Ok{};
+}
+
+std::string clusterHardwareToJson(const ClusterHardware& hw) { return fingerprintJson(hw).dump(); }
 
 Expected<Profile> parseProfileJson(std::string_view text) {
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -158,6 +210,15 @@ Expected<Profile> parseProfileJson(std::string_view text) {
     if (!network) return makeError("policy: " + network.error());
     profile.network = *network;
   }
+  if (doc.contains("fingerprint")) {
+    try {
+      profile.hardware = parseFingerprint(doc["fingerprint"]);
+    } catch (const RuleError& e) {
+      return makeError("fingerprint: " + e.message);
+    } catch (const std::exception& e) {
+      return makeError(std::string("fingerprint: ") + e.what());
+    }
+  }
   if (!doc.contains("rules") || !doc["rules"].is_array()) return makeError("\"rules\" must be an array");
   const json& rules = doc["rules"];
   for (size_t i = 0; i < rules.size(); ++i) {
@@ -180,6 +241,7 @@ std::string profileToJson(const Profile& profile) {
   doc["format"] = kFormatName;
   doc["version"] = profile.version;
   if (!profile.name.empty()) doc["name"] = profile.name;
+  if (profile.hardware) doc["fingerprint"] = fingerprintJson(*profile.hardware);
   json rules = json::array();
   for (const Rule& r : profile.rules) {
     json j;
@@ -197,6 +259,7 @@ std::string profileToJson(const Profile& profile) {
     rules.push_back(std::move(j));
   }
   doc["rules"] = std::move(rules);
+  if (profile.network) doc["policy"] = json::parse(policyWeightsToJson(profile.network->weights()));  // export keeps it
   return doc.dump(2) + "\n";
 }
 

@@ -85,6 +85,10 @@ const BadProfile kBadProfiles[] = {
     {"nan", profileJson(R"({"algo":"ring","proto":"ll","confidence":NaN})"), "not valid JSON"},
     {"newer_version", R"({"format":"dynamiccl-profile","version":7,"rules":[]})", "newer"},
     {"csv_unknown_name", "allreduce,0,100,ring,lll,-1,-1,-1\n", "unknown protocol"},
+    {"fingerprint_missing_fact",
+     R"({"format":"dynamiccl-profile","version":1,"fingerprint":{"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8},)"
+     R"("rules":[{"algo":"ring","proto":"ll"}]})",
+     "fingerprint: missing \"nic_GBps\""},
 };
 
 INSTANTIATE_TEST_SUITE_P(Profiles, BadProfileKeepsNccl, ::testing::ValuesIn(kBadProfiles),

@@ -123,6 +123,14 @@ TEST(TopoOverrides, ParsesAndReportsBadValues) {
   EXPECT_EQ(none.ignored.size(), 2u);
 }
 
+TEST(TopoOverrides, NvlinkZeroMeansNoNvlinkOtherZerosAreRefused) {
+  auto o = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_NVLINK_GBPS", "0"}, {"DYNAMICCL_TOPO_NICS", "0"}}));
+  ASSERT_TRUE(o.nvlinkBw_GBps.has_value());  // a PCIe-only cluster can be declared through the environment
+  EXPECT_EQ(*o.nvlinkBw_GBps, 0.0);
+  EXPECT_FALSE(o.nics);
+  EXPECT_EQ(o.ignored.size(), 1u);
+}
+
 TEST(Fingerprint, MergesSourcesWithOverridesLast) {
   FakeSys sys;
   for (int i = 0; i < 8; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec");

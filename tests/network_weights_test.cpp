@@ -81,7 +81,9 @@ TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
 }
 
 TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
-  auto net = policy::PolicyNetwork::create(randomWeights(3));
+  policy::PolicyWeights unguarded = randomWeights(3);
+  unguarded.guardMargin = std::nullopt;  // three candidates for every key (the guard is policy_guard_test's)
+  auto net = policy::PolicyNetwork::create(unguarded);
   ASSERT_TRUE(net.ok());
   TopologyFingerprint fp;
   fp.nRanks = 16;

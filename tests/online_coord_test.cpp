@@ -132,7 +132,9 @@ TEST(OnlineCoord, TablesFromTheWireAreCheckedFieldByField) {
     b[rng() % b.size()] = static_cast<char>(rng());
     if (rng() % 4 == 0) b.resize(rng() % b.size());
     auto parsed = policy::OnlineTable::deserialize(b);
-    if (parsed.ok()) EXPECT_LE((*parsed)->entry(policy::onlineKey(4, 4096)).exploit.count, 4);
+    if (parsed.ok()) {
+      EXPECT_LE((*parsed)->entry(policy::onlineKey(4, 4096)).exploit.count, 4);
+    }
   }
   EXPECT_FALSE(policy::OnlineTable::deserialize(std::string(policy::kOnlineMaxRecordBytes + 1, 'x')).ok());
 }

@@ -49,6 +49,31 @@ TEST(ProfileJson, RoundTripsThroughWriter) {
   EXPECT_TRUE(again->rules[1].decision.keepsAlgoProto());
 }
 
+// A profile whose "fingerprint" key is `fingerprint` (JSON text).
+std::string profileWithFingerprint(const std::string& fingerprint) {
+  return R"({"format":"dynamiccl-profile","version":1,"fingerprint":)" + fingerprint + R"(,"rules":[]})";
+}
+
+TEST(ProfileJson, ReadsTheDeclaredClusterHardware) {
+  auto p = parseProfileJson(profileWithFingerprint(
+      R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25,"source":"sim preset h800"})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE(p->hardware.has_value());
+  EXPECT_EQ(p->hardware->computeCap, 90);
+  EXPECT_DOUBLE_EQ(p->hardware->nvlinkBwPerGpu_GBps, 400.0);
+  EXPECT_EQ(p->hardware->nicsPerNode, 8);
+  EXPECT_DOUBLE_EQ(p->hardware->nicSpeed_GBps, 25.0);
+  EXPECT_EQ(p->hardware->source, "sim preset h800");
+  auto again = parseProfileJson(profileToJson(*p));  // the writer keeps it (export, tune reports)
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->hardware, p->hardware);
+
+  auto pcie = parseProfileJson(profileWithFingerprint(R"({"gpu_cc":89,"nvlink_GBps":0,"nics_per_node":2,"nic_GBps":12.5})"));
+  ASSERT_TRUE(pcie.ok()) << pcie.error();  // 0: no NVLink
+  EXPECT_EQ(pcie->hardware->nvlinkBwPerGpu_GBps, 0.0);
+  EXPECT_FALSE(parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll"})"))->hardware.has_value());
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -87,6 +112,27 @@ const BadCase kBadJson[] = {
     {"pipe_ops zero", profileJson(R"({"algo":"ring","proto":"ll","pipe_ops":0})"), "pipe_ops"},
     {"reg_buff 2", profileJson(R"({"algo":"ring","proto":"ll","reg_buff":2})"), "reg_buff"},
     {"rules not array", R"({"format":"dynamiccl-profile","version":1,"rules":{}})", "rules"},
+    {"fingerprint text", profileWithFingerprint(R"("ranks=16 nodes=2 cc=90")"), "fingerprint: must be an object"},
+    {"fingerprint partial", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8})"),
+     "fingerprint: missing \"nic_GBps\""},
+    {"fingerprint unknown key", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25,"nic_gbps":25})"),
+     "unknown key \"nic_gbps\""},
+    {"fingerprint cc fraction", profileWithFingerprint(R"({"gpu_cc":9.0,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25})"),
+     "gpu_cc must be an integer"},
+    {"fingerprint cc range", profileWithFingerprint(R"({"gpu_cc":9,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25})"),
+     "gpu_cc must be in"},
+    {"fingerprint nvlink negative", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":-1,"nics_per_node":8,"nic_GBps":25})"),
+     "nvlink_GBps"},
+    {"fingerprint nvlink string", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":"400","nics_per_node":8,"nic_GBps":25})"),
+     "nvlink_GBps must be a number"},
+    {"fingerprint no nics", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":0,"nic_GBps":25})"),
+     "nics_per_node"},
+    {"fingerprint nic speed zero", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":0})"),
+     "nic_GBps"},
+    {"fingerprint nic speed huge", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":1e300})"),
+     "nic_GBps"},
+    {"fingerprint source number", profileWithFingerprint(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25,"source":3})"),
+     "source"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Bad, ProfileJsonRejects, ::testing::ValuesIn(kBadJson),

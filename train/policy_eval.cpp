@@ -20,17 +20,22 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
       double best = INFINITY;
       for (const policy::Decision& d : policy::policyConfigurations(coll, sys.fingerprint()))
         if (auto t = sys.trueLatency_us(coll, bytes, d, congestion)) best = std::min(best, *t);
-      const auto nccl = sys.trueLatency_us(coll, bytes, sys.ncclDefault(coll, bytes), congestion);
+      const policy::Decision own = sys.ncclDefault(coll, bytes);
+      const auto nccl = sys.trueLatency_us(coll, bytes, own, congestion);
       if (!std::isfinite(best) || !nccl) continue;
       best = std::min(best, *nccl);
-      // The plugin takes the first candidate NCCL did not mark IGNORE, else NCCL's own choice.
+      // The plugin takes the first candidate NCCL did not mark IGNORE and whose guard admits NCCL's
+      // own choice, else NCCL's own choice.
       double chosen = *nccl;
+      const int ownSlot = own.keepsAlgoProto() ? policy::kNcclChoiceUnknown : policy::ncclChoiceSlot(own.algo, own.proto);
       const policy::Candidates& cand = table.lookup(c, bytes, 1, 0);
-      for (int i = 0; i < cand.count; ++i)
+      for (int i = 0; i < cand.count; ++i) {
+        if (!cand.admitted(i, ownSlot)) continue;
         if (auto t = sys.trueLatency_us(coll, bytes, cand.decisions[i], congestion)) {
           chosen = *t;
           break;
         }
+      }
       const double rp = chosen / best, rn = *nccl / best;
       logPolicy += std::log(rp);
       logNccl += std::log(rn);

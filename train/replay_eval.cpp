@@ -19,9 +19,14 @@ ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const sim::ReplayDa
       const CommShape shape{.commId = 0, .nRanks = p.shape->nRanks, .nNodes = p.shape->nNodes};
       it = tables.emplace(p.shape, policy::DecisionTable::compile(generated, shape)).first;
     }
-    // The plugin's rule: the first candidate NCCL did not mark IGNORE, else NCCL's own choice.
+    // The plugin's rule: the first candidate NCCL did not mark IGNORE and whose guard admits NCCL's
+    // own choice, else NCCL's own choice.
     const policy::Candidates& cand = it->second.lookup(static_cast<int>(p.coll), p.bytes, 1, 0);
+    const int ownSlot = p.ncclDefault.algo == Algo::Default || p.ncclDefault.proto == Proto::Default
+                            ? policy::kNcclChoiceUnknown
+                            : policy::ncclChoiceSlot(p.ncclDefault.algo, p.ncclDefault.proto);
     for (int i = 0; i < cand.count; ++i) {
+      if (!cand.admitted(i, ownSlot)) continue;
       const policy::Decision& d = cand.decisions[i];
       if (d.keepsAlgoProto()) return sim::Config{p.ncclDefault.algo, p.ncclDefault.proto, d.nChannels, 0};
       if (cost[static_cast<int>(d.algo)][static_cast<int>(d.proto)] >= 0)

@@ -1,0 +1,152 @@
+// A learned profile ("policy" section) through the real library (dlopen, C ABI). Init budget: under
+// 1 ms per communicator once the profile is parsed. The first init of a shape evaluates the network
+// for every key (then the rules are cached per shape), so both the first-of-shape and the cached
+// case are timed, plus rule generation alone without the plugin, and the guarded hot path.
+// DYNAMICCL_BENCH_POLICY=<profile.json> times a trained profile; default: seeded random weights
+// of the default dimensions (timing does not depend on the values).
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "harness/harness.h"
+#include "policy/policy.h"
+
+namespace {
+
+using namespace dynamiccl;
+
+policy::PolicyWeights randomWeights() {
+  policy::PolicyWeights w;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> n(0.0f, 0.3f);
+  auto tensor = [&](std::vector<int> shape) {
+    policy::Tensor t{shape, {}};
+    size_t count = 1;
+    for (int d : shape) count *= d;
+    for (size_t i = 0; i < count; ++i) t.data.push_back(n(rng));
+    return t;
+  };
+  const int h = w.gruHidden;
+  w.tensors["gru.weight_ih"] = tensor({3 * h, 1});
+  w.tensors["gru.weight_hh"] = tensor({3 * h, h});
+  w.tensors["gru.bias_ih"] = tensor({3 * h});
+  w.tensors["gru.bias_hh"] = tensor({3 * h});
+  int in = w.mlpInputs();
+  for (size_t i = 0; i <= w.mlpHidden.size(); ++i) {
+    const int out = i < w.mlpHidden.size() ? w.mlpHidden[i] : 1;
+    w.tensors["mlp." + std::to_string(i) + ".weight"] = tensor({out, in});
+    w.tensors["mlp." + std::to_string(i) + ".bias"] = tensor({out});
+    in = out;
+  }
+  w.targetMean = 3.0f;
+  return w;
+}
+
+struct Fixture {
+  std::string path;
+  bool ownsFile = false;
+  std::shared_ptr<harness::TunerLibrary> lib;
+  std::shared_ptr<const policy::PolicyNetwork> net;
+  Fixture() {
+    if (const char* given = std::getenv("DYNAMICCL_BENCH_POLICY"); given && *given) {
+      path = given;
+    } else {
+      char tmpl[] = "/tmp/dynamiccl-bench-policy-XXXXXX";
+      close(mkstemp(tmpl));
+      path = tmpl;
+      ownsFile = true;
+      std::ofstream(path) << R"({"format":"dynamiccl-profile","version":1,"name":"bench-learned","rules":[],)"
+                          << R"("fingerprint":{"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25},)"
+                          << R"("policy":)" << policy::policyWeightsToJson(randomWeights()) << "}";
+    }
+    auto profile = policy::loadProfileFile(path);
+    if (!profile || !profile->network) std::abort();
+    if (!profile->hardware) {  // multi-node shapes get no learned rules without declared hardware
+      setenv("DYNAMICCL_TOPO_GPU_CC", "90", 0);
+      setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "400", 0);
+      setenv("DYNAMICCL_TOPO_NICS", "8", 0);
+      setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 0);
+    }
+    net = profile->network;
+    setenv("DYNAMICCL_PROFILE", path.c_str(), 1);
+    auto l = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
+    if (!l) std::abort();
+    lib = l.value();
+    if (!lib->init(harness::CommSpec{1, 16, 2})) std::abort();  // parses the profile: not timed
+  }
+  ~Fixture() {
+    if (ownsFile) std::remove(path.c_str());
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+// The budget case: every iteration a shape the plugin has not seen (2 nodes, 8 + i ranks per node).
+void BM_LearnedInitFirstOfShape(benchmark::State& state) {
+  auto& f = fixture();
+  static int next = 0;
+  for (auto _ : state) {
+    const int perNode = 9 + next++ % 4000;
+    auto comm = f.lib->init(harness::CommSpec{2, 2 * perNode, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_LearnedInitFirstOfShape)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The same shape again: the rules come from the per-shape cache.
+void BM_LearnedInitCachedShape(benchmark::State& state) {
+  auto& f = fixture();
+  for (auto _ : state) {
+    auto comm = f.lib->init(harness::CommSpec{3, 16, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_LearnedInitCachedShape)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// Rule generation alone (network evaluation for every collective x size bucket x configuration).
+void BM_PolicyRulesOnly(benchmark::State& state) {
+  auto& f = fixture();
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  fp.nNodes = 2;
+  fp.ranksPerNode = 8;
+  fp.computeCap = 90;
+  for (auto _ : state) {
+    auto rules = policy::policyRules(*f.net, fp, {});
+    benchmark::DoNotOptimize(rules);
+  }
+}
+BENCHMARK(BM_PolicyRulesOnly)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The hot path with the network's guarded rules: NCCL's own choice (cheapest entry) is found once
+// per call before the guard is read. Budget as for any profile: ~50 ns median.
+void BM_GetCollInfoGuarded(benchmark::State& state) {
+  auto& f = fixture();
+  auto comm = f.lib->init(harness::CommSpec{4, 16, 2});
+  if (!comm) std::abort();
+  float master[7][3], table[7][3];
+  for (int a = 0; a < 7; ++a)
+    for (int p = 0; p < 3; ++p) master[a][p] = 10.0f + a + p;
+  size_t i = 0;
+  for (auto _ : state) {
+    std::memcpy(table, master, sizeof table);
+    int nChannels = 0;
+    const uint64_t bytes = (uint64_t{1} << (i % 32)) + (i * 2654435761u) % 4096;
+    (*comm)->getCollInfoRaw(static_cast<int>(i % 5), bytes, 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels);
+    benchmark::DoNotOptimize(table);
+    ++i;
+  }
+}
+BENCHMARK(BM_GetCollInfoGuarded)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,215 @@
+// The learned policy's guard: a network's choice replaces NCCL's own only where the network predicts
+// it faster than NCCL's own choice by the margin; elsewhere the next rule, then NCCL, decides.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "policy/policy.h"
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::ScopedEnv;
+using testing::TempFile;
+
+constexpr int kTree = 0, kRing = 1, kLL = 0, kLL128 = 1, kSimple = 2;
+
+// A network whose prediction depends only on (algo, proto), in log us: Ring/LL128 9.00,
+// Ring/Simple 9.02 (within 5% of it), Ring/LL and Tree/LL128 9.50, Tree/Simple 9.52, Tree/LL and
+// every other algorithm 10.0 and up. One hidden unit, kept positive, so the output is its input.
+policy::PolicyWeights handMadeWeights(std::optional<float> margin) {
+  policy::PolicyWeights w;
+  w.mlpHidden = {1};
+  w.guardMargin = margin;
+  const int h = w.gruHidden, in = w.mlpInputs();
+  auto zeros = [](std::vector<int> shape) {
+    size_t n = 1;
+    for (int d : shape) n *= d;
+    return policy::Tensor{shape, std::vector<float>(n, 0.0f)};
+  };
+  w.tensors["gru.weight_ih"] = zeros({3 * h, 1});
+  w.tensors["gru.weight_hh"] = zeros({3 * h, h});
+  w.tensors["gru.bias_ih"] = zeros({3 * h});
+  w.tensors["gru.bias_hh"] = zeros({3 * h});
+  policy::Tensor first = zeros({1, in});
+  const int config = kContextFeatures;  // algo one-hot at config + algo, proto one-hot at config + 7 + proto
+  first.data[config + kRing] = -0.5f;
+  first.data[config + 7 + kLL128] = -0.5f;
+  first.data[config + 7 + kSimple] = -0.48f;
+  w.tensors["mlp.0.weight"] = first;
+  w.tensors["mlp.0.bias"] = policy::Tensor{{1}, {10.0f}};
+  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 1}, {1.0f}};
+  w.tensors["mlp.1.bias"] = zeros({1});
+  w.targetMean = 0.0f;
+  w.targetStd = 1.0f;
+  return w;
+}
+
+// Declares the cluster (A100-like, no NVLS): multi-node communicators get learned rules only then.
+std::string profileWithPolicy(const policy::PolicyWeights& w) {
+  return R"({"format":"dynamiccl-profile","version":1,"name":"guarded","rules":[],)"
+         R"("fingerprint":{"gpu_cc":80,"nvlink_GBps":300,"nics_per_node":8,"nic_GBps":25},"policy":)" +
+         policy::policyWeightsToJson(w) + "}";
+}
+
+// NCCL's own choice is (algo, proto): that entry is the cheapest, every other one available.
+harness::CostTable ncclPicks(int algo, int proto) {
+  harness::CostTable t = harness::allAvailable(20.0f);
+  t[algo][proto] = 5.0f;
+  return t;
+}
+
+TopologyFingerprint twoNodesOfEight() {
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  fp.nNodes = 2;
+  fp.ranksPerNode = 8;
+  fp.computeCap = 80;
+  return fp;
+}
+
+TEST(PolicyGuard, MarginIsReadWrittenAndChecked) {
+  policy::PolicyWeights w = handMadeWeights(0.1f);
+  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->guardMargin, std::optional<float>(0.1f));
+
+  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  j.erase("guard_margin");  // weights written before the guard existed
+  back = policy::parsePolicyWeights(j.dump());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_FALSE(back->guardMargin.has_value());  // absent: no guard
+
+  j["guard_margin"] = nullptr;
+  back = policy::parsePolicyWeights(j.dump());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_FALSE(back->guardMargin.has_value());
+  EXPECT_EQ(nlohmann::json::parse(policy::policyWeightsToJson(*back))["guard_margin"], nullptr);
+
+  for (double bad : {-0.01, 1.0, 3.0}) {
+    j["guard_margin"] = bad;
+    EXPECT_FALSE(policy::parsePolicyWeights(j.dump()).ok()) << bad;
+  }
+  j["guard_margin"] = "5%";
+  EXPECT_FALSE(policy::parsePolicyWeights(j.dump()).ok());
+}
+
+TEST(PolicyGuard, RulesAdmitOnlyTheNcclChoicesTheyBeatByTheMargin) {
+  auto net = policy::PolicyNetwork::create(handMadeWeights(0.05f));
+  ASSERT_TRUE(net.ok()) << net.error();
+  const std::vector<policy::Rule> rules = policy::policyRules(**net, twoNodesOfEight(), {});
+  const uint64_t probe = policy::policyProbeBytes(20);
+  std::vector<const policy::Rule*> key;
+  for (const policy::Rule& r : rules)
+    if (r.collective == Collective::AllReduce && r.minBytes <= probe && probe <= r.maxBytes) key.push_back(&r);
+  ASSERT_EQ(key.size(), 3u);
+  auto slot = [](int a, int p) { return policy::ncclChoiceSlot(Algo(a), Proto(p)); };
+  auto admits = [&](const policy::Rule& r, int a, int p) { return (r.admits >> slot(a, p)) & 1u; };
+  // Best: Ring/LL128 (9.00). It beats Ring/LL (9.50) and Tree/* by more than 5%, not Ring/Simple
+  // (9.02) and not itself; NCCL choices the network never scored (CollNet) are never replaced.
+  EXPECT_EQ(key[0]->decision, (policy::Decision{Algo::Ring, Proto::LL128, 0, 0}));
+  EXPECT_TRUE(admits(*key[0], kRing, kLL));
+  EXPECT_TRUE(admits(*key[0], kTree, kLL));
+  EXPECT_TRUE(admits(*key[0], kTree, kSimple));
+  EXPECT_FALSE(admits(*key[0], kRing, kSimple));
+  EXPECT_FALSE(admits(*key[0], kRing, kLL128));
+  EXPECT_FALSE(admits(*key[0], 2, kSimple));  // CollNetDirect
+  EXPECT_FALSE((key[0]->admits >> policy::kNcclChoiceUnknown) & 1u);
+  // Fall-through candidates score worse, so they admit a subset.
+  EXPECT_EQ(key[1]->decision, (policy::Decision{Algo::Ring, Proto::Simple, 0, 0}));
+  EXPECT_EQ(key[1]->admits & ~key[0]->admits, 0u);
+  EXPECT_FALSE(admits(*key[1], kRing, kSimple));
+  EXPECT_TRUE(admits(*key[1], kRing, kLL));
+
+  // A wider margin admits less: at 45% (log 0.55 = -0.60) only Tree/LL (10.0) is beaten, by Ring/LL128
+  // and Ring/Simple; Ring/LL (9.50) beats nothing and gets no rule.
+  auto wide = policy::PolicyNetwork::create(handMadeWeights(0.45f));
+  ASSERT_TRUE(wide.ok());
+  const std::vector<policy::Rule> fewer = policy::policyRules(**wide, twoNodesOfEight(), {});
+  EXPECT_LT(fewer.size(), rules.size());
+  std::vector<const policy::Rule*> wideKey;
+  for (const policy::Rule& r : fewer)
+    if (r.collective == Collective::AllReduce && r.minBytes <= probe && probe <= r.maxBytes) wideKey.push_back(&r);
+  ASSERT_EQ(wideKey.size(), 2u);
+  EXPECT_EQ(wideKey[0]->decision, (policy::Decision{Algo::Ring, Proto::LL128, 0, 0}));
+  EXPECT_EQ(wideKey[1]->decision, (policy::Decision{Algo::Ring, Proto::Simple, 0, 0}));
+  for (const policy::Rule* r : wideKey) EXPECT_EQ(r->admits, policy::GuardMask{1} << slot(kTree, kLL));
+
+  // No guard: every key gets its three candidates, admitted whatever NCCL would have chosen.
+  auto open = policy::PolicyNetwork::create(handMadeWeights(std::nullopt));
+  ASSERT_TRUE(open.ok());
+  const std::vector<policy::Rule> all = policy::policyRules(**open, twoNodesOfEight(), {});
+  EXPECT_EQ(all.size(), size_t{kNumCollectives} * (policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1) * 3);
+  for (const policy::Rule& r : all) EXPECT_EQ(r.admits, policy::kAdmitsAny);
+}
+
+TEST(PolicyGuard, TableKeepsGuardsAndDropsOnlyRedundantRepeats) {
+  policy::Profile p;
+  policy::Rule guarded;
+  guarded.decision = policy::Decision{Algo::Ring, Proto::LL128, 0, 0};
+  guarded.admits = 0b101;
+  policy::Rule same = guarded;
+  same.admits = 0b001;  // admits nothing the first does not: redundant
+  policy::Rule profileRule = guarded;
+  profileRule.admits = policy::kAdmitsAny;  // a profile rule with the same decision still applies elsewhere
+  p.rules = {guarded, same, profileRule};
+  const policy::DecisionTable t = policy::DecisionTable::compile(p, CommShape{.nRanks = 8, .nNodes = 1});
+  const policy::Candidates& c = t.lookup(4, 1 << 20, 1, 0);
+  ASSERT_EQ(c.count, 2);
+  EXPECT_EQ(c.admits[0], 0b101u);
+  EXPECT_EQ(c.admits[1], policy::kAdmitsAny);
+  EXPECT_TRUE(c.admitted(0, 2));
+  EXPECT_FALSE(c.admitted(0, 1));
+  EXPECT_FALSE(c.admitted(0, policy::kNcclChoiceUnknown));
+  EXPECT_TRUE(c.admitted(1, policy::kNcclChoiceUnknown));
+}
+
+// Through the real library: what NCCL ends up running for an AllReduce of 1 MiB on 2 x 8 ranks.
+harness::Choice runs(const std::optional<float>& margin, const harness::CostTable& table, int maxVersion = 6) {
+  TempFile file(profileWithPolicy(handMadeWeights(margin)));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", "1");
+  auto lib = testing::openPlugin(maxVersion);
+  EXPECT_TRUE(lib);
+  if (!lib) return {};
+  auto comm = lib->init(harness::CommSpec{.nRanks = 16, .nNodes = 2});
+  EXPECT_TRUE(comm.ok()) << comm.error();
+  if (!comm.ok()) return {};
+  return (*comm)->decide(4, size_t{1} << 20, table);
+}
+
+TEST(PolicyGuard, PluginAppliesTheChoiceOnlyWhereItBeatsNcclsOwn) {
+  const harness::Choice ringLL128{kRing, kLL128, 0};
+  // NCCL would run Tree/LL, predicted 10% slower: the network's Ring/LL128 replaces it.
+  EXPECT_EQ(runs(0.05f, ncclPicks(kTree, kLL)), ringLL128);
+  // NCCL would run Ring/Simple, predicted within 5%: NCCL's own choice stands.
+  EXPECT_EQ(runs(0.05f, ncclPicks(kRing, kSimple)), (harness::Choice{kRing, kSimple, 0}));
+  // NCCL would already run the network's choice: nothing to replace.
+  EXPECT_EQ(runs(0.05f, ncclPicks(kRing, kLL128)), ringLL128);
+  // The best choice unavailable (IGNORE): the next candidate, Ring/Simple, beats Tree/LL by the margin too.
+  harness::CostTable noLL128 = ncclPicks(kTree, kLL);
+  noLL128[kRing][kLL128] = -1.0f;
+  EXPECT_EQ(runs(0.05f, noLL128), (harness::Choice{kRing, kSimple, 0}));
+  // NCCL's own choice as NCCL finds it: ties go to the lowest index (Tree/LL before Ring/Simple), and
+  // entries from 3.6e9 us up are never chosen (then NCCL's choice is unknown and no guard admits).
+  harness::CostTable tie = ncclPicks(kRing, kSimple);
+  tie[kTree][kLL] = tie[kRing][kSimple];
+  EXPECT_EQ(runs(0.05f, tie), ringLL128);
+  harness::CostTable unusable = harness::allIgnored();
+  unusable[kTree][kLL] = unusable[kRing][kLL128] = 4e9f;
+  EXPECT_EQ(runs(0.05f, unusable), (harness::Choice{}));
+  // Without the guard the network decides everywhere, as before the guard existed.
+  EXPECT_EQ(runs(std::nullopt, ncclPicks(kRing, kSimple)), ringLL128);
+}
+
+TEST(PolicyGuard, V2WithoutACostTableKeepsNcclsChoiceForGuardedRules) {
+  // v2 gets no cost table, so NCCL's own choice is unknown and no guard can admit a replacement.
+  EXPECT_EQ(runs(0.05f, ncclPicks(kTree, kLL), 2), (harness::Choice{kTree, kLL, 0}));
+  EXPECT_EQ(runs(std::nullopt, ncclPicks(kTree, kLL), 2), (harness::Choice{kRing, kLL128, 0}));
+}
+
+}  // namespace
+}  // namespace dynamiccl
