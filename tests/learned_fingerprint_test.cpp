@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "tests/policy_weights_fixture.h"
 #include "test_support.h"
 
 namespace dynamiccl::policy {
@@ -37,16 +38,9 @@ policy::PolicyWeights nicBandwidthWeights(float batchWeight = 0.0f) {
   policy::PolicyWeights w;
   w.mlpHidden = {2};
   w.guardMargin = std::nullopt;
-  const int h = w.gruHidden, in = w.mlpInputs();
-  auto zeros = [](std::vector<int> shape) {
-    size_t n = 1;
-    for (int d : shape) n *= d;
-    return policy::Tensor{shape, std::vector<float>(n, 0.0f)};
-  };
-  w.tensors["gru.weight_ih"] = zeros({3 * h, 1});
-  w.tensors["gru.weight_hh"] = zeros({3 * h, h});
-  w.tensors["gru.bias_ih"] = zeros({3 * h});
-  w.tensors["gru.bias_hh"] = zeros({3 * h});
+  const int in = w.mlpInputs();
+  const auto zeros = fixture::zeroTensor;
+  fixture::zeroGru(w);
   policy::Tensor first = zeros({2, in});
   const int ring = kContextFeatures + kRing;  // the configuration's algo one-hot follows the context
   first.data[12] = 10.0f;

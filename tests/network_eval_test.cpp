@@ -9,35 +9,13 @@
 
 #include "policy/dense_kernel.h"
 #include "policy/policy.h"
+#include "tests/policy_weights_fixture.h"
 
 namespace dynamiccl {
 namespace {
 
 policy::PolicyWeights randomWeights(uint64_t seed, std::vector<int> hidden = {64, 64}) {
-  policy::PolicyWeights w;
-  w.mlpHidden = std::move(hidden);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 0.3f);
-  auto tensor = [&](std::vector<int> shape) {
-    policy::Tensor t{shape, {}};
-    size_t count = 1;
-    for (int d : shape) count *= d;
-    for (size_t i = 0; i < count; ++i) t.data.push_back(n(rng));
-    return t;
-  };
-  const int h = w.gruHidden;
-  w.tensors["gru.weight_ih"] = tensor({3 * h, 1});
-  w.tensors["gru.weight_hh"] = tensor({3 * h, h});
-  w.tensors["gru.bias_ih"] = tensor({3 * h});
-  w.tensors["gru.bias_hh"] = tensor({3 * h});
-  int in = w.mlpInputs();
-  for (size_t i = 0; i <= w.mlpHidden.size(); ++i) {
-    const int out = i < w.mlpHidden.size() ? w.mlpHidden[i] : 1;
-    w.tensors["mlp." + std::to_string(i) + ".weight"] = tensor({out, in});
-    w.tensors["mlp." + std::to_string(i) + ".bias"] = tensor({out});
-    in = out;
-  }
-  w.targetMean = 3.0f;
+  policy::PolicyWeights w = fixture::randomPolicyWeights(seed, std::move(hidden));
   w.targetStd = 2.0f;
   return w;
 }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "policy/policy.h"
+#include "tests/policy_weights_fixture.h"
 #include "test_support.h"
 
 namespace dynamiccl {
@@ -24,16 +25,9 @@ policy::PolicyWeights handMadeWeights(std::optional<float> margin) {
   policy::PolicyWeights w;
   w.mlpHidden = {1};
   w.guardMargin = margin;
-  const int h = w.gruHidden, in = w.mlpInputs();
-  auto zeros = [](std::vector<int> shape) {
-    size_t n = 1;
-    for (int d : shape) n *= d;
-    return policy::Tensor{shape, std::vector<float>(n, 0.0f)};
-  };
-  w.tensors["gru.weight_ih"] = zeros({3 * h, 1});
-  w.tensors["gru.weight_hh"] = zeros({3 * h, h});
-  w.tensors["gru.bias_ih"] = zeros({3 * h});
-  w.tensors["gru.bias_hh"] = zeros({3 * h});
+  const int in = w.mlpInputs();
+  const auto zeros = fixture::zeroTensor;
+  fixture::zeroGru(w);
   policy::Tensor first = zeros({1, in});
   const int config = kContextFeatures;  // algo one-hot at config + algo, proto one-hot at config + 7 + proto
   first.data[config + kRing] = -0.5f;
