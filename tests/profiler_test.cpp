@@ -301,18 +301,24 @@ TEST(Profiler, FullQueueDropsWithoutBlocking) {
   EXPECT_LT(s, 5.0) << "the producer must never wait for the worker";
 }
 
+// One profiler context per rank 0..n-1 (the communicators of a multi-threaded process).
+void initRanks(ProfilerLibrary& lib, int n, std::vector<void*>& ctxs) {
+  int mask = 0;
+  ctxs.assign(n, nullptr);
+  for (int t = 0; t < n; ++t) {
+    ProfilerCommSpec spec;
+    spec.rank = t;
+    ASSERT_EQ(lib.init(spec, &mask, &ctxs[t]), ncclSuccess);
+  }
+}
+
 TEST(Profiler, ManyThreadsEmitConcurrently) {
   ChannelEnv env;
   auto lib = openProfiler(5);
   ASSERT_TRUE(lib);
   constexpr int kThreads = 8, kCalls = 5000;
-  int mask = 0;
-  std::vector<void*> ctxs(kThreads);
-  for (int t = 0; t < kThreads; ++t) {
-    ProfilerCommSpec spec;
-    spec.rank = t;
-    ASSERT_EQ(lib->init(spec, &mask, &ctxs[t]), ncclSuccess);
-  }
+  std::vector<void*> ctxs;
+  ASSERT_NO_FATAL_FAILURE(initRanks(*lib, kThreads, ctxs));
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
@@ -342,13 +348,8 @@ TEST(Profiler, SweepRacingStopsCompletesEachRecordOnce) {
   auto lib = openProfiler(5);
   ASSERT_TRUE(lib);
   constexpr int kThreads = 4, kCalls = 3000;
-  int mask = 0;
-  std::vector<void*> ctxs(kThreads);
-  for (int t = 0; t < kThreads; ++t) {
-    ProfilerCommSpec spec;
-    spec.rank = t;
-    ASSERT_EQ(lib->init(spec, &mask, &ctxs[t]), ncclSuccess);
-  }
+  std::vector<void*> ctxs;
+  ASSERT_NO_FATAL_FAILURE(initRanks(*lib, kThreads, ctxs));
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
