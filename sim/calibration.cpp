@@ -347,36 +347,26 @@ double repeatTieBand(const std::vector<PreparedGroup>& groups) {
   return tieBand;
 }
 
-void scoreAgreement(const std::vector<PreparedGroup>& groups, DatasetCalibration& out) {
-  const double tieBand = repeatTieBand(groups);
+// Over the forced points prepared for the fit: is the simulator's fastest configuration the
+// measured fastest (exactly, within the tie band, within 5%)?
+void scoreAgreement(const std::vector<PreparedGroup>& groups, double tieBand, DatasetCalibration& out) {
   out.tieBand = tieBand;
-  for (const PreparedGroup& g : groups) {
-    struct Entry { double sum = 0; int n = 0; Config c; int sim = 0; };
-    std::map<std::tuple<int, int, int, uint64_t>, std::map<std::pair<int, int>, Entry>> points;
-    for (const PreparedRow& r : g.rows) {
-      // Default and forced runs were taken on different days: compare forced runs among themselves.
-      if (!r.m.forced()) continue;
-      auto& e = points[{int(r.m.coll), r.m.nRanks, r.m.nNodes, r.m.bytes}][{int(r.config.algo), int(r.config.proto)}];
-      e.sum += r.m.time_us, ++e.n, e.c = r.config, e.sim = r.sim;
-    }
-    for (const auto& [key, configs] : points) {
-      if (configs.size() < 2) continue;
-      const uint64_t bytes = std::get<3>(key);
-      const Collective coll = Collective(std::get<0>(key));
-      double bestMeasured = 1e300, simBest = 1e300, measuredOfSimBest = 0;
-      std::pair<int, int> measuredArg, simArg;
-      for (const auto& [k, e] : configs) {
-        const double m = e.sum / e.n;
-        const double s = g.sims[e.sim]->time_us(coll, bytes, e.c);
-        if (m < bestMeasured) bestMeasured = m, measuredArg = k;
-        if (s > 0 && s < simBest) simBest = s, simArg = k, measuredOfSimBest = m;
+  for (const PreparedGroup& g : groups)
+    for (const ForcedPoint& fp : g.forced) {
+      double simBest = 1e300;
+      int simArg = -1;
+      for (size_t c = 0; c < fp.rowOf.size(); ++c) {
+        const PreparedRow& r = g.rows[fp.rowOf[c]];
+        const double t = g.sims[r.sim]->time_us(r.m.coll, r.m.bytes, r.config);
+        if (t > 0 && t < simBest) simBest = t, simArg = static_cast<int>(c);
       }
       ++out.agreementPoints;
-      if (simArg == measuredArg) ++out.agreementExact;
-      if (simArg == measuredArg || measuredOfSimBest <= (1 + tieBand) * bestMeasured) ++out.agreementHits;
-      if (measuredOfSimBest <= 1.05 * bestMeasured) ++out.agreementWithinNoise;
+      if (simArg < 0) continue;
+      const double best = fp.measured_us[fp.best], picked = fp.measured_us[simArg];
+      if (simArg == fp.best) ++out.agreementExact;
+      if (simArg == fp.best || picked <= (1 + tieBand) * best) ++out.agreementHits;
+      if (picked <= 1.05 * best) ++out.agreementWithinNoise;
     }
-  }
 }
 
 }  // namespace
@@ -462,7 +452,7 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
   }
   if (o.fit && o.progress) std::fprintf(stderr, "\n");
   out.mape = out.rows ? weighted / out.rows : 0;
-  scoreAgreement(groups, out);
+  scoreAgreement(groups, tieBand, out);
   scoreNoiseFloor(groups, out);
   return out;
 }

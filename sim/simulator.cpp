@@ -34,6 +34,13 @@ double softMin(double a, double b, double sharpness) {
 
 double log2ceil(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n))); }
 
+// SHARP aggregation: up and down the switch tree's levels, about log_32 of the nodes (radix-64
+// switches with half the ports down), each a network hop plus the switch's reduction.
+double sharpRoundTrip_us(int nDom, double alphaNet_us, double sharpHop_us) {
+  const double levels = std::max(1.0, std::ceil(std::log(double(nDom)) / std::log(32.0)));
+  return 2 * levels * (alphaNet_us + sharpHop_us);
+}
+
 // Newer GPUs copy faster per thread block (more SMs' worth of bandwidth per block).
 double generationScale(int cc) { return cc >= 100 ? 1.6 : cc >= 90 ? 1.25 : 1.0; }
 
@@ -201,8 +208,7 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       if (nDom > 1 && c.algo == Algo::Nvls) {
         // NVLS + SHARP: the switches reduce across nodes, so a node's NICs carry S each way (in bus
         // terms, busFactor x the NICs' rate), through the switch tree's levels and back.
-        const double levels = std::max(1.0, std::ceil(std::log(double(nDom)) / std::log(32.0)));
-        latency_us += 2 * levels * (alphaNet + k.sharpHop_us);
+        latency_us += sharpRoundTrip_us(nDom, alphaNet, k.sharpHop_us);
         link = std::min(link, netLink * k.sharpEff * busFactor);
       } else if (nDom > 1) {
         link = std::min(link, netLink);
@@ -221,14 +227,12 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
     }
     case Algo::CollNetDirect:
     case Algo::CollNetChain: {
-      // The switch tree reduces and multicasts: up and down its levels (~log_32 of the nodes,
-      // radix-64 switches with half the ports down) instead of ring's 2(nDom-1) network hops.
-      const double levels = std::max(1.0, std::ceil(std::log(double(nDom)) / std::log(32.0)));
+      // The switch tree reduces and multicasts instead of ring's 2(nDom-1) network hops.
       const bool direct = c.algo == Algo::CollNetDirect;
       // Direct: every GPU scatters to the node's NIC heads over NVLink (one hop each way); Chain:
       // a chain through the node's GPUs to one head, as tree's intra-node part.
       steps = direct ? 2 : std::max(1, 2 * (ppn - 1)) + 2;
-      latency_us = (direct ? 2 * alphaIntra : 2 * (ppn - 1) * alphaIntra) + 2 * levels * (alphaNet + k.sharpHop_us);
+      latency_us = (direct ? 2 * alphaIntra : 2 * (ppn - 1) * alphaIntra) + sharpRoundTrip_us(nDom, alphaNet, k.sharpHop_us);
       // Bandwidth, in algorithm terms: a node's NICs carry S up and S down (full duplex); inside
       // the node Direct moves 2(ppn-1)/ppn S per GPU (reduce-scatter to heads, gather back) and
       // Chain moves S each way over each chain link.
