@@ -21,7 +21,12 @@ namespace {
 
 using namespace dynamiccl;
 
-policy::PolicyWeights randomWeights() { return fixture::randomPolicyWeights(7); }
+// With the guard on (it is off by default), so BM_GetCollInfoGuarded times its per-call check.
+policy::PolicyWeights randomWeights() {
+  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  w.guardMargin = 0.05f;
+  return w;
+}
 
 struct Fixture {
   std::string path;
