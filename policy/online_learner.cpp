@@ -112,7 +112,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     auto trusted = [&](int s) {
       return s >= 0 && k.arms[s].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[s].w > 0.5;
     };
-    auto mean = [&](int s) { return s >= 0 ? k.arms[s].s / k.arms[s].w : 0.0; };  // callers check trusted(s)
+    auto mean = [&](int s) { return k.arms[s].s / k.arms[s].w; };
     auto se = [&](int s) {
       const ArmStats& a = k.arms[s];
       const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
