@@ -19,20 +19,13 @@ struct ProbedFacts {
 
 ProbedFacts probeThisHost() {
   const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", [](const char* n) { return std::getenv(n); });
+  const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO_*
+  const bool gpuKnown = host.nvml && host.nvml->computeCap > 0;      // then NVLink 0 means "none"
   ProbedFacts p;
-  if (host.nvml && host.nvml->computeCap > 0) {
-    p.gpuCc = host.nvml->computeCap;
-    p.nvlinkGBps = host.nvml->nvlinkBwPerGpu_GBps;
-  }
-  if (host.nics.count > 0) {
-    p.nics = host.nics.count;
-    p.nicGBps = host.nics.speed_GBps;
-  }
-  const TopoOverrides& o = host.overrides;
-  if (o.computeCap) p.gpuCc = o.computeCap;
-  if (o.nvlinkBw_GBps) p.nvlinkGBps = o.nvlinkBw_GBps;
-  if (o.nics) p.nics = o.nics;
-  if (o.nicSpeed_GBps) p.nicGBps = o.nicSpeed_GBps;
+  if (fp.computeCap > 0) p.gpuCc = fp.computeCap;
+  if (gpuKnown || host.overrides.nvlinkBw_GBps) p.nvlinkGBps = fp.nvlinkBwPerGpu_GBps;
+  if (fp.nicsPerNode > 0) p.nics = fp.nicsPerNode;
+  if (fp.nicsPerNode > 0 || host.overrides.nicSpeed_GBps) p.nicGBps = fp.nicSpeed_GBps;
   return p;
 }
 
