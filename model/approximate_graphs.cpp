@@ -130,7 +130,8 @@ Expected<NcclGraphs> approximateGraphs(const Topology& t) {
   const double pairBw = (t.nvlink && !t.nvswitch && ng > 1) ? gpuTotalBw / (ng - 1) : gpuTotalBw;
   // ASSUMPTION: the GPU-NIC PCIe path is never slower than the NIC on NVLink systems (DGX/HGX put
   // one NIC per GPU on its switch); on PCIe-only systems it is limited by the GPU's PCIe link.
-  const double nicPathBw = t.nvlink ? t.nicBw_GBps : std::min(t.nicBw_GBps, t.pcieBw_GBps);
+  const double nicBw = t.ncclNicBw();
+  const double nicPathBw = t.nvlink ? nicBw : std::min(nicBw, t.pcieBw_GBps);
 
   // Path types. ASSUMPTION: PCIe-only GPUs meet at the host bridge (PHB) for two GPUs and across
   // sockets (SYS) for more (as the L40S nodes in shared/data); NICs sit on the GPU's PCIe switch
@@ -154,12 +155,12 @@ Expected<NcclGraphs> approximateGraphs(const Topology& t) {
     // Each ring channel enters and leaves the node through one NIC and crosses every GPU's links.
     ringCapacity = [&](float s) {
       if (s > nicPathBw) return 0;
-      const int byNic = nicsPerNode * static_cast<int>(t.nicBw_GBps / s + 1e-9);
+      const int byNic = nicsPerNode * static_cast<int>(nicBw / s + 1e-9);
       const int byGpu = ng > 1 ? static_cast<int>(gpuTotalBw / s + 1e-9) : byNic;
       return std::min(byNic, byGpu);
     };
     maxBw = static_cast<float>(nicPathBw);
-    totalBw = static_cast<float>(ng > 1 ? gpuTotalBw : nicsPerNode * t.nicBw_GBps);
+    totalBw = static_cast<float>(ng > 1 ? gpuTotalBw : nicsPerNode * nicBw);
   }
   const auto ringSpeeds = speeds(cc, inter);
   Found ring = searchPass1(ringSpeeds, maxBw, totalBw, 1, maxRingChannels, ringCapacity);
@@ -191,7 +192,7 @@ Expected<NcclGraphs> approximateGraphs(const Topology& t) {
     // ASSUMPTION: across nodes every head has a NIC (one NIC per GPU).
     const int n = std::min(ng, nccl::kMaxNvlsArity);
     const double linkLimit = gpuTotalBw / (n + 1);
-    const double nicLimit = inter ? t.nicBw_GBps : 1e30;
+    const double nicLimit = inter ? nicBw : 1e30;
     const auto sp = speeds(cc, inter);
     float intraS = sp.back();
     for (float c : sp) {

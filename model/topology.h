@@ -25,8 +25,12 @@ struct Topology {
   // NCCL release whose topology detection to emulate (major*10000 + minor*100 + patch). Path types
   // changed in 2.27: a Grace NIC path is P2C from 2.27 on, PHB before (which disables multi-node LL128).
   int ncclVersion = 22809;
+  // NIC bandwidth as NCCL's topology detection saw it (GB/s), when it differs from the wire rate:
+  // the net plugin's reported speed and the PCIe path to the NIC cap it. 0 = nicBw_GBps.
+  double ncclNicBw_GBps = 0.0;
 
   int nRanks() const { return nNodes * gpusPerNode; }
+  double ncclNicBw() const { return ncclNicBw_GBps > 0 ? ncclNicBw_GBps : nicBw_GBps; }
   // NVLink:NIC bandwidth ratio per GPU (H800 ~14:1 where NCCL's constants assume ~7:1).
   double nvlinkToNicRatio() const {
     const double nicPerGpu = nicsPerNode > 0 ? nicsPerNode * nicBw_GBps / gpusPerNode : 0.0;

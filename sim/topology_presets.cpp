@@ -100,6 +100,7 @@ std::string topologyToJson(const Topology& t) {
   j["nvlDomainGpus"] = t.nvlDomainGpus;
   j["nicViaCpu"] = t.nicViaCpu;
   j["ncclVersion"] = t.ncclVersion;
+  if (t.ncclNicBw_GBps > 0) j["ncclNicBw_GBps"] = t.ncclNicBw_GBps;  // only where it differs from the wire rate
   return j.dump(2) + "\n";
 }
 
@@ -125,6 +126,7 @@ Expected<Topology> topologyFromJson(std::string_view text) {
       else if (key == "nvlDomainGpus") t.nvlDomainGpus = v.get<int>();
       else if (key == "nicViaCpu") t.nicViaCpu = v.get<bool>();
       else if (key == "ncclVersion") t.ncclVersion = v.get<int>();
+      else if (key == "ncclNicBw_GBps") t.ncclNicBw_GBps = v.get<double>();
       else return makeError("topology JSON: unknown field '" + key + "'");
     }
   } catch (const nlohmann::json::exception& e) {

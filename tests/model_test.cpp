@@ -387,6 +387,25 @@ TEST(ApproximateGraphs, DgxA100) {
   EXPECT_GE(build(*g).costTable(Collective::AllReduce, 1 << 20)[R][LL128], 0.0f);
 }
 
+TEST(ApproximateGraphs, NcclsViewOfTheNicSetsTheInterNodeSpeed) {
+  // A NIC NCCL sees below its wire rate (PCIe path, plugin-reported speed) lowers the speed the
+  // search finds across nodes, and nothing inside a node.
+  Topology t = dgxH100Topo(4);
+  const auto wire = approximateGraphs(t);
+  t.ncclNicBw_GBps = 20;
+  const auto seen = approximateGraphs(t);
+  ASSERT_TRUE(wire.ok() && seen.ok());
+  EXPECT_LE(seen->ring.bwInter, 20.0f);
+  EXPECT_LT(seen->ring.bwInter, wire->ring.bwInter);
+  t.nNodes = 1;
+  const auto one = approximateGraphs(t);
+  t.ncclNicBw_GBps = 0;
+  const auto oneWire = approximateGraphs(t);
+  ASSERT_TRUE(one.ok() && oneWire.ok());
+  EXPECT_EQ(one->ring.bwIntra, oneWire->ring.bwIntra);
+  EXPECT_EQ(one->ring.nChannels, oneWire->ring.nChannels);
+}
+
 TEST(ApproximateGraphs, H800HasFewerNvlinkChannelsThanH100) {
   Topology t = dgxH100Topo(1);
   t.nvlinkBwPerGpu_GBps = 200;  // 8 NVLink4 links
