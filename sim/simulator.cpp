@@ -270,7 +270,10 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
     const int intraLevels = std::max(0, steps - 1 - netLevels);
     const double intraBus_GBps = nDom > 1 ? softMin(nCh * chanCap * payload, intraLink * payload, k.satSharpness)
                                           : busBw_GBps;
-    pipeline_us += intraLevels * first / (intraBus_GBps / nCh * 1e3) + netLevels * first / (busBw_GBps / nCh * 1e3);
+    // A network level moves the first chunk at the NICs' per-channel rate: the tree's steady-state
+    // halving (an interior node feeds its parent and two children) does not apply to one chunk.
+    const double netBus_GBps = nDom > 1 ? softMin(nCh * chanCap * payload, netLink * payload, k.satSharpness) : busBw_GBps;
+    pipeline_us += intraLevels * first / (intraBus_GBps / nCh * 1e3) + netLevels * first / (netBus_GBps / nCh * 1e3);
   }
 
   // Rendezvous: a network send larger than the transport's eager limit waits for a handshake on
@@ -286,8 +289,14 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
     latency_us += netHops * k.rdzv_us / (1.0 + std::exp(-4.0 * x));
   }
 
+  // Step floor (SimParams::netStepFloor_us): every chunk of every ring step crosses the slowest
+  // hop, a network send, which cannot complete faster than the floor.
+  double bandwidth_us = bw_us + pipeline_us;
+  if (nDom > 1 && c.algo == Algo::Ring && p == kSimple && k.netStepFloor_us > 0)
+    bandwidth_us = std::max(bandwidth_us, steps * chunks * k.netStepFloor_us);
+
   const double fixed_us = k.launch_us + k.syncPerLevel_us * log2ceil(n) + k.chanCost_us * nCh;
-  return {fixed_us + latency_us, bw_us + pipeline_us};
+  return {fixed_us + latency_us, bandwidth_us};
 }
 
 double Simulator::time_us(Collective coll, uint64_t nBytes, const Config& c) const {

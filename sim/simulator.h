@@ -52,6 +52,10 @@ struct SimParams {
   // protocol but LL to device memory under GDR), so LL lines are staged through the host and the
   // proxy; its wire rate is this fraction of the NIC's (1 = no such effect).
   double netLlEff = 1.0;
+  // A multi-node Simple ring step (one chunk through every rank) takes at least this long: the
+  // transport completes a network message no faster, however little it carries (a handshake and
+  // completion per message). Alps (CXI) shows ~44 us: ring time flat from 16 to 64 MiB on 4 nodes.
+  double netStepFloor_us = 0.0;
   // Scale: beyond about farNodes nodes a job spans several network groups (dragonfly global links,
   // fat-tree spines), where hops are slower and bandwidth tapers; network hop latency is multiplied
   // and network bandwidth divided by up to farFactor, with a smooth onset in log2(nodes).

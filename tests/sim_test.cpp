@@ -260,3 +260,22 @@ TEST(SimPhysics, CollNetNeedsSharpAndNodesAndHalvesNetworkTraffic) {
   EXPECT_LT(NcclReference::create(preset("dgx-h100", 16).value())
                 ->costTable(Collective::AllReduce, big)[int(Algo::CollNetDirect)][int(Proto::Simple)], 0.0f);
 }
+
+TEST(SimPhysics, NetStepFloorBindsOnlyMultiNodeSimpleRings) {
+  SimParams floor;
+  floor.netStepFloor_us = 40.0;
+  const auto gh = [](int nodes) { return topologyForSystem("GH200 x4", 4 * nodes, nodes).value(); };
+  const Config ring{Algo::Ring, Proto::Simple, 8, 0}, tree{Algo::Tree, Proto::Simple, 8, 0}, ll{Algo::Ring, Proto::LL, 8, 0};
+  const Simulator four(gh(4), floor), plain(gh(4));
+  // 4 nodes x 4 GPUs: 30 ring steps; up to 64 MiB a channel's step is one chunk, so the round
+  // takes 30 x 40 us whatever the size (Alps's plateau), and the bandwidth term takes over above.
+  const double at16M = four.time_us(Collective::AllReduce, 16u << 20, ring);
+  EXPECT_GT(at16M, 30 * 40.0);
+  EXPECT_NEAR(four.time_us(Collective::AllReduce, 32u << 20, ring), at16M, 1e-9);
+  EXPECT_GT(at16M, 1.5 * plain.time_us(Collective::AllReduce, 16u << 20, ring));
+  // Trees, LL rings, and rings inside one node do not pay it.
+  EXPECT_DOUBLE_EQ(four.time_us(Collective::AllReduce, 16u << 20, tree), plain.time_us(Collective::AllReduce, 16u << 20, tree));
+  EXPECT_DOUBLE_EQ(four.time_us(Collective::AllReduce, 1u << 20, ll), plain.time_us(Collective::AllReduce, 1u << 20, ll));
+  EXPECT_DOUBLE_EQ(Simulator(gh(1), floor).time_us(Collective::AllReduce, 16u << 20, ring),
+                   Simulator(gh(1)).time_us(Collective::AllReduce, 16u << 20, ring));
+}

@@ -151,10 +151,12 @@ std::optional<double> SimSystem::trueLatency_us(Collective coll, uint64_t nBytes
   if (!sim_.feasible(coll, c)) return std::nullopt;
   double t;
   if (congestion > 0 && topo_.nNodes > 1) {
-    // Other jobs on the network: less of the NIC bandwidth, slower network hops; NVLink unaffected.
+    // Other jobs on the network: less of the NIC bandwidth, slower network hops and message
+    // completions; NVLink unaffected.
     sim::SimParams p = sim_.params();
     p.interBwEff /= 1.0 + congestion;
     p.interHopScale *= 1.0 + congestion;
+    p.netStepFloor_us *= 1.0 + congestion;
     t = sim::Simulator(topo_, p).time_us(coll, nBytes, c);
   } else {
     t = sim_.time_us(coll, nBytes, c);
