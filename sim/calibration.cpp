@@ -11,6 +11,7 @@
 #include <tuple>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -47,6 +48,7 @@ constexpr FittedParam kFitted[] = {
     {"rdzvThreshold_KiB", &SimParams::rdzvThreshold_KiB, 0.5, 1024.0, &SimParams::rdzv_us, 5.0},
     {"rdzv_us", &SimParams::rdzv_us, 0.0, 40.0},
     {"netLlEff", &SimParams::netLlEff, 0.005, 1.0},
+    {"netStepFloor_us", &SimParams::netStepFloor_us, 0.0, 200.0},
     {"farNodes", &SimParams::farNodes, 2.0, 1024.0, &SimParams::farFactor, 2.0},
     {"farFactor", &SimParams::farFactor, 1.0, 4.0},
     {"nvlsLat_us", &SimParams::nvlsLat_us, 0.0, 60.0},
@@ -67,7 +69,8 @@ std::vector<double> encode(const SimParams& p, const std::vector<int>& active) {
   std::vector<double> x(active.size());
   for (size_t j = 0; j < active.size(); ++j) {
     const FittedParam& f = kFitted[active[j]];
-    const double u = std::clamp((p.*(f.field) - f.lo) / (f.hi - f.lo), 1e-4, 1 - 1e-4);
+    // Kept off the bounds: at a bound the logistic is flat, and a simplex started there never leaves it.
+    const double u = std::clamp((p.*(f.field) - f.lo) / (f.hi - f.lo), 1e-2, 1 - 1e-2);
     x[j] = std::log(u / (1 - u));
   }
   return x;
@@ -272,10 +275,17 @@ SimParams fitGroup(PreparedGroup& g, const CalibrateOptions& o, double tieBand, 
     decode(x, active, p);
     return loss(p);
   };
+  // Restarts alternate: even ones refine from the best point so far with a smaller simplex; odd
+  // ones hop from it by a seeded random step in the unbounded coordinates, so that a fit can leave
+  // the basin a warm start put it in (a new effect's parameter starts at its neutral bound).
+  std::mt19937_64 rng(0x5eedcafe);
+  std::normal_distribution<double> hop(0.0, 1.5);
   for (int r = 0; r < o.restarts && !active.empty(); ++r) {
     double v = 0;
-    // Restarts from the best point so far with a smaller simplex refine instead of wander.
-    auto x = nelderMead(f, encode(bestP, active), r == 0 ? 1.0 : 0.5 / r, o.iterations, &v);
+    std::vector<double> x0 = encode(bestP, active);
+    if (r % 2 == 1)
+      for (double& xi : x0) xi += hop(rng);
+    auto x = nelderMead(f, x0, r == 0 || r % 2 == 1 ? 1.0 : 1.0 / r, o.iterations, &v);
     if (v < best) {
       best = v;
       decode(x, active, bestP);
@@ -380,6 +390,92 @@ SimParams paramsForGroup(const DatasetCalibration& c, const std::string& group) 
   return SimParams{};
 }
 
+double nicViewForGroup(const DatasetCalibration& c, const std::string& group) {
+  for (const auto& g : c.groups)
+    if (g.group == group) return g.ncclNicBw_GBps;
+  return 0.0;
+}
+
+namespace {
+
+// Prepares one group's rows: one simulator and one NCCL reference per shape, each row's
+// configuration resolved through NCCL's model seeing the NIC at `ncclNicBw_GBps` (0: the preset's).
+// Rows NCCL's model cannot place are counted in `skipped` when given.
+PreparedGroup prepareGroup(const std::string& name, const std::vector<Measurement>& rows, double ncclNicBw_GBps,
+                           std::map<std::string, int>* skipped) {
+  PreparedGroup g{name, {}, {}, {}};
+  std::map<std::pair<int, int>, std::pair<int, std::unique_ptr<NcclReference>>> shapes;
+  auto skip = [&](const std::string& why) {
+    if (skipped) ++(*skipped)[why];
+  };
+  for (const Measurement& m : rows) {
+    auto shape = shapes.find({m.nRanks, m.nNodes});
+    if (shape == shapes.end()) {
+      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
+      if (!topo) {
+        skip("no topology: " + topo.error());
+        continue;
+      }
+      if (ncclNicBw_GBps > 0) topo->ncclNicBw_GBps = ncclNicBw_GBps;
+      auto ref = NcclReference::create(topo.value());
+      if (!ref) {
+        skip("NCCL model failed: " + ref.error());
+        continue;
+      }
+      g.sims.push_back(std::make_unique<Simulator>(topo.value()));
+      shape = shapes.emplace(std::make_pair(m.nRanks, m.nNodes),
+                             std::make_pair(static_cast<int>(g.sims.size() - 1),
+                                            std::make_unique<NcclReference>(std::move(ref.value()))))
+                  .first;
+    }
+    const int si = shape->second.first;
+    const Config c = shape->second.second->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
+    if (c.algo == Algo::Default || !g.sims[si]->feasible(m.coll, c)) {
+      skip("NCCL's model finds no configuration NCCL could have run");
+      continue;
+    }
+    g.rows.push_back(PreparedRow{m, c, si});
+  }
+  prepareForcedPoints(g);
+  return g;
+}
+
+double groupLoss(PreparedGroup& g, const SimParams& p, double tieBand) {
+  return groupMape(g, p) + kRankWeight * groupRankLoss(g, tieBand);
+}
+
+// NCCL's graph search sees a NIC through its PCIe path and the net plugin's reported speed, which
+// can sit below the wire rate (a NIC behind the CPU, a plugin reporting less); without NCCL's GRAPH
+// log that view is unknown, yet it sets where NCCL switches protocol. These are the views tried, as
+// fractions of the wire rate; the search quantises each to one of its speeds.
+constexpr double kNicViews[] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5};
+
+// For a group with rows across nodes: the NIC view whose short fit scores best (0 = wire rate).
+double fitNicView(const std::string& name, const std::vector<Measurement>& rows, const CalibrateOptions& o,
+                  double tieBand, const SimParams& start) {
+  double wire = 0;
+  for (const Measurement& m : rows)
+    if (m.nNodes > 1)
+      if (auto t = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion)) wire = t->nicBw_GBps;
+  if (wire <= 0) return 0;
+  CalibrateOptions quick = o;
+  quick.progress = false;
+  quick.iterations = std::max(20, o.iterations / 5);
+  quick.restarts = std::min(o.restarts, 2);
+  double best = 1e300, bestView = 0;
+  for (double f : kNicViews) {
+    const double view = f == 1.0 ? 0.0 : f * wire;
+    PreparedGroup g = prepareGroup(name, rows, view, nullptr);
+    double mape = 0;
+    const SimParams p = fitGroup(g, quick, tieBand, start, &mape);
+    const double loss = groupLoss(g, p, tieBand);
+    if (loss < best - 1e-9) best = loss, bestView = view;
+  }
+  return bestView;
+}
+
+}  // namespace
+
 Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, const CalibrateOptions& o,
                                               const DatasetCalibration* stored,
                                               std::vector<RowPrediction>* predictions) {
@@ -390,41 +486,22 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
   out.dataset = datasetName(datasetDir);
   out.skipped = loaded->skipped;
 
-  // Prepare groups: one simulator and one NCCL reference per (group, shape).
-  std::vector<PreparedGroup> groups;
+  // Rows by group, in the order groups first appear.
+  std::vector<std::pair<std::string, std::vector<Measurement>>> rowsOf;
   std::map<std::string, size_t> groupIndex;
-  std::map<std::tuple<std::string, int, int>, int> simIndex;
-  std::map<std::tuple<std::string, int, int>, std::unique_ptr<NcclReference>> refs;
   for (Measurement& m : loaded->rows) {
-    auto [gi, fresh] = groupIndex.try_emplace(m.group, groups.size());
-    if (fresh) groups.push_back(PreparedGroup{m.group, {}, {}, {}});
-    PreparedGroup& g = groups[gi->second];
-    const auto shapeKey = std::make_tuple(m.group, m.nRanks, m.nNodes);
-    auto si = simIndex.find(shapeKey);
-    if (si == simIndex.end()) {
-      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
-      if (!topo) {
-        ++out.skipped["no topology: " + topo.error()];
-        continue;
-      }
-      auto ref = NcclReference::create(topo.value());
-      if (!ref) {
-        ++out.skipped["NCCL model failed: " + ref.error()];
-        continue;
-      }
-      refs[shapeKey] = std::make_unique<NcclReference>(std::move(ref.value()));
-      g.sims.push_back(std::make_unique<Simulator>(topo.value()));
-      si = simIndex.emplace(shapeKey, static_cast<int>(g.sims.size() - 1)).first;
-    }
-    const Config c = refs[shapeKey]->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
-    if (c.algo == Algo::Default || !g.sims[si->second]->feasible(m.coll, c)) {
-      ++out.skipped["NCCL's model finds no configuration NCCL could have run"];
-      continue;
-    }
-    g.rows.push_back(PreparedRow{std::move(m), c, si->second});
+    auto [gi, fresh] = groupIndex.try_emplace(m.group, rowsOf.size());
+    if (fresh) rowsOf.push_back({m.group, {}});
+    rowsOf[gi->second].second.push_back(std::move(m));
   }
-
-  for (PreparedGroup& g : groups) prepareForcedPoints(g);
+  // The NIC view each group starts from: the warm start's (fit) or the stored one (check).
+  const DatasetCalibration* from = o.fit ? o.start : stored;
+  std::vector<double> nicView(rowsOf.size(), 0.0);
+  std::vector<PreparedGroup> groups;
+  for (size_t i = 0; i < rowsOf.size(); ++i) {
+    if (from) nicView[i] = nicViewForGroup(*from, rowsOf[i].first);
+    groups.push_back(prepareGroup(rowsOf[i].first, rowsOf[i].second, nicView[i], &out.skipped));
+  }
   const double tieBand = repeatTieBand(groups);
   double weighted = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -437,11 +514,18 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
       if (o.progress)
         std::fprintf(stderr, "\r[calibrate] %s: group %zu/%zu (%d rows)          ", out.dataset.c_str(), i + 1,
                      groups.size(), gc.rows);
-      gc.params = fitGroup(g, o, tieBand, o.start ? paramsForGroup(*o.start, g.name) : SimParams{}, &gc.mape);
+      const SimParams start = o.start ? paramsForGroup(*o.start, g.name) : SimParams{};
+      if (o.fitNicView) {
+        const double view = fitNicView(g.name, rowsOf[i].second, o, tieBand, start);
+        if (view != nicView[i]) g = prepareGroup(g.name, rowsOf[i].second, nicView[i] = view, nullptr);
+      }
+      gc.params = fitGroup(g, o, tieBand, start, &gc.mape);
+      gc.rows = static_cast<int>(g.rows.size());
     } else {
       gc.params = stored ? paramsForGroup(*stored, g.name) : SimParams{};
       gc.mape = groupMape(g, gc.params);
     }
+    gc.ncclNicBw_GBps = nicView[i];
     for (auto& s : g.sims) s->params() = gc.params;
     weighted += gc.mape * gc.rows;
     out.rows += gc.rows;
@@ -502,7 +586,9 @@ std::string calibrationToJson(const DatasetCalibration& c) {
   for (size_t i = 0; i < c.groups.size(); ++i) {
     const auto& g = c.groups[i];
     s << "  {\"group\": " << nlohmann::json(g.group).dump() << ", \"rows\": " << g.rows
-      << ", \"mape\": " << std::round(g.mape * 1e4) / 1e4 << ",\n   \"params\": " << paramsToJson(g.params) << "}"
+      << ", \"mape\": " << std::round(g.mape * 1e4) / 1e4;
+    if (g.ncclNicBw_GBps > 0) s << ", \"ncclNicBw_GBps\": " << g.ncclNicBw_GBps;
+    s << ",\n   \"params\": " << paramsToJson(g.params) << "}"
       << (i + 1 < c.groups.size() ? "," : "") << "\n";
   }
   s << " ]}\n";
@@ -525,6 +611,7 @@ Expected<DatasetCalibration> calibrationFromJson(const std::string& text) {
     gc.params = p.value();
     gc.rows = g.value("rows", 0);
     gc.mape = g.value("mape", 0.0);
+    gc.ncclNicBw_GBps = g.value("ncclNicBw_GBps", 0.0);
     c.groups.push_back(gc);
   }
   return c;

@@ -18,6 +18,9 @@ struct GroupCalibration {
   SimParams params;
   int rows = 0;
   double mape = 0;  // mean |predicted - measured| / measured over the group's rows
+  // The NIC bandwidth NCCL's graph search saw for this group (Topology::ncclNicBw_GBps), fitted
+  // where rows cross nodes; 0 = the wire rate.
+  double ncclNicBw_GBps = 0;
 };
 
 struct DatasetCalibration {
@@ -56,6 +59,9 @@ struct CalibrateOptions {
   // Warm start: each group's fit begins at these parameters (the committed fit), so a re-fit
   // refines rather than starts over. nullptr: SimParams defaults.
   const DatasetCalibration* start = nullptr;
+  // Also choose, per group with rows across nodes, the NIC bandwidth NCCL's graph search saw
+  // (which sets NCCL's protocol switch points), among a few fractions of the wire rate.
+  bool fitNicView = true;
 };
 
 // Fits (or, with fit=false, loads from `stored`) and evaluates one dataset folder's normalized.csv.
@@ -78,5 +84,7 @@ std::string defaultCalibrationDir();
 // The parameters for a row's group from a stored calibration (the first group of the dataset
 // whose name matches; SimParams{} when none does).
 SimParams paramsForGroup(const DatasetCalibration& c, const std::string& group);
+// The NIC view NCCL's model takes for that group (GroupCalibration::ncclNicBw_GBps; 0 = wire rate).
+double nicViewForGroup(const DatasetCalibration& c, const std::string& group);
 
 }  // namespace dynamiccl::sim

@@ -279,3 +279,50 @@ TEST(SimPhysics, NetStepFloorBindsOnlyMultiNodeSimpleRings) {
   EXPECT_DOUBLE_EQ(Simulator(gh(1), floor).time_us(Collective::AllReduce, 16u << 20, ring),
                    Simulator(gh(1)).time_us(Collective::AllReduce, 16u << 20, ring));
 }
+
+TEST(SimCalibrationMath, FitFindsTheNicViewNcclsSearchSaw) {
+  // Rows made by NCCL's default on GH200 nodes whose NIC NCCL saw at half its wire rate, timed by
+  // the simulator at its defaults: the fit must find that view, since any other moves NCCL's
+  // protocol switch points and with them the predicted times.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_nicview_test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream csv(dir / "normalized.csv");
+    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+    for (int nodes : {2, 4, 8, 16}) {
+      auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes).value();
+      t.ncclNicBw_GBps = 12.5;
+      const auto ref = NcclReference::create(t).value();
+      const Simulator s(t);
+      for (uint64_t b = 4096; b <= (64u << 20); b *= 2) {
+        const Config c = ref.defaultConfig(Collective::AllReduce, b);
+        csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
+            << s.time_us(Collective::AllReduce, b, c) << ",0,planted\n";
+      }
+    }
+  }
+  CalibrateOptions o;
+  o.progress = false;
+  o.iterations = 40;
+  o.restarts = 1;
+  auto cal = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(cal.ok()) << cal.error();
+  ASSERT_EQ(cal->groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(cal->groups[0].ncclNicBw_GBps, 12.5);
+  EXPECT_LT(cal->mape, 1e-6);
+  // The view is stored with the group and read back, and --check uses it.
+  auto back = calibrationFromJson(calibrationToJson(cal.value()));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_DOUBLE_EQ(nicViewForGroup(back.value(), "GH200 x4"), 12.5);
+  o.fit = false;
+  auto checked = calibrateDataset(dir.string(), o, &back.value());
+  ASSERT_TRUE(checked.ok());
+  EXPECT_LT(checked->mape, 1e-6);
+  // Without the view, NCCL's model picks other protocols somewhere and the same parameters miss.
+  DatasetCalibration wire = back.value();
+  wire.groups[0].ncclNicBw_GBps = 0;
+  auto missed = calibrateDataset(dir.string(), o, &wire);
+  ASSERT_TRUE(missed.ok());
+  EXPECT_GT(missed->mape, 0.01);
+  std::filesystem::remove_all(dir);
+}
