@@ -158,18 +158,36 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   double intraLink = (topo_.nvlink ? topo_.nvlinkBwPerGpu_GBps : topo_.pcieBw_GBps) * k.intraBwEff;
   // PCIe-only GPUs beyond a pair cross the CPU interconnect (SYS), which costs about a fifth.
   if (!topo_.nvlink && ppn > 2) intraLink *= 0.8;
+  const bool ar = coll == Collective::AllReduce;
+  const bool rootedChain = coll == Collective::Broadcast || coll == Collective::Reduce;
+  // A channel's data per step is S / (segDivisor * nCh) before chunking: a ring step carries one
+  // rank's share, a chain (tree, rooted ring, CollNet chain) the whole buffer, NVLS and CollNet
+  // Direct one head's share.
+  const double segDivisor = c.algo == Algo::Ring ? (rootedChain ? 1.0 : n)
+                          : c.algo == Algo::Tree || c.algo == Algo::CollNetChain ? 1.0
+                          : c.algo == Algo::Pat ? n
+                                                : ppn;
+  const double seg = S / (segDivisor * nCh);
+  // A network message: one channel's step on the wire (LL/LL128 lines included), at most a chunk.
+  const double wire = std::min(seg, chunk) / kPayload[p];
+  // Above the transport's eager limit a message goes by rendezvous: a smooth step in log2(size)
+  // (computed only where something depends on it: it is most of an evaluation's cost).
+  const auto above = [&](double threshold_KiB) { return 1.0 / (1.0 + std::exp(-4.0 * std::log2(wire / (threshold_KiB * 1024.0)))); };
+  const double rdzvShare = nDom > 1 && k.rdzv_us > 0 ? above(k.rdzvThreshold_KiB) : 0.0;
+
+  // LL's network rate: NCCL stages it through host memory.
+  const double llNet = p == kLL ? k.netLlEff : 1.0;
   // Each ring/tree channel crosses a node boundary through one NIC: a domain's NICs share the
   // inter-node traffic, so NVLink:NIC imbalance shows as the NIC side capping the bus bandwidth.
-  const double netLink = usableNics_ * topo_.nicBw_GBps * k.interBwEff * (p == kLL ? k.netLlEff : 1.0) / far;
-  const double chanCap = kChanCap_GBps[p] * k.chanCapScale * generationScale(topo_.computeCap);
+  const double netLink = usableNics_ * topo_.nicBw_GBps * k.interBwEff * llNet / far;
+  // A multi-node LL ring channel moves at most ringLlNetChanScale of a channel's rate (see SimParams).
+  const double chanCap = kChanCap_GBps[p] * k.chanCapScale * generationScale(topo_.computeCap) *
+                         (nDom > 1 && p == kLL && c.algo == Algo::Ring ? k.ringLlNetChanScale : 1.0);
   double payload = kPayload[p] * (p == kLL ? k.llEff : p == kLL128 ? k.ll128Eff : 1.0);
 
   double latency_us = 0, busFactor = 1, link = intraLink;
   int steps = 1;          // dependent hops in one round (ring) or depth of the chain (pipelines)
   bool chain = false;     // chain pipelines (tree, broadcast, reduce) pay fill/drain
-  double segDivisor = n;  // a channel's data per step is S / (segDivisor * nCh) before chunking
-  const bool ar = coll == Collective::AllReduce;
-  const bool rootedChain = coll == Collective::Broadcast || coll == Collective::Reduce;
   switch (c.algo) {
     case Algo::Ring: {
       steps = ar ? 2 * (n - 1) : n - 1;
@@ -178,7 +196,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       busFactor = ar ? 2.0 * (n - 1) / n : rootedChain ? 1.0 : double(n - 1) / n;
       link = nDom > 1 ? std::min(intraLink, netLink) : intraLink;
       chain = rootedChain;
-      if (rootedChain) segDivisor = 1;
       break;
     }
     case Algo::Tree: {
@@ -187,14 +204,14 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       steps = std::max(1, static_cast<int>(2 * (depthIntra + depthInter)));
       latency_us = k.baseScale * kBaseTree[p] + 2 * (depthIntra * alphaIntra + depthInter * alphaNet);
       // Data goes up (reduce) and down (broadcast) the tree; links are full duplex, so each
-      // direction carries the whole buffer once; treeEff absorbs the chain's imperfect overlap.
-      busFactor = 1.0 / k.treeEff;
+      // direction carries the whole buffer once; treeEff absorbs the chain's imperfect overlap and
+      // treeLevelEff its loss per network level beyond the first.
+      busFactor = 1.0 / (k.treeEff * std::pow(k.treeLevelEff, std::max(0.0, log2ceil(nDom) - 1.0)));
       // NCCL's double binary tree across nodes: each tree carries half the buffer. With two nodes
       // each node is one tree's root and the other's leaf, so its NICs send S per direction; with
       // more, a node is interior in one tree and sends to its parent and two children: 2S.
       link = nDom > 1 ? std::min(intraLink, netLink / (nDom == 2 ? 1.0 : 2.0)) : intraLink;
       chain = true;
-      segDivisor = 1;
       break;
     }
     case Algo::Nvls:
@@ -213,7 +230,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       } else if (nDom > 1) {
         link = std::min(link, netLink);
       }
-      segDivisor = ppn;
       break;
     }
     case Algo::Pat: {
@@ -222,7 +238,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       latency_us = k.baseScale * kBasePat + steps * alphaNet;
       busFactor = double(n - 1) / n;
       link = netLink * 0.75;
-      segDivisor = n;
       break;
     }
     case Algo::CollNetDirect:
@@ -241,7 +256,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
       link = ppn > 1 ? std::min(intraAlg, sharpLink) : sharpLink;
       busFactor = 1.0;
       chain = !direct;
-      segDivisor = direct ? ppn : 1;
       break;
     }
     default:
@@ -255,7 +269,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   const double bw_us = busFactor * S / (busBw_GBps * 1e3);
   // Pipelining: a channel's data per step is cut into chunks; each extra chunk costs a step's
   // synchronisation (flag + fence for Simple, cheaper polling for LL/LL128).
-  const double seg = S / (segDivisor * nCh);
   const double chunks = std::max(1.0, std::ceil(seg / chunk));
   const double stepCost_us = k.stepOverhead_us * (p == kSimple ? 1.0 : 0.25);
   const double extraSteps = chain ? chunks - 1 : steps * (chunks - 1);
@@ -281,12 +294,10 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   // depth). The message is one channel's step on the wire (LL/LL128 lines included); a smooth
   // step in log2(size) keeps the fit differentiable around the threshold.
   if (nDom > 1 && k.rdzv_us > 0) {
-    const double wire = std::min(seg, chunk) / kPayload[p];
     const double netHops = c.algo == Algo::Tree ? 2 * log2ceil(nDom)
                          : c.algo == Algo::Ring ? (ar ? 2.0 * (nDom - 1) : double(nDom - 1))
                                                 : 2 * log2ceil(nDom);
-    const double x = std::log2(wire / (k.rdzvThreshold_KiB * 1024.0));
-    latency_us += netHops * k.rdzv_us / (1.0 + std::exp(-4.0 * x));
+    latency_us += netHops * k.rdzv_us * rdzvShare;
   }
 
   // Step floor (SimParams::netStepFloor_us): every chunk of every ring step crosses the slowest

@@ -38,6 +38,10 @@ struct SimParams {
   double chanCapScale = 1.0;       // x per-channel bandwidth ceilings (one thread block's copy rate)
   double stepOverhead_us = 0.4;    // per pipeline step of Simple (flag/fence); LL/LL128 pay 1/4
   double treeEff = 0.9;            // tree bandwidth relative to the link bottleneck
+  // ... times this per network level beyond the first: a deeper tree has more store-and-forward
+  // levels and more parents feeding two children at once (Alps: trees at 64+ nodes run at ~2/3 of
+  // the ring's busbw, at 2-8 nodes at nearly all of it). 1 = no such effect.
+  double treeLevelEff = 1.0;
   double nvlsGain = 1.3;           // NVLS busbw relative to ring's (switch does the reduction)
   // CollNet (SHARP): the switches reduce, so a node sends and receives S once per NIC set instead
   // of ring's 2(n-1)/n S. No public data forces CollNet: these two are priors, not fits.
@@ -52,6 +56,11 @@ struct SimParams {
   // protocol but LL to device memory under GDR), so LL lines are staged through the host and the
   // proxy; its wire rate is this fraction of the NIC's (1 = no such effect).
   double netLlEff = 1.0;
+  // A multi-node LL ring channel's rate, as a fraction of a channel's (1 = no such effect). Alps
+  // (libfabric CXI): LL rings on 2-8 nodes run at ~1 GB/s busbw, a few hundred MB/s per channel,
+  // while LL trees on 16+ nodes do not slow down; FI_CXI_SAFE_DEVMEM_COPY_THRESHOLD, a transport
+  // setting, removes two thirds of it.
+  double ringLlNetChanScale = 1.0;
   // A multi-node Simple ring step (one chunk through every rank) takes at least this long: the
   // transport completes a network message no faster, however little it carries (a handshake and
   // completion per message). Alps (CXI) shows ~44 us: ring time flat from 16 to 64 MiB on 4 nodes.

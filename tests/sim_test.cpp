@@ -280,6 +280,38 @@ TEST(SimPhysics, NetStepFloorBindsOnlyMultiNodeSimpleRings) {
                    Simulator(gh(1)).time_us(Collective::AllReduce, 16u << 20, ring));
 }
 
+TEST(SimPhysics, RingLlAcrossNodesAndDeepTreesSlowWhereTheySay) {
+  const auto gh = [](int nodes) { return topologyForSystem("GH200 x4", 4 * nodes, nodes).value(); };
+  const Config ringLl{Algo::Ring, Proto::LL, 8, 0}, treeLl{Algo::Tree, Proto::LL, 8, 0};
+  const Config ringSimple{Algo::Ring, Proto::Simple, 8, 0}, treeSimple{Algo::Tree, Proto::Simple, 8, 0};
+  SimParams slowRing;
+  slowRing.ringLlNetChanScale = 0.03;
+  // An LL ring across nodes slows down (Alps: ~1 GB/s busbw from 64 KiB to 1 MiB on 2-8 nodes)...
+  EXPECT_GT(Simulator(gh(2), slowRing).time_us(Collective::AllReduce, 1 << 20, ringLl),
+            3 * Simulator(gh(2)).time_us(Collective::AllReduce, 1 << 20, ringLl));
+  // ... an LL tree, a Simple ring and an LL ring inside one node do not.
+  EXPECT_DOUBLE_EQ(Simulator(gh(16), slowRing).time_us(Collective::AllReduce, 1 << 18, treeLl),
+                   Simulator(gh(16)).time_us(Collective::AllReduce, 1 << 18, treeLl));
+  EXPECT_DOUBLE_EQ(Simulator(gh(2), slowRing).time_us(Collective::AllReduce, 1 << 20, ringSimple),
+                   Simulator(gh(2)).time_us(Collective::AllReduce, 1 << 20, ringSimple));
+  EXPECT_DOUBLE_EQ(Simulator(gh(1), slowRing).time_us(Collective::AllReduce, 1 << 20, ringLl),
+                   Simulator(gh(1)).time_us(Collective::AllReduce, 1 << 20, ringLl));
+  // Tree efficiency per network level beyond the first: none on 2 nodes, compounding with depth.
+  SimParams deep;
+  deep.treeLevelEff = 0.9;
+  const uint64_t big = 1ull << 30;
+  EXPECT_DOUBLE_EQ(Simulator(gh(2), deep).time_us(Collective::AllReduce, big, treeSimple),
+                   Simulator(gh(2)).time_us(Collective::AllReduce, big, treeSimple));
+  const double r8 = Simulator(gh(8), deep).time_us(Collective::AllReduce, big, treeSimple) /
+                    Simulator(gh(8)).time_us(Collective::AllReduce, big, treeSimple);
+  const double r64 = Simulator(gh(64), deep).time_us(Collective::AllReduce, big, treeSimple) /
+                     Simulator(gh(64)).time_us(Collective::AllReduce, big, treeSimple);
+  EXPECT_GT(r8, 1.1);
+  EXPECT_GT(r64, r8 + 0.1);
+  EXPECT_DOUBLE_EQ(Simulator(gh(8), deep).time_us(Collective::AllReduce, big, ringSimple),
+                   Simulator(gh(8)).time_us(Collective::AllReduce, big, ringSimple));
+}
+
 TEST(SimCalibrationMath, FitFindsTheNicViewNcclsSearchSaw) {
   // Rows made by NCCL's default on GH200 nodes whose NIC NCCL saw at half its wire rate, timed by
   // the simulator at its defaults: the fit must find that view, since any other moves NCCL's
