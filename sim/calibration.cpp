@@ -516,7 +516,17 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
       if (o.progress)
         std::fprintf(stderr, "\r[calibrate] %s: group %zu/%zu (%d rows)          ", out.dataset.c_str(), i + 1,
                      groups.size(), gc.rows);
-      const SimParams start = o.start ? paramsForGroup(*o.start, g.name) : SimParams{};
+      // Start from the group's own stored parameters, or a sibling group's (another variant of the
+      // same dataset) where those already fit this group's rows better: a fit can stay stuck in a
+      // basin that a sibling has left.
+      SimParams start = o.start ? paramsForGroup(*o.start, g.name) : SimParams{};
+      if (o.start) {
+        double startLoss = groupLoss(g, start, tieBand);
+        for (const GroupCalibration& sibling : o.start->groups) {
+          const double l = groupLoss(g, sibling.params, tieBand);
+          if (l < startLoss) startLoss = l, start = sibling.params;
+        }
+      }
       if (o.fitNicView) {
         const double view = fitNicView(g.name, rowsOf[i].second, o, tieBand, start);
         if (view != nicView[i]) g = prepareGroup(g.name, rowsOf[i].second, nicView[i] = view, nullptr);

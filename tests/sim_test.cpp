@@ -358,3 +358,41 @@ TEST(SimCalibrationMath, FitFindsTheNicViewNcclsSearchSaw) {
   EXPECT_GT(missed->mape, 0.01);
   std::filesystem::remove_all(dir);
 }
+
+TEST(SimCalibrationMath, AGroupStartsFromASiblingsFitWhenThatFitsItBetter) {
+  // Two variants of one system measured identically; the warm start holds good parameters for one
+  // and poor ones for the other. With almost no iterations, only the sibling start can rescue it.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_sibling_test";
+  std::filesystem::create_directories(dir);
+  SimParams truth;
+  truth.launch_us = 20.0;
+  truth.interBwEff = 0.4;
+  {
+    std::ofstream csv(dir / "normalized.csv");
+    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+    for (const char* variant : {"a", "b"})
+      for (int nodes : {1, 2, 4}) {
+        const auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes).value();
+        const auto ref = NcclReference::create(t).value();
+        const Simulator s(t, truth);
+        for (uint64_t b = 1024; b <= (256u << 20); b *= 4)
+          csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
+              << s.time_us(Collective::AllReduce, b, ref.defaultConfig(Collective::AllReduce, b)) << ",0,results/"
+              << variant << "/job-1.txt\n";
+      }
+  }
+  DatasetCalibration start;
+  start.groups = {{"GH200 x4 | a", truth, 0, 0}, {"GH200 x4 | b", SimParams{}, 0, 0}};
+  CalibrateOptions o;
+  o.progress = false;
+  o.fitNicView = false;
+  o.iterations = 1;
+  o.restarts = 1;
+  o.start = &start;
+  auto cal = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(cal.ok()) << cal.error();
+  ASSERT_EQ(cal->groups.size(), 2u);
+  EXPECT_LT(cal->groups[0].mape, 1e-6);
+  EXPECT_LT(cal->groups[1].mape, 1e-6);  // started from group a's parameters
+  std::filesystem::remove_all(dir);
+}
