@@ -49,7 +49,7 @@ constexpr FittedParam kFitted[] = {
     {"rdzvThreshold_KiB", &SimParams::rdzvThreshold_KiB, 0.5, 1024.0, &SimParams::rdzv_us, 5.0},
     {"rdzv_us", &SimParams::rdzv_us, 0.0, 40.0},
     {"netLlEff", &SimParams::netLlEff, 0.005, 1.0},
-    {"ringLlNetChanScale", &SimParams::ringLlNetChanScale, 0.005, 1.0},
+    {"ringLlNetEff", &SimParams::ringLlNetEff, 0.005, 1.0},
     {"netStepFloor_us", &SimParams::netStepFloor_us, 0.0, 200.0},
     {"farNodes", &SimParams::farNodes, 2.0, 1024.0, &SimParams::farFactor, 2.0},
     {"farFactor", &SimParams::farFactor, 1.0, 4.0},

@@ -175,14 +175,12 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   const auto above = [&](double threshold_KiB) { return 1.0 / (1.0 + std::exp(-4.0 * std::log2(wire / (threshold_KiB * 1024.0)))); };
   const double rdzvShare = nDom > 1 && k.rdzv_us > 0 ? above(k.rdzvThreshold_KiB) : 0.0;
 
-  // LL's network rate: NCCL stages it through host memory.
-  const double llNet = p == kLL ? k.netLlEff : 1.0;
+  // LL's network rate: NCCL stages it through host memory; rings lose more (ringLlNetEff).
+  const double llNet = p == kLL ? k.netLlEff * (c.algo == Algo::Ring ? k.ringLlNetEff : 1.0) : 1.0;
   // Each ring/tree channel crosses a node boundary through one NIC: a domain's NICs share the
   // inter-node traffic, so NVLink:NIC imbalance shows as the NIC side capping the bus bandwidth.
   const double netLink = usableNics_ * topo_.nicBw_GBps * k.interBwEff * llNet / far;
-  // A multi-node LL ring channel moves at most ringLlNetChanScale of a channel's rate (see SimParams).
-  const double chanCap = kChanCap_GBps[p] * k.chanCapScale * generationScale(topo_.computeCap) *
-                         (nDom > 1 && p == kLL && c.algo == Algo::Ring ? k.ringLlNetChanScale : 1.0);
+  const double chanCap = kChanCap_GBps[p] * k.chanCapScale * generationScale(topo_.computeCap);
   double payload = kPayload[p] * (p == kLL ? k.llEff : p == kLL128 ? k.ll128Eff : 1.0);
 
   double latency_us = 0, busFactor = 1, link = intraLink;

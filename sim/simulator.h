@@ -56,11 +56,11 @@ struct SimParams {
   // protocol but LL to device memory under GDR), so LL lines are staged through the host and the
   // proxy; its wire rate is this fraction of the NIC's (1 = no such effect).
   double netLlEff = 1.0;
-  // A multi-node LL ring channel's rate, as a fraction of a channel's (1 = no such effect). Alps
-  // (libfabric CXI): LL rings on 2-8 nodes run at ~1 GB/s busbw, a few hundred MB/s per channel,
+  // ... and an LL ring's network rate a further fraction of that (1 = no such effect). Alps
+  // (libfabric CXI): LL rings on 2-8 nodes run at ~1-2 GB/s busbw whatever their channel count,
   // while LL trees on 16+ nodes do not slow down; FI_CXI_SAFE_DEVMEM_COPY_THRESHOLD, a transport
   // setting, removes two thirds of it.
-  double ringLlNetChanScale = 1.0;
+  double ringLlNetEff = 1.0;
   // A multi-node Simple ring step (one chunk through every rank) takes at least this long: the
   // transport completes a network message no faster, however little it carries (a handshake and
   // completion per message). Alps (CXI) shows ~44 us: ring time flat from 16 to 64 MiB on 4 nodes.
