@@ -168,13 +168,6 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
                           : c.algo == Algo::Pat ? n
                                                 : ppn;
   const double seg = S / (segDivisor * nCh);
-  // A network message: one channel's step on the wire (LL/LL128 lines included), at most a chunk.
-  const double wire = std::min(seg, chunk) / kPayload[p];
-  // Above the transport's eager limit a message goes by rendezvous: a smooth step in log2(size)
-  // (computed only where something depends on it: it is most of an evaluation's cost).
-  const auto above = [&](double threshold_KiB) { return 1.0 / (1.0 + std::exp(-4.0 * std::log2(wire / (threshold_KiB * 1024.0)))); };
-  const double rdzvShare = nDom > 1 && k.rdzv_us > 0 ? above(k.rdzvThreshold_KiB) : 0.0;
-
   // LL's network rate: NCCL stages it through host memory; rings lose more (ringLlNetEff).
   const double llNet = p == kLL ? k.netLlEff * (c.algo == Algo::Ring ? k.ringLlNetEff : 1.0) : 1.0;
   // Each ring/tree channel crosses a node boundary through one NIC: a domain's NICs share the
@@ -292,10 +285,12 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   // depth). The message is one channel's step on the wire (LL/LL128 lines included); a smooth
   // step in log2(size) keeps the fit differentiable around the threshold.
   if (nDom > 1 && k.rdzv_us > 0) {
+    const double wire = std::min(seg, chunk) / kPayload[p];
     const double netHops = c.algo == Algo::Tree ? 2 * log2ceil(nDom)
                          : c.algo == Algo::Ring ? (ar ? 2.0 * (nDom - 1) : double(nDom - 1))
                                                 : 2 * log2ceil(nDom);
-    latency_us += netHops * k.rdzv_us * rdzvShare;
+    const double x = std::log2(wire / (k.rdzvThreshold_KiB * 1024.0));
+    latency_us += netHops * k.rdzv_us / (1.0 + std::exp(-4.0 * x));
   }
 
   // Step floor (SimParams::netStepFloor_us): every chunk of every ring step crosses the slowest
