@@ -104,6 +104,7 @@ struct PreparedGroup {
 // by more than the repeat noise. Times alone leave the order of near-equal configurations to chance,
 // and the order is what decisions are made on.
 constexpr double kRankWeight = 4.0;
+constexpr double kNeutralTolerance = 1e-4;  // loss (MAPE fraction) the parsimony pass may give up, in all
 constexpr double kRankMargin = 0.02;  // the predicted gap we ask for, in log units
 
 double groupMape(PreparedGroup& g, const SimParams& p) {
@@ -296,7 +297,18 @@ SimParams fitGroup(PreparedGroup& g, const CalibrateOptions& o, double tieBand, 
   if (!active.empty()) {
     double v = 0;
     auto x = coordinateSearch(f, encode(bestP, active), 0.5, o.iterations / 20, &v);
-    if (v < best) decode(x, active, bestP);
+    if (v < best) best = v, decode(x, active, bestP);
+  }
+  // Parsimony: an effect the rows cannot tell from its absence goes back to neutral, as long as
+  // all such resets together cost at most kNeutralTolerance of loss. A value the data does not
+  // determine would otherwise reach every use of these parameters (training, the demo).
+  const double allowed = best + kNeutralTolerance;
+  for (int i : active) {
+    SimParams p = bestP;
+    p.*(kFitted[i].field) = neutral.*(kFitted[i].field);
+    if (p.*(kFitted[i].field) == bestP.*(kFitted[i].field)) continue;
+    const double v = loss(p);
+    if (v <= allowed) best = v, bestP = p;
   }
   *mape = groupMape(g, bestP);
   return bestP;

@@ -396,3 +396,39 @@ TEST(SimCalibrationMath, AGroupStartsFromASiblingsFitWhenThatFitsItBetter) {
   EXPECT_LT(cal->groups[1].mape, 1e-6);  // started from group a's parameters
   std::filesystem::remove_all(dir);
 }
+
+TEST(SimCalibrationMath, AnEffectTheRowsCannotSeeGoesBackToNeutral) {
+  // Rows timed with no step floor; the warm start carries a 1 us floor, which no row can see (each
+  // ring step takes far longer). The fit must not keep it: it would reach every use of the params.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_parsimony_test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream csv(dir / "normalized.csv");
+    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+    for (int nodes : {2, 4, 8}) {
+      // NCCL 2.23: no LL128 across these nodes, so large messages run Simple rings.
+      const auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes, 22304).value();
+      const auto ref = NcclReference::create(t).value();
+      const Simulator s(t);
+      for (uint64_t b = 1024; b <= (1ull << 30); b *= 4)
+        csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
+            << s.time_us(Collective::AllReduce, b, ref.defaultConfig(Collective::AllReduce, b)) << ",0,NCCL 2.23.4\n";
+    }
+  }
+  SimParams drifted;
+  drifted.netStepFloor_us = 1.0;
+  DatasetCalibration start;
+  start.groups = {{"GH200 x4", drifted, 0, 0}};
+  CalibrateOptions o;
+  o.progress = false;
+  o.fitNicView = false;
+  o.iterations = 1;
+  o.restarts = 1;
+  o.start = &start;
+  auto cal = calibrateDataset(dir.string(), o);
+  ASSERT_TRUE(cal.ok()) << cal.error();
+  ASSERT_EQ(cal->groups.size(), 1u);
+  EXPECT_EQ(cal->groups[0].params.netStepFloor_us, 0.0);
+  EXPECT_LT(cal->mape, 1e-4);
+  std::filesystem::remove_all(dir);
+}
