@@ -312,26 +312,67 @@ TEST(SimPhysics, RingLlAcrossNodesAndDeepTreesSlowWhereTheySay) {
                    Simulator(gh(8)).time_us(Collective::AllReduce, big, ringSimple));
 }
 
+namespace {
+
+// A GH200 x4 dataset whose truth is known: each row is NCCL's default (NCCL's model of `release`,
+// seeing the NIC at `nicView`) timed by the simulator with `params`. Sizes fromBytes, x factor, up
+// to toBytes; `note` ends each row (a variant's "results/<v>/job-..." path, or an NCCL release).
+struct KnownRows {
+  std::vector<int> nodes;
+  SimParams params;
+  int release = 0;
+  double nicView = 0;
+  uint64_t fromBytes = 1024, toBytes = 1u << 28, factor = 4;
+  std::string note = "x";
+};
+
+void writeKnownRows(std::ostream& csv, const KnownRows& k) {
+  for (int nodes : k.nodes) {
+    auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes, k.release).value();
+    t.ncclNicBw_GBps = k.nicView;
+    const auto ref = NcclReference::create(t).value();
+    const Simulator s(t, k.params);
+    for (uint64_t b = k.fromBytes; b <= k.toBytes; b *= k.factor)
+      csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
+          << s.time_us(Collective::AllReduce, b, ref.defaultConfig(Collective::AllReduce, b)) << ",0," << k.note << "\n";
+  }
+}
+
+// A fresh dataset folder with the interchange header written.
+std::ofstream newDataset(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream csv(dir / "normalized.csv");
+  csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+  return csv;
+}
+
+// A fit too short to move anything by itself: what it ends at comes from where it starts.
+CalibrateOptions startOnlyFit(const DatasetCalibration* start) {
+  CalibrateOptions o;
+  o.progress = false;
+  o.fitNicView = false;
+  o.iterations = 1;
+  o.restarts = 1;
+  o.start = start;
+  return o;
+}
+
+}  // namespace
+
 TEST(SimCalibrationMath, FitFindsTheNicViewNcclsSearchSaw) {
   // Rows made by NCCL's default on GH200 nodes whose NIC NCCL saw at half its wire rate, timed by
   // the simulator at its defaults: the fit must find that view, since any other moves NCCL's
   // protocol switch points and with them the predicted times.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_nicview_test";
-  std::filesystem::create_directories(dir);
   {
-    std::ofstream csv(dir / "normalized.csv");
-    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
-    for (int nodes : {2, 4, 8, 16}) {
-      auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes).value();
-      t.ncclNicBw_GBps = 12.5;
-      const auto ref = NcclReference::create(t).value();
-      const Simulator s(t);
-      for (uint64_t b = 4096; b <= (64u << 20); b *= 2) {
-        const Config c = ref.defaultConfig(Collective::AllReduce, b);
-        csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
-            << s.time_us(Collective::AllReduce, b, c) << ",0,planted\n";
-      }
-    }
+    KnownRows k;
+    k.nodes = {2, 4, 8, 16};
+    k.nicView = 12.5;
+    k.fromBytes = 4096;
+    k.toBytes = 64u << 20;
+    k.factor = 2;
+    std::ofstream csv = newDataset(dir);
+    writeKnownRows(csv, k);
   }
   CalibrateOptions o;
   o.progress = false;
@@ -363,32 +404,22 @@ TEST(SimCalibrationMath, AGroupStartsFromASiblingsFitWhenThatFitsItBetter) {
   // Two variants of one system measured identically; the warm start holds good parameters for one
   // and poor ones for the other. With almost no iterations, only the sibling start can rescue it.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_sibling_test";
-  std::filesystem::create_directories(dir);
   SimParams truth;
   truth.launch_us = 20.0;
   truth.interBwEff = 0.4;
   {
-    std::ofstream csv(dir / "normalized.csv");
-    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
-    for (const char* variant : {"a", "b"})
-      for (int nodes : {1, 2, 4}) {
-        const auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes).value();
-        const auto ref = NcclReference::create(t).value();
-        const Simulator s(t, truth);
-        for (uint64_t b = 1024; b <= (256u << 20); b *= 4)
-          csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
-              << s.time_us(Collective::AllReduce, b, ref.defaultConfig(Collective::AllReduce, b)) << ",0,results/"
-              << variant << "/job-1.txt\n";
-      }
+    KnownRows k;
+    k.nodes = {1, 2, 4};
+    k.params = truth;
+    std::ofstream csv = newDataset(dir);
+    for (const char* variant : {"a", "b"}) {
+      k.note = std::string("results/") + variant + "/job-1.txt";
+      writeKnownRows(csv, k);
+    }
   }
   DatasetCalibration start;
   start.groups = {{"GH200 x4 | a", truth, 0, 0}, {"GH200 x4 | b", SimParams{}, 0, 0}};
-  CalibrateOptions o;
-  o.progress = false;
-  o.fitNicView = false;
-  o.iterations = 1;
-  o.restarts = 1;
-  o.start = &start;
+  const CalibrateOptions o = startOnlyFit(&start);
   auto cal = calibrateDataset(dir.string(), o);
   ASSERT_TRUE(cal.ok()) << cal.error();
   ASSERT_EQ(cal->groups.size(), 2u);
@@ -401,30 +432,21 @@ TEST(SimCalibrationMath, AnEffectTheRowsCannotSeeGoesBackToNeutral) {
   // Rows timed with no step floor; the warm start carries a 1 us floor, which no row can see (each
   // ring step takes far longer). The fit must not keep it: it would reach every use of the params.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynamiccl_parsimony_test";
-  std::filesystem::create_directories(dir);
   {
-    std::ofstream csv(dir / "normalized.csv");
-    csv << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
-    for (int nodes : {2, 4, 8}) {
-      // NCCL 2.23: no LL128 across these nodes, so large messages run Simple rings.
-      const auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes, 22304).value();
-      const auto ref = NcclReference::create(t).value();
-      const Simulator s(t);
-      for (uint64_t b = 1024; b <= (1ull << 30); b *= 4)
-        csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
-            << s.time_us(Collective::AllReduce, b, ref.defaultConfig(Collective::AllReduce, b)) << ",0,NCCL 2.23.4\n";
-    }
+    // NCCL 2.23: no LL128 across these nodes, so large messages run Simple rings.
+    KnownRows k;
+    k.nodes = {2, 4, 8};
+    k.release = 22304;
+    k.toBytes = 1ull << 30;
+    k.note = "NCCL 2.23.4";
+    std::ofstream csv = newDataset(dir);
+    writeKnownRows(csv, k);
   }
   SimParams drifted;
   drifted.netStepFloor_us = 1.0;
   DatasetCalibration start;
   start.groups = {{"GH200 x4", drifted, 0, 0}};
-  CalibrateOptions o;
-  o.progress = false;
-  o.fitNicView = false;
-  o.iterations = 1;
-  o.restarts = 1;
-  o.start = &start;
+  const CalibrateOptions o = startOnlyFit(&start);
   auto cal = calibrateDataset(dir.string(), o);
   ASSERT_TRUE(cal.ok()) << cal.error();
   ASSERT_EQ(cal->groups.size(), 1u);
