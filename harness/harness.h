@@ -23,6 +23,8 @@ static_assert(sizeof(CostTable) == sizeof(float[kNumAlgos][kNumProtos]), "must a
 CostTable allIgnored();
 // A plausible table where every entry is available (for tests that don't care about the model).
 CostTable allAvailable(float cost_us = 10.0f);
+// Every entry available and (algo, proto) the cheapest: a table on which NCCL's own choice is that.
+CostTable ncclPicks(int algo, int proto);
 
 struct Choice {
   int algo = -1;  // -1: NCCL found nothing eligible

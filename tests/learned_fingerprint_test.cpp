@@ -212,13 +212,6 @@ TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
   EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}}).table), kRingLL);
 }
 
-// Through the real library: what NCCL runs for an AllReduce of 1 MiB when its own choice is Ring/Simple.
-harness::CostTable ncclPicksRingSimple() {
-  harness::CostTable t = harness::allAvailable(20.0f);
-  t[kRing][kSimple] = 5.0f;
-  return t;
-}
-
 size_t linesMentioning(const std::string& needle) {
   size_t n = 0;
   for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
@@ -235,7 +228,7 @@ TEST(LearnedFingerprint, PluginSaysOnceWhyMultiNodeCommunicatorsGetNoLearnedRule
   for (int i = 0; i < 3; ++i) {  // hundreds of communicators in a real job: still one line
     auto comm = lib->init(harness::CommSpec{.commId = 100u + i, .nRanks = 16, .nNodes = 2});
     ASSERT_TRUE(comm.ok()) << comm.error();
-    EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, ncclPicksRingSimple()), (harness::Choice{kRing, kSimple, 0}));
+    EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, harness::ncclPicks(kRing, kSimple)), (harness::Choice{kRing, kSimple, 0}));
   }
   EXPECT_EQ(linesMentioning("learned rules off for multi-node communicators"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
@@ -245,7 +238,7 @@ TEST(LearnedFingerprint, PluginSaysOnceWhyMultiNodeCommunicatorsGetNoLearnedRule
   // probe, whatever it says: Tree/LL or Ring/LL, never NCCL's Ring/Simple).
   auto single = lib->init(harness::CommSpec{.commId = 200, .nRanks = 8, .nNodes = 1});
   ASSERT_TRUE(single.ok()) << single.error();
-  const harness::Choice c = (*single)->decide(4, size_t{1} << 20, ncclPicksRingSimple());
+  const harness::Choice c = (*single)->decide(4, size_t{1} << 20, harness::ncclPicks(kRing, kSimple));
   EXPECT_EQ(c.proto, kLL);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u);
 }
@@ -259,7 +252,7 @@ TEST(LearnedFingerprint, PluginUsesTheDeclaredHardwareForMultiNodeCommunicators)
   ASSERT_TRUE(lib);
   auto comm = lib->init(harness::CommSpec{.commId = 300, .nRanks = 16, .nNodes = 2});
   ASSERT_TRUE(comm.ok()) << comm.error();
-  EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, ncclPicksRingSimple()), (harness::Choice{kTree, kLL, 0}));
+  EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, harness::ncclPicks(kRing, kSimple)), (harness::Choice{kTree, kLL, 0}));
   EXPECT_EQ(linesMentioning("learned rules off"), 0u) << ::testing::PrintToString(LogCapture::lines());
 }
 

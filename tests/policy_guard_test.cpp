@@ -49,12 +49,7 @@ std::string profileWithPolicy(const policy::PolicyWeights& w) {
          policy::policyWeightsToJson(w) + "}";
 }
 
-// NCCL's own choice is (algo, proto): that entry is the cheapest, every other one available.
-harness::CostTable ncclPicks(int algo, int proto) {
-  harness::CostTable t = harness::allAvailable(20.0f);
-  t[algo][proto] = 5.0f;
-  return t;
-}
+using harness::ncclPicks;
 
 TopologyFingerprint twoNodesOfEight() {
   TopologyFingerprint fp;
