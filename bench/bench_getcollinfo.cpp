@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/get_coll_info_loop.h"
 #include "harness/harness.h"
 
 namespace {
@@ -60,37 +61,18 @@ Fixture& fixture() {
   return f;
 }
 
-// Sizes cycle through 64 values so the branch predictor cannot learn one path.
-uint64_t sizeAt(size_t i) { return (uint64_t{1} << (i % 32)) + (i * 2654435761u) % 4096; }
-
-void BM_GetCollInfo(benchmark::State& state) {
-  auto& f = fixture();
-  float master[7][3], table[7][3];
-  for (int a = 0; a < 7; ++a)
-    for (int p = 0; p < 3; ++p) master[a][p] = 10.0f + a + p;
-  size_t i = 0;
-  for (auto _ : state) {
-    std::memcpy(table, master, sizeof table);  // NCCL hands a fresh table each call
-    int nChannels = 0;
-    f.comm->getCollInfoRaw(static_cast<int>(i % 5), sizeAt(i), 1, reinterpret_cast<float**>(table), 7, 3, 0,
-                           &nChannels);
-    benchmark::DoNotOptimize(table);
-    benchmark::DoNotOptimize(nChannels);
-    ++i;
-  }
-}
+void BM_GetCollInfo(benchmark::State& state) { bench::timeGetCollInfo(state, *fixture().comm); }
 BENCHMARK(BM_GetCollInfo)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 
 // The same loop without the plugin call: what the table copy and loop cost on their own.
 void BM_TableCopyOnly(benchmark::State& state) {
   float master[7][3], table[7][3];
-  for (int a = 0; a < 7; ++a)
-    for (int p = 0; p < 3; ++p) master[a][p] = 10.0f + a + p;
+  bench::fillCostTable(master);
   size_t i = 0;
   for (auto _ : state) {
     std::memcpy(table, master, sizeof table);
     benchmark::DoNotOptimize(table);
-    benchmark::DoNotOptimize(sizeAt(i++));
+    benchmark::DoNotOptimize(bench::sizeAt(i++));
   }
 }
 BENCHMARK(BM_TableCopyOnly)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "bench/get_coll_info_loop.h"
 #include "harness/harness.h"
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
@@ -113,18 +113,7 @@ void BM_GetCollInfoGuarded(benchmark::State& state) {
   auto& f = fixture();
   auto comm = f.lib->init(harness::CommSpec{4, 16, 2});
   if (!comm) std::abort();
-  float master[7][3], table[7][3];
-  for (int a = 0; a < 7; ++a)
-    for (int p = 0; p < 3; ++p) master[a][p] = 10.0f + a + p;
-  size_t i = 0;
-  for (auto _ : state) {
-    std::memcpy(table, master, sizeof table);
-    int nChannels = 0;
-    const uint64_t bytes = (uint64_t{1} << (i % 32)) + (i * 2654435761u) % 4096;
-    (*comm)->getCollInfoRaw(static_cast<int>(i % 5), bytes, 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels);
-    benchmark::DoNotOptimize(table);
-    ++i;
-  }
+  bench::timeGetCollInfo(state, **comm);
 }
 BENCHMARK(BM_GetCollInfoGuarded)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 
