@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "bench/get_coll_info_loop.h"
-#include "harness/harness.h"
+#include "offline/harness/harness.h"
 
 namespace {
 

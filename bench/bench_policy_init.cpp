@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "bench/get_coll_info_loop.h"
-#include "harness/harness.h"
+#include "offline/harness/harness.h"
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
 

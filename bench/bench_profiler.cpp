@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/harness.h"
+#include "offline/harness/harness.h"
 
 namespace {
 using namespace dynamiccl::harness;

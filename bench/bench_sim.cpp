@@ -1,7 +1,7 @@
 // Simulator evaluations per second (the budget TPE search and RL training spend their time in).
 #include <benchmark/benchmark.h>
 
-#include "sim/sim.h"
+#include "offline/sim/sim.h"
 
 using namespace dynamiccl;
 

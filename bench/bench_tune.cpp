@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/tune.h"
+#include "offline/tune/tune.h"
 
 using namespace dynamiccl;
 using namespace dynamiccl::tune;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "harness/harness.h"
+#include "offline/harness/harness.h"
 
 namespace dynamiccl::bench {
 

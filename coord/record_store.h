@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "features/expected.h"
+#include "features/features.h"
 
 namespace dynamiccl::coord {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "features/expected.h"
+#include "features/features.h"
 
 namespace dynamiccl::coord {
 

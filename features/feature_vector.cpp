@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "features/features.h"
+#include "features/vocabulary.h"
 
 namespace dynamiccl {
 namespace {

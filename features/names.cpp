@@ -1,5 +1,5 @@
 // Name tables for collectives, algorithms and protocols (case-insensitive parsing).
-#include "features/features.h"
+#include "features/vocabulary.h"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "features/features.h"
+#include "features/vocabulary.h"
 
 namespace dynamiccl {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "features/features.h"
+#include "features/vocabulary.h"
 
 namespace dynamiccl {
 

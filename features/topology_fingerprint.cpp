@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "features/features.h"
+#include "features/vocabulary.h"
 
 namespace dynamiccl {
 

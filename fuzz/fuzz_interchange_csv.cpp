@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "ingest/ingest.h"
+#include "offline/ingest/ingest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace ingest = dynamiccl::ingest;

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "plugin/tuner_context.h"
+#include "plugin/tuner/tuner_context.h"
 
 namespace dynamiccl::plugin {
 namespace {

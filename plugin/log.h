@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "abi/nccl_abi.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::plugin {
 

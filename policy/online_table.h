@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "features/expected.h"
 #include "features/features.h"
 #include "policy/decision_table.h"
 #include "policy/online_schedule.h"

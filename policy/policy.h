@@ -6,3 +6,6 @@
 #include "policy/profile.h"
 #include "policy/policy_rules.h"
 #include "policy/online_learner.h"
+#include "policy/network_eval.h"
+#include "policy/network_weights.h"
+#include "policy/online_table.h"

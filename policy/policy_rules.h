@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "features/features.h"
-#include "features/rule_fingerprint.h"
 #include "policy/decision_table.h"
 #include "policy/network_eval.h"
 #include "policy/profile.h"

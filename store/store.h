@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "features/expected.h"
 #include "features/features.h"
 
 namespace dynamiccl::store {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "coord/wire.h"
-#include "ingest/ingest.h"
+#include "offline/ingest/ingest.h"
 #include "policy/profile.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ingest/ingest.h"
+#include "offline/ingest/ingest.h"
 
 namespace dynamiccl::ingest {
 namespace {

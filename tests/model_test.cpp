@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "model/model.h"
+#include "offline/model/model.h"
 
 namespace dynamiccl::model {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "policy/policy.h"
-#include "train/train.h"
+#include "offline/train/train.h"
 
 namespace dynamiccl {
 namespace {

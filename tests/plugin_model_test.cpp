@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "model/model.h"
+#include "offline/model/model.h"
 #include "test_support.h"
 
 namespace dynamiccl {

@@ -1,11 +1,11 @@
-// Pins the simulator's fidelity: with the committed parameters (sim/calibration/*.json), each
+// Pins the simulator's fidelity: with the committed parameters (offline/platforms/calibration/*.json), each
 // dataset's MAPE must stay under its bound and forced-config agreement above its bound, so a
 // change that worsens fidelity fails here. Bounds = measured figures plus a small margin.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "sim/sim.h"
+#include "offline/sim/sim.h"
 
 using namespace dynamiccl::sim;
 
@@ -19,13 +19,13 @@ struct Pin {
   double minExact = -1; // the simulator's pick is the measured best itself
 };
 
-// Measured with `dynamiccl calibrate --data-dir shared/data --check` (see sim/calibration/).
+// Measured with `dynamiccl calibrate --data-dir shared/data --check` (see offline/platforms/calibration/).
 constexpr Pin kPins[] = {
     {"l40s-pcie-cs244c", 0.062, 0.98, 0.92, 0.84},
     {"gcp-a3mega-h100-2node", 0.053, -1, -1},
     {"h100-ib-cluster-xxrjun", 0.039, -1, -1},
     {"xla-collective-perf-table", 0.120, -1, -1},
-    // At the 15% target: see sim/calibration/README.md (one run predicted from its own repeats scores 12.9%).
+    // At the 15% target: see offline/platforms/calibration/README.md (one run predicted from its own repeats scores 12.9%).
     {"alps-gh200-slingshot-allreduce", 0.150, -1, -1},
 };
 
@@ -36,7 +36,7 @@ TEST(SimCalibration, CommittedParametersKeepTheirFidelity) {
   if (!std::filesystem::exists(data)) GTEST_SKIP() << "no shared/data at " << data;
   for (const Pin& pin : kPins) {
     SCOPED_TRACE(pin.dataset);
-    auto stored = loadCalibrationFile(std::string(DYNAMICCL_SOURCE_DIR) + "/sim/calibration/" + pin.dataset + ".json");
+    auto stored = loadCalibrationFile(std::string(DYNAMICCL_SOURCE_DIR) + "/offline/platforms/calibration/" + pin.dataset + ".json");
     ASSERT_TRUE(stored.ok()) << stored.error();
     CalibrateOptions o;
     o.fit = false;

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/sim.h"
+#include "offline/sim/sim.h"
 
 using namespace dynamiccl;
 using namespace dynamiccl::sim;
@@ -18,7 +18,7 @@ TEST(SimPresets, EveryPresetBuildsAndMatchesItsShippedJson) {
     auto back = topologyFromJson(topologyToJson(t.value()));
     ASSERT_TRUE(back.ok()) << back.error();
     EXPECT_EQ(topologyToJson(back.value()), topologyToJson(t.value()));
-    const std::string file = std::string(DYNAMICCL_SOURCE_DIR) + "/sim/presets/" + name + ".json";
+    const std::string file = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/platforms/presets/" + name + ".json";
     auto shipped = loadTopology(file, 2);
     ASSERT_TRUE(shipped.ok()) << file << ": " << shipped.error();
     EXPECT_EQ(topologyToJson(shipped.value()), topologyToJson(t.value())) << file;

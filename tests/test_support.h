@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness/harness.h"
+#include "offline/harness/harness.h"
 
 namespace dynamiccl::testing {
 

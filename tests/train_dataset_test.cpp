@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "store/store.h"
-#include "train/dataset.h"
-#include "train/policy_eval.h"
+#include "offline/train/dataset.h"
+#include "offline/train/policy_eval.h"
 
 namespace dynamiccl {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "tune/tune.h"
+#include "offline/tune/tune.h"
 
 namespace dynamiccl::tune {
 namespace {

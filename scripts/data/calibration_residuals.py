@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where a dataset's calibration error is: the MAPE split by node count and message size, and the
-shares sim/calibration/README.md quotes for Alps. Each share is the points of MAPE those rows
+shares offline/platforms/calibration/README.md quotes for Alps. Each share is the points of MAPE those rows
 contribute (their summed |predicted - measured| / measured over all rows).
 
 usage: calibration_residuals.py PREDICTIONS_CSV [DATASET]

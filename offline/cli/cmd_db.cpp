@@ -1,0 +1,74 @@
+// `dynamiccl db stats|export-csv [--db F]`: what the store holds, and the interchange CSV of it.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "offline/ingest/ingest.h"
+#include "offline/cli/commands.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct DbOptions {
+  std::string db;
+  std::string output;  // export-csv: file, or stdout when empty
+  bool in_place = false;
+};
+
+Expected<std::unique_ptr<store::Store>> openStore(const DbOptions& o) { return store::Store::open({.path = o.db}); }
+
+int runStats(const DbOptions& o) {
+  auto store = openStore(o);
+  if (!store) return std::cerr << "dynamiccl db stats: " << store.error() << "\n", 1;
+  auto stats = (*store)->stats();
+  if (!stats) return std::cerr << "dynamiccl db stats: " << stats.error() << "\n", 1;
+  std::cout << (*store)->path() << " (schema " << stats->schema_version << ", " << stats->file_bytes << " bytes)\n";
+  std::cout << "rows per table:\n";
+  for (auto& [table, n] : stats->rows_per_table) std::cout << "  " << table << ": " << n << "\n";
+  std::cout << "observations per collective:\n";
+  for (auto& [coll, n] : stats->observations_per_collective) std::cout << "  " << coll << ": " << n << "\n";
+  std::cout << "observations per system:\n";
+  for (auto& [system, n] : stats->observations_per_system)
+    std::cout << "  " << (system.empty() ? "(unknown)" : system) << ": " << n << "\n";
+  return 0;
+}
+
+int runExport(const DbOptions& o) {
+  auto store = openStore(o);
+  if (!store) return std::cerr << "dynamiccl db export-csv: " << store.error() << "\n", 1;
+  std::ofstream file;
+  if (!o.output.empty()) file.open(o.output);
+  std::ostream& out = o.output.empty() ? std::cout : file;
+  auto n = ingest::exportInterchangeCsv(**store, out, o.in_place);
+  if (!n) return std::cerr << "dynamiccl db export-csv: " << n.error() << "\n", 1;
+  if (!o.output.empty()) std::cerr << "wrote " << *n << " rows to " << o.output << "\n";
+  return 0;
+}
+
+void addDbOption(CLI::App* sub, DbOptions& o) {
+  sub->add_option("--db", o.db, "database file (default: DYNAMICCL_DB or ~/.local/share/dynamiccl/<host>.db)");
+}
+
+}  // namespace
+
+void addDbCommand(CLI::App& app) {
+  auto o = std::make_shared<DbOptions>();
+  CLI::App* db = app.add_subcommand("db", "Inspect and export the observation store");
+  db->require_subcommand(1);
+  CLI::App* stats = db->add_subcommand("stats", "Rows per table, per collective, per system");
+  addDbOption(stats, *o);
+  stats->callback([o] {
+    if (int rc = runStats(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+  CLI::App* exportCsv = db->add_subcommand("export-csv", "Observations as the interchange CSV (shared/data/README.md)");
+  addDbOption(exportCsv, *o);
+  exportCsv->add_option("-o,--output", o->output, "output file (default: stdout)");
+  exportCsv->add_flag("--in-place", o->in_place, "include nccl-tests in-place rows");
+  exportCsv->callback([o] {
+    if (int rc = runExport(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

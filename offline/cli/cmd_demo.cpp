@@ -1,0 +1,169 @@
+// dynamiccl demo: the main job, runnable on a fresh machine without a GPU. On an embedded cluster
+// (h800, 4 x 8 GPUs) it simulates NCCL's defaults, tunes a profile (TPE + Hyperband), trains the
+// learned policy, exports both, replays them through the real plugin, and plots the outcome.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "offline/cli/commands.h"
+#include "offline/demo/demo.h"
+#include "offline/cli/plot_runner.h"
+#include "offline/cli/plugin_locator.h"
+#include "policy/policy.h"
+#include "offline/sim/sim.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+using demo::DemoOptions;
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+// Step 1 on the simulator: NCCL's default per (collective, size) and its simulated time.
+Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) {
+  const sim::Simulator simulator(cl.topology, cl.params);
+  std::ofstream csv(std::filesystem::path(outDir) / "nccl_default.csv");
+  if (!csv) return makeError("cannot write into " + outDir);
+  csv << "collective,bytes,config,time_us\n";
+  for (Collective coll : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter})
+    for (uint64_t bytes = 4096; bytes <= (uint64_t(1) << 30); bytes *= 2) {
+      const sim::Config def = cl.nccl->defaultConfig(coll, bytes);
+      csv << collectiveName(coll) << "," << bytes << "," << demo::shortConfigLabel(def) << ","
+          << simulator.time_us(coll, bytes, def) << "\n";
+    }
+  const uint64_t mib = 1 << 20;
+  const sim::Config def = cl.nccl->defaultConfig(Collective::AllReduce, mib);
+  std::printf("      %s: %d ranks / %d nodes, NVLink:NIC %.0f:1; simulator: %s\n", cl.topology.name.c_str(),
+              cl.topology.nRanks(), cl.topology.nNodes, cl.topology.nvlinkToNicRatio(), cl.paramsSource.c_str());
+  std::printf("      e.g. allreduce 1M: NCCL picks %s, %.1f us\n", demo::shortConfigLabel(def).c_str(),
+              simulator.time_us(Collective::AllReduce, mib, def));
+  return Ok{};
+}
+
+// Step 1 with --data: what the dataset holds.
+Status summarizeData(const std::string& csv) {
+  auto loaded = sim::loadMeasurements(csv);
+  if (!loaded) return makeError(loaded.error());
+  auto data = sim::buildReplayData(loaded->rows);
+  if (!data) return makeError(data.error());
+  std::printf("      %s: %zu rows, %zu communicator shapes, %zu (collective, size) points\n", csv.c_str(),
+              loaded->rows.size(), data->shapes.size(), data->points.size());
+  return Ok{};
+}
+
+// Step 4: the tuned profile in our JSON, NVIDIA's CSV and the tune report; each must load back.
+Status exportTuned(const demo::TunedProfile& t, const std::string& outDir) {
+  namespace fs = std::filesystem;
+  const std::string json = (fs::path(outDir) / "tuned.json").string();
+  const std::string csv = (fs::path(outDir) / "tuned-nvidia.conf").string();
+  std::ofstream(json) << policy::profileToJson(t.profile);
+  std::ofstream(csv) << policy::profileToNvidiaCsv(t.profile);
+  std::ofstream(fs::path(outDir) / "tune-report.json") << t.reportJson;
+  if (auto p = policy::loadProfileFile(json); !p) return makeError(json + " does not load: " + p.error());
+  if (auto p = policy::loadProfileFile(csv, policy::ProfileFormat::NvidiaCsv); !p)
+    return makeError(csv + " does not load: " + p.error());
+  return Ok{};
+}
+
+int fail(const std::string& what) {
+  std::cerr << "demo: " << what << "\n";
+  return 1;
+}
+
+int run(const DemoOptions& o) {
+  namespace fs = std::filesystem;
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) return fail("cannot create " + o.out + ": " + ec.message());
+  std::printf("dynamiccl demo%s: output in %s/\n", o.quick ? " (quick)" : "", o.out.c_str());
+
+  auto cluster = demo::makeCluster(o);
+  if (!cluster) return fail(cluster.error());
+  const std::string paramsPath = (fs::path(o.out) / "sim-params.json").string();
+  std::ofstream(paramsPath) << sim::paramsToJson(cluster->params);
+
+  demo::StepTimer s1(1, o.data.empty() ? "Simulate: NCCL's default per collective and size" : "Load measurements");
+  if (auto st = o.data.empty() ? simulateDefaults(*cluster, o.out) : summarizeData(o.data); !st) return fail(st.error());
+  s1.done("ok");
+
+  demo::StepTimer s2(2, "Tune: TPE + Hyperband per (collective, size), smoothing + guard vs NCCL's default");
+  auto tuned = demo::tuneProfile(o, paramsPath);
+  if (!tuned) return fail("tune: " + tuned.error());
+  s2.done(std::to_string(tuned->profile.rules.size()) + " rules; " + std::to_string(tuned->spentIterations) +
+          " timed iterations (" + fmt("%.1f%%", 100.0 * tuned->spentIterations / std::max<int64_t>(1, tuned->gridIterations)) +
+          " of the exhaustive grid)");
+
+  demo::StepTimer s3(3, "Train: learned policy (LibTorch), holding out " + o.preset);
+  const demo::LearnedProfile learned = demo::trainProfile(o, o.out);
+  for (const std::string& n : learned.notes) std::printf("      %s\n", n.c_str());
+  s3.done(learned.trained ? "wrote " + learned.profilePath : "skipped: " + learned.skipped);
+
+  demo::StepTimer s4(4, "Export profiles");
+  if (auto st = exportTuned(*tuned, o.out); !st) return fail(st.error());
+  s4.done("tuned.json, tuned-nvidia.conf, tune-report.json" + std::string(learned.trained ? ", learned.json" : "") +
+          " (all load back)");
+
+  const std::string plugin = locatePlugin(o.plugin);
+  demo::StepTimer s5(5, "Replay: every decision through the real plugin (" + plugin + ")");
+  std::vector<demo::ProfileToReplay> profiles = {{"NCCL default", ""},
+                                                 {"tuned", (fs::path(o.out) / "tuned.json").string()}};
+  if (learned.trained) profiles.push_back({"learned", learned.profilePath});
+  auto replayed = o.data.empty()
+                      ? demo::replayOnSimulator(*cluster, profiles, tuned->collectives, tuned->sizes, plugin)
+                      : demo::replayOnData(o.data, profiles, tuned->collectives, plugin);
+  if (!replayed) return fail("replay: " + replayed.error());
+  s5.done(std::to_string(replayed->points.size()) + " decisions judged on the " + replayed->judge);
+  demo::printScoreTable(*replayed, *tuned);
+
+  demo::StepTimer s6(6, "Plots and the CSVs behind them");
+  if (auto st = demo::writeReplayCsvs(*replayed, cluster->topology.nRanks(), o.out); !st) return fail(st.error());
+  if (auto st = demo::writeSummaryJson(*replayed, *tuned, (fs::path(o.out) / "summary.json").string()); !st)
+    return fail(st.error());
+  std::string plotStatus = "replay_points.csv, decision_map.csv, summary.json";
+  if (o.noPlots) {
+    plotStatus += "; plots skipped (--no-plots)";
+  } else if (auto plotted = runPlotScript("plot_demo.py", {o.out}); plotted) {
+    plotStatus += "; busbw.png, decision_map.png";
+  } else {
+    plotStatus += "; could not plot: " + plotted.error();
+  }
+  s6.done(plotStatus);
+  std::printf("done in %.1f s; files in %s/\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addDemoCommand(CLI::App& app) {
+  auto o = std::make_shared<DemoOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "demo", "The main job: simulate, tune, train, export, replay through the real plugin, plot (no GPU needed)");
+  cmd->add_option("--preset", o->preset, "sim preset of the cluster (" + [] {
+    std::string s;
+    for (const auto& n : sim::presetNames()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }() + ")");
+  cmd->add_option("--nodes", o->nodes, "nodes of the cluster")->check(CLI::Range(1, 512));
+  cmd->add_option("--data", o->data, "normalized.csv: tune and replay on real measurements instead of the simulator");
+  cmd->add_option("--db", o->db, "SQLite store of observations to train from as well");
+  cmd->add_option("--out", o->out, "output folder");
+  cmd->add_option("--plugin", o->plugin, "plugin library (default: the build tree's)");
+  cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE, training)");
+  cmd->add_flag("--quick", o->quick, "smaller budgets (about a minute)");
+  cmd->add_flag("--no-plots", o->noPlots, "skip the PNGs");
+  cmd->callback([o] {
+    if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

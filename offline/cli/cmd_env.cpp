@@ -1,0 +1,47 @@
+// dynamiccl env: the environment a job script needs to run with a tuned profile (plugin, profile
+// path, per-job knobs NCCL_NTHREADS / NCCL_BUFFSIZE).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include "offline/cli/commands.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct EnvCmdOptions {
+  std::string in, profilePath, plugin = "dynamiccl";
+};
+
+int run(const EnvCmdOptions& o) {
+  auto report = tune::loadReportFile(o.in);
+  if (!report) return std::cerr << "env: " << report.error() << "\n", 1;
+  // The plugin reads the profile JSON; a tune report is one too only through `export`.
+  std::string path = o.profilePath;
+  const bool isReport = !report->backend.empty();
+  std::filesystem::path guess = std::filesystem::absolute(o.in);
+  if (isReport) guess.replace_extension(".profile.json");
+  if (path.empty()) path = guess.string();
+  std::cout << "# " << report->profile.rules.size() << " rules from " << o.in << "\n";
+  if (isReport && o.profilePath.empty()) std::cout << "# write the profile first: dynamiccl export " << o.in << " -o " << path << "\n";
+  for (const std::string& r : report->jobKnobs.reasons) std::cout << "# " << r << "\n";
+  std::cout << tune::envScript(report->jobKnobs.knobs, path, o.plugin);
+  return 0;
+}
+
+}  // namespace
+
+void addEnvCommand(CLI::App& app) {
+  auto o = std::make_shared<EnvCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("env", "Print the exports a job script needs for a tuned profile");
+  cmd->add_option("input", o->in, "tune report (dynamiccl tune -o) or profile JSON")->required();
+  cmd->add_option("--profile-path", o->profilePath, "profile JSON the job will read (default: the input)");
+  cmd->add_option("--plugin", o->plugin, "NCCL_TUNER_PLUGIN value");
+  cmd->callback([o] {
+    if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

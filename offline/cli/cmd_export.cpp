@@ -1,0 +1,68 @@
+// dynamiccl export: a tune report (or profile) as our profile JSON, NVIDIA's example CSV, or
+// Meta NCCLX-style CSV keyed on bytes per rank; with --preset/--probe-host/fact flags the JSON
+// declares the cluster's hardware ("fingerprint"), which multi-node learned rules need.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "offline/demo/demo.h"
+#include "offline/cli/commands.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct ExportCmdOptions {
+  std::string in, format = "json", out;
+  ClusterFactsOptions cluster;  // declares (or replaces) the profile's "fingerprint"
+};
+
+int run(const ExportCmdOptions& o) {
+  auto report = tune::loadReportFile(o.in);
+  if (!report) return std::cerr << "export: " << report.error() << "\n", 1;
+  auto cluster = resolveClusterFacts(o.cluster);
+  if (!cluster) return std::cerr << "export: " << cluster.error() << "\n", 1;
+  if (*cluster && o.format != "json")
+    return std::cerr << "export: a fingerprint exists only in the json format, not " << o.format << "\n", 1;
+  if (*cluster) report->profile.hardware = **cluster;
+  std::string text;
+  if (o.format == "json") {
+    text = policy::profileToJson(report->profile);
+  } else if (o.format == "nvidia-csv") {
+    text = policy::profileToNvidiaCsv(report->profile);
+  } else {
+    auto csv = tune::profileToNcclxCsv(report->profile);
+    if (!csv) return std::cerr << "export: " << csv.error() << "\n", 1;
+    text = *csv;
+  }
+  if (o.out.empty() || o.out == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream f(o.out);
+    if (!(f << text)) return std::cerr << "export: cannot write " << o.out << "\n", 1;
+    const policy::Profile& p = report->profile;
+    const bool json = o.format == "json";
+    std::cerr << "wrote " << o.out << " (" << p.rules.size() << " rules"
+              << (json && p.network ? ", learned policy" : "") << (json && p.hardware ? ", fingerprint" : "") << ", "
+              << o.format << ")\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addExportCommand(CLI::App& app) {
+  auto o = std::make_shared<ExportCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("export", "Write a tuned profile as profile JSON, NVIDIA CSV or NCCLX CSV");
+  cmd->add_option("input", o->in, "tune report (dynamiccl tune -o) or profile JSON")->required();
+  cmd->add_option("-f,--format", o->format, "json, nvidia-csv or ncclx-csv")
+      ->check(CLI::IsMember({"json", "nvidia-csv", "ncclx-csv"}));
+  cmd->add_option("-o,--out", o->out, "output file (default stdout)");
+  addClusterFactsOptions(cmd, o->cluster);
+  cmd->callback([o] {
+    if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,72 @@
+// `dynamiccl ingest <paths...> [--db F]`: nccl-tests logs, TUNING logs and interchange CSVs into the store.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "offline/ingest/ingest.h"
+#include "offline/cli/commands.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct IngestOptions {
+  std::vector<std::string> paths;
+  std::string db;
+  bool quiet = false;
+};
+
+int runIngest(const IngestOptions& o) {
+  auto store = store::Store::open({.path = o.db});
+  if (!store) {
+    std::cerr << "dynamiccl ingest: " << store.error() << "\n";
+    return 1;
+  }
+  auto writer = store::Writer::create(**store);
+  if (!writer) {
+    std::cerr << "dynamiccl ingest: " << writer.error() << "\n";
+    return 1;
+  }
+  const auto files = ingest::expandPaths(o.paths);
+  int64_t observations = 0, decisions = 0, skippedFiles = 0, failed = 0;
+  std::map<std::string, int64_t> skippedWhy;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string progress = "[" + std::to_string(i + 1) + "/" + std::to_string(files.size()) + "] ";
+    auto report = ingest::ingestFile(**store, **writer, files[i]);
+    if (!report) {
+      std::cerr << progress << "error: " << report.error() << "\n";
+      ++failed;
+      continue;
+    }
+    observations += report->observations;
+    decisions += report->decisions;
+    if (report->kind == "skipped") ++skippedFiles;
+    std::string why;
+    for (auto& [reason, n] : report->skipped) {
+      skippedWhy[reason] += n;
+      why += (why.empty() ? "" : ", ") + reason + (report->kind == "skipped" ? "" : " x" + std::to_string(n));
+    }
+    if (!o.quiet)
+      std::cout << progress << files[i] << ": " << report->kind << ", " << report->observations << " observations, "
+                << report->decisions << " decisions" << (why.empty() ? "" : "; skipped: " + why) << "\n";
+  }
+  std::cout << "ingested " << files.size() - skippedFiles - failed << " of " << files.size() << " files into "
+            << (*store)->path() << ": " << observations << " observations, " << decisions << " decisions\n";
+  for (auto& [reason, n] : skippedWhy) std::cout << "  skipped (" << reason << "): " << n << "\n";
+  return failed == 0 ? 0 : 2;
+}
+
+}  // namespace
+
+void addIngestCommand(CLI::App& app) {
+  auto o = std::make_shared<IngestOptions>();
+  CLI::App* sub = app.add_subcommand("ingest", "Read nccl-tests logs, NCCL TUNING logs and interchange CSVs into the store");
+  sub->add_option("paths", o->paths, "files or directories (recursive)")->required();
+  sub->add_option("--db", o->db, "database file (default: DYNAMICCL_DB or ~/.local/share/dynamiccl/<host>.db)");
+  sub->add_flag("-q,--quiet", o->quiet, "only the summary");
+  sub->callback([o] {
+    if (int rc = runIngest(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

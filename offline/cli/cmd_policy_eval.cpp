@@ -1,0 +1,222 @@
+// dynamiccl policy-eval: the learned policy's figures in one place, on machines held out from
+// training: DecisionTable rebuild time, latency ratio to the best configuration against NCCL's
+// default and a TPE-tuned table (tune/ searching the same calibrated simulator), and the same
+// ratios on shared/data measurements through sim/'s replay.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "offline/demo/demo.h"
+#include "offline/cli/commands.h"
+#include "policy/policy.h"
+#include "offline/sim/sim.h"
+#include "offline/train/train.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct PolicyEvalOptions {
+  std::string profile;
+  std::vector<std::string> presets = {"h800"};
+  std::vector<std::string> data;  // normalized.csv files; empty = every dataset in shared/data
+  bool noTpe = false, noReplay = false;
+  int tpeBudget = 0;              // timed iterations per key for the TPE search; 0 = tune/'s own stopping
+  std::optional<float> guardMargin;  // replaces the network's own guard_margin when given
+  bool noGuard = false;              // the network's choices everywhere (no guard), for comparison
+};
+
+// The network with the guard margin this run asks for (the profile's own unless overridden).
+Expected<std::shared_ptr<const policy::PolicyNetwork>> withGuard(const std::shared_ptr<const policy::PolicyNetwork>& net,
+                                                                 const PolicyEvalOptions& o) {
+  if (!o.noGuard && !o.guardMargin) return net;
+  policy::PolicyWeights w = net->weights();
+  w.guardMargin = o.noGuard ? std::nullopt : o.guardMargin;
+  return policy::PolicyNetwork::create(std::move(w));
+}
+
+std::string guardText(const policy::PolicyNetwork& net) {
+  const std::optional<float> m = net.weights().guardMargin;
+  if (!m) return "guard: off (the network's choice applies wherever NCCL can run it)";
+  char text[160];
+  std::snprintf(text, sizeof text, "guard: margin %.3f (applied only where predicted < %.3f x NCCL's own choice's prediction)",
+                *m, 1.0 - *m);
+  return text;
+}
+
+std::vector<std::string> defaultDatasets() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const fs::path& dir : {fs::path(DYNAMICCL_SOURCE_DIR) / "../shared/data", fs::path(DYNAMICCL_SOURCE_DIR) / "shared/data"}) {
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (fs::exists(e.path() / "normalized.csv")) out.push_back((e.path() / "normalized.csv").lexically_normal().string());
+    break;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// TPE + Hyperband on the machine's calibrated simulator, all five collectives at the grid's sizes,
+// smoothed and compiled like a profile the plugin would load.
+Expected<policy::DecisionTable> tpeTable(const train::SimSystem& sys, int budget) {
+  const std::string paramsPath =
+      (std::filesystem::temp_directory_path() / ("dynamiccl-policy-eval-" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(paramsPath) << sim::paramsToJson(sys.simulator().params());
+  auto backend = tune::makeSimulatorBackend({train::simPresetOf(sys.topology()), sys.topology().nNodes, 7, paramsPath});
+  std::filesystem::remove(paramsPath);
+  if (!backend) return makeError(backend.error());
+  tune::TuneRequest req;
+  req.collectives = {Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter,
+                     Collective::AllReduce};
+  for (int b = train::kEvalMinBucket; b <= train::kEvalMaxBucket; ++b) req.sizes.push_back(policy::policyProbeBytes(b));
+  req.search.budgetIterations = budget;
+  auto result = tune::tune(**backend, req);
+  if (!result) return makeError(result.error());
+  std::vector<tune::TunedInterval> all;
+  for (const tune::CollectiveResult& cr : result->collectives) {
+    const auto iv = tune::smoothDecisions(cr.keys, tune::SmoothingOptions{});
+    all.insert(all.end(), iv.begin(), iv.end());
+  }
+  const policy::Profile profile = tune::toProfile(all, "tpe " + sys.topology().name, result->nRanks, result->nNodes);
+  return policy::DecisionTable::compile(profile, CommShape{.commId = 0, .nRanks = result->nRanks, .nNodes = result->nNodes});
+}
+
+void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+  auto systems = train::presetsMatching(o.presets, true);
+  std::printf("== calibrated simulator, held-out machines (ratio = latency run / best of the policy's configurations;\n"
+              "   geometric mean over 5 collectives x 29 sizes 16 B..4 GiB; worst = largest; wins = keys > 1%% faster than NCCL;\n"
+              "   TPE searched this very simulator over more channels/chunks, so it can go below 1)\n");
+  std::printf("%-16s %4s %10s | %7s %6s %5s | %7s %6s %5s | %7s %6s\n", "machine", "cong", "rebuild_us", "policy",
+              "worst", "wins", "TPE", "worst", "wins", "NCCL", "worst");
+  for (const auto& topo : systems) {
+    auto sys = train::SimSystem::make(topo);
+    if (!sys) {
+      std::printf("%-16s %s\n", topo.name.c_str(), sys.error().c_str());
+      continue;
+    }
+    std::optional<policy::DecisionTable> tuned;
+    double tune_s = 0;
+    if (!o.noTpe) {
+      const auto start = std::chrono::steady_clock::now();
+      auto t = tpeTable(*sys, o.tpeBudget);
+      tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (t) tuned = std::move(*t);
+      else std::printf("%-16s TPE failed: %s\n", topo.name.c_str(), t.error().c_str());
+    }
+    for (double congestion : {0.0, 1.0}) {
+      const train::RatioSummary r = train::ratioToBest(net, *sys, congestion);
+      std::printf("%-16s %4.1f %10.0f | %7.3f %6.2f %4.0f%% |", topo.name.c_str(), congestion, r.rebuild_us,
+                  r.policyGeoMean, r.policyWorst, 100 * r.policyBeatsNccl);
+      if (tuned) {
+        const train::RatioSummary t = train::ratioToBest(*tuned, *sys, congestion);
+        std::printf(" %7.3f %6.2f %4.0f%% |", t.policyGeoMean, t.policyWorst, 100 * t.policyBeatsNccl);
+      } else {
+        std::printf(" %7s %6s %5s |", "-", "-", "-");
+      }
+      std::printf(" %7.3f %6.2f\n", r.ncclGeoMean, r.ncclWorst);
+    }
+    std::printf("%-16s calibration %s; TPE search %.1f s (budget %d iterations/key, tuned at congestion 0)\n", "",
+                sys->calibration().c_str(), tune_s, o.tpeBudget);
+  }
+}
+
+void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+  const std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
+  std::printf("== shared/data replay (measured time of the decision / best measured config at the point; only\n"
+              "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick)\n");
+  std::printf("%-32s %6s | %6s %7s %6s %8s | %6s %7s %6s\n", "dataset", "points", "judged", "policy", "worst",
+              "vs NCCL", "judged", "NCCL", "worst");
+  for (const std::string& csv : files) {
+    const std::string name = std::filesystem::path(csv).parent_path().filename().string();
+    auto loaded = sim::loadMeasurements(csv);
+    if (!loaded) {
+      std::printf("%-32s %s\n", name.c_str(), loaded.error().c_str());
+      continue;
+    }
+    auto data = sim::buildReplayData(loaded->rows);
+    if (!data) {
+      std::printf("%-32s %s\n", name.c_str(), data.error().c_str());
+      continue;
+    }
+    const train::ReplayFigures f = train::replayPolicy(net, *data);
+    std::printf("%-32s %6d | %6d %7.3f %6.2f %8.3f | %6d %7.3f %6.2f\n", name.substr(0, 32).c_str(), f.policy.points,
+                f.policy.judged, f.policy.geomeanVsBest, f.policy.worstVsBest, f.policy.geomeanVsDefault, f.nccl.judged,
+                f.nccl.geomeanVsBest, f.nccl.worstVsBest);
+  }
+}
+
+int run(const PolicyEvalOptions& o) {
+  auto profile = policy::loadProfileFile(o.profile);
+  if (!profile) {
+    std::cerr << "invalid profile: " << profile.error() << "\n";
+    return 1;
+  }
+  if (!profile->network) {
+    std::cerr << o.profile << " has no \"policy\" section (train one with `dynamiccl train`)\n";
+    return 1;
+  }
+  auto guarded = withGuard(profile->network, o);
+  if (!guarded) {
+    std::cerr << "invalid guard margin: " << guarded.error() << "\n";
+    return 1;
+  }
+  profile->network = *guarded;
+  const policy::PolicyNetwork& net = *profile->network;
+  std::printf("%s\n", guardText(net).c_str());
+  if (train::presetsMatching(o.presets, true).empty()) {
+    std::cerr << "no preset matches\n";
+    return 1;
+  }
+  printSimulated(o, net);
+  // The plugin's own init path (no cache hit on a fresh shape): the first init of a process also
+  // probes the host once (like parsing the profile); later shapes do not. Multi-node shapes take the
+  // profile's fingerprint; a profile without one is timed as if it declared the first preset's.
+  if (!profile->hardware) profile->hardware = clusterHardwareOf(train::presetsMatching(o.presets, true).front());
+  auto timedInit_us = [&](const CommShape& shape, size_t* rules) {
+    const auto start = std::chrono::steady_clock::now();
+    const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape);
+    *rules = compiled.table.ruleCount();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  };
+  size_t rules = 0;
+  const double first_us =
+      timedInit_us(CommShape{.commId = 2, .nRanks = 16, .nNodes = 2, .minRanksPerNode = 8, .maxRanksPerNode = 8}, &rules);
+  const double init_us =
+      timedInit_us(CommShape{.commId = 1, .nRanks = 24, .nNodes = 3, .minRanksPerNode = 8, .maxRanksPerNode = 8}, &rules);
+  std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
+              "collectives): %.0f us, %zu rules (first init of the process, probing the host: %.0f us)\n",
+              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, rules, first_us);
+  if (!o.noReplay) printReplay(o, net);
+  return 0;
+}
+
+}  // namespace
+
+void addPolicyEvalCommand(CLI::App& app) {
+  auto o = std::make_shared<PolicyEvalOptions>();
+  CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out machines and shared/data");
+  cmd->add_option("profile", o->profile, "profile with a \"policy\" section")->required();
+  cmd->add_option("--presets", o->presets, "machine name prefixes to evaluate on (default h800; keep them held out)");
+  cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every shared/data dataset)");
+  cmd->add_option("--tpe-budget", o->tpeBudget, "TPE timed iterations per key (0 = converge)")->check(CLI::Range(0, 100000));
+  cmd->add_flag("--no-tpe", o->noTpe, "skip the TPE-tuned table");
+  cmd->add_flag("--no-replay", o->noReplay, "skip the shared/data replay");
+  CLI::Option* margin = cmd->add_option("--guard-margin", o->guardMargin,
+                                        "guard margin instead of the profile's guard_margin (default 0.05)")
+                            ->check(CLI::Range(0.0, 0.99));
+  cmd->add_flag("--no-guard", o->noGuard, "apply the network's choices without the guard (as before the guard)")
+      ->excludes(margin);
+  cmd->callback([o] {
+    if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

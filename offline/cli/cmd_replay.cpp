@@ -1,0 +1,132 @@
+// dynamiccl replay: drive the real plugin library (through the harness) over every measured point
+// of a normalized.csv and judge its decisions against measured times; or write the profiles that
+// reproduce NCCL's default and the simulator's best per size bucket (--make-profiles DIR).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "offline/harness/harness.h"
+#include "offline/cli/commands.h"
+#include "offline/cli/plugin_locator.h"
+#include "policy/policy.h"
+#include "offline/sim/sim.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct ReplayCmdOptions {
+  std::string data, system, profile, plugin, makeProfiles, calibration;
+  int maxUnjudged = 8;
+};
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 24)) out += std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : '-';
+  return out;
+}
+
+int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>& rows, const std::string& dataset) {
+  namespace fs = std::filesystem;
+  const std::string calFile =
+      o.calibration.empty() ? sim::defaultCalibrationDir() + "/" + dataset + ".json" : o.calibration;
+  auto cal = sim::loadCalibrationFile(calFile);
+  if (!cal) std::cerr << "replay: " << cal.error() << " (simulator defaults used)\n";
+  fs::create_directories(o.makeProfiles);
+  std::map<std::string, std::string> systems;  // system -> first group seen
+  for (const auto& m : rows)
+    if (o.system.empty() || m.system.find(o.system) != std::string::npos) systems.try_emplace(m.system, m.group);
+  for (const auto& [system, group] : systems) {
+    auto data = sim::buildReplayData(rows, system);
+    if (!data) return std::cerr << "replay: " << data.error() << "\n", 1;
+    // Variants of one system share a profile: the simulator uses the first group's parameters.
+    const sim::SimParams params = cal ? sim::paramsForGroup(cal.value(), group) : sim::SimParams{};
+    const std::string base = (fs::path(o.makeProfiles) / (dataset + "--" + slug(system))).string();
+    const std::pair<std::string, sim::BucketChooser> kinds[] = {
+        {"nccl-default", sim::ncclDefaultChooser()},
+        {"sim-best", sim::simBestChooser([params](const sim::Shape&) { return params; })}};
+    for (const auto& [kind, chooser] : kinds) {
+      const std::string json = sim::profileJson(dataset + " " + kind, sim::bucketRules(data.value(), chooser));
+      auto parsed = policy::parseProfileJson(json);  // what we write must be what the plugin reads
+      if (!parsed) return std::cerr << "replay: generated profile is invalid: " << parsed.error() << "\n", 1;
+      std::ofstream(base + "." + kind + ".json") << json;
+      std::printf("%s.%s.json  (%zu rules; system '%s')\n", base.c_str(), kind.c_str(), parsed->rules.size(),
+                  system.c_str());
+    }
+  }
+  return 0;
+}
+
+int run(const ReplayCmdOptions& o) {
+  auto loaded = sim::loadMeasurements(o.data);
+  if (!loaded) return std::cerr << "replay: " << loaded.error() << "\n", 1;
+  const std::string dataset = std::filesystem::path(o.data).parent_path().filename().string();
+  if (!o.makeProfiles.empty()) return makeProfiles(o, loaded->rows, dataset);
+  if (o.profile.empty()) return std::cerr << "replay: --profile or --make-profiles is required\n", 1;
+
+  auto data = sim::buildReplayData(loaded->rows, o.system);
+  if (!data) return std::cerr << "replay: " << data.error() << "\n", 1;
+  // The plugin re-reads DYNAMICCL_PROFILE when it changes; set it before the first init.
+  harness::ScopedEnv env("DYNAMICCL_PROFILE", o.profile.c_str());
+  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin));
+  if (!lib) return std::cerr << "replay: " << lib.error() << "\n", 1;
+  ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
+  std::map<const sim::Shape*, std::unique_ptr<harness::TunerComm>> comms;
+  std::string initError;
+  const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& table) {
+    auto& comm = comms[p.shape];
+    if (!comm) {
+      harness::CommSpec spec;
+      spec.nRanks = p.shape->nRanks;
+      spec.nNodes = p.shape->nNodes;
+      spec.constants = &constants;
+      auto c = lib.value()->init(spec);
+      if (!c) {
+        initError = c.error();
+        return sim::Config{Algo::Default, Proto::Default, 0, 0};
+      }
+      comm = std::move(c.value());
+    }
+    const harness::Choice ch = comm->decide(int(p.coll), p.bytes, table);
+    return sim::Config{Algo(ch.algo), Proto(ch.proto), ch.nChannels, 0};
+  };
+  const sim::ReplaySummary s = sim::replay(data.value(), decide, true);
+  if (!initError.empty()) return std::cerr << "replay: plugin init failed: " << initError << "\n", 1;
+  std::printf("replay %s%s with %s (plugin %s, tuner v%d)\n", dataset.c_str(),
+              o.system.empty() ? "" : (" [" + o.system + "]").c_str(), o.profile.c_str(), lib.value()->path().c_str(),
+              lib.value()->version());
+  std::printf("  points %d, judged %d (%d kept NCCL's default), could not judge %zu\n", s.points, s.judged,
+              s.keptDefault, s.unjudged.size());
+  if (s.judged)
+    std::printf("  chosen/best:    geomean %.3f  worst %.3f\n", s.geomeanVsBest, s.worstVsBest);
+  if (s.vsDefaultPoints)
+    std::printf("  chosen/default: geomean %.3f  worst %.3f  (%d points with a default measurement)\n",
+                s.geomeanVsDefault, s.worstVsDefault, s.vsDefaultPoints);
+  if (s.channelOverrides) std::printf("  %d decisions set channels (not judged: no data sweeps channels)\n", s.channelOverrides);
+  for (size_t i = 0; i < s.unjudged.size() && int(i) < o.maxUnjudged; ++i) std::printf("  not judged: %s\n", s.unjudged[i].c_str());
+  if (int(s.unjudged.size()) > o.maxUnjudged) std::printf("  ... and %zu more\n", s.unjudged.size() - o.maxUnjudged);
+  return 0;
+}
+
+}  // namespace
+
+void addReplayCommand(CLI::App& app) {
+  auto o = std::make_shared<ReplayCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("replay", "Judge the plugin's decisions on real measurements");
+  cmd->add_option("--data", o->data, "a normalized.csv (shared/data/<dataset>/normalized.csv)")->required();
+  cmd->add_option("--system", o->system, "only rows whose system contains this text");
+  cmd->add_option("--profile", o->profile, "profile the plugin loads (DYNAMICCL_PROFILE)");
+  cmd->add_option("--plugin", o->plugin, "plugin library (default: the build tree's)");
+  cmd->add_option("--make-profiles", o->makeProfiles,
+                  "write <dataset>--<system>.nccl-default.json and .sim-best.json into this folder");
+  cmd->add_option("--calibration", o->calibration, "simulator calibration JSON (default: offline/platforms/calibration/<dataset>.json)");
+  cmd->add_option("--show-unjudged", o->maxUnjudged, "how many unjudged points to list");
+  cmd->callback([o] {
+    if (const int rc = run(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

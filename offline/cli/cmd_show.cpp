@@ -1,0 +1,114 @@
+// dynamiccl show: the decision map over sizes per collective, obtained from the real plugin library
+// through the harness, i.e. exactly what NCCL would be told for a communicator of this shape.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "offline/harness/harness.h"
+#include "offline/cli/commands.h"
+#include "offline/cli/plugin_locator.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct ShowOptions {
+  std::string profile, plugin;
+  int nodes = 1, ranks = 8;
+  uint64_t minBytes = 1, maxBytes = uint64_t{1} << 32;
+  std::vector<std::string> collectives;
+};
+
+std::string humanBytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(n);
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// What the plugin told NCCL for one call, as a short label ("RING/LL128 ch=16" or "NCCL's choice").
+std::string label(harness::TunerComm& comm, int coll, uint64_t nBytes) {
+  const harness::CostTable table = harness::allAvailable();
+  harness::CostTable edited = table;
+  int nChannels = 0;
+  comm.getCollInfo(coll, nBytes, 1, 0, edited, &nChannels);
+  if (edited == table && nChannels == 0) return "NCCL's choice";
+  std::string s;
+  if (edited == table) s = "NCCL's algo/proto";
+  else {
+    const harness::Choice c = harness::selectLikeNccl(edited);
+    s = std::string(algoNcclName(Algo(c.algo))) + "/" + std::string(protoNcclName(Proto(c.proto)));
+  }
+  s += nChannels ? " channels=" + std::to_string(nChannels) : "";
+  return s;
+}
+
+void run(const ShowOptions& o) {
+  auto profile = policy::loadProfileFile(o.profile);
+  if (!profile) {
+    std::cerr << "invalid profile: " << profile.error() << "\n";
+    throw CLI::RuntimeError(1);
+  }
+  harness::ScopedEnv env("DYNAMICCL_PROFILE", o.profile.c_str());
+  harness::ScopedEnv strict("DYNAMICCL_STRICT", "1");
+  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin));
+  if (!lib) {
+    std::cerr << lib.error() << "\n";
+    throw CLI::RuntimeError(1);
+  }
+  harness::CommSpec spec;
+  spec.nNodes = o.nodes;
+  spec.nRanks = o.ranks;
+  auto comm = lib.value()->init(spec);
+  if (!comm) {
+    std::cerr << "plugin init failed: " << comm.error() << "\n";
+    throw CLI::RuntimeError(1);
+  }
+  std::cout << "profile " << (profile->name.empty() ? "(unnamed)" : profile->name) << " (" << profile->rules.size()
+            << " rules) from " << o.profile << "\ncommunicator: " << o.nodes << " node(s), " << o.ranks
+            << " ranks; plugin " << lib.value()->path() << " (tuner v" << lib.value()->version() << ")\n"
+            << "sizes are NCCL's nBytes (total buffer for AllGather/ReduceScatter); powers of two from "
+            << humanBytes(o.minBytes) << " to " << humanBytes(o.maxBytes) << "\n";
+  for (int c = 0; c < kNumCollectives; ++c) {
+    const std::string name(collectiveName(Collective(c)));
+    if (!o.collectives.empty() && std::find(o.collectives.begin(), o.collectives.end(), name) == o.collectives.end())
+      continue;
+    std::cout << "\n" << name << "\n";
+    std::string current;
+    uint64_t from = o.minBytes, last = o.minBytes;
+    for (uint64_t n = o.minBytes; n <= o.maxBytes && n != 0; n *= 2) {
+      const std::string l = label(**comm, c, n);
+      if (n != o.minBytes && l != current) {
+        std::printf("  %10s .. %-10s  %s\n", humanBytes(from).c_str(), humanBytes(last).c_str(), current.c_str());
+        from = n;
+      }
+      current = l;
+      last = n;
+    }
+    std::printf("  %10s .. %-10s  %s\n", humanBytes(from).c_str(), humanBytes(last).c_str(), current.c_str());
+  }
+}
+
+}  // namespace
+
+void addShowCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("show", "print the decision map over sizes per collective (what NCCL would be told)");
+  auto o = std::make_shared<ShowOptions>();
+  cmd->add_option("--profile,-p", o->profile, "profile file (our JSON or NVIDIA's CSV)")->required();
+  cmd->add_option("--nodes,-N", o->nodes, "nodes in the communicator")->check(CLI::PositiveNumber);
+  cmd->add_option("--ranks,-R", o->ranks, "ranks in the communicator")->check(CLI::PositiveNumber);
+  cmd->add_option("--min-bytes", o->minBytes, "smallest size shown");
+  cmd->add_option("--max-bytes", o->maxBytes, "largest size shown");
+  cmd->add_option("--collective,-c", o->collectives, "only these collectives (allreduce, allgather, ...)");
+  cmd->add_option("--plugin", o->plugin, "plugin library to drive (default: the one built with this command)");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,124 @@
+// dynamiccl sim: predict one configuration, compare every feasible configuration for a
+// (collective, bytes, preset, nodes), or emit a synthetic normalized.csv for a preset.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "offline/cli/commands.h"
+#include "offline/sim/sim.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct SimCmdOptions {
+  std::string topology = "dgx-h100", collective = "allreduce", algo, proto, emitCsv, params;
+  int nodes = 1, channels = 0, samples = 1;
+  uint64_t bytes = 1 << 20, chunk = 0, seed = 1;
+};
+
+int run(const SimCmdOptions& o) {
+  auto topo = sim::loadTopology(o.topology, o.nodes);
+  if (!topo) return std::cerr << "sim: " << topo.error() << "\n", 1;
+  sim::SimParams params;
+  if (!o.params.empty()) {
+    std::ifstream in(o.params);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto p = sim::paramsFromJson(text);
+    if (!p) return std::cerr << "sim: " << o.params << ": " << p.error() << "\n", 1;
+    params = p.value();
+  }
+  auto ref = sim::NcclReference::create(topo.value());
+  if (!ref) return std::cerr << "sim: " << ref.error() << "\n", 1;
+  const sim::Simulator simulator(topo.value(), params);
+  const auto coll = parseCollective(o.collective);
+  if (!coll) return std::cerr << "sim: unknown collective " << o.collective << "\n", 1;
+
+  if (!o.emitCsv.empty()) {
+    // Synthetic interchange CSV: every collective, sizes 8 B..4 GiB, NCCL's default and each
+    // feasible (algo, proto) forced, one noisy sample each (seeded).
+    std::ofstream out(o.emitCsv);
+    out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+    sim::NoiseSource noise(o.seed);
+    const int n = topo->nRanks();
+    int rows = 0;
+    for (int c = 0; c < kNumCollectives; ++c)
+      for (uint64_t b = 8; b <= (uint64_t{1} << 32); b *= 2) {
+        const Collective cc = Collective(c);
+        const double factor = cc == Collective::AllReduce ? 2.0 * (n - 1) / n
+                              : (cc == Collective::AllGather || cc == Collective::ReduceScatter) ? double(n - 1) / n : 1.0;
+        auto emit = [&](const sim::Config& cfg, const std::string& a, const std::string& p) {
+          const double t = simulator.sample_us(cc, b, cfg, noise);
+          if (t <= 0) return;
+          out << "simulated " << topo->name << "," << collectiveName(cc) << "," << n << "," << topo->nNodes << "," << b
+              << "," << a << "," << p << "," << cfg.nChannels << "," << cfg.chunkBytes << "," << t << ","
+              << (b / (t * 1e3)) * factor << ",dynamiccl sim --emit-csv seed " << o.seed << "\n";
+          ++rows;
+        };
+        const sim::Config def = ref->defaultConfig(cc, b);
+        if (def.algo != Algo::Default) emit(def, "default", "default");
+        for (const sim::Config& cand : simulator.candidateConfigs(cc))
+          if (cand.nChannels == 0)
+            emit(ref->resolve(cand, b), std::string(algoNcclName(cand.algo)), std::string(protoNcclName(cand.proto)));
+      }
+    std::printf("wrote %d rows to %s\n", rows, o.emitCsv.c_str());
+    return 0;
+  }
+
+  const sim::Config def = ref->defaultConfig(*coll, o.bytes);
+  std::printf("%s, %d node(s), %d ranks, %s %llu B\n", topo->name.c_str(), topo->nNodes, topo->nRanks(),
+              o.collective.c_str(), static_cast<unsigned long long>(o.bytes));
+  if (def.algo != Algo::Default)
+    std::printf("NCCL default: %s  model %.1f us  simulated %.1f us\n", sim::configLabel(def).c_str(),
+                ref->costTable(*coll, o.bytes)[int(def.algo)][int(def.proto)], simulator.time_us(*coll, o.bytes, def));
+  if (!o.algo.empty() || !o.proto.empty()) {
+    const auto a = parseAlgo(o.algo.empty() ? "ring" : o.algo);
+    const auto p = parseProto(o.proto.empty() ? "simple" : o.proto);
+    if (!a || !p) return std::cerr << "sim: unknown algo/proto\n", 1;
+    const sim::Config c = ref->resolve(sim::Config{*a, *p, o.channels, o.chunk}, o.bytes);
+    if (!simulator.feasible(*coll, c)) return std::cerr << "sim: " << sim::configLabel(c) << " is not feasible here\n", 1;
+    sim::NoiseSource noise(o.seed);
+    std::printf("%s: %.2f us", sim::configLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
+    for (int i = 0; i < o.samples && o.samples > 1; ++i) std::printf(" %.2f", simulator.sample_us(*coll, o.bytes, c, noise));
+    std::printf("\n");
+    return 0;
+  }
+  // Compare all feasible configurations, fastest first.
+  std::vector<std::pair<double, sim::Config>> all;
+  for (const sim::Config& cand : simulator.candidateConfigs(*coll)) {
+    const sim::Config c = ref->resolve(cand, o.bytes);
+    all.emplace_back(simulator.time_us(*coll, o.bytes, c), c);
+  }
+  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const double defT = def.algo != Algo::Default ? simulator.time_us(*coll, o.bytes, def) : 0;
+  for (const auto& [t, c] : all)
+    std::printf("  %-36s %10.2f us  %s\n", sim::configLabel(c).c_str(), t,
+                defT > 0 ? (std::to_string(int(100 * t / defT)) + "% of default").c_str() : "");
+  return 0;
+}
+
+}  // namespace
+
+void addSimCommand(CLI::App& app) {
+  auto o = std::make_shared<SimCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("sim", "Simulate collectives: one config, all configs, or a synthetic CSV");
+  cmd->add_option("--topology,--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
+  cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str();
+  cmd->add_option("--collective", o->collective)->capture_default_str();
+  cmd->add_option("--bytes", o->bytes, "NCCL's nBytes")->capture_default_str();
+  cmd->add_option("--algo", o->algo, "predict this algorithm (else compare all)");
+  cmd->add_option("--proto", o->proto, "predict this protocol (else compare all)");
+  cmd->add_option("--channels", o->channels, "0 = NCCL's count");
+  cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default");
+  cmd->add_option("--samples", o->samples, "also print this many noisy samples");
+  cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
+  cmd->add_option("--params", o->params, "simulator parameters JSON (one group's \"params\" object)");
+  cmd->add_option("--emit-csv", o->emitCsv, "write a synthetic normalized.csv for the topology");
+  cmd->callback([o] {
+    if (const int rc = run(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,177 @@
+// dynamiccl train: trains the learned policy (GRU over recent timings + MLP over the features) from
+// simulator rollouts and the SQLite store, validates on held-out rows and held-out machines, and
+// writes a profile whose "policy" key holds the weights the plugin evaluates with Eigen and, with
+// --preset/--probe-host/fact flags, whose "fingerprint" declares the cluster it is for.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "offline/demo/demo.h"
+#include "offline/cli/commands.h"
+#include "offline/cli/plot_runner.h"
+#include "policy/policy.h"
+#include "store/store.h"
+#include "offline/train/train.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct TrainCmdOptions {
+  std::string db, out = "dynamiccl-policy.json", curve = "learning_curve.csv", png;
+  std::vector<std::string> holdOut = {"h800"};
+  bool noStore = false;
+  int keysPerSystem = 300;
+  train::TrainOptions train;
+  ClusterFactsOptions cluster;  // the "fingerprint" written: the cluster the profile is for
+};
+
+std::vector<train::SimSystem> systemsOf(const std::vector<model::Topology>& topos) {
+  std::vector<train::SimSystem> out;
+  for (const auto& t : topos) {
+    auto s = train::SimSystem::make(t);
+    if (s) out.push_back(std::move(*s));
+    else std::cerr << "skipping preset " << t.name << ": " << s.error() << "\n";
+  }
+  return out;
+}
+
+std::string names(const std::vector<train::SimSystem>& systems) {
+  std::string s;
+  for (const auto& x : systems) s += (s.empty() ? "" : ",") + x.topology().name;
+  return s;
+}
+
+void writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
+                  const std::optional<ClusterHardware>& cluster, const std::string& trainedOn,
+                  const std::string& heldOut) {
+  nlohmann::json doc;
+  doc["format"] = "dynamiccl-profile";
+  doc["version"] = policy::kProfileVersion;
+  doc["name"] = "dynamiccl-learned-policy";
+  doc["description"] = "DynamICCL learned policy; rules are generated per communicator from the network";
+  if (cluster) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*cluster));
+  doc["rules"] = nlohmann::json::array();
+  doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  doc["meta"] = {{"trained_on", trainedOn}, {"held_out", heldOut}, {"epochs", o.train.epochs}, {"seed", o.train.seed}};
+  std::ofstream(o.out) << doc.dump() << "\n";
+}
+
+int run(TrainCmdOptions o) {
+  if (!train::torchAvailable()) {
+    std::cerr << "dynamiccl train: this build has no LibTorch (configure with libtorch-dev installed and "
+                 "DYNAMICCL_WITH_TORCH=ON)\n";
+    return 2;
+  }
+  auto cluster = resolveClusterFacts(o.cluster);  // before training: a typo should not cost the run
+  if (!cluster) {
+    std::cerr << "dynamiccl train: " << cluster.error() << "\n";
+    return 1;
+  }
+  const auto trainSystems = systemsOf(train::presetsMatching(o.holdOut, false));
+  const auto heldSystems = systemsOf(train::presetsMatching(o.holdOut, true));
+  if (trainSystems.empty()) {
+    std::cerr << "no training machines left after holding out\n";
+    return 1;
+  }
+  std::printf("machines: train %s\n          held out %s\n", names(trainSystems).c_str(),
+              heldSystems.empty() ? "(none)" : names(heldSystems).c_str());
+  train::RolloutOptions ro;
+  ro.keysPerSystem = o.keysPerSystem;
+  ro.seed = o.train.seed;
+  std::vector<train::Sample> rows = train::simulatorRollouts(trainSystems, ro);
+  ro.seed = o.train.seed + 1000;
+  ro.keysPerSystem = std::max(50, o.keysPerSystem / 3);
+  const std::vector<train::Sample> held = train::simulatorRollouts(heldSystems, ro);
+  std::printf("simulator rollouts: %zu rows (%.0f%% of situations congested)\n", rows.size(), ro.congestedFraction * 100);
+
+  const std::string db = o.db.empty() ? store::defaultDatabasePath() : o.db;
+  if (o.noStore) {
+    std::printf("store: not used (--no-store)\n");
+  } else if (!std::filesystem::exists(db)) {
+    std::printf("store: %s does not exist; simulator rollouts only\n", db.c_str());
+  } else if (auto s = train::storeSamples(db); !s) {
+    std::printf("store: %s\n", s.error().c_str());
+  } else {
+    std::printf("store: %zu observations, %zu used (importance-weighted), %zu skipped\n", s->read, s->samples.size(),
+                s->skipped);
+    rows.insert(rows.end(), s->samples.begin(), s->samples.end());
+  }
+  std::mt19937_64 rng(o.train.seed);
+  std::shuffle(rows.begin(), rows.end(), rng);
+  const size_t nVal = rows.size() / 10;
+  const std::vector<train::Sample> val(rows.end() - nVal, rows.end());
+  rows.resize(rows.size() - nVal);
+  std::printf("training on %zu rows, validating on %zu, held-out machines %zu rows; %d epochs on %d threads\n",
+              rows.size(), val.size(), held.size(), o.train.epochs, o.train.threads);
+
+  std::ofstream curve(o.curve);
+  curve << "epoch,train_loss,validation_loss,held_out_loss,seconds\n";
+  auto weights = train::trainPolicyNetwork(rows, val, held, o.train, [&](const train::EpochStats& e) {
+    std::printf("epoch %2d/%d  train %.4f  validation %.4f  held-out %.4f  (%.1f s)\n", e.epoch, o.train.epochs,
+                e.trainLoss, e.validationLoss, e.heldOutLoss, e.seconds);
+    std::fflush(stdout);
+    curve << e.epoch << "," << e.trainLoss << "," << e.validationLoss << "," << e.heldOutLoss << "," << e.seconds << "\n";
+  });
+  curve.close();
+  if (!weights) {
+    std::cerr << "training failed: " << weights.error() << "\n";
+    return 1;
+  }
+  weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + names(trainSystems);
+  auto net = policy::PolicyNetwork::create(*weights);
+  if (!net) {
+    std::cerr << "exported weights rejected: " << net.error() << "\n";
+    return 1;
+  }
+  for (const auto& sys : heldSystems)
+    for (double congestion : {0.0, 1.0}) {
+      const train::RatioSummary r = train::ratioToBest(**net, sys, congestion);
+      std::printf("held out %-18s congestion %.1f: latency/best  policy %.3f  NCCL default %.3f\n",
+                  sys.topology().name.c_str(), congestion, r.policyGeoMean, r.ncclGeoMean);
+    }
+  writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems));
+  auto check = policy::loadProfileFile(o.out);
+  if (!check) {
+    std::cerr << "written profile does not load: " << check.error() << "\n";
+    return 1;
+  }
+  std::printf("wrote %s (policy weights v%d) and %s\n", o.out.c_str(), weights->version, o.curve.c_str());
+  if (*cluster)
+    std::printf("fingerprint: %s\n", policy::clusterHardwareToJson(**cluster).c_str());
+  else
+    std::printf("no fingerprint (--preset, --probe-host or --gpu-cc/--nvlink-gbps/--nics/--nic-gbps): multi-node "
+                "communicators will not use the learned rules until it is declared (dynamiccl export --preset)\n");
+  if (!o.png.empty()) {
+    if (auto plotted = runPlotScript("plot_learning_curve.py", {o.curve, o.png}); plotted) std::printf("wrote %s\n", o.png.c_str());
+    else std::printf("could not plot: %s\n", plotted.error().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addTrainCommand(CLI::App& app) {
+  auto o = std::make_shared<TrainCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "train the learned policy (LibTorch) and write a profile with its weights");
+  cmd->add_option("--db", o->db, "SQLite store of observations (default: DYNAMICCL_DB or the per-host path)");
+  cmd->add_flag("--no-store", o->noStore, "train on simulator rollouts only");
+  cmd->add_option("--hold-out", o->holdOut, "preset name prefixes kept out of training (default h800)");
+  cmd->add_option("--epochs", o->train.epochs, "training epochs")->check(CLI::Range(1, 1000));
+  cmd->add_option("--keys", o->keysPerSystem, "simulated situations per machine")->check(CLI::Range(10, 100000));
+  cmd->add_option("--threads", o->train.threads, "LibTorch threads")->check(CLI::Range(1, 256));
+  cmd->add_option("--seed", o->train.seed, "random seed");
+  cmd->add_option("-o,--out", o->out, "profile to write");
+  cmd->add_option("--curve", o->curve, "learning curve CSV to write");
+  cmd->add_option("--png", o->png, "also plot the learning curve (python3 + matplotlib)");
+  addClusterFactsOptions(cmd, o->cluster);
+  cmd->callback([o] {
+    if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,122 @@
+// dynamiccl tune: per collective and size, TPE + Hyperband search over algo x proto x channels x
+// chunk on a measurement backend (simulator, replayed dataset, nccl-tests runner), then smoothing
+// and the default guard; writes a tune report (for export/env) and optionally the profile.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "offline/cli/commands.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+struct TuneCmdOptions {
+  std::string backend = "sim", topology = "dgx-h100", simParams, dataset, system, script = "scripts/measure_nccl_tests.sh";
+  std::string launcher = "mpirun", ncclTestsDir, plugin, method = "tpe", out = "dynamiccl-tune.json", profile, name;
+  std::vector<std::string> collectives{"allreduce"};
+  int nodes = 1, nranks = 0, iterations = 27, eta = 3, share = 3;
+  uint64_t minBytes = 1024, maxBytes = 1 << 30, seed = 1;
+  int64_t budget = 0;
+  double switchPenalty = 0.02, minGain = 0.01;
+  bool noProgress = false;
+};
+
+Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
+  if (o.backend == "sim") return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
+  if (o.backend == "replay") return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0});
+  if (o.backend == "runner")
+    return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8, o.nodes, {}});
+  return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
+}
+
+int run(const TuneCmdOptions& o) {
+  auto backend = makeBackend(o);
+  if (!backend) return std::cerr << "tune: " << backend.error() << "\n", 1;
+  tune::TuneRequest req;
+  req.collectives.clear();  // the request's default list is replaced by --collective
+  for (const std::string& c : o.collectives) {
+    const auto coll = parseCollective(c);
+    if (!coll) return std::cerr << "tune: unknown collective " << c << "\n", 1;
+    req.collectives.push_back(*coll);
+  }
+  if (o.backend != "replay") req.sizes = tune::powerOfTwoSizes(o.minBytes, o.maxBytes);
+  req.search.method = o.method == "random" ? tune::SearchMethod::Random
+                      : o.method == "grid" ? tune::SearchMethod::Grid : tune::SearchMethod::TpeHyperband;
+  req.search.maxIterations = o.iterations;
+  req.search.eta = o.eta;
+  req.search.budgetIterations = o.budget;
+  req.search.seed = o.seed;
+  req.warmStartTop = o.share;
+  req.progress = !o.noProgress;
+  auto result = tune::tune(**backend, req);
+  if (!result) return std::cerr << "tune: " << result.error() << "\n", 1;
+
+  tune::SmoothingOptions so;
+  so.switchPenalty = o.switchPenalty;
+  so.minGain = o.minGain;
+  auto [all, chosen] = tune::smoothAll(*result, so);
+  auto knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
+  const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
+  const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
+
+  std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
+              result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
+              100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
+              static_cast<long long>(result->gridIterations));
+  for (const tune::TunedInterval& t : all)
+    std::printf("  %-13s [%s, %s]  %-32s gain %+5.1f%%  confidence %.2f  (%d sizes)\n",
+                std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
+                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(), 100 * t.gain,
+                t.confidence, t.sizes);
+  for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
+  std::ofstream(o.out) << tune::reportToJson(report);
+  std::printf("wrote %s (%zu rules)\n", o.out.c_str(), report.profile.rules.size());
+  if (!o.profile.empty()) {
+    std::ofstream(o.profile) << policy::profileToJson(report.profile);
+    std::printf("wrote %s\n", o.profile.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addTuneCommand(CLI::App& app) {
+  auto o = std::make_shared<TuneCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("tune", "Search per collective and size (TPE + Hyperband) and write a tuned profile");
+  cmd->add_option("--backend", o->backend, "sim, replay (a normalized.csv) or runner (nccl-tests on a cluster)")
+      ->check(CLI::IsMember({"sim", "replay", "runner"}));
+  cmd->add_option("--topology", o->topology, "sim: preset name or topology JSON");
+  cmd->add_option("--sim-params", o->simParams, "sim: calibrated parameters JSON");
+  cmd->add_option("--nodes", o->nodes, "sim/runner: nodes (replay: filter)");
+  cmd->add_option("--nranks", o->nranks, "runner: ranks (replay: filter)");
+  cmd->add_option("--dataset", o->dataset, "replay: interchange CSV");
+  cmd->add_option("--system", o->system, "replay: system substring filter");
+  cmd->add_option("--script", o->script, "runner: measurement script");
+  cmd->add_option("--launcher", o->launcher, "runner: mpirun, srun or none");
+  cmd->add_option("--nccl-tests-dir", o->ncclTestsDir, "runner: directory of *_perf binaries");
+  cmd->add_option("--plugin", o->plugin, "runner: NCCL_TUNER_PLUGIN value (path to the plugin)");
+  cmd->add_option("--collective", o->collectives, "collectives to tune")->delimiter(',');
+  cmd->add_option("--min-bytes", o->minBytes, "smallest size (powers of two up to --max-bytes)");
+  cmd->add_option("--max-bytes", o->maxBytes, "largest size");
+  cmd->add_option("--method", o->method, "tpe (TPE + Hyperband), random or grid")
+      ->check(CLI::IsMember({"tpe", "random", "grid"}));
+  cmd->add_option("--iterations", o->iterations, "timed iterations of a full evaluation (Hyperband's R)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--eta", o->eta, "Hyperband's reduction factor")->check(CLI::Range(2, 16));
+  cmd->add_option("--budget", o->budget, "cap on timed iterations per size (0 = until converged)");
+  cmd->add_option("--share", o->share, "leaders of the previous size used as warm start (0 = off)");
+  cmd->add_option("--switch-penalty", o->switchPenalty, "smoothing: regret a change of configuration must repay");
+  cmd->add_option("--min-gain", o->minGain, "guard: smallest gain over NCCL's default worth a rule");
+  cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE)");
+  cmd->add_option("-o,--out", o->out, "tune report JSON (input of export and env)");
+  cmd->add_option("--profile", o->profile, "also write the profile JSON here");
+  cmd->add_option("--name", o->name, "profile name");
+  cmd->add_flag("--no-progress", o->noProgress, "no progress bar");
+  cmd->callback([o] {
+    if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace dynamiccl::cli

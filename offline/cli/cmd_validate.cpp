@@ -1,0 +1,40 @@
+// dynamiccl validate P: reads a profile exactly as the plugin would and says what is wrong.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "offline/cli/commands.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::cli {
+
+void addValidateCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("validate", "check a profile (our JSON or NVIDIA's CSV) the way the plugin reads it");
+  auto path = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("auto");
+  cmd->add_option("profile", *path, "profile file")->required();
+  cmd->add_option("--format", *format, "auto, json or csv")->check(CLI::IsMember({"auto", "json", "csv"}));
+  cmd->callback([path, format] {
+    const auto f = *format == "json" ? policy::ProfileFormat::Json
+                   : *format == "csv" ? policy::ProfileFormat::NvidiaCsv
+                                      : policy::ProfileFormat::Auto;
+    auto profile = policy::loadProfileFile(*path, f);
+    if (!profile) {
+      std::cerr << "invalid: " << profile.error() << "\n";
+      throw CLI::RuntimeError(1);
+    }
+    size_t perRank = 0, keep = 0;
+    for (const auto& r : profile->rules) {
+      perRank += r.sizeKey == policy::SizeKey::BytesPerRank;
+      keep += r.decision.keepsAlgoProto();
+    }
+    std::cout << "ok: " << (profile->name.empty() ? "(unnamed)" : profile->name) << ", " << profile->rules.size()
+              << " rules (" << perRank << " keyed by bytes per rank, " << keep << " keep NCCL's algorithm)\n";
+    if (profile->hardware) std::cout << "fingerprint: " << policy::clusterHardwareToJson(*profile->hardware) << "\n";
+    if (profile->network && !profile->hardware)
+      std::cout << "note: learned policy without a \"fingerprint\": multi-node communicators get only the rules "
+                   "(declare the cluster: dynamiccl export " << *path << " --preset NAME | --probe-host -o OUT)\n";
+  });
+}
+
+}  // namespace dynamiccl::cli

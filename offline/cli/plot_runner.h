@@ -1,0 +1,15 @@
+// Runs one of scripts/plot_*.py (matplotlib) for a command that writes plots.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "features/features.h"
+
+namespace dynamiccl::cli {
+
+// Debian's /usr/bin/python3 carries python3-matplotlib; a python3 earlier on PATH (pyenv) may not.
+// The script is looked up in DYNAMICCL_SCRIPTS_DIR, then the source tree's scripts/.
+Status runPlotScript(const std::string& scriptName, const std::vector<std::string>& args);
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,82 @@
+// Resolving --preset / --probe-host / fact flags into a profile's declared hardware.
+#include "offline/demo/cluster_facts.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+
+#include "policy/policy.h"
+#include "offline/platforms/platforms.h"
+
+namespace dynamiccl::cli {
+namespace {
+
+// This machine as the plugin would probe it (sysfs, NVML, DYNAMICCL_TOPO_*); unknown facts stay unset.
+struct ProbedFacts {
+  std::optional<int> gpuCc, nics;
+  std::optional<double> nvlinkGBps, nicGBps;
+};
+
+ProbedFacts probeThisHost() {
+  const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", [](const char* n) { return std::getenv(n); });
+  const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO_*
+  const bool gpuKnown = host.nvml && host.nvml->computeCap > 0;      // then NVLink 0 means "none"
+  ProbedFacts p;
+  if (fp.computeCap > 0) p.gpuCc = fp.computeCap;
+  if (gpuKnown || host.overrides.nvlinkBw_GBps) p.nvlinkGBps = fp.nvlinkBwPerGpu_GBps;
+  if (fp.nicsPerNode > 0) p.nics = fp.nicsPerNode;
+  if (fp.nicsPerNode > 0 || host.overrides.nicSpeed_GBps) p.nicGBps = fp.nicSpeed_GBps;
+  return p;
+}
+
+}  // namespace
+
+ClusterHardware clusterHardwareOf(const model::Topology& t) {
+  return ClusterHardware{t.computeCap, t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0, t.nicsPerNode, t.nicBw_GBps,
+                         "sim preset " + t.name};
+}
+
+void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o) {
+  const std::string group = "Cluster the profile is for (its \"fingerprint\"; multi-node learned rules need it)";
+  auto* preset = cmd->add_option("--preset", o.preset, "sim preset name or topology JSON of the cluster")->group(group);
+  cmd->add_flag("--probe-host", o.probeHost, "probe this machine (sysfs NICs, NVML, DYNAMICCL_TOPO_*)")
+      ->group(group)
+      ->excludes(preset);
+  cmd->add_option("--gpu-cc", o.gpuCc, "GPU compute capability x 10 (80, 90, 100)")->group(group);
+  cmd->add_option("--nvlink-gbps", o.nvlinkGBps, "NVLink GB/s per GPU (0: none)")->group(group);
+  cmd->add_option("--nics", o.nics, "NICs per node")->group(group);
+  cmd->add_option("--nic-gbps", o.nicGBps, "GB/s per NIC (400 Gb/s = 50)")->group(group);
+}
+
+Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsOptions& o) {
+  if (!o.any()) return std::optional<ClusterHardware>{};
+  ProbedFacts f;
+  std::string source = "flags";
+  if (!o.preset.empty()) {
+    auto topo = sim::loadTopology(o.preset);
+    if (!topo) return makeError("--preset " + o.preset + ": " + topo.error());
+    const ClusterHardware hw = clusterHardwareOf(*topo);
+    f = {hw.computeCap, hw.nicsPerNode, hw.nvlinkBwPerGpu_GBps, hw.nicSpeed_GBps};
+    source = hw.source;
+  } else if (o.probeHost) {
+    f = probeThisHost();
+    source = "probe of this host";
+  }
+  if (o.gpuCc) f.gpuCc = o.gpuCc;
+  if (o.nics) f.nics = o.nics;
+  if (o.nvlinkGBps) f.nvlinkGBps = o.nvlinkGBps;
+  if (o.nicGBps) f.nicGBps = o.nicGBps;
+  if (source != "flags" && (o.gpuCc || o.nics || o.nvlinkGBps || o.nicGBps)) source += " and flags";
+  std::string missing;
+  if (!f.gpuCc) missing += " --gpu-cc";
+  if (!f.nvlinkGBps) missing += " --nvlink-gbps";
+  if (!f.nics) missing += " --nics";
+  if (!f.nicGBps) missing += " --nic-gbps";
+  if (!missing.empty()) return makeError("cluster facts unknown (" + source + "); give" + missing);
+  ClusterHardware hw{*f.gpuCc, *f.nvlinkGBps, *f.nics, *f.nicGBps, source};
+  if (auto s = policy::validateClusterHardware(hw); !s)
+    return makeError("cluster facts (" + source + "): " + s.error());
+  return std::optional<ClusterHardware>(hw);
+}
+
+}  // namespace dynamiccl::cli

@@ -1,0 +1,87 @@
+// Demo steps 4-6 output: the printed score table, the CSVs behind the plots and summary.json
+// (what the ctest reads).
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "offline/demo/demo_steps.h"
+
+namespace dynamiccl::cli::demo {
+namespace {
+
+// nccl-tests' bus bandwidth factor: what each rank's links carry relative to the algorithm bandwidth.
+double busBwFactor(Collective c, int nRanks) {
+  const double n = std::max(1, nRanks);
+  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
+  if (c == Collective::AllGather || c == Collective::ReduceScatter) return (n - 1) / n;
+  return 1.0;
+}
+
+double busBw_GBps(Collective c, uint64_t bytes, double time_us, int nRanks) {
+  return time_us > 0 ? double(bytes) / (time_us * 1e3) * busBwFactor(c, nRanks) : 0.0;
+}
+
+std::string name(Collective c) { return std::string(collectiveName(c)); }
+
+}  // namespace
+
+void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
+  std::printf("\n  Decisions through the real plugin, judged on the %s (ratio of times; < 1 is faster):\n",
+              r.judge.c_str());
+  std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "profile", "collective", "points", "vs best", "worst",
+              "vs NCCL", "worst");
+  std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "", "", "", "geomean", "", "geomean", "");
+  for (const ProfileScore& ps : r.scores)
+    for (const CollectiveScore& s : ps.perCollective)
+      std::printf("  %-13s %-14s %6d | %8.3f %7.3f | %8.3f %7.3f\n", ps.label.c_str(), name(s.coll).c_str(), s.points,
+                  s.geoVsBest, s.worstVsBest, s.geoVsDefault, s.worstVsDefault);
+  if (r.unjudged) std::printf("  (%d decisions could not be judged: configuration not measured / not runnable)\n", r.unjudged);
+  std::printf("  tuner: %lld timed iterations, %.1f%% of the exhaustive grid's %lld\n\n",
+              static_cast<long long>(tuned.spentIterations),
+              100.0 * double(tuned.spentIterations) / double(std::max<int64_t>(1, tuned.gridIterations)),
+              static_cast<long long>(tuned.gridIterations));
+}
+
+Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir) {
+  namespace fs = std::filesystem;
+  std::ofstream points(fs::path(outDir) / "replay_points.csv");
+  std::ofstream map(fs::path(outDir) / "decision_map.csv");
+  if (!points || !map) return makeError("cannot write CSVs into " + outDir);
+  points << "profile,collective,bytes,config,chosen_us,default_us,best_us,chosen_busbw_GBps,default_busbw_GBps,"
+            "best_busbw_GBps\n";
+  map << "collective,bytes,config\n";
+  for (const PointResult& p : r.points) {
+    points << p.profile << "," << name(p.coll) << "," << p.bytes << "," << p.config << "," << p.chosen_us << ","
+           << p.default_us << "," << p.best_us << "," << busBw_GBps(p.coll, p.bytes, p.chosen_us, nRanks) << ","
+           << busBw_GBps(p.coll, p.bytes, p.default_us, nRanks) << "," << busBw_GBps(p.coll, p.bytes, p.best_us, nRanks)
+           << "\n";
+    if (p.profile == "tuned") map << name(p.coll) << "," << p.bytes << "," << p.config << "\n";
+  }
+  return Ok{};
+}
+
+Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path) {
+  nlohmann::json doc;
+  doc["judge"] = r.judge;
+  doc["tuner"] = {{"spent_iterations", tuned.spentIterations}, {"grid_iterations", tuned.gridIterations},
+                  {"rules", tuned.profile.rules.size()}, {"nRanks", tuned.nRanks}, {"nNodes", tuned.nNodes}};
+  doc["unjudged"] = r.unjudged;
+  nlohmann::json profiles = nlohmann::json::array();
+  for (const ProfileScore& ps : r.scores) {
+    nlohmann::json colls = nlohmann::json::array();
+    for (const CollectiveScore& s : ps.perCollective)
+      colls.push_back({{"collective", name(s.coll)}, {"points", s.points}, {"geomean_vs_best", s.geoVsBest},
+                       {"worst_vs_best", s.worstVsBest}, {"geomean_vs_default", s.geoVsDefault},
+                       {"worst_vs_default", s.worstVsDefault}});
+    profiles.push_back({{"profile", ps.label}, {"collectives", colls}});
+  }
+  doc["profiles"] = profiles;
+  std::ofstream out(path);
+  if (!out) return makeError("cannot write " + path);
+  out << doc.dump(2) << "\n";
+  return Ok{};
+}
+
+}  // namespace dynamiccl::cli::demo

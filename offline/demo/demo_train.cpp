@@ -1,0 +1,114 @@
+// Demo step 3: a short LibTorch training run of the learned policy on simulator rollouts of every
+// preset machine except the demo's own (held out, so the replay shows generalisation), written as
+// a profile whose "policy" key the plugin evaluates, declaring the demo cluster's "fingerprint".
+// Skipped when this build has no LibTorch.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "offline/demo/cluster_facts.h"
+#include "offline/demo/demo_steps.h"
+#include "policy/policy.h"
+#include "offline/platforms/platforms.h"
+#include "offline/train/train.h"
+
+namespace dynamiccl::cli::demo {
+namespace {
+
+std::vector<train::SimSystem> systemsOf(const std::vector<model::Topology>& topos) {
+  std::vector<train::SimSystem> out;
+  for (const auto& t : topos)
+    if (auto s = train::SimSystem::make(t)) out.push_back(std::move(*s));
+  return out;
+}
+
+std::string namesOf(const std::vector<train::SimSystem>& systems) {
+  std::string s;
+  for (const auto& x : systems) s += (s.empty() ? "" : ",") + x.topology().name;
+  return s;
+}
+
+std::string countsLine(const char* what, size_t a, size_t b) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %zu observations, %zu used", what, a, b);
+  return buf;
+}
+
+}  // namespace
+
+LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
+  LearnedProfile out;
+  if (!train::torchAvailable()) {
+    out.skipped = "this build has no LibTorch (install libtorch-dev, configure with DYNAMICCL_WITH_TORCH=ON)";
+    return out;
+  }
+  const std::vector<std::string> holdOut = {o.preset};
+  const auto trainSystems = systemsOf(train::presetsMatching(holdOut, false));
+  const auto heldSystems = systemsOf(train::presetsMatching(holdOut, true));
+  if (trainSystems.empty()) return out.skipped = "no training machines left after holding out " + o.preset, out;
+
+  train::RolloutOptions ro;
+  ro.keysPerSystem = o.quick ? 30 : 300;
+  ro.seed = o.seed;
+  std::vector<train::Sample> rows = train::simulatorRollouts(trainSystems, ro);
+  ro.seed = o.seed + 1000;
+  ro.keysPerSystem = std::max(20, ro.keysPerSystem / 3);
+  const std::vector<train::Sample> held = train::simulatorRollouts(heldSystems, ro);
+  out.notes.push_back("trained on " + namesOf(trainSystems) + "; held out " +
+                      (heldSystems.empty() ? std::string("(none)") : namesOf(heldSystems)));
+  if (!o.db.empty()) {
+    if (auto s = train::storeSamples(o.db); !s) out.notes.push_back("store " + o.db + ": " + s.error());
+    else {
+      out.notes.push_back(countsLine(("store " + o.db).c_str(), s->read, s->samples.size()));
+      rows.insert(rows.end(), s->samples.begin(), s->samples.end());
+    }
+  }
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(rows.begin(), rows.end(), rng);
+  const size_t nVal = rows.size() / 10;
+  const std::vector<train::Sample> val(rows.end() - nVal, rows.end());
+  rows.resize(rows.size() - nVal);
+
+  train::TrainOptions to;
+  to.epochs = o.quick ? 1 : 8;
+  to.seed = o.seed;
+  const std::string curvePath = (std::filesystem::path(outDir) / "learning_curve.csv").string();
+  std::ofstream curve(curvePath);
+  curve << "epoch,train_loss,validation_loss,held_out_loss,seconds\n";
+  auto weights = train::trainPolicyNetwork(rows, val, held, to, [&](const train::EpochStats& e) {
+    std::printf("      epoch %d/%d  train %.4f  validation %.4f  held-out %.4f  (%.1f s)\n", e.epoch, to.epochs,
+                e.trainLoss, e.validationLoss, e.heldOutLoss, e.seconds);
+    std::fflush(stdout);
+    curve << e.epoch << "," << e.trainLoss << "," << e.validationLoss << "," << e.heldOutLoss << "," << e.seconds << "\n";
+  });
+  if (!weights) return out.skipped = "training failed: " + weights.error(), out;
+  weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + namesOf(trainSystems);
+
+  // The same document `dynamiccl train` writes: no rules, the network generates them per communicator.
+  nlohmann::json doc;
+  doc["format"] = "dynamiccl-profile";
+  doc["version"] = policy::kProfileVersion;
+  doc["name"] = "dynamiccl-demo-learned-policy";
+  doc["description"] = "DynamICCL learned policy (demo run); rules are generated per communicator from the network";
+  if (auto topo = sim::loadTopology(o.preset, o.nodes)) {  // the cluster it runs on: multi-node rules need it
+    doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(clusterHardwareOf(*topo)));
+  }
+  doc["rules"] = nlohmann::json::array();
+  doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(*weights));
+  doc["meta"] = {{"trained_on", namesOf(trainSystems)}, {"held_out", namesOf(heldSystems)},
+                 {"epochs", to.epochs}, {"seed", to.seed}, {"rows", rows.size()}};
+  out.profilePath = (std::filesystem::path(outDir) / "learned.json").string();
+  std::ofstream(out.profilePath) << doc.dump() << "\n";
+  if (auto check = policy::loadProfileFile(out.profilePath); !check)
+    return out.skipped = "written learned.json does not load: " + check.error(), out;
+  out.notes.push_back(std::to_string(rows.size()) + " training rows, " + std::to_string(val.size()) + " validation, " +
+                      std::to_string(held.size()) + " held-out; " + std::to_string(to.epochs) + " epochs");
+  out.trained = true;
+  return out;
+}
+
+}  // namespace dynamiccl::cli::demo

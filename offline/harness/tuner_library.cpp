@@ -1,0 +1,156 @@
+// Opening a tuner library and driving its ABI versions the way NCCL 2.28/2.30 do.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "offline/harness/harness.h"
+
+namespace dynamiccl::harness {
+namespace {
+
+// NCCL retries libnccl-tuner-<value>.so only for a bare name that is not already lib*.so.
+bool looksLikeLibraryFile(const std::string& v) {
+  return v.rfind("lib", 0) == 0 && v.size() > 3 && v.compare(v.size() - 3, 3, ".so") == 0;
+}
+
+void* dlopenIn(const std::string& name, const std::string& searchDir) {
+  if (name.find('/') == std::string::npos && !searchDir.empty()) {
+    if (void* h = dlopen((searchDir + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  }
+  return dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<TunerLibrary>> TunerLibrary::open(const std::string& nameOrPath,
+                                                           const OpenOptions& options) {
+  std::string tried = nameOrPath;
+  void* handle = dlopenIn(nameOrPath, options.searchDir);
+  std::string path = nameOrPath;
+  if (!handle && nameOrPath.find('/') == std::string::npos && !looksLikeLibraryFile(nameOrPath)) {
+    path = "libnccl-tuner-" + nameOrPath + ".so";
+    tried += ", " + path;
+    handle = dlopenIn(path, options.searchDir);
+  }
+  if (!handle) return makeError("could not open tuner library (tried " + tried + "): " + dlerror());
+
+  std::shared_ptr<TunerLibrary> lib(new TunerLibrary());
+  lib->handle_ = handle;
+  lib->path_ = path;
+  for (int v = options.maxVersion; v >= 2 && lib->version_ == 0; --v) {
+    const std::string sym = "ncclTunerPlugin_v" + std::to_string(v);
+    void* p = dlsym(handle, sym.c_str());
+    if (!p) continue;
+    lib->version_ = v;
+    switch (v) {
+      case 6: lib->v6_ = static_cast<const ncclTuner_v6_t*>(p); break;
+      case 5: lib->v5_ = static_cast<const ncclTuner_v5_t*>(p); break;
+      case 4: lib->v4_ = static_cast<const ncclTuner_v4_t*>(p); break;
+      case 3: lib->v3_ = static_cast<const ncclTuner_v3_t*>(p); break;
+      default: lib->v2_ = static_cast<const ncclTuner_v2_t*>(p); break;
+    }
+  }
+  if (lib->version_ == 0) return makeError("no ncclTunerPlugin_v2..v" + std::to_string(options.maxVersion) + " in " + path);
+  return lib;
+}
+
+TunerLibrary::~TunerLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+std::string TunerLibrary::name() const {
+  const char* n = v6_ ? v6_->name : v5_ ? v5_->name : v4_ ? v4_->name : v3_ ? v3_->name : v2_->name;
+  return n ? n : "";
+}
+
+Expected<std::unique_ptr<TunerComm>> TunerLibrary::init(const CommSpec& spec) const {
+  void* ctx = nullptr;
+  ncclResult_t rc = ncclSuccess;
+  const size_t nRanks = static_cast<size_t>(spec.nRanks), nNodes = static_cast<size_t>(spec.nNodes);
+  if (v5_ || v6_) {
+    ncclNvlDomainInfo_v5_t nvl{};
+    const int perNode = spec.nNodes > 0 ? spec.nRanks / spec.nNodes : spec.nRanks;
+    nvl.nNvlDomains = spec.nNodes;
+    nvl.minRanksPerNvlDomain = spec.minRanksPerNode ? spec.minRanksPerNode : perNode;
+    nvl.maxRanksPerNvlDomain = spec.maxRanksPerNode ? spec.maxRanksPerNode : perNode;
+    ncclTunerConstants_v5_t zeros{};
+    ncclTunerConstants_v5_t* constants = spec.constants ? spec.constants : &zeros;
+    rc = v6_ ? v6_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, constants)
+             : v5_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, constants);
+  } else if (v4_) {
+    rc = v4_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
+  } else if (v3_) {
+    rc = v3_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
+  } else {
+    rc = v2_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
+  }
+  lastInitResult_ = rc;
+  if (rc != ncclSuccess) return makeError("tuner init returned " + std::to_string(rc));
+  return std::unique_ptr<TunerComm>(new TunerComm(shared_from_this(), ctx));
+}
+
+TunerComm::~TunerComm() {
+  const TunerLibrary& l = *lib_;
+  if (l.v6_) l.v6_->finalize(context_);
+  else if (l.v5_) l.v5_->finalize(context_);
+  else if (l.v4_) l.v4_->destroy(context_);
+  else if (l.v3_) l.v3_->destroy(context_);
+  else l.v2_->destroy(context_);
+}
+
+ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int regBuff, CostTable& table,
+                                    int* nChannels) {
+  const TunerLibrary& l = *lib_;
+  // std::array<std::array<float,3>,7> is laid out as NCCL's contiguous float[7][3].
+  if (!l.v2_)
+    return getCollInfoRaw(coll, nBytes, numPipeOps, abi::asNcclArgument(reinterpret_cast<float (*)[kNumProtos]>(table.data())),
+                          kNumAlgos, kNumProtos, regBuff, nChannels);
+  const auto fn = static_cast<ncclFunc_t>(coll);
+  // v2 shim (2.28.9 tuner_v2.cc): support flags from the table, then force the returned pair.
+  const float ignore = DYNAMICCL_NCCL_ALGO_PROTO_IGNORE;
+  const int nvlsSupport = table[int(Algo::Nvls)][int(Proto::Simple)] != ignore ||
+                          table[int(Algo::NvlsTree)][int(Proto::Simple)] != ignore;
+  const int collNetSupport = table[int(Algo::CollNetChain)][int(Proto::Simple)] != ignore;
+  int algo = -1, proto = -1;
+  const ncclResult_t rc = l.v2_->getCollInfo(context_, fn, nBytes, collNetSupport, nvlsSupport, numPipeOps, &algo,
+                                             &proto, nChannels);
+  if (rc != ncclSuccess) return rc;
+  if (algo >= 0 && algo < kNumAlgos && proto >= 0 && proto < kNumProtos && table[algo][proto] != ignore)
+    table[algo][proto] = 0.0f;
+  return ncclSuccess;
+}
+
+ncclResult_t TunerComm::getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
+                                       int numProto, int regBuff, int* nChannels) {
+  const TunerLibrary& l = *lib_;
+  const auto fn = static_cast<ncclFunc_t>(coll);
+  if (l.v6_) return l.v6_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v5_) return l.v5_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v4_) return l.v4_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  if (l.v3_) return l.v3_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+  return ncclInvalidUsage;  // v2 takes no table
+}
+
+Choice TunerComm::decide(int coll, size_t nBytes, const CostTable& table, int numPipeOps, int regBuff) {
+  CostTable copy = table;
+  int nChannels = 0;
+  getCollInfo(coll, nBytes, numPipeOps, regBuff, copy, &nChannels);
+  Choice c = selectLikeNccl(copy);
+  c.nChannels = nChannels;
+  return c;
+}
+
+bool TunerComm::hasChunkSize() const { return lib_->v6_ && lib_->v6_->getChunkSize; }
+
+ncclResult_t TunerComm::getChunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
+  if (!hasChunkSize()) return ncclSuccess;
+  return lib_->v6_->getChunkSize(context_, static_cast<ncclFunc_t>(coll), nBytes, algo, proto, nChannels, chunkSize);
+}
+
+std::string builtPluginPath(const char* pluginDir) {
+  if (const char* p = std::getenv("DYNAMICCL_PLUGIN_PATH"); p && *p) return p;
+  return std::string(pluginDir) + "/libnccl-tuner-dynamiccl.so";
+}
+
+}  // namespace dynamiccl::harness

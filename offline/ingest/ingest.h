@@ -1,0 +1,100 @@
+// ingest: reads measurements others produced (nccl-tests logs, NCCL TUNING log lines, the interchange
+// CSV of shared/data/README.md) into the store's schema, and exports the store back to that CSV.
+// Public header of dynamiccl_ingest.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "features/features.h"
+#include "store/store.h"
+
+namespace dynamiccl::ingest {
+
+// "allreduce", "allgather", ... from NCCL's or nccl-tests' spelling ("AllReduce", "all_reduce_perf").
+std::optional<std::string> canonicalCollective(std::string_view name);
+
+// One NCCL_DEBUG_SUBSYS=TUNING line: "<Coll>: <n> Bytes -> Algo <A> proto <P> channel{Lo..Hi}={lo..hi}".
+struct TuningChoice {
+  std::string collective;
+  uint64_t bytes = 0;  // as NCCL prints it: count x typesize (per-rank share for AllGather/ReduceScatter)
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  int channel_lo = 0;
+  int channel_hi = -1;
+  int nChannels() const { return channel_hi >= channel_lo ? channel_hi - channel_lo + 1 : -1; }
+};
+std::optional<TuningChoice> parseTuningLine(std::string_view line);
+
+// One row of an nccl-tests table; NaN / -1 where the log printed N/A.
+struct NcclTestsRow {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::string type, redop;
+  int root = -1;
+  double oop_time_us = NAN, oop_busbw_gbps = NAN;
+  int64_t oop_wrong = -1;
+  double ip_time_us = NAN, ip_busbw_gbps = NAN;
+  int64_t ip_wrong = -1;
+};
+
+// One "# Collective test starting" block (a log may hold several) with what the log says about it.
+struct NcclTestsSection {
+  std::string collective;  // canonical, empty if unknown
+  int n_ranks = 0;
+  int n_nodes = 0;         // 0: unknown
+  std::string nccl_version, gpu_name, host;
+  std::map<std::string, std::string> env;  // NCCL_* knobs from env lines (or path hints, marked)
+  Algo forced_algo = Algo::Default;
+  Proto forced_proto = Proto::Default;
+  int forced_channels = -1;
+  std::vector<NcclTestsRow> rows;
+};
+
+struct ParsedLog {
+  std::vector<NcclTestsSection> sections;  // only those with table rows
+  std::vector<TuningChoice> tuning;        // every TUNING line of the file
+};
+
+// path_hint: the file's path; fills what the text lacks (collective, job-n-<ranks>-N-<nodes>, auto_ll/, ring/).
+ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint);
+
+// The interchange CSV (shared/data/README.md).
+struct InterchangeRow {
+  std::string system, collective;
+  int n_ranks = 0, n_nodes = 0;
+  uint64_t bytes = 0;
+  std::string algo = "default", proto = "default";
+  int n_channels = -1;
+  int64_t chunk = -1;
+  double time_us = NAN, busbw_gbps = NAN;
+  std::string source_note;
+};
+inline constexpr std::string_view kInterchangeHeader =
+    "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note";
+bool looksLikeInterchangeCsv(std::string_view text);
+Expected<std::vector<InterchangeRow>> parseInterchangeCsv(std::string_view text);
+std::string formatInterchangeRow(const InterchangeRow& row);  // one line, no newline
+// Writes the header and every out-of-place observation (in-place too when asked; notes say which).
+Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place = false);
+
+// What ingesting one file did.
+struct FileReport {
+  std::string path;
+  std::string kind;  // "nccl-tests", "interchange-csv", "tuning-log", "skipped"
+  int64_t observations = 0, decisions = 0;
+  std::map<std::string, int64_t> skipped;  // reason -> rows (or 1 for a whole file)
+};
+
+// Files under the given files/directories (recursive, sorted).
+std::vector<std::string> expandPaths(const std::vector<std::string>& paths);
+// Parses one file and writes its rows in one batch; skips content already in the store.
+Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, const std::string& path);
+
+}  // namespace dynamiccl::ingest

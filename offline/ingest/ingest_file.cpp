@@ -1,0 +1,262 @@
+// Ingesting one file: detect its kind, map it onto runs/communicators/observations/decisions, one batch.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "offline/ingest/ingest.h"
+
+namespace dynamiccl::ingest {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uintmax_t kMaxFileBytes = 512ull << 20;
+
+std::string contentHash(std::string_view text) {  // FNV-1a 64: identity of content, not security
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out.push_back('\\');
+    if (static_cast<unsigned char>(ch) >= 0x20) out.push_back(ch);
+  }
+  return out;
+}
+
+std::string envJson(const std::map<std::string, std::string>& env) {
+  std::string out = "{";
+  for (auto& [k, v] : env) out += (out.size() > 1 ? "," : "") + ("\"" + jsonEscape(k) + "\":\"" + jsonEscape(v) + "\"");
+  return out + "}";
+}
+
+// AllGather/ReduceScatter TUNING lines print the per-rank share; nccl-tests prints the total.
+uint64_t tuningBytesOf(const std::string& collective, uint64_t testBytes, int nRanks) {
+  const bool perRank = collective == "allgather" || collective == "reducescatter";
+  return perRank && nRanks > 0 ? testBytes / static_cast<uint64_t>(nRanks) : testBytes;
+}
+
+// NCCL's own choice for a size when every TUNING line for it agrees.
+std::optional<TuningChoice> agreedChoice(const std::vector<TuningChoice>& tuning, const std::string& coll, uint64_t bytes) {
+  std::optional<TuningChoice> found;
+  for (const TuningChoice& t : tuning) {
+    if (t.collective != coll || t.bytes != bytes) continue;
+    if (found && (found->algo != t.algo || found->proto != t.proto || found->nChannels() != t.nChannels()))
+      return std::nullopt;
+    found = t;
+  }
+  return found;
+}
+
+Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log, const std::string& path,
+                 const std::string& hash, FileReport& report) {
+  for (const NcclTestsSection& s : log.sections) {
+    if (s.collective.empty()) {
+      report.skipped["section with unknown collective"] += static_cast<int64_t>(s.rows.size());
+      continue;
+    }
+    store::RunInfo run;
+    run.host = s.host;
+    if (!s.gpu_name.empty())
+      run.system = s.gpu_name + (s.n_nodes > 0 ? " x" + std::to_string(s.n_ranks / s.n_nodes) + " per node" : "");
+    run.nccl_version = s.nccl_version;
+    run.env_json = envJson(s.env);
+    run.source = path;
+    run.source_hash = hash;
+    auto runId = store.addRun(run);
+    if (!runId) return makeError(runId.error());
+    auto comm = store.addCommunicator({*runId, 0, s.n_ranks, s.n_nodes, -1});
+    if (!comm) return makeError(comm.error());
+
+    int64_t seq = 0;
+    for (const NcclTestsRow& r : s.rows) {
+      for (bool inPlace : {false, true}) {
+        const double time = inPlace ? r.ip_time_us : r.oop_time_us;
+        const int64_t wrong = inPlace ? r.ip_wrong : r.oop_wrong;
+        if (std::isnan(time)) {
+          if (!inPlace) report.skipped["no time (N/A)"] += 1;
+          continue;
+        }
+        if (wrong > 0) {
+          report.skipped["validation failed (#wrong > 0)"] += 1;
+          continue;
+        }
+        store::ObservationRow o;
+        o.comm_row = *comm;
+        o.seq = seq++;
+        o.collective = s.collective;
+        o.bytes = r.bytes;
+        o.algo = s.forced_algo;
+        o.proto = s.forced_proto;
+        o.n_channels = s.forced_channels;
+        if (auto t = agreedChoice(log.tuning, s.collective, tuningBytesOf(s.collective, r.bytes, s.n_ranks))) {
+          o.algo = t->algo;
+          o.proto = t->proto;
+          o.n_channels = t->nChannels();
+        }
+        o.cpu_us = time;
+        o.timing = store::TimingSource::Host;
+        o.in_place = inPlace;
+        o.busbw_gbps = inPlace ? r.ip_busbw_gbps : r.oop_busbw_gbps;
+        o.note = path + (inPlace ? "; in-place" : "; out-of-place");
+        batch.observations.push_back(std::move(o));
+        report.observations += 1;
+      }
+    }
+  }
+  return Ok{};
+}
+
+// TUNING lines become decisions (source "nccl") of one communicator of unknown size.
+Status ingestTuning(store::Store& store, store::Batch& batch, const ParsedLog& log, const std::string& path,
+                    const std::string& hash, FileReport& report) {
+  if (log.tuning.empty()) return Ok{};
+  store::RunInfo run;
+  run.source = path;
+  run.source_hash = hash;
+  auto runId = store.addRun(run);
+  if (!runId) return makeError(runId.error());
+  const int ranks = log.sections.empty() ? 0 : log.sections.front().n_ranks;
+  const int nodes = log.sections.empty() ? 0 : log.sections.front().n_nodes;
+  auto comm = store.addCommunicator({*runId, 0, ranks, nodes, 0});  // rank 0 prints these lines
+  if (!comm) return makeError(comm.error());
+  int64_t seq = 0;
+  for (const TuningChoice& t : log.tuning) {
+    store::DecisionRow d;
+    d.comm_row = *comm;
+    d.seq = seq++;
+    d.collective = t.collective;
+    d.bytes = t.bytes;
+    d.algo = t.algo;
+    d.proto = t.proto;
+    d.n_channels = t.nChannels();
+    d.source = "nccl";
+    batch.decisions.push_back(std::move(d));
+    report.decisions += 1;
+  }
+  return Ok{};
+}
+
+Status ingestCsv(store::Store& store, store::Batch& batch, std::string_view text, const std::string& path,
+                 const std::string& hash, FileReport& report) {
+  auto rows = parseInterchangeCsv(text);
+  if (!rows) return makeError(rows.error());
+  std::map<std::string, int64_t> runBySystem;
+  std::map<std::tuple<int64_t, int, int>, int64_t> commByShape;
+  int64_t seq = 0;
+  for (const InterchangeRow& r : *rows) {
+    auto algo = parseAlgo(r.algo);
+    auto proto = parseProto(r.proto);
+    auto coll = canonicalCollective(r.collective);
+    if (!algo || !proto || !coll) {
+      report.skipped["unknown collective/algo/proto name"] += 1;
+      continue;
+    }
+    auto [runIt, newRun] = runBySystem.try_emplace(r.system, 0);
+    if (newRun) {
+      store::RunInfo run;
+      run.system = r.system;
+      run.source = path;
+      run.source_hash = hash;
+      auto id = store.addRun(run);
+      if (!id) return makeError(id.error());
+      runIt->second = *id;
+    }
+    auto [commIt, newComm] = commByShape.try_emplace({runIt->second, r.n_ranks, r.n_nodes}, 0);
+    if (newComm) {
+      auto id = store.addCommunicator({runIt->second, 0, r.n_ranks, r.n_nodes, -1});
+      if (!id) return makeError(id.error());
+      commIt->second = *id;
+    }
+    store::ObservationRow o;
+    o.comm_row = commIt->second;
+    o.seq = seq++;
+    o.collective = *coll;
+    o.bytes = r.bytes;
+    o.algo = *algo;
+    o.proto = *proto;
+    o.n_channels = r.n_channels;
+    o.chunk = r.chunk;
+    o.cpu_us = r.time_us;
+    o.timing = store::TimingSource::Host;
+    o.busbw_gbps = r.busbw_gbps;
+    o.note = r.source_note;
+    batch.observations.push_back(std::move(o));
+    report.observations += 1;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+std::vector<std::string> expandPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec)) files.push_back(it->path().string());
+    } else {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, const std::string& path) try {
+  FileReport report;
+  report.path = path;
+  report.kind = "skipped";
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return makeError(path + ": " + ec.message());
+  if (size > kMaxFileBytes) {
+    report.skipped["file larger than 512 MiB"] = 1;
+    return report;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return makeError(path + ": read failed");
+  if (text.substr(0, 4096).find('\0') != std::string::npos) {
+    report.skipped["binary file"] = 1;
+    return report;
+  }
+  const std::string hash = contentHash(text);
+  auto seen = store.hasSourceHash(hash);
+  if (!seen) return makeError(seen.error());
+  if (*seen) {
+    report.skipped["already ingested (same content)"] = 1;
+    return report;
+  }
+
+  store::Batch batch;
+  if (looksLikeInterchangeCsv(text)) {
+    report.kind = "interchange-csv";
+    if (auto s = ingestCsv(store, batch, text, path, hash, report); !s) return makeError(path + ": " + s.error());
+  } else {
+    const ParsedLog log = parseNcclTestsLog(text, path);
+    if (log.sections.empty() && log.tuning.empty()) {
+      report.skipped[path.ends_with(".csv") ? "CSV without the interchange header" : "no nccl-tests table or TUNING line"] = 1;
+      return report;
+    }
+    report.kind = log.sections.empty() ? "tuning-log" : "nccl-tests";
+    if (auto s = ingestLog(store, batch, log, path, hash, report); !s) return makeError(path + ": " + s.error());
+    if (auto s = ingestTuning(store, batch, log, path, hash, report); !s) return makeError(path + ": " + s.error());
+  }
+  const store::WriteResult written = writer.write(batch);
+  if (!written.committed) {
+    store.removeSource(hash);  // best effort: a later run should not think this file is in
+    return makeError(path + ": " + (written.report_once.empty() ? "batch dropped" : written.report_once));
+  }
+  return report;
+} catch (const std::exception& e) {
+  return makeError(path + ": " + e.what());
+}
+
+}  // namespace dynamiccl::ingest

@@ -1,0 +1,111 @@
+#include "offline/sim/replay.h"
+
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+namespace dynamiccl::sim {
+
+double ReplayPoint::best_us() const {
+  double b = default_us > 0 ? default_us : 1e300;
+  for (const auto& [k, t] : forced_us) b = std::min(b, t);
+  return b < 1e300 ? b : -1;
+}
+
+Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system) {
+  ReplayData data;
+  std::map<std::tuple<std::string, int, int>, Shape*> shapes;
+  struct Acc { double defSum = 0; int defN = 0; std::map<std::pair<Algo, Proto>, std::pair<double, int>> forced; };
+  std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
+  for (const Measurement& m : rows) {
+    if (!system.empty() && m.system.find(system) == std::string::npos) continue;
+    const auto sk = std::make_tuple(m.system, m.nRanks, m.nNodes);
+    auto it = shapes.find(sk);
+    if (it == shapes.end()) {
+      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
+      if (!topo) {
+        ++data.skipped[topo.error()];
+        continue;
+      }
+      auto ref = NcclReference::create(topo.value());
+      if (!ref) {
+        ++data.skipped[ref.error()];
+        continue;
+      }
+      auto s = std::make_unique<Shape>(Shape{m.system, m.nRanks, m.nNodes, topo.value(),
+                                             std::make_shared<const NcclReference>(std::move(ref.value()))});
+      it = shapes.emplace(sk, s.get()).first;
+      data.shapes.push_back(std::move(s));
+    }
+    auto& [shape, a] = acc[{m.group, m.nRanks, m.nNodes, int(m.coll), m.bytes}];
+    shape = it->second;
+    if (!m.forced()) {
+      a.defSum += m.time_us, ++a.defN;
+      continue;
+    }
+    const Config c = it->second->nccl->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
+    if (c.algo == Algo::Default) {
+      ++data.skipped["forced configuration NCCL could not run"];
+      continue;
+    }
+    auto& f = a.forced[{c.algo, c.proto}];
+    f.first += m.time_us, ++f.second;
+  }
+  for (const auto& [key, sa] : acc) {
+    const auto& [shape, a] = sa;
+    ReplayPoint p;
+    p.group = std::get<0>(key);
+    p.shape = shape;
+    p.coll = Collective(std::get<3>(key));
+    p.bytes = std::get<4>(key);
+    p.ncclDefault = shape->nccl->defaultConfig(p.coll, p.bytes);
+    if (a.defN) p.default_us = a.defSum / a.defN;
+    for (const auto& [k, f] : a.forced) p.forced_us[k] = f.first / f.second;
+    data.points.push_back(std::move(p));
+  }
+  return data;
+}
+
+ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress) {
+  ReplaySummary s;
+  double logBest = 0, logDefault = 0;
+  size_t done = 0;
+  for (const ReplayPoint& p : data.points) {
+    if (progress && (++done % 200 == 0 || done == data.points.size()))
+      std::fprintf(stderr, "\r[replay] %zu/%zu points", done, data.points.size());
+    ++s.points;
+    const model::CostTable table = p.shape->nccl->costTable(p.coll, p.bytes);
+    const Config c = decide(p, table);
+    if (c.nChannels > 0) ++s.channelOverrides;
+    const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
+    double chosen = -1;
+    if (isDefault && p.default_us > 0) chosen = p.default_us;
+    else if (auto it = p.forced_us.find({c.algo, c.proto}); it != p.forced_us.end()) chosen = it->second;
+    if (chosen <= 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "%s %s %dr/%dn %llu B: %s/%s not measured", p.group.substr(0, 40).c_str(),
+                    std::string(collectiveName(p.coll)).c_str(), p.shape->nRanks, p.shape->nNodes,
+                    static_cast<unsigned long long>(p.bytes), std::string(algoNcclName(c.algo)).c_str(),
+                    std::string(protoNcclName(c.proto)).c_str());
+      s.unjudged.push_back(buf);
+      continue;
+    }
+    ++s.judged;
+    if (isDefault) ++s.keptDefault;
+    const double vsBest = chosen / p.best_us();
+    logBest += std::log(vsBest);
+    s.worstVsBest = std::max(s.worstVsBest, vsBest);
+    if (p.default_us > 0) {
+      const double vsDefault = chosen / p.default_us;
+      ++s.vsDefaultPoints;
+      logDefault += std::log(vsDefault);
+      s.worstVsDefault = std::max(s.worstVsDefault, vsDefault);
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  s.geomeanVsBest = s.judged ? std::exp(logBest / s.judged) : 0;
+  s.geomeanVsDefault = s.vsDefaultPoints ? std::exp(logDefault / s.vsDefaultPoints) : 0;
+  return s;
+}
+
+}  // namespace dynamiccl::sim

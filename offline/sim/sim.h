@@ -1,0 +1,18 @@
+// sim: the calibrated collective simulator (leg 2) and replay on real measurements (leg 3).
+// Public header of dynamiccl_sim.
+//
+// Evaluate a configuration:   Simulator sim(preset("dgx-h100", 4).value(), params);
+//                             sim.time_us(Collective::AllReduce, bytes, Config{Algo::Ring, Proto::LL128, 16, 0});
+// NCCL's default and table:   auto ref = NcclReference::create(topo);  ref->defaultConfig(coll, bytes);
+//                             ref->costTable(coll, bytes);  ref->resolve(config, bytes) fills channels/chunk.
+// Calibrated parameters:      loadCalibrationFile(defaultCalibrationDir() + "/<dataset>.json"), paramsForGroup().
+#pragma once
+
+#include "offline/sim/calibration.h"
+#include "offline/sim/environment.h"
+#include "offline/measurements/measurements.h"
+#include "offline/sim/nccl_reference.h"
+#include "offline/sim/profiles_from_sim.h"
+#include "offline/sim/replay.h"
+#include "offline/sim/simulator.h"
+#include "offline/platforms/platforms.h"

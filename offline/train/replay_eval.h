@@ -1,0 +1,18 @@
+// The learned policy on real measurements (shared/data) through sim/'s replay: per measured point
+// the network's generated table (for that shape's fingerprint) decides from NCCL's cost table, and
+// the decision's measured time is compared with the best measured and NCCL's default.
+#pragma once
+
+#include "policy/policy.h"
+#include "offline/sim/sim.h"
+
+namespace dynamiccl::train {
+
+struct ReplayFigures {
+  sim::ReplaySummary policy;  // the network's decisions
+  sim::ReplaySummary nccl;    // NCCL's default (the baseline replay judges against)
+};
+
+ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const sim::ReplayData& data);
+
+}  // namespace dynamiccl::train

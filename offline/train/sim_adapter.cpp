@@ -1,0 +1,173 @@
+// Named machines over sim/'s presets, calibrated parameters per preset, and the ground truth.
+#include "offline/train/sim_adapter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "offline/sim/sim.h"
+#include "offline/platforms/platforms.h"
+
+namespace dynamiccl::train {
+namespace {
+
+struct Machine {
+  const char* preset;
+  int nodes;
+};
+// Training and held-out machines; h800 (14:1 NVLink:NIC) is the usual hold-out.
+constexpr Machine kMachines[] = {
+    {"dgx-a100", 1},        {"dgx-a100", 2},       {"dgx-a100", 4},    {"dgx-h100", 1}, {"dgx-h100", 2},
+    {"dgx-h100", 4},        {"dgx-h100", 8},       {"h800", 2},        {"h800", 4},     {"h800", 8},
+    {"l40s-pcie-4", 1},     {"l40s-pcie-4", 2},    {"gh200-slingshot", 2}, {"gh200-slingshot", 8},
+    {"gb200-nvl72", 18},    {"dgx-b200", 2},       {"gcp-a3mega", 2},
+};
+
+struct CalibrationSource {
+  const char* preset;
+  const char* dataset;
+  const char* groupPrefix;  // first group of the dataset whose name starts with this
+};
+// Which measured hardware calibrates which preset. H800 has no public data: it takes the H100
+// cluster's parameters (same GPU and software stack), its different links come from the topology.
+constexpr CalibrationSource kCalibrations[] = {
+    {"dgx-a100", "l40s-pcie-cs244c", "A100-SXM4"},
+    {"dgx-h100", "h100-ib-cluster-xxrjun", "H100"},
+    {"h800", "h100-ib-cluster-xxrjun", "H100"},
+    {"l40s-pcie-2", "l40s-pcie-cs244c", "L40S-48GB x2"},
+    {"l40s-pcie-4", "l40s-pcie-cs244c", "L40S-48GB x4"},
+    {"gh200-slingshot", "alps-gh200-slingshot-allreduce", "GH200"},
+    {"gb200-nvl72", "xla-collective-perf-table", "GB200"},
+    {"gb300-nvl72", "xla-collective-perf-table", "sm_103"},
+    {"dgx-b200", "xla-collective-perf-table", "B200"},
+    {"gcp-a3mega", "gcp-a3mega-h100-2node", "GCP"},
+};
+
+std::string machineName(const Machine& m) { return std::string(m.preset) + "x" + std::to_string(m.nodes); }
+
+}  // namespace
+
+std::vector<model::Topology> presetTopologies() {
+  std::vector<model::Topology> out;
+  for (const Machine& m : kMachines)
+    if (auto t = sim::preset(m.preset, m.nodes)) {
+      t->name = machineName(m);
+      out.push_back(*t);
+    }
+  return out;
+}
+
+std::optional<model::Topology> findPreset(const std::string& name) {
+  for (const auto& t : presetTopologies())
+    if (t.name == name) return t;
+  return std::nullopt;
+}
+
+std::vector<model::Topology> presetsMatching(const std::vector<std::string>& prefixes, bool keepMatching) {
+  std::vector<model::Topology> out;
+  for (const auto& t : presetTopologies()) {
+    bool match = false;
+    for (const auto& p : prefixes) match |= !p.empty() && t.name.rfind(p, 0) == 0;
+    if (match == keepMatching) out.push_back(t);
+  }
+  return out;
+}
+
+std::string simPresetOf(const model::Topology& topo) {
+  for (const Machine& m : kMachines)
+    if (topo.name == machineName(m)) return m.preset;
+  return topo.name;  // a sim/ preset itself (replay shapes carry the preset's name)
+}
+
+CalibratedParams calibratedParams(const std::string& simPreset) {
+  // Files are read once per process: training builds every machine, evaluation many more.
+  static std::mutex mutex;
+  static std::map<std::string, CalibratedParams> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(simPreset); it != cache.end()) return it->second;
+  CalibratedParams out{sim::SimParams{}, "defaults (no calibration for " + simPreset + ")"};
+  for (const CalibrationSource& c : kCalibrations) {
+    if (simPreset != c.preset) continue;
+    auto cal = sim::loadCalibrationFile(sim::defaultCalibrationDir() + "/" + c.dataset + ".json");
+    if (!cal) break;
+    for (const auto& g : cal->groups)
+      if (g.group.rfind(c.groupPrefix, 0) == 0) {
+        out = {g.params, std::string(c.dataset) + ": " + g.group.substr(0, 40)};
+        break;
+      }
+    break;
+  }
+  cache.emplace(simPreset, out);
+  return out;
+}
+
+TopologyFingerprint fingerprintOf(const model::Topology& topo) {
+  const int perNode = topo.nvlDomainGpus ? topo.nvlDomainGpus : topo.gpusPerNode;
+  CommShape shape{.commId = 0, .nRanks = topo.nRanks(), .nNodes = topo.nNodes, .minRanksPerNode = perNode,
+                  .maxRanksPerNode = perNode};
+  HostSources host;
+  host.nics = SysfsNics{topo.nicsPerNode, topo.nicBw_GBps, "preset"};
+  host.nvml = NvmlInfo{topo.gpusPerNode, topo.computeCap, 0, topo.nvlink ? topo.nvlinkBwPerGpu_GBps : 0.0};
+  TopologyFingerprint fp = buildFingerprint(shape, host);
+  fp.ranksPerNode = topo.gpusPerNode;
+  return fp;
+}
+
+Expected<SimSystem> SimSystem::make(const model::Topology& topo) {
+  const CalibratedParams cal = calibratedParams(simPresetOf(topo));
+  auto ref = sim::NcclReference::create(topo);
+  if (!ref) return makeError(topo.name + ": " + ref.error());
+  SimSystem s(topo, cal.params);
+  s.ref_ = std::make_shared<const sim::NcclReference>(std::move(*ref));
+  s.calibration_ = cal.source;
+  s.fp_ = fingerprintOf(topo);
+  return s;
+}
+
+policy::Decision SimSystem::ncclDefault(Collective coll, uint64_t nBytes) const {
+  const sim::Config c = ref_->defaultConfig(coll, nBytes);
+  return policy::Decision{c.algo, c.proto, 0, 0};
+}
+
+double SimSystem::predicted_us(Collective coll, uint64_t nBytes, const policy::Decision& d0) const {
+  const policy::Decision d = d0.keepsAlgoProto() ? ncclDefault(coll, nBytes) : d0;
+  if (d.algo == Algo::Default || d.proto == Proto::Default) return -1.0;
+  return ref_->costTable(coll, nBytes)[static_cast<int>(d.algo)][static_cast<int>(d.proto)];
+}
+
+sim::Config SimSystem::toSimConfig(Collective coll, uint64_t nBytes, const policy::Decision& d) const {
+  sim::Config c = ref_->defaultConfig(coll, nBytes);
+  if (!d.keepsAlgoProto()) c = sim::Config{d.algo, d.proto, 0, 0};
+  c.nChannels = d.nChannels;  // 0: NCCL's own count for the (algo, proto) that runs
+  c.chunkBytes = d.chunkBytes;
+  return ref_->resolve(c, nBytes);
+}
+
+std::optional<double> SimSystem::trueLatency_us(Collective coll, uint64_t nBytes, const policy::Decision& d,
+                                                double congestion) const {
+  if (!(predicted_us(coll, nBytes, d) >= 0)) return std::nullopt;  // NCCL marked it IGNORE
+  const sim::Config c = toSimConfig(coll, nBytes, d);
+  if (!sim_.feasible(coll, c)) return std::nullopt;
+  double t;
+  if (congestion > 0 && topo_.nNodes > 1) {
+    // Other jobs on the network: less of the NIC bandwidth, slower network hops and message
+    // completions; NVLink unaffected.
+    sim::SimParams p = sim_.params();
+    p.interBwEff /= 1.0 + congestion;
+    p.interHopScale *= 1.0 + congestion;
+    p.netStepFloor_us *= 1.0 + congestion;
+    t = sim::Simulator(topo_, p).time_us(coll, nBytes, c);
+  } else {
+    t = sim_.time_us(coll, nBytes, c);
+  }
+  if (!(t > 0) || !std::isfinite(t)) return std::nullopt;
+  return t;
+}
+
+double measurementNoise(std::mt19937_64& rng) {
+  std::normal_distribution<double> n(0.0, 0.03);
+  return std::exp(n(rng));
+}
+
+}  // namespace dynamiccl::train

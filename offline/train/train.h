@@ -1,0 +1,47 @@
+// Offline training of the learned policy with LibTorch (dynamiccl train only; never in the plugin).
+// This header is Torch-free so callers compile fast; without LibTorch every call returns an error.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "policy/policy.h"
+#include "offline/train/dataset.h"
+#include "offline/train/policy_eval.h"
+#include "offline/train/replay_eval.h"
+#include "offline/train/sim_adapter.h"
+
+namespace dynamiccl::train {
+
+bool torchAvailable();
+
+struct TrainOptions {
+  int epochs = 12;
+  int batchSize = 256;
+  double learningRate = 3e-3;
+  int gruHidden = 8;
+  std::vector<int> mlpHidden = {64, 64};
+  int threads = 2;
+  uint64_t seed = 1;
+};
+
+struct EpochStats {
+  int epoch = 0;
+  double trainLoss = 0, validationLoss = 0, heldOutLoss = 0;  // weighted MSE of standardized log latency
+  double seconds = 0;
+};
+
+// Log-latency regression with importance weights; returns the weights ready to export.
+Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
+                                                   const std::vector<Sample>& validationRows,
+                                                   const std::vector<Sample>& heldOutRows, const TrainOptions& options,
+                                                   const std::function<void(const EpochStats&)>& onEpoch);
+
+// LibTorch's forward pass on given weights (for the Eigen agreement test): n rows of
+// [context | config], one window shared by all rows.
+Expected<std::vector<float>> torchPredictLogLatency_us(const policy::PolicyWeights& weights, const float* rows, int n,
+                                                       const float* window);
+// Weights as LibTorch initializes a fresh network.
+Expected<policy::PolicyWeights> torchInitialWeights(const TrainOptions& options);
+
+}  // namespace dynamiccl::train

@@ -1,0 +1,81 @@
+// Where timings come from: the simulator, a replayed dataset, a real cluster (nccl-tests through
+// scripts/measure_nccl_tests.sh), or a synthetic function (tests). Errors are values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "features/features.h"
+#include "offline/tune/config.h"
+
+namespace dynamiccl::tune {
+
+class MeasurementBackend {
+ public:
+  virtual ~MeasurementBackend() = default;
+  virtual std::string name() const = 0;
+  // The communicator every key of this backend has.
+  virtual int nRanks() const = 0;
+  virtual int nNodes() const = 0;
+  // Up to `iterations` timings (us) of config at key; the keep-default config measures NCCL's choice.
+  virtual Expected<std::vector<double>> measure(const Config& config, const MeasureKey& key, int iterations,
+                                                const JobKnobs& knobs = {}) = 0;
+  // Whether the config can run (hardware, NCCL's table) or was measured (replay).
+  virtual bool available(const Config& config, const MeasureKey& key) const = 0;
+  virtual bool supportsJobKnobs() const { return false; }
+  // Most samples one configuration can ever have at a key (replay: 1); 0 = unlimited.
+  virtual int maxSamplesPerConfig() const { return 0; }
+  // Sizes this backend can measure for a collective; empty = any size.
+  virtual std::vector<uint64_t> measurableSizes(Collective) const { return {}; }
+  // Noiseless truth where the backend has one (simulator, synthetic): lets benchmarks judge a search.
+  virtual std::optional<double> expected_us(const Config&, const MeasureKey&) const { return std::nullopt; }
+};
+
+// The simulator (sim/) on a topology preset or JSON file; samples carry its seeded noise.
+struct SimulatorBackendOptions {
+  std::string topology = "dgx-h100";  // preset name or path
+  int nNodes = 1;
+  uint64_t seed = 1;
+  std::string paramsPath;  // calibrated SimParams JSON; empty = defaults
+};
+Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const SimulatorBackendOptions& options);
+
+// Interchange CSV rows (shared/data/README.md) of one communicator shape; configs not measured
+// are unavailable. `system` filters by substring; nRanks/nNodes 0 = the shape with most rows.
+struct ReplayBackendOptions {
+  std::string csvPath;
+  std::string system;
+  int nRanks = 0, nNodes = 0;
+};
+Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& options);
+
+// Runs `script` (scripts/measure_nccl_tests.sh) once per measurement; it prints one time_us per line.
+struct RunnerBackendOptions {
+  std::string script;       // path to measure_nccl_tests.sh
+  std::string launcher = "mpirun";  // mpirun, srun or none
+  std::string ncclTestsDir; // where all_reduce_perf etc. live
+  std::string pluginPath;   // libnccl-tuner-dynamiccl.so
+  int nRanks = 8, nNodes = 1;
+  std::vector<std::string> extraArgs;  // passed through to the script (e.g. launcher flags)
+};
+Expected<std::unique_ptr<MeasurementBackend>> makeRunnerBackend(const RunnerBackendOptions& options);
+// The command line the runner executes (shell-quoted), exposed for tests and --dry-run.
+std::string runnerCommandLine(const RunnerBackendOptions& options, const Config& config, const MeasureKey& key,
+                              int iterations, const JobKnobs& knobs);
+
+// A known landscape (tests, benchmarks of the search itself): truth(config, key) in us, with
+// lognormal noise of `sigma`; availability by `available` (nullptr = all).
+struct SyntheticBackendOptions {
+  std::function<double(const Config&, const MeasureKey&)> truth_us;
+  std::function<bool(const Config&, const MeasureKey&)> available;
+  double sigma = 0.03;
+  uint64_t seed = 1;
+  int nRanks = 8, nNodes = 1;
+};
+std::unique_ptr<MeasurementBackend> makeSyntheticBackend(SyntheticBackendOptions options);
+
+}  // namespace dynamiccl::tune

@@ -1,0 +1,71 @@
+// Adapter to sim/: the only file of tune/ that knows the simulator's types.
+#include <fstream>
+#include <sstream>
+
+#include "offline/sim/sim.h"
+#include "offline/tune/measurement_backend.h"
+
+namespace dynamiccl::tune {
+namespace {
+
+class SimulatorBackend final : public MeasurementBackend {
+ public:
+  SimulatorBackend(model::Topology topo, sim::SimParams params, sim::NcclReference ref, uint64_t seed)
+      : sim_(topo, params), ref_(std::move(ref)), noise_(seed) {}
+  std::string name() const override { return "simulator " + sim_.topology().name; }
+  int nRanks() const override { return sim_.topology().nRanks(); }
+  int nNodes() const override { return sim_.topology().nNodes; }
+
+  bool available(const Config& c, const MeasureKey& k) const override {
+    if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes).algo != Algo::Default;
+    // NCCL never runs an entry it marked IGNORE, whatever the tuner writes.
+    const model::CostTable table = ref_.costTable(k.coll, k.bytes);
+    if (table[int(c.algo)][int(c.proto)] < 0) return false;
+    return sim_.feasible(k.coll, toSim(c, k));
+  }
+  std::optional<double> expected_us(const Config& c, const MeasureKey& k) const override {
+    if (!available(c, k)) return std::nullopt;
+    return sim_.time_us(k.coll, k.bytes, toSim(c, k));
+  }
+  Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int iterations, const JobKnobs&) override {
+    if (!available(c, k)) return makeError("simulator: " + configLabel(c) + " not runnable here");
+    const sim::Config sc = toSim(c, k);
+    std::vector<double> out;
+    out.reserve(iterations);
+    for (int i = 0; i < iterations; ++i) out.push_back(sim_.sample_us(k.coll, k.bytes, sc, noise_));
+    return out;
+  }
+
+ private:
+  // Keep-default resolves to NCCL's choice; 0 channels/chunk resolve to NCCL's values.
+  sim::Config toSim(const Config& c, const MeasureKey& k) const {
+    if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes);
+    return ref_.resolve(sim::Config{c.algo, c.proto, c.nChannels, c.chunkBytes}, k.bytes);
+  }
+  sim::Simulator sim_;
+  sim::NcclReference ref_;
+  sim::NoiseSource noise_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const SimulatorBackendOptions& o) {
+  auto topo = sim::loadTopology(o.topology, o.nNodes);
+  if (!topo) return makeError("simulator backend: " + topo.error());
+  sim::SimParams params;
+  if (!o.paramsPath.empty()) {
+    std::ifstream in(o.paramsPath);
+    if (!in) return makeError("simulator backend: cannot read " + o.paramsPath);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto p = sim::paramsFromJson(text.str());
+    if (!p) return makeError("simulator backend: " + o.paramsPath + ": " + p.error());
+    params = p.value();
+  }
+  auto ref = sim::NcclReference::create(topo.value());
+  if (!ref) return makeError("simulator backend: " + ref.error());
+  return std::unique_ptr<MeasurementBackend>(
+      std::make_unique<SimulatorBackend>(topo.value(), params, std::move(ref.value()), o.seed));
+}
+
+}  // namespace dynamiccl::tune

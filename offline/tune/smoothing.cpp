@@ -1,0 +1,102 @@
+#include "offline/tune/smoothing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dynamiccl::tune {
+
+bool beatsBeyondNoise(const ConfigStats& c, const ConfigStats& d, const SmoothingOptions& o) {
+  if (c.count() == 0 || d.count() == 0) return false;
+  const double gainLog = std::log(d.median_us()) - std::log(c.median_us());
+  const double se = std::sqrt(c.relSe() * c.relSe() + d.relSe() * d.relSe());
+  return gainLog > std::max(std::log1p(o.minGain), o.noiseZ * se);
+}
+
+double winProbability(const ConfigStats& c, const ConfigStats& d) {
+  const double gainLog = std::log(d.median_us()) - std::log(c.median_us());
+  const double se = std::sqrt(c.relSe() * c.relSe() + d.relSe() * d.relSe());
+  return standardNormalCdf(gainLog / std::max(se, 1e-6));
+}
+
+std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, const SmoothingOptions& o,
+                                           std::vector<Config>* chosenPerKey) {
+  const int n = static_cast<int>(keys.size());
+  std::vector<TunedInterval> out;
+  if (n == 0) return out;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // States per key: the default (always index 0) and every fully measured config that passes the guard.
+  struct State { Config config; int stats; double cost; };
+  std::vector<std::vector<State>> states(n);
+  for (int i = 0; i < n; ++i) {
+    const KeyResult& k = keys[i];
+    std::vector<State>& s = states[i];
+    s.push_back({keepDefault(), 0, 0});
+    for (int e : k.ranking(k.fullIterations))
+      if (e != 0 && beatsBeyondNoise(k.evaluated[e], k.keep(), o)) s.push_back({k.evaluated[e].config, e, 0});
+    double lo = kInf;
+    for (State& st : s) lo = std::min(lo, k.evaluated[st.stats].median_us());
+    for (State& st : s) st.cost = std::log(k.evaluated[st.stats].median_us() / lo);
+  }
+  // Viterbi over sizes: total regret + switchPenalty per change of configuration.
+  std::vector<std::vector<double>> total(n);
+  std::vector<std::vector<int>> from(n);
+  for (int i = 0; i < n; ++i) {
+    total[i].assign(states[i].size(), kInf);
+    from[i].assign(states[i].size(), -1);
+    for (size_t j = 0; j < states[i].size(); ++j) {
+      if (i == 0) {
+        total[i][j] = states[i][j].cost;
+        continue;
+      }
+      for (size_t p = 0; p < states[i - 1].size(); ++p) {
+        const double sw = states[i - 1][p].config == states[i][j].config ? 0.0 : o.switchPenalty;
+        const double t = total[i - 1][p] + sw + states[i][j].cost;
+        if (t < total[i][j]) total[i][j] = t, from[i][j] = static_cast<int>(p);
+      }
+    }
+  }
+  std::vector<int> pick(n);
+  pick[n - 1] = static_cast<int>(std::min_element(total[n - 1].begin(), total[n - 1].end()) - total[n - 1].begin());
+  for (int i = n - 1; i > 0; --i) pick[i - 1] = from[i][pick[i]];
+  if (chosenPerKey) {
+    chosenPerKey->clear();
+    for (int i = 0; i < n; ++i) chosenPerKey->push_back(states[i][pick[i]].config);
+  }
+  // Merge runs of the same configuration into intervals.
+  for (int i = 0; i < n;) {
+    int j = i;
+    const Config c = states[i][pick[i]].config;
+    double conf = 0, logGain = 0;
+    for (; j < n && states[j][pick[j]].config == c; ++j) {
+      const ConfigStats& s = keys[j].evaluated[states[j][pick[j]].stats];
+      if (!c.keepsAlgoProto()) conf += winProbability(s, keys[j].keep());
+      logGain += std::log(keys[j].keep().median_us() / s.median_us());
+    }
+    TunedInterval t;
+    t.coll = keys[i].key.coll;
+    t.minBytes = keys[i].key.bytes;
+    const uint64_t last = keys[j - 1].key.bytes;
+    t.maxBytes = j < n ? keys[j].key.bytes - 1 : (last > UINT64_MAX / 2 ? UINT64_MAX : 2 * last - 1);
+    if (last == 0 && j == n) t.maxBytes = 0;
+    t.config = c;
+    t.sizes = j - i;
+    t.confidence = c.keepsAlgoProto() ? 0 : conf / t.sizes;
+    t.gain = std::exp(logGain / t.sizes) - 1.0;
+    out.push_back(t);
+    i = j;
+  }
+  return out;
+}
+
+SmoothedResult smoothAll(const TuneResult& result, const SmoothingOptions& o) {
+  SmoothedResult out;
+  for (const CollectiveResult& cr : result.collectives) {
+    out.chosenPerCollective.emplace_back();
+    const auto iv = smoothDecisions(cr.keys, o, &out.chosenPerCollective.back());
+    out.intervals.insert(out.intervals.end(), iv.begin(), iv.end());
+  }
+  return out;
+}
+
+}  // namespace dynamiccl::tune

@@ -1,0 +1,23 @@
+// tune: the offline tuner (issue 5). Measurements (simulator, replayed dataset, nccl-tests on a
+// cluster) -> TPE + Hyperband search per (collective, size) -> smoothing + guard -> profile.
+// Public header of dynamiccl_tune.
+//
+//   auto backend = makeSimulatorBackend({"dgx-h100", 1, 42}).value();
+//   auto result = tune(*backend, TuneRequest{...}).value();
+//   auto intervals = smoothDecisions(result.collectives[0].keys, SmoothingOptions{});
+//   policy::Profile profile = toProfile(intervals, "name", result.nRanks, result.nNodes);
+#pragma once
+
+#include "offline/tune/config.h"
+#include "offline/tune/hyperband.h"
+#include "offline/tune/job_knobs.h"
+#include "offline/tune/key_search.h"
+#include "offline/tune/measurement_backend.h"
+#include "offline/tune/profile_export.h"
+#include "offline/tune/progress_bar.h"
+#include "offline/tune/search_space.h"
+#include "offline/tune/smoothing.h"
+#include "offline/tune/statistics.h"
+#include "offline/tune/tpe.h"
+#include "offline/tune/tune_report.h"
+#include "offline/tune/tuner.h"

@@ -1,0 +1,70 @@
+#include "offline/tune/tuner.h"
+
+#include <algorithm>
+
+#include "offline/tune/progress_bar.h"
+
+namespace dynamiccl::tune {
+
+std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes) {
+  std::vector<uint64_t> out;
+  uint64_t b = 1;
+  while (b < minBytes && b <= (UINT64_MAX >> 1)) b <<= 1;
+  for (; b <= maxBytes; b <<= 1) {
+    out.push_back(b);
+    if (b > (UINT64_MAX >> 1)) break;
+  }
+  return out;
+}
+
+Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
+  TuneResult result;
+  result.backend = backend.name();
+  result.nRanks = backend.nRanks();
+  result.nNodes = backend.nNodes();
+  std::vector<std::vector<uint64_t>> sizes;
+  size_t totalKeys = 0;
+  for (Collective c : req.collectives) {
+    std::vector<uint64_t> s = req.sizes;
+    if (s.empty()) s = backend.measurableSizes(c);
+    if (s.empty()) s = powerOfTwoSizes(1 << 10, 1 << 30);
+    totalKeys += s.size();
+    sizes.push_back(std::move(s));
+  }
+  ProgressBar bar(req.progress);
+  size_t doneKeys = 0;
+  for (size_t ci = 0; ci < req.collectives.size(); ++ci) {
+    CollectiveResult cr;
+    cr.coll = req.collectives[ci];
+    std::vector<Config> warm;
+    for (size_t si = 0; si < sizes[ci].size(); ++si) {
+      const MeasureKey key{cr.coll, sizes[ci][si], backend.nRanks(), backend.nNodes()};
+      const SearchSpace space(req.dimensions, [&](const Config& c) { return backend.available(c, key); });
+      result.gridIterations += int64_t{space.size() + 1} * req.search.maxIterations;
+      SearchOptions opt = req.search;
+      opt.seed = req.search.seed * 1000003 + ci * 1009 + si;
+      const std::string label = std::string(collectiveName(cr.coll)) + " " + formatBytes(key.bytes) + " (" +
+                                std::to_string(doneKeys + 1) + "/" + std::to_string(totalKeys) + ")";
+      const int64_t before = result.spentIterations;
+      auto r = searchKey(backend, key, space, opt, warm, [&](int64_t spent) {
+        bar.update(static_cast<int64_t>(doneKeys) * 1000 + std::min<int64_t>(999, spent * 999 / std::max<int64_t>(1, 8 * opt.maxIterations * 27)),
+                   static_cast<int64_t>(totalKeys) * 1000, label + " it=" + std::to_string(before + spent));
+      });
+      ++doneKeys;
+      if (!r) continue;  // a size NCCL cannot run (no default) is skipped: no rule there
+      result.spentIterations += r->spentIterations;
+      warm.clear();
+      if (req.warmStartTop > 0)
+        for (int e : r->ranking(r->fullIterations)) {
+          if (static_cast<int>(warm.size()) >= req.warmStartTop) break;
+          if (e != 0) warm.push_back(r->evaluated[e].config);
+        }
+      cr.keys.push_back(std::move(r.value()));
+    }
+    result.collectives.push_back(std::move(cr));
+  }
+  bar.finish();
+  return result;
+}
+
+}  // namespace dynamiccl::tune

@@ -1,0 +1,41 @@
+// The offline tuner: per collective, sizes ascending, one key search each, the previous size's
+// leaders as warm start and prior (configs good at 1 MiB are a strong prior at 2 MiB).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "features/features.h"
+#include "offline/tune/key_search.h"
+#include "offline/tune/measurement_backend.h"
+#include "offline/tune/search_space.h"
+
+namespace dynamiccl::tune {
+
+struct TuneRequest {
+  std::vector<Collective> collectives{Collective::AllReduce};
+  std::vector<uint64_t> sizes;  // ascending; empty = the backend's sizes, else powers of two 1K..1G
+  SearchOptions search;
+  SpaceDimensions dimensions = defaultDimensions();
+  int warmStartTop = 3;         // leaders of the previous size carried over; 0 = no sharing
+  bool progress = false;        // stderr progress bar
+};
+
+struct CollectiveResult {
+  Collective coll = Collective::AllReduce;
+  std::vector<KeyResult> keys;  // ascending bytes
+};
+
+struct TuneResult {
+  std::string backend;
+  int nRanks = 0, nNodes = 0;
+  std::vector<CollectiveResult> collectives;
+  int64_t spentIterations = 0;
+  int64_t gridIterations = 0;  // what the exhaustive grid at full fidelity would have cost
+};
+
+std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes);
+Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& request);
+
+}  // namespace dynamiccl::tune

@@ -1,0 +1,5 @@
+// abi: our declarations of NCCL's tuner and profiler plugin interfaces. The one header others include.
+#pragma once
+
+#include "plugin/abi/nccl_abi.h"
+#include "plugin/abi/nccl_profiler_abi.h"

@@ -1,0 +1,85 @@
+// Online updates of one communicator: the table version in force (swapped only at epoch
+// boundaries, by the hot path itself) and what the epoch agent prepared for the next boundary.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "coord/coord.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+// What a boundary's record says, parsed once (the same bytes give the same result on every rank).
+struct StagedRecord {
+  uint64_t boundary = 0;
+  const policy::OnlineTable* table = nullptr;
+  bool frozen = false;
+};
+
+struct OnlineComm {
+  uint64_t commId = 0;
+  uint64_t epochCalls = 1000;
+  int64_t boundaryTimeout_ms = 60000;
+  std::shared_ptr<coord::RecordStore> store;
+
+  // Hot-path thread only (NCCL calls one communicator's tuner from one thread at a time).
+  uint64_t callIndex = 0;
+  bool frozen = false;  // a frozen record was adopted: this version stays for good, on every rank
+  std::atomic<const policy::OnlineTable*> current{nullptr};  // nullptr: the static table answers
+
+  // Prepared by the epoch agent, consumed at the boundary.
+  std::atomic<uint64_t> callsSeen{0};
+  std::atomic<uint64_t> stagedBoundary{0};
+  std::atomic<const StagedRecord*> staged{nullptr};
+  std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
+  std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
+  std::array<std::atomic<uint8_t>, policy::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
+  // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
+  std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, policy::kOnlineKeys> modelled_us{};
+  std::array<std::atomic<bool>, policy::kOnlineKeys> modelledKnown{};
+
+  // Agent side, under mutex: the learner (leader) and every table a version may still point to.
+  std::mutex mutex;
+  std::unique_ptr<policy::OnlineLearner> learner;
+  std::vector<std::unique_ptr<policy::OnlineTable>> tables;
+  std::vector<std::unique_ptr<StagedRecord>> records;
+  uint64_t adoptedVersions = 0;  // statistics for the finalize log line
+};
+
+// Slow paths of the hot path (plugin/epoch_agent.cpp); each runs at most once per epoch.
+void adoptAtBoundary(OnlineComm& s, uint64_t boundary);
+void ensurePublished(OnlineComm& s, uint64_t boundary);
+
+// The hot path's online step: counts the call, crosses a boundary when due, then picks.
+// nullptr: the static table answers this call.
+inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nBytes, const float* costTable) {
+  const uint64_t k = s.callIndex++;
+  s.callsSeen.store(k + 1, std::memory_order_relaxed);
+  if (!s.frozen) {
+    if (k != 0 && k % s.epochCalls == 0) [[unlikely]]
+      adoptAtBoundary(s, k);
+    if ((k + 1) % s.epochCalls == 0 && s.isLeader.load(std::memory_order_relaxed)) [[unlikely]]
+      ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued
+  }
+  if (costTable) {  // NCCL's own choice (the guard's reference): the cheapest usable entry
+    const uint32_t key = policy::onlineKey(coll, nBytes);
+    if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {
+      for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
+      s.modelledKnown[key].store(true, std::memory_order_release);
+    }
+    int bestIndex = -1;
+    float best = 0;
+    for (int i = 0; i < kNumAlgos * kNumProtos; ++i)
+      if (costTable[i] >= 0 && (bestIndex < 0 || costTable[i] < best)) best = costTable[i], bestIndex = i;
+    s.ncclDefault[key].store(static_cast<uint8_t>(bestIndex + 1), std::memory_order_relaxed);
+  }
+  const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
+  return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,91 @@
+#include "plugin/profiler/profiler_api.h"
+
+#include <exception>
+#include <memory>
+
+#include "plugin/log.h"
+#include "plugin/profiler/worker.h"
+
+namespace dynamiccl::plugin {
+namespace {
+std::atomic<bool> gWarnedInitFailure{false};
+}  // namespace
+
+int profilerEventMask(int version) {
+  // v3 KernelCh events carry no timestamps: asking for them would only add proxy work to NCCL.
+  return static_cast<int>(version >= 4 ? (ncclProfileColl | ncclProfileKernelCh) : ncclProfileColl);
+}
+
+ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uint64_t commId, int nNodes,
+                          int nRanks, int rank, ncclDebugLogger_t logger) {
+  if (!context) return ncclSuccess;
+  *context = nullptr;
+  setLogger(logger);
+  try {
+    auto c = std::make_unique<ProfilerContext>();
+    c->version = version;
+    c->commId = commId;
+    c->rank = rank;
+    c->nRanks = nRanks;
+    c->nNodes = nNodes;
+    acquireMeasurementChannel();
+    // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
+    if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
+    *context = c.release();
+  } catch (const std::exception& e) {
+    if (firstTime(gWarnedInitFailure)) logWarn("profiler init failed (%s); no measurements", e.what());
+  } catch (...) {
+    if (firstTime(gWarnedInitFailure)) logWarn("profiler init failed; no measurements");
+  }
+  return ncclSuccess;  // an error would only make NCCL log; measurements are optional
+}
+
+void* profilerStartColl(ProfilerContext& c, CollStart& start) {
+  RecordPool* pool = currentRecordPool();
+  if (!pool) return nullptr;
+  if (c.commId) start.commId = c.commId;
+  if (c.nRanks > 0) {
+    start.nRanks = c.nRanks;
+    start.nNodes = c.nNodes;
+  }
+  if (start.rank < 0) start.rank = c.rank;
+  // If NCCL never sends KernelCh (mask overridden, old core), the sweep's forced completions would
+  // be the only way out; wait for channels only after one has been seen or while none was forced.
+  const ProfilerCounters& counters = profilerCounters();
+  const bool waitForChannels = c.version >= 4 && (counters.channelsSeen.load(std::memory_order_relaxed) ||
+                                                  counters.forcedCompletions.load(std::memory_order_relaxed) < 16);
+  start.expectedChannels = waitForChannels ? start.nChannels : 0;
+  return pool->startColl(start);
+}
+
+void* profilerStartKernelCh(void* parentColl, uint8_t channelId, uint64_t startTimer_ns) {
+  RecordPool* pool = currentRecordPool();
+  return pool && parentColl ? pool->startKernelCh(parentColl, channelId, startTimer_ns) : nullptr;
+}
+
+ncclResult_t profilerStop(void* eHandle) {
+  RecordPool* pool = currentRecordPool();
+  if (pool && eHandle) pool->stop(eHandle);
+  return ncclSuccess;
+}
+
+ncclResult_t profilerKernelChStop(void* eHandle, uint64_t stopTimer_ns) {
+  RecordPool* pool = currentRecordPool();
+  if (pool && eHandle) pool->kernelChStopTime(eHandle, stopTimer_ns);
+  return ncclSuccess;
+}
+
+ncclResult_t profilerFinalize(void* context) {
+  ProfilerContext* c = ProfilerContext::from(context);
+  if (!c) return ncclSuccess;
+  c->magic = 0;
+  delete c;
+  try {
+    releaseMeasurementChannel();
+  } catch (...) {
+    // std::thread::join failing (system error): nothing more we can do for NCCL.
+  }
+  return ncclSuccess;
+}
+
+}  // namespace dynamiccl::plugin

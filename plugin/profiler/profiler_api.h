@@ -1,0 +1,37 @@
+// The profiler role's behaviour, one implementation behind every ABI version's entry points
+// (profiler_exports.cpp decodes each version's descriptor into a CollStart).
+#pragma once
+
+#include <cstdint>
+
+#include "plugin/abi/abi.h"
+#include "plugin/profiler/profiler_records.h"
+
+namespace dynamiccl::plugin {
+
+struct ProfilerContext {
+  static constexpr uint64_t kMagic = 0x44796e5072663031ull;  // "DynPrf01": guards against foreign pointers
+  uint64_t magic = kMagic;
+  int version = 0;
+  uint64_t commId = 0;  // v4+: NCCL's commHash; v1/v2: taken from each Coll descriptor
+  int rank = -1, nRanks = 0, nNodes = 0;
+
+  static ProfilerContext* from(void* p) {
+    auto* c = static_cast<ProfilerContext*>(p);
+    return c && c->magic == kMagic ? c : nullptr;
+  }
+};
+
+// The event bits we need: Coll, plus KernelCh where it carries GPU timestamps (v4+).
+int profilerEventMask(int version);
+
+ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uint64_t commId, int nNodes,
+                          int nRanks, int rank, ncclDebugLogger_t logger);
+// Hot path. start: completed in place with the context's communicator fields and the channel expectation.
+void* profilerStartColl(ProfilerContext& context, CollStart& start);
+void* profilerStartKernelCh(void* parentColl, uint8_t channelId, uint64_t startTimer_ns);
+ncclResult_t profilerStop(void* eHandle);
+ncclResult_t profilerKernelChStop(void* eHandle, uint64_t stopTimer_ns);
+ncclResult_t profilerFinalize(void* context);
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,126 @@
+// The exported profiler symbols, v1..v6: each decodes its version's descriptor and hands a
+// version-neutral CollStart to profiler_api. NCCL 2.28.9 probes v5 first, 2.29+ v6 first.
+#include "plugin/abi/abi.h"
+#include "plugin/profiler/profiler_api.h"
+#include "plugin/profiler/profiler_names.h"
+
+namespace dp = dynamiccl::plugin;
+using dynamiccl::Collective;
+
+namespace {
+constexpr const char* kName = "DynamICCL";
+
+// Every entry point: no exception leaves (none is expected: the hot path neither allocates nor throws).
+template <typename F>
+ncclResult_t boundary(F&& f) {
+  try {
+    f();
+  } catch (...) {
+  }
+  return ncclSuccess;
+}
+
+// v2..v6 Coll descriptors name things with strings; v4+ drop commHash and report channels used.
+template <typename Coll>
+bool decodeNamed(const Coll& in, dp::CollStart& out) {
+  std::optional<Collective> coll = dp::collectiveFromNcclName(in.func);
+  if (!coll) return false;  // p2p-like functions: not tuned, not measured
+  out.coll = *coll;
+  out.seq = in.seqNumber;
+  out.elemBytes = static_cast<uint64_t>(in.count) * dp::typeSizeFromNcclName(in.datatype);
+  out.algo = dp::algoFromNcclName(in.algo);
+  out.proto = dp::protoFromNcclName(in.proto);
+  if constexpr (requires { in.nChannels; }) out.nChannels = in.nChannels;
+  else out.nChannels = in.nMaxChannels;
+  if constexpr (requires { in.commHash; }) out.commId = in.commHash;
+  return true;
+}
+
+bool decodeV1(const ncclProfilerCollDescr_v1_t& in, dp::CollStart& out) {
+  std::optional<Collective> coll = dp::collectiveFromNcclFunc(in.func);
+  if (!coll) return false;
+  out.coll = *coll;
+  out.seq = in.seqNumber;
+  out.commId = in.commHash;
+  out.elemBytes = static_cast<uint64_t>(in.count) * dp::typeSizeFromNcclType(in.datatype);
+  out.algo = dp::algoFromIndex(in.algo);
+  out.proto = dp::protoFromIndex(in.proto);
+  out.nChannels = in.nMaxChannels;
+  return true;
+}
+
+template <typename Descr>
+ncclResult_t startEvent(void* context, void** eHandle, Descr* eDescr) {
+  return boundary([&] {
+    if (!eHandle) return;
+    *eHandle = nullptr;
+    dp::ProfilerContext* c = dp::ProfilerContext::from(context);
+    if (!c || !eDescr) return;
+    if (eDescr->type == ncclProfileColl) {
+      dp::CollStart start;
+      start.rank = eDescr->rank;
+      bool ok;
+      if constexpr (std::is_same_v<Descr, ncclProfilerEventDescr_v1_t>) ok = decodeV1(eDescr->coll, start);
+      else ok = decodeNamed(eDescr->coll, start);
+      if (ok) *eHandle = dp::profilerStartColl(*c, start);
+    } else if constexpr (requires { eDescr->kernelCh.pTimer; }) {
+      if (eDescr->type == ncclProfileKernelCh)
+        *eHandle = dp::profilerStartKernelCh(eDescr->parentObj, eDescr->kernelCh.channelId, eDescr->kernelCh.pTimer);
+    }
+  });
+}
+
+ncclResult_t stopEvent(void* eHandle) {
+  return boundary([&] { dp::profilerStop(eHandle); });
+}
+
+template <typename State, typename Args>
+ncclResult_t recordEventState(void* eHandle, State eState, Args* eStateArgs) {
+  return boundary([&] {
+    if constexpr (requires { eStateArgs->kernelCh.pTimer; }) {
+      if (eState == ncclProfilerKernelChStop && eStateArgs) dp::profilerKernelChStop(eHandle, eStateArgs->kernelCh.pTimer);
+    }
+  });
+}
+
+ncclResult_t finalize(void* context) {
+  return boundary([&] { dp::profilerFinalize(context); });
+}
+
+ncclResult_t initV1(void** ctx, int* mask) { return dp::profilerInit(1, ctx, mask, 0, 0, 0, -1, nullptr); }
+ncclResult_t initV2(void** ctx, int* mask) { return dp::profilerInit(2, ctx, mask, 0, 0, 0, -1, nullptr); }
+ncclResult_t initV3(void** ctx, int* mask) { return dp::profilerInit(3, ctx, mask, 0, 0, 0, -1, nullptr); }
+ncclResult_t initV4(void** ctx, int* mask, const char*, uint64_t commHash, int nNodes, int nRanks, int rank,
+                    ncclDebugLogger_t logger) {
+  return dp::profilerInit(4, ctx, mask, commHash, nNodes, nRanks, rank, logger);
+}
+ncclResult_t initV5(void** ctx, uint64_t commId, int* mask, const char*, int nNodes, int nRanks, int rank,
+                    ncclDebugLogger_t logger) {
+  return dp::profilerInit(5, ctx, mask, commId, nNodes, nRanks, rank, logger);
+}
+ncclResult_t initV6(void** ctx, uint64_t commId, int* mask, const char*, int nNodes, int nRanks, int rank,
+                    ncclDebugLogger_t logger) {
+  return dp::profilerInit(6, ctx, mask, commId, nNodes, nRanks, rank, logger);
+}
+
+#define DYNAMICCL_PROFILER_TABLE(V, INIT)                                                                  \
+  {kName, INIT, startEvent<ncclProfilerEventDescr_##V##_t>, stopEvent,                                    \
+   recordEventState<ncclProfilerEventState_##V##_t, ncclProfilerEventStateArgs_##V##_t>, finalize}
+
+}  // namespace
+
+extern "C" {
+extern __attribute__((visibility("default"))) const ncclProfiler_v1_t ncclProfiler_v1;
+extern __attribute__((visibility("default"))) const ncclProfiler_v2_t ncclProfiler_v2;
+extern __attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfiler_v3;
+extern __attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4;
+extern __attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5;
+extern __attribute__((visibility("default"))) const ncclProfiler_v6_t ncclProfiler_v6;
+
+const ncclProfiler_v1_t ncclProfiler_v1 = DYNAMICCL_PROFILER_TABLE(v1, initV1);
+const ncclProfiler_v2_t ncclProfiler_v2 = DYNAMICCL_PROFILER_TABLE(v2, initV2);
+const ncclProfiler_v3_t ncclProfiler_v3 = DYNAMICCL_PROFILER_TABLE(v3, initV3);
+const ncclProfiler_v4_t ncclProfiler_v4 = DYNAMICCL_PROFILER_TABLE(v4, initV4);
+const ncclProfiler_v5_t ncclProfiler_v5 = DYNAMICCL_PROFILER_TABLE(v5, initV5);
+const ncclProfiler_v6_t ncclProfiler_v6 = DYNAMICCL_PROFILER_TABLE(v6, initV6);
+}

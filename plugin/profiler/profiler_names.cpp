@@ -1,0 +1,89 @@
+#include "plugin/profiler/profiler_names.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+// s == name, unrolled against the literal's bytes (immediates, no call, no table walk). Stops at the
+// first difference, so it never reads past the end of s (a shorter s differs at its NUL).
+template <size_t N>
+[[gnu::always_inline]] inline bool is(const char* s, const char (&name)[N]) {
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i)
+    if (s[i] != name[i]) return false;
+  return true;
+}
+
+// ncclDataType_t order: Int8 Uint8 Int32 Uint32 Int64 Uint64 Float16 Float32 Float64 Bfloat16 F8e4m3 F8e5m2.
+constexpr uint64_t kTypeSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
+}  // namespace
+
+// NCCL's spellings (2.28.9 src/collectives.cc). Checked most frequent first; the first bytes reject
+// most of the others.
+
+std::optional<Collective> collectiveFromNcclName(const char* func) {
+  if (!func) return std::nullopt;
+  if (is(func, "AllReduce")) return Collective::AllReduce;
+  if (is(func, "AllGather")) return Collective::AllGather;
+  if (is(func, "ReduceScatter")) return Collective::ReduceScatter;
+  if (is(func, "Broadcast")) return Collective::Broadcast;
+  if (is(func, "Reduce")) return Collective::Reduce;
+  return std::nullopt;
+}
+
+uint64_t typeSizeFromNcclName(const char* datatype) {
+  if (!datatype) return 0;
+  if (is(datatype, "ncclFloat32")) return 4;
+  if (is(datatype, "ncclBfloat16")) return 2;
+  if (is(datatype, "ncclFloat16")) return 2;
+  if (is(datatype, "ncclInt32")) return 4;
+  if (is(datatype, "ncclUint32")) return 4;
+  if (is(datatype, "ncclInt64")) return 8;
+  if (is(datatype, "ncclUint64")) return 8;
+  if (is(datatype, "ncclFloat64")) return 8;
+  if (is(datatype, "ncclInt8")) return 1;
+  if (is(datatype, "ncclUint8")) return 1;
+  if (is(datatype, "ncclFloat8e4m3")) return 1;
+  if (is(datatype, "ncclFloat8e5m2")) return 1;
+  // ncclDatatypeToString has no name for ncclUint8 ("Unknown"): the only valid type it misses is 1 byte.
+  if (is(datatype, "Unknown")) return 1;
+  return 0;
+}
+
+Algo algoFromNcclName(const char* algo) {
+  if (!algo) return Algo::Default;
+  if (is(algo, "RING")) return Algo::Ring;
+  if (is(algo, "TREE")) return Algo::Tree;
+  if (is(algo, "NVLS")) return Algo::Nvls;
+  if (is(algo, "NVLS_TREE")) return Algo::NvlsTree;
+  if (is(algo, "PAT")) return Algo::Pat;
+  if (is(algo, "COLLNET_DIRECT")) return Algo::CollNetDirect;
+  if (is(algo, "COLLNET_CHAIN")) return Algo::CollNetChain;
+  return Algo::Default;
+}
+
+Proto protoFromNcclName(const char* proto) {
+  if (!proto) return Proto::Default;
+  if (is(proto, "SIMPLE")) return Proto::Simple;
+  if (is(proto, "LL128")) return Proto::LL128;
+  if (is(proto, "LL")) return Proto::LL;
+  return Proto::Default;
+}
+
+std::optional<Collective> collectiveFromNcclFunc(unsigned func) {
+  if (func < static_cast<unsigned>(kNumCollectives)) return static_cast<Collective>(func);
+  return std::nullopt;
+}
+
+uint64_t typeSizeFromNcclType(unsigned datatype) {
+  return datatype < sizeof kTypeSizes / sizeof kTypeSizes[0] ? kTypeSizes[datatype] : 0;
+}
+
+Algo algoFromIndex(unsigned algo) {
+  return algo < static_cast<unsigned>(kNumAlgos) ? static_cast<Algo>(algo) : Algo::Default;
+}
+Proto protoFromIndex(unsigned proto) {
+  return proto < static_cast<unsigned>(kNumProtos) ? static_cast<Proto>(proto) : Proto::Default;
+}
+
+}  // namespace dynamiccl::plugin

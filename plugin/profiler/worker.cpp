@@ -1,0 +1,274 @@
+#include "plugin/profiler/worker.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "plugin/context_registry.h"
+#include "plugin/log.h"
+#include "plugin/tuner/tuner_context.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+constexpr size_t kBatch = 4096;
+constexpr int64_t kSweepEvery_ns = 10'000'000;
+
+long envLong(const char* name, long fallback, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  return (end && *end == 0 && x >= lo && x <= hi) ? x : fallback;
+}
+
+struct SinkRegistry {
+  std::mutex mutex;
+  std::mutex callMutex;  // held while sinks run: unregister returns only once its sink is no longer called
+  std::vector<std::pair<int, ObservationSink>> sinks;
+  int nextId = 1;
+  uint64_t version = 0;
+};
+SinkRegistry& registry() {
+  static auto* r = new SinkRegistry();  // never destroyed: the worker may outlive static destructors
+  return *r;
+}
+
+struct Channel {
+  std::mutex mutex;  // init/finalize only
+  int live = 0;
+  RecordPool* pool = nullptr;  // kept (leaked) after stop: a late event must still find valid memory
+  std::thread thread;
+  std::mutex wakeMutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  int64_t grace_ns = 0;
+  ObservationCounters atStart;  // the summary at stop reports this session's share
+};
+Channel& channel() {
+  static auto* c = new Channel();
+  return *c;
+}
+std::atomic<RecordPool*> gPool{nullptr};
+
+// Observations published = pushes into the newest pool's queue + those of the pools it replaced (the
+// hot path keeps no counter of its own). The mutex: a reader never sees a replacement half done.
+struct PublishedTally {
+  std::mutex mutex;
+  const RecordPool* newest = nullptr;
+  uint64_t replaced = 0;
+};
+PublishedTally& publishedTally() {
+  static auto* t = new PublishedTally();  // never destroyed, like the pools it reads
+  return *t;
+}
+uint64_t publishedSoFar() {
+  PublishedTally& t = publishedTally();
+  std::lock_guard lock(t.mutex);
+  return t.replaced + (t.newest ? t.newest->queue().pushes() : 0);
+}
+void replacePool(Channel& ch, RecordPool* next) {
+  PublishedTally& t = publishedTally();
+  std::lock_guard lock(t.mutex);
+  if (t.newest) t.replaced += t.newest->queue().pushes();
+  t.newest = next;
+  ch.pool = next;
+}
+
+// v1-v3 inits carry no communicator shape: borrow nRanks/nNodes from the tuner context of that commId.
+class ShapeCache {
+ public:
+  void fill(Observation& o) {
+    if (o.nRanks > 0 || o.commId == 0) return;
+    auto it = known_.find(o.commId);
+    if (it == known_.end()) {
+      std::pair<int, int> shape{0, 0};
+      forEachContextWithCommId(o.commId, [&](TunerContext& t) { shape = {t.shape.nRanks, t.shape.nNodes}; });
+      if (shape.first <= 0) return;
+      it = known_.emplace(o.commId, shape).first;
+    }
+    o.nRanks = it->second.first;
+    o.nNodes = it->second.second;
+    if (o.coll == Collective::AllGather || o.coll == Collective::ReduceScatter)
+      o.bytes = o.elemBytes * static_cast<uint64_t>(o.nRanks);
+  }
+
+ private:
+  std::unordered_map<uint64_t, std::pair<int, int>> known_;
+};
+
+void deliver(std::vector<Observation>& batch, std::vector<std::unique_ptr<WorkerSink>>& owned,
+             std::vector<ObservationSink>& external, uint64_t& seenVersion) {
+  if (batch.empty()) return;
+  SinkRegistry& r = registry();
+  std::lock_guard calling(r.callMutex);
+  {
+    std::lock_guard lock(r.mutex);
+    if (r.version != seenVersion) {
+      external.clear();
+      for (auto& [id, sink] : r.sinks) external.push_back(sink);
+      seenVersion = r.version;
+    }
+  }
+  auto guarded = [&](auto&& call) {
+    try {
+      call();
+    } catch (...) {
+      profilerCounters().sinkErrors.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  for (auto& s : owned) guarded([&] { s->consume(batch.data(), batch.size()); });
+  for (auto& s : external) guarded([&] { s(batch.data(), batch.size()); });
+  profilerCounters().delivered.fetch_add(batch.size(), std::memory_order_relaxed);
+  batch.clear();
+}
+
+void workerMain(RecordPool* pool) {
+  Channel& ch = channel();
+  std::vector<std::unique_ptr<WorkerSink>> owned;
+  try {
+    if (auto s = makeStoreSink()) owned.push_back(std::move(s));
+    if (auto s = makeLogFileSink()) owned.push_back(std::move(s));
+  } catch (const std::exception& e) {
+    logWarn("profiler: a built-in sink failed to start (%s); observations still reach registered sinks", e.what());
+  }
+  std::vector<ObservationSink> external;
+  uint64_t seenVersion = ~0ull;
+  std::vector<Observation> batch;
+  batch.reserve(kBatch);
+  ShapeCache shapes;
+  auto drain = [&] {
+    Observation o;
+    while (batch.size() < kBatch && pool->queue().tryPop(o)) {
+      shapes.fill(o);
+      batch.push_back(o);
+    }
+    const bool more = batch.size() == kBatch;
+    deliver(batch, owned, external, seenVersion);
+    return more;
+  };
+  int64_t lastSweep = steadyNowNs();
+  for (;;) {
+    bool more = drain();
+    const int64_t now = steadyNowNs();
+    if (now - lastSweep >= kSweepEvery_ns) {
+      pool->sweep(now, ch.grace_ns);
+      for (auto& s : owned) s->tick(now);
+      lastSweep = now;
+    }
+    if (more) continue;
+    std::unique_lock lock(ch.wakeMutex);
+    if (ch.stopping) break;
+    ch.wake.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  // Last finalize or exit: complete everything still open (host timing), deliver, flush.
+  while (drain()) {
+  }
+  pool->sweep(steadyNowNs(), 0);
+  while (drain()) {
+  }
+  owned.clear();
+}
+
+void stopWorker(Channel& ch) {
+  if (!ch.thread.joinable()) return;
+  {
+    std::lock_guard lock(ch.wakeMutex);
+    ch.stopping = true;
+  }
+  ch.wake.notify_all();
+  ch.thread.join();
+  const ObservationCounters now = observationCounters(), &was = ch.atStart;
+  logInfo("profiler: %llu observations delivered; dropped: queue full %llu, record pool full %llu; "
+          "unknown handles %llu; forced completions %llu; sink errors %llu",
+          (unsigned long long)(now.delivered - was.delivered),
+          (unsigned long long)(now.droppedQueueFull - was.droppedQueueFull),
+          (unsigned long long)(now.droppedPoolFull - was.droppedPoolFull),
+          (unsigned long long)(now.unknownHandles - was.unknownHandles),
+          (unsigned long long)(now.forcedCompletions - was.forcedCompletions),
+          (unsigned long long)(now.sinkErrors - was.sinkErrors));
+}
+
+// Joins the worker at process exit (or dlclose) when NCCL never finalized every communicator.
+struct ExitStopper {
+  ~ExitStopper() {
+    Channel& ch = channel();
+    std::lock_guard lock(ch.mutex);
+    gPool.store(nullptr, std::memory_order_release);
+    stopWorker(ch);
+  }
+} gExitStopper;
+
+}  // namespace
+
+RecordPool* currentRecordPool() { return gPool.load(std::memory_order_acquire); }
+
+RecordPool* acquireMeasurementChannel() {
+  Channel& ch = channel();
+  std::lock_guard lock(ch.mutex);
+  if (ch.live++ > 0) return ch.pool;
+  const auto records = static_cast<uint32_t>(envLong("DYNAMICCL_PROFILER_RECORDS", 4096, 1, 1 << 22));
+  const auto queue = static_cast<uint32_t>(envLong("DYNAMICCL_PROFILER_QUEUE", 1 << 16, 2, 1 << 24));
+  ch.grace_ns = envLong("DYNAMICCL_PROFILER_GRACE_MS", 2000, 0, 3'600'000) * 1'000'000;
+  if (!ch.pool || ch.pool->size() != records || ch.pool->queue().capacity() < queue ||
+      ch.pool->queue().capacity() >= 2 * static_cast<size_t>(queue))
+    // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.
+    replacePool(ch, new RecordPool(records, queue, ch.pool ? ch.pool->nextUnusedGeneration() : 1));
+  ch.stopping = false;
+  ch.atStart = observationCounters();
+  try {
+    ch.thread = std::thread(workerMain, ch.pool);
+  } catch (...) {
+    --ch.live;  // no thread: this init gets no measurements, the next one retries
+    throw;
+  }
+  gPool.store(ch.pool, std::memory_order_release);
+  return ch.pool;
+}
+
+void releaseMeasurementChannel() {
+  Channel& ch = channel();
+  std::lock_guard lock(ch.mutex);
+  if (ch.live == 0 || --ch.live > 0) return;
+  gPool.store(nullptr, std::memory_order_release);
+  stopWorker(ch);
+}
+
+int registerObservationSink(ObservationSink sink) {
+  if (!sink) return 0;
+  SinkRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const int id = r.nextId++;
+  r.sinks.emplace_back(id, std::move(sink));
+  ++r.version;
+  return id;
+}
+
+void unregisterObservationSink(int id) {
+  SinkRegistry& r = registry();
+  {
+    std::lock_guard lock(r.mutex);
+    std::erase_if(r.sinks, [id](const auto& s) { return s.first == id; });
+    ++r.version;
+  }
+  std::lock_guard waitForDelivery(r.callMutex);
+}
+
+ObservationCounters observationCounters() {
+  const ProfilerCounters& c = profilerCounters();
+  ObservationCounters o;
+  o.published = publishedSoFar();
+  o.delivered = c.delivered.load();
+  o.droppedQueueFull = c.droppedQueueFull.load();
+  o.droppedPoolFull = c.droppedPoolFull.load();
+  o.unknownHandles = c.unknownHandles.load();
+  o.forcedCompletions = c.forcedCompletions.load();
+  o.sinkErrors = c.sinkErrors.load();
+  return o;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,33 @@
+// The measurement channel's process-wide runtime: the record pool + observation queue the hot path
+// uses, and the ONE worker thread that drains the queue into the sinks. Started lazily by the first
+// profiler init, stopped (drained, flushed, joined) by the last finalize or at process exit.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "plugin/profiler/observation.h"
+#include "plugin/profiler/profiler_records.h"
+
+namespace dynamiccl::plugin {
+
+// Hot path: the pool of the running channel, or nullptr before the first init / after the last finalize.
+RecordPool* currentRecordPool();
+
+// Init/finalize only (they lock and may start or join the thread).
+RecordPool* acquireMeasurementChannel();
+void releaseMeasurementChannel();
+
+// A sink the worker owns (store writer, log file): batches, a periodic tick, flushed on destruction.
+class WorkerSink {
+ public:
+  virtual ~WorkerSink() = default;
+  virtual void consume(const Observation* observations, size_t n) = 0;
+  virtual void tick(int64_t /*now_ns*/) {}
+};
+
+// Built on the worker thread when it starts; nullptr when switched off or unavailable.
+std::unique_ptr<WorkerSink> makeStoreSink();    // DYNAMICCL_RECORD=0 disables; DYNAMICCL_DB names the file
+std::unique_ptr<WorkerSink> makeLogFileSink();  // DYNAMICCL_OBSERVATION_LOG=<path>: one CSV line each
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,29 @@
+// Telling NCCL a decision by editing its cost table: the chosen entry becomes 0 (the minimum).
+#pragma once
+
+#include "plugin/abi/abi.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+enum class TableVerdict : uint8_t { Usable, NonFinite };
+
+// A table with NaN or infinite entries is not one we trust to edit (NCCL's choice stands).
+TableVerdict inspectCostTable(abi::CostTable table);
+
+// NCCL's own choice as policy::ncclChoiceSlot: its strict minimum over entries >= 0, ties to the
+// lowest index (as NCCL selects); policy::kNcclChoiceUnknown when every entry is IGNORE.
+int ncclOwnChoice(abi::CostTable table);
+
+// Applies the first candidate NCCL can run (entry not IGNORE/negative) whose guard admits NCCL's own
+// choice for this table. Returns the decision applied or nullptr when none was feasible, in which
+// case table and nChannels are untouched.
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels);
+
+// v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent
+// (NCCL 2.28's v2 shim: multi-node NVLS also needs CollNet; NVLS_TREE is off on one node). Guarded
+// candidates are skipped: NCCL's own choice is unknown, so no guard can admit them.
+const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport,
+                                        int nNodes);
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,150 @@
+#include "plugin/tuner/tuner_api.h"
+
+#include <new>
+
+#include "plugin/context_registry.h"
+#include "plugin/tuner/cost_table_edit.h"
+#include "plugin/online/epoch_agent.h"
+#include "plugin/log.h"
+#include "plugin/tuner/tuner_context.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+// Protocol grains (LL 16 B, LL128 1920 B, Simple 512 B): a chunk below one rounds to 0 in NCCL.
+constexpr uint64_t kGrainBytes[kNumProtos] = {16, 1920, 512};
+
+std::atomic<bool> gWarnedBadTableShape{false};
+std::atomic<bool> gWarnedInitFailure{false};
+
+void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
+  TunerContext::ChunkMemory& m = c.lastChunk[coll];
+  m.valid = d && d->chunkBytes > 0;
+  m.algo = d ? static_cast<int8_t>(d->algo) : -1;
+  m.proto = d ? static_cast<int8_t>(d->proto) : -1;
+  m.chunkBytes = d ? d->chunkBytes : 0;
+}
+
+void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
+  if (!d) {
+    c.decisions.record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
+    return;
+  }
+  c.decisions.record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
+                     online ? DecisionSource::Online : DecisionSource::Table);
+}
+
+}  // namespace
+
+ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logger, const ncclNvlDomainInfo_v5_t* nvlDomainInfo) {
+  if (!context) return ncclSuccess;
+  *context = nullptr;
+  setLogger(logger);
+  try {
+    std::shared_ptr<const LoadedProfile> loaded = currentProfile();
+    if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
+    auto c = std::make_unique<TunerContext>();
+    c->abiVersion = abiVersion;
+    c->shape.commId = commId;
+    c->shape.nRanks = static_cast<int>(nRanks);
+    c->shape.nNodes = static_cast<int>(nNodes);
+    if (nvlDomainInfo) {
+      c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
+      c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
+    }
+    // With a learned "policy" section, Eigen scores configurations here, off the hot path.
+    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape);
+    if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
+      logWarn("%s", compiled.learnedRulesOff.c_str());
+    if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
+      logWarn("%s", compiled.probeDisagrees.c_str());
+    c->table = std::move(compiled.table);
+    c->loaded = std::move(loaded);
+    c->online = startOnline(c->shape, c->table);
+    registerContext(c.get());
+    *context = c.release();
+  } catch (const std::exception& e) {
+    // Out of memory or similar: no context means NCCL's own choices for this communicator.
+    if (firstTime(gWarnedInitFailure)) logWarn("init failed (%s); NCCL's own choices stand", e.what());
+  } catch (...) {
+    if (firstTime(gWarnedInitFailure)) logWarn("init failed; NCCL's own choices stand");
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
+  TunerContext* c = TunerContext::from(context);
+  if (!c || !isTunable(collType) || c->table.empty()) return ncclSuccess;
+  const int coll = static_cast<int>(collType);
+  if (numAlgo != kNumAlgos || numProto != kNumProtos || !collCostTable || !nChannels) {
+    if (firstTime(gWarnedBadTableShape))
+      logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
+              kNumAlgos, kNumProtos);
+    rememberChunk(*c, coll, nullptr);
+    logDecision(*c, coll, nBytes, nullptr, false);
+    return ncclSuccess;
+  }
+  const policy::Candidates* learned =
+      c->online ? onlinePick(*c->online, coll, nBytes, reinterpret_cast<const float*>(collCostTable)) : nullptr;
+  const policy::Candidates& candidates = learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, regBuff);
+  const policy::Decision* applied = nullptr;
+  if (candidates.count) {
+    abi::CostTable table = abi::asCostTable(collCostTable);
+    if (inspectCostTable(table) == TableVerdict::Usable) {
+      applied = applyCandidates(candidates, table, nChannels);
+    } else if (firstTime(c->warnedOddTable)) {
+      logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
+              collectiveName(Collective(coll)).data());
+    }
+  }
+  rememberChunk(*c, coll, applied);
+  logDecision(*c, coll, nBytes, applied, learned != nullptr);
+  return ncclSuccess;
+}
+
+ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
+                                int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
+  TunerContext* c = TunerContext::from(context);
+  if (!c || !isTunable(collType) || c->table.empty() || !algorithm || !protocol || !nChannels) return ncclSuccess;
+  const int coll = static_cast<int>(collType);
+  const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr) : nullptr;
+  const policy::Decision* d =
+      firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,
+                      collNetSupport != 0, c->shape.nNodes);
+  if (d) {
+    if (!d->keepsAlgoProto()) {
+      *algorithm = static_cast<int>(d->algo);
+      *protocol = static_cast<int>(d->proto);
+    }
+    if (d->nChannels > 0) *nChannels = d->nChannels;
+  }
+  rememberChunk(*c, coll, d);
+  logDecision(*c, coll, nBytes, d, learned != nullptr);
+  return ncclSuccess;
+}
+
+ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int algo, int proto, int,
+                               size_t* chunkSize) {
+  TunerContext* c = TunerContext::from(context);
+  if (!c || !chunkSize || !isTunable(collType) || proto < 0 || proto >= kNumProtos) return ncclSuccess;
+  const TunerContext::ChunkMemory& m = c->lastChunk[static_cast<int>(collType)];
+  if (!m.valid) return ncclSuccess;
+  if (m.algo >= 0 && (m.algo != algo || m.proto != proto)) return ncclSuccess;  // NCCL ran something else
+  const uint64_t grain = kGrainBytes[proto];
+  *chunkSize = static_cast<size_t>(m.chunkBytes < grain ? grain : m.chunkBytes - m.chunkBytes % grain);
+  return ncclSuccess;
+}
+
+ncclResult_t tunerFinalize(void* context) {
+  TunerContext* c = TunerContext::from(context);
+  if (!c) return ncclSuccess;
+  unregisterContext(c);
+  stopOnline(c->online);
+  c->magic = 0;
+  delete c;
+  return ncclSuccess;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,49 @@
+// Per-communicator state of the tuner role. Created at init, read by the hot path, freed at finalize.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "features/features.h"
+#include "plugin/profiler/decision_log.h"
+#include "plugin/online/online_comm.h"
+#include "plugin/tuner/profile_source.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+struct TunerContext {
+  static constexpr uint64_t kMagic = 0x44796e4943434c31ull;  // "DynICCL1": guards against foreign pointers
+  uint64_t magic = kMagic;
+  int abiVersion = 0;
+  CommShape shape;
+  std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
+  policy::DecisionTable table;
+
+  // v6 getChunkSize runs after getCollInfo, per channel slice with other nBytes: remember the
+  // chunk of the last decision per collective, applied only if NCCL runs that algo/proto.
+  struct ChunkMemory {
+    int8_t algo = -1, proto = -1;  // -1 algo with chunk: any algo/proto (rule kept NCCL's choice)
+    bool valid = false;
+    uint64_t chunkBytes = 0;
+  };
+  std::array<ChunkMemory, kNumCollectives> lastChunk{};
+
+  // What was decided per call, for the profiler's join of observations to decisions.
+  DecisionLog decisions;
+
+  // Once-only warnings about odd input seen on the hot path.
+  std::atomic<bool> warnedOddTable{false};
+
+  // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
+  std::shared_ptr<OnlineComm> online;
+
+  static TunerContext* from(void* p) {
+    auto* c = static_cast<TunerContext*>(p);
+    return c && c->magic == kMagic ? c : nullptr;
+  }
+};
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The module rules of the source tree, checked on every file (run by ctest as include_rules).
+
+A module is a folder with one public header X/X.h (plugin/ and its role folders form one module,
+the .so; plugin/abi is the leaf that declares NCCL's interface). Outside tests/, bench/ and fuzz/:
+  1. another module is included only through its X/X.h;
+  2. dependencies point one way: nothing includes plugin (but plugin/abi) or offline from outside;
+     the module graph has no cycle;
+  3. no file includes itself through a chain of other headers (no include cycle).
+Usage: include_rules.py SOURCE_DIR. Prints each violation; exits 1 if there is any."""
+import os
+import re
+import sys
+
+EXEMPT = ("tests", "bench", "fuzz")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def module(path):
+    parts = path.split("/")
+    if parts[0] == "plugin":
+        return "plugin/abi" if len(parts) > 2 and parts[1] == "abi" else "plugin"
+    if parts[0] == "offline" and len(parts) > 2:
+        return "offline/" + parts[1]
+    return parts[0]
+
+
+def umbrella(mod):
+    return mod + "/" + mod.split("/")[-1] + ".h"
+
+
+def sources(root):
+    for top in sorted(os.listdir(root)):
+        if top.startswith(".") or top.startswith("build") or top in EXEMPT:
+            continue
+        base = os.path.join(root, top)
+        if not os.path.isdir(base):
+            continue
+        for d, dirs, files in os.walk(base):
+            dirs[:] = [x for x in dirs if not x.startswith(".")]
+            for f in files:
+                if f.endswith((".h", ".cpp")):
+                    yield os.path.relpath(os.path.join(d, f), root)
+
+
+def find_cycle(graph):
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                c = visit(m)
+                if c:
+                    return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            c = visit(n)
+            if c:
+                return c
+    return None
+
+
+def check(root):
+    errors, files, mods = [], {}, {}
+    for f in sources(root):
+        with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+            files[f] = [i for i in INCLUDE.findall(fh.read())]
+    for f, incs in files.items():
+        m = module(f)
+        for inc in incs:
+            if "/" not in inc:
+                continue
+            n = module(inc)
+            if n == m:
+                continue
+            mods.setdefault(m, set()).add(n)
+            if inc != umbrella(n):
+                errors.append(f"{f}: includes {inc}; outside {n} include only {umbrella(n)}")
+            if n == "plugin" or (n.startswith("offline") and not m.startswith("offline")):
+                errors.append(f"{f}: module {m} depends on {n} (nothing depends on plugin or offline)")
+    cycle = find_cycle(mods)
+    if cycle:
+        errors.append("module cycle: " + " -> ".join(cycle))
+    graph = {f: {i for i in incs if i in files} for f, incs in files.items()}
+    cycle = find_cycle(graph)
+    if cycle:
+        errors.append("include cycle: " + " -> ".join(cycle))
+    return errors, len(files)
+
+
+if __name__ == "__main__":
+    errs, n = check(sys.argv[1] if len(sys.argv) > 1 else ".")
+    for e in errs:
+        print(e)
+    print(f"include_rules: {n} files, {len(errs)} violations")
+    sys.exit(1 if errs else 0)
