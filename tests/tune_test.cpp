@@ -1,4 +1,4 @@
-// Offline tuner (issue 5): search on a known landscape, Hyperband arithmetic, smoothing, guard,
+// Offline tuner: search on a known landscape, Hyperband arithmetic, smoothing, guard,
 // export round trips, and the measurement backends (runner with a fake nccl-tests).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// NCCL's view of a topology (leg 1, dynamiccl_model), in the one place sim/ depends on it: the cost
+// NCCL's view of a topology (offline/model), in the one place sim/ depends on it: the cost
 // table NCCL hands the tuner, NCCL's default configuration, and what NCCL runs when NCCL_ALGO /
 // NCCL_PROTO restrict it (the forced sweeps in shared/data).
 #pragma once

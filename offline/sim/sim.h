@@ -1,4 +1,4 @@
-// sim: the calibrated collective simulator (leg 2) and replay on real measurements (leg 3).
+// sim: the calibrated collective simulator and replay on real measurements.
 // Public header of dynamiccl_sim.
 //
 // Evaluate a configuration:   Simulator sim(preset("dgx-h100", 4).value(), params);

@@ -1,4 +1,4 @@
-// tune: the offline tuner (issue 5). Measurements (simulator, replayed dataset, nccl-tests on a
+// tune: the offline tuner. Measurements (simulator, replayed dataset, nccl-tests on a
 // cluster) -> TPE + Hyperband search per (collective, size) -> smoothing + guard -> profile.
 // Public header of dynamiccl_tune.
 //
