@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -152,6 +153,22 @@ TEST(Settings, ProfilerPoolsAboveTheDocumentedMaximumAreRefused) {
     EXPECT_EQ(linesNaming(name), 1u) << name;
     EXPECT_EQ(settingsInForce()[name], std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "65536" : "4096");
   }
+}
+
+// One home: the plugin reads its environment only in plugin/settings; the libraries below it none.
+TEST(Settings, OnlyTheSettingsUnitReadsTheEnvironment) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> offenders;
+  for (const char* dir : {"plugin", "features", "policy", "store", "coord"})
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(DYNAMICCL_SOURCE_DIR) / dir)) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("/plugin/settings/") != std::string::npos) continue;
+      std::ifstream in(path);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const bool plugin = std::string(dir) == "plugin";
+      if (text.find(plugin ? "getenv(" : "getenv(\"DYNAMICCL_") != std::string::npos) offenders.push_back(path);
+    }
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
 long residentKiB() {

@@ -203,7 +203,7 @@ RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings) 
   std::lock_guard lock(ch.mutex);
   if (ch.live++ > 0) return ch.pool;
   const uint32_t records = settings->profilerRecords, queue = settings->profilerQueue;
-  ch.grace_ns = settings->profilerGrace_ms * 1'000'000;
+  ch.grace_ns = settings->profilerGrace_ns;
   if (!ch.pool || ch.pool->size() != records || ch.pool->queue().capacity() < queue ||
       ch.pool->queue().capacity() >= 2 * static_cast<size_t>(queue))
     // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.

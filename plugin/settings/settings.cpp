@@ -172,7 +172,9 @@ Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   r.path("DYNAMICCL_OBSERVATION_LOG", s.observationLog, "none");
   r.integer("DYNAMICCL_PROFILER_RECORDS", s.profilerRecords, 1, kMaxProfilerRecords);
   r.integer("DYNAMICCL_PROFILER_QUEUE", s.profilerQueue, 2, kMaxProfilerQueue);
-  r.integer("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ms, 0, 3'600'000);
+  int64_t grace_ms = s.profilerGrace_ns / 1'000'000;
+  r.integer("DYNAMICCL_PROFILER_GRACE_MS", grace_ms, 0, 3'600'000);
+  s.profilerGrace_ns = grace_ms * 1'000'000;
 
   readOnline(r, env, s);
   readTopo(r, s);

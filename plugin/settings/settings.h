@@ -35,7 +35,7 @@ struct Settings {
   std::string observationLog;       // DYNAMICCL_OBSERVATION_LOG: CSV file, empty: none
   uint32_t profilerRecords = 4096;  // DYNAMICCL_PROFILER_RECORDS, 1..kMaxProfilerRecords
   uint32_t profilerQueue = 65536;   // DYNAMICCL_PROFILER_QUEUE, 2..kMaxProfilerQueue
-  int64_t profilerGrace_ms = 2000;  // DYNAMICCL_PROFILER_GRACE_MS, 0..3600000
+  int64_t profilerGrace_ns = 2000 * 1000000ll;  // DYNAMICCL_PROFILER_GRACE_MS, 0..3600000 ms
 
   // Online updates (docs/ONLINE.md).
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE

@@ -66,7 +66,7 @@ std::string settingsDump(const Settings& s) {
   d.path("DYNAMICCL_OBSERVATION_LOG", s.observationLog);
   d.put("DYNAMICCL_PROFILER_RECORDS", s.profilerRecords);
   d.put("DYNAMICCL_PROFILER_QUEUE", s.profilerQueue);
-  d.put("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ms);
+  d.put("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ns / 1000000);
   d.put("DYNAMICCL_ONLINE", s.online == OnlineSwitch::On ? "1" : s.online == OnlineSwitch::Off ? "0" : "(unset)");
   d.put("DYNAMICCL_EPOCH_CALLS", s.epochCalls);
   d.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget);
