@@ -93,7 +93,8 @@ struct HostSources {
   TopoOverrides overrides;
 };
 HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn);
-const HostSources& localHostSources();  // probes /sys, NVML and the environment on first use
+// Probes /sys and NVML on first use; no overrides (the plugin adds the DYNAMICCL_TOPO_* it read).
+const HostSources& localHostSources();
 
 // Merges the sources; `ringCosts` are AllReduce costs from recoverModelledCosts (optional).
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host,

@@ -33,11 +33,4 @@ Expected<WorkloadContext> parseWorkloadContext(std::string_view text) {
   return wl;
 }
 
-WorkloadContext workloadFromEnvironment() {
-  const char* v = std::getenv("DYNAMICCL_WORKLOAD");
-  if (!v) return {};
-  auto wl = parseWorkloadContext(v);
-  return wl ? *wl : WorkloadContext{};
-}
-
 }  // namespace dynamiccl

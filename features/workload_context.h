@@ -19,7 +19,5 @@ struct WorkloadContext {
 
 // "intensity=12.5,batch=32" (either key optional, ';' or ',' separated); unknown keys are errors.
 Expected<WorkloadContext> parseWorkloadContext(std::string_view text);
-// Reads DYNAMICCL_WORKLOAD; unset or unparsable: empty context.
-WorkloadContext workloadFromEnvironment();
 
 }  // namespace dynamiccl

@@ -179,10 +179,6 @@ std::shared_ptr<const std::vector<Rule>> cachedPolicyRules(const std::shared_ptr
 
 }  // namespace
 
-PolicyInputs PolicyInputs::ofThisProcess() {
-  return PolicyInputs{&localHostSources(), workloadFromEnvironment()};
-}
-
 PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs) {
   PolicyTable out;
   if (!profile.network) {

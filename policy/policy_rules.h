@@ -43,7 +43,6 @@ std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprin
 struct PolicyInputs {
   const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
   WorkloadContext workload;           // DYNAMICCL_WORKLOAD
-  static PolicyInputs ofThisProcess();  // localHostSources(), DYNAMICCL_WORKLOAD read now
 };
 
 struct PolicyTable {
@@ -56,7 +55,6 @@ struct PolicyTable {
 // every rank shares) ahead of the profile's own rules, compiled for this shape. Generated rules are
 // cached per (network, fingerprint, workload) because jobs create hundreds of communicators of a few
 // shapes; the cache is a pure memo, so which communicators came first never changes a decision.
-PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape,
-                              const PolicyInputs& inputs = PolicyInputs::ofThisProcess());
+PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs);
 
 }  // namespace dynamiccl::policy

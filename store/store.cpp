@@ -15,14 +15,6 @@ int64_t nowNs() {
       .count();
 }
 
-int64_t maxBytesFromEnv() {
-  const char* mb = std::getenv("DYNAMICCL_DB_MAX_MB");
-  if (mb == nullptr || mb[0] == '\0') return 0;
-  char* end = nullptr;
-  const double v = std::strtod(mb, &end);
-  return (end != mb && *end == '\0' && v > 0 && v < 1e9) ? static_cast<int64_t>(v * 1024 * 1024) : 0;  // 1e9 MB: no int64 overflow
-}
-
 Expected<int> readUserVersion(sqlite3* db) {
   Statement st(db, "PRAGMA user_version");
   if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return makeError(sqliteError(db, "read user_version"));
@@ -87,7 +79,6 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->path = options.path.empty() ? defaultDatabasePath() : options.path;
-  if (impl->options.max_bytes == 0) impl->options.max_bytes = maxBytesFromEnv();
   if (auto s = prepareDatabaseFile(impl->path); !s) return makeError(s.error());
 
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;

@@ -20,12 +20,13 @@ inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version written by this
 
 struct StoreOptions {
   std::string path;             // empty: defaultDatabasePath()
-  int64_t max_bytes = 0;        // 0: DYNAMICCL_DB_MAX_MB from the environment, else unlimited
+  int64_t max_bytes = 0;        // 0: unlimited
   int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
   int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
 };
 
-// DYNAMICCL_DB, else $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db.
+// $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and
+// the tools put DYNAMICCL_DB, when set, in StoreOptions::path).
 std::string defaultDatabasePath();
 
 // Text names as stored (and as in the interchange CSV): "RING", "LL128", "default".

@@ -26,7 +26,6 @@ const char* nonEmptyEnv(const char* name) {
 }  // namespace
 
 std::string defaultDatabasePath() {
-  if (const char* explicitPath = nonEmptyEnv("DYNAMICCL_DB")) return explicitPath;
   std::string base;
   if (const char* xdg = nonEmptyEnv("XDG_DATA_HOME")) {
     base = xdg;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -233,6 +234,95 @@ TEST(Concurrency, ManyCommunicatorsFromSeveralThreads) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(mismatches.load(), 0);
 }
+
+
+// DYNAMICCL_ONLINE=1 without the profiler role: no rank measures, so no leader ever publishes; the
+// first epoch boundary used to block getCollInfo for DYNAMICCL_EPOCH_TIMEOUT_MS. Now refused at init.
+TEST(BadInput, OnlineWithoutTheProfilerRoleIsRefusedNeverBlocks) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","algo":"ring","proto":"simple"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  ScopedEnv online("DYNAMICCL_ONLINE", "1"), calls("DYNAMICCL_EPOCH_CALLS", "10"),
+      timeout("DYNAMICCL_EPOCH_TIMEOUT_MS", "3000"), noProfiler("NCCL_PROFILER_PLUGIN", nullptr),
+      noDir("DYNAMICCL_COORD_DIR", nullptr), noCoord("DYNAMICCL_COORD", nullptr), record("DYNAMICCL_RECORD", "0");
+  LogCapture::clear();
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
+  harness::CommSpec spec;
+  spec.commId = 0x0badc0de0000ull ^ static_cast<uint64_t>(getpid());  // no record left by an earlier run
+  auto comm = lib->init(spec);
+  ASSERT_TRUE(comm.ok()) << comm.error();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 35; ++i) ASSERT_EQ((*comm)->decide(4, 1 << 20, harness::allAvailable()), (harness::Choice{1, 2, 0}));
+  const auto took_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took_ms, 1000) << "getCollInfo waited at an epoch boundary";
+  EXPECT_EQ(warningsMentioning("DYNAMICCL_ONLINE=1 refused"), 1u) << ::testing::PrintToString(LogCapture::lines());
+}
+
+// The one exception boundary: an exception inside any entry point of either role is logged once and
+// NCCL gets success with its own choice (DYNAMICCL_TEST_THROW makes the entry point throw).
+class ThrowingEntry : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ThrowingEntry, TunerEntryLogsOnceAndLeavesNcclsChoice) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","algo":"ring","proto":"simple","channels":4,"chunk":131072})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  ScopedEnv hook("DYNAMICCL_TEST_THROW", GetParam());
+  LogCapture::clear();
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok()) << comm.error();
+  const CostTable nccl = harness::ncclPicks(0, 0);
+  for (int i = 0; i < 3; ++i) {
+    CostTable copy = nccl;
+    int nChannels = 0;
+    ASSERT_EQ((*comm)->getCollInfo(4, 1 << 20, 1, 0, copy, &nChannels), ncclSuccess);
+    size_t chunk = 12345;
+    ASSERT_EQ((*comm)->getChunkSize(4, 1 << 20, 1, 2, 4, &chunk), ncclSuccess);
+    const std::string entry = GetParam();
+    if (entry == "init" || entry == "getCollInfo") {  // they throw before deciding anything
+      EXPECT_EQ(0, std::memcmp(copy.data(), nccl.data(), sizeof nccl));
+      EXPECT_EQ(nChannels, 0);
+    }
+    if (entry != "finalize") {
+      EXPECT_EQ(chunk, 12345u);
+    }
+  }
+  comm->reset();  // finalize
+  EXPECT_EQ(warningsMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
+      << ::testing::PrintToString(LogCapture::lines());
+}
+
+INSTANTIATE_TEST_SUITE_P(Tuner, ThrowingEntry, ::testing::Values("init", "getCollInfo", "getChunkSize", "finalize"));
+
+class ThrowingProfilerEntry : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ThrowingProfilerEntry, ProfilerEntryLogsOnceAndReturnsSuccess) {
+  ScopedEnv hook("DYNAMICCL_TEST_THROW", GetParam());
+  ScopedEnv record("DYNAMICCL_RECORD", "0");
+  LogCapture::clear();
+  auto prof = harness::ProfilerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
+  ASSERT_TRUE(prof.ok()) << prof.error();
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ((*prof)->init({}, &mask, &ctx), ncclSuccess);
+  for (int i = 0; i < 3; ++i) {
+    void* coll = nullptr;
+    void* channel = nullptr;
+    EXPECT_EQ((*prof)->startColl(ctx, harness::ProfilerColl{}, &coll), ncclSuccess);
+    EXPECT_EQ((*prof)->startKernelCh(ctx, coll, 0, 1000, &channel), ncclSuccess);
+    EXPECT_EQ((*prof)->kernelChStop(channel, 2000), ncclSuccess);
+    EXPECT_EQ((*prof)->stop(channel), ncclSuccess);
+    EXPECT_EQ((*prof)->stop(coll), ncclSuccess);
+  }
+  EXPECT_EQ((*prof)->finalize(ctx), ncclSuccess);
+  EXPECT_EQ(warningsMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
+      << ::testing::PrintToString(LogCapture::lines());
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiler, ThrowingProfilerEntry,
+                         ::testing::Values("profilerInit", "startEvent", "stopEvent", "recordEventState",
+                                           "profilerFinalize"));
 
 }  // namespace
 }  // namespace dynamiccl

@@ -59,16 +59,6 @@ TEST(Workload, RejectsBadInput) {
   EXPECT_FALSE(parseWorkloadContext("intensity=nan").ok());
 }
 
-TEST(Workload, EnvironmentUnsetOrBadIsEmpty) {
-  ::unsetenv("DYNAMICCL_WORKLOAD");
-  EXPECT_TRUE(workloadFromEnvironment().empty());
-  ::setenv("DYNAMICCL_WORKLOAD", "batch=x", 1);
-  EXPECT_TRUE(workloadFromEnvironment().empty());
-  ::setenv("DYNAMICCL_WORKLOAD", "intensity=2,batch=8", 1);
-  EXPECT_EQ(*workloadFromEnvironment().batch, 8);
-  ::unsetenv("DYNAMICCL_WORKLOAD");
-}
-
 TEST(ConfigEncoding, OneHotAndChannels) {
   float cfg[kConfigFeatures];
   encodeConfig(Algo::Ring, Proto::LL128, 16, cfg);

@@ -107,9 +107,7 @@ TEST(Store, CreatesPrivateFileWithVersionedSchemaInWalMode) {
 }
 
 TEST(Store, DefaultPathFollowsEnvironment) {
-  setenv("DYNAMICCL_DB", "/tmp/explicit.db", 1);
-  EXPECT_EQ(defaultDatabasePath(), "/tmp/explicit.db");
-  unsetenv("DYNAMICCL_DB");
+  // DYNAMICCL_DB is read by the plugin (settings_test) and the tools, which pass it as StoreOptions::path.
   setenv("XDG_DATA_HOME", "/tmp/xdg", 1);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -236,9 +234,7 @@ TEST(Store, EightProcessesWritingAtOnceLoseNothing) {
 TEST(Store, FullDatabaseDropsBatchesCountsThemAndReportsOnce) {
   TempDir dir;
   const std::string path = dir.path + "/small.db";
-  setenv("DYNAMICCL_DB_MAX_MB", "0.25", 1);
-  auto store = Store::open({.path = path});
-  unsetenv("DYNAMICCL_DB_MAX_MB");
+  auto store = Store::open({.path = path, .max_bytes = 256 * 1024});  // DYNAMICCL_DB_MAX_MB=0.25
   ASSERT_TRUE(store.ok()) << store.error();
   const int64_t comm = setUpComm(**store);
   auto writer = Writer::create(**store);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "offline/cli/store_location.h"
 #include "offline/ingest/ingest.h"
 #include "offline/cli/commands.h"
 
@@ -17,7 +18,7 @@ struct DbOptions {
   bool in_place = false;
 };
 
-Expected<std::unique_ptr<store::Store>> openStore(const DbOptions& o) { return store::Store::open({.path = o.db}); }
+Expected<std::unique_ptr<store::Store>> openStore(const DbOptions& o) { return store::Store::open(storeOptions(o.db)); }
 
 int runStats(const DbOptions& o) {
   auto store = openStore(o);

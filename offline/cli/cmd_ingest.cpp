@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "offline/cli/store_location.h"
 #include "offline/ingest/ingest.h"
 #include "offline/cli/commands.h"
 
@@ -17,7 +18,7 @@ struct IngestOptions {
 };
 
 int runIngest(const IngestOptions& o) {
-  auto store = store::Store::open({.path = o.db});
+  auto store = store::Store::open(storeOptions(o.db));
   if (!store) {
     std::cerr << "dynamiccl ingest: " << store.error() << "\n";
     return 1;

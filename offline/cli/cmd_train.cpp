@@ -11,6 +11,7 @@
 #include <iostream>
 #include <random>
 
+#include "offline/cli/store_location.h"
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/plot_runner.h"
@@ -89,7 +90,7 @@ int run(TrainCmdOptions o) {
   const std::vector<train::Sample> held = train::simulatorRollouts(heldSystems, ro);
   std::printf("simulator rollouts: %zu rows (%.0f%% of situations congested)\n", rows.size(), ro.congestedFraction * 100);
 
-  const std::string db = o.db.empty() ? store::defaultDatabasePath() : o.db;
+  const std::string db = storeOptions(o.db).path;
   if (o.noStore) {
     std::printf("store: not used (--no-store)\n");
   } else if (!std::filesystem::exists(db)) {

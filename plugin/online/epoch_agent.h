@@ -3,16 +3,21 @@
 // boundary, and pre-fetches every rank's next version so the boundary is usually one atomic load.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
-#include "features/features.h"
 #include "plugin/online/online_comm.h"
-#include "policy/policy.h"
 
 namespace dynamiccl::plugin {
 
-// nullptr when online updates are off for this communicator (the reason is logged once).
-std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable);
-void stopOnline(const std::shared_ptr<OnlineComm>& comm);
+// The thread starts with the first communicator and stops (joined) with the last.
+void addToEpochAgent(std::shared_ptr<OnlineComm> comm);
+void removeFromEpochAgent(const std::shared_ptr<OnlineComm>& comm);
+void wakeEpochAgent();
+
+// Parses a boundary's record (the same bytes give the same result on every rank), makes it the
+// staged one and frees records past use (record_staging.cpp).
+const StagedRecord* stageRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);
 
 }  // namespace dynamiccl::plugin

@@ -32,9 +32,9 @@ class LogFileSink final : public WorkerSink {
 
 }  // namespace
 
-std::unique_ptr<WorkerSink> makeLogFileSink() {
-  const char* path = std::getenv("DYNAMICCL_OBSERVATION_LOG");
-  if (!path || !*path) return nullptr;
+std::unique_ptr<WorkerSink> makeLogFileSink(const Settings& s) {
+  if (s.observationLog.empty()) return nullptr;
+  const char* path = s.observationLog.c_str();
   // Owner-only, never through a symlink someone else planted.
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   FILE* f = fd >= 0 ? ::fdopen(fd, "a") : nullptr;

@@ -120,10 +120,9 @@ class StoreSink final : public WorkerSink {
 
 }  // namespace
 
-std::unique_ptr<WorkerSink> makeStoreSink() {
-  const char* record = std::getenv("DYNAMICCL_RECORD");
-  if (record && std::strcmp(record, "0") == 0) return nullptr;
-  auto db = store::Store::open();
+std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s) {
+  if (!s.record) return nullptr;
+  auto db = store::Store::open({.path = s.dbPath, .max_bytes = s.dbMaxBytes});
   if (!db.ok()) {
     logWarn("profiler: store unavailable (%s); observations are not recorded", db.error().c_str());
     return nullptr;

@@ -3,14 +3,12 @@
 #include <exception>
 #include <memory>
 
+#include "plugin/guard.h"
 #include "plugin/log.h"
+#include "plugin/settings/settings.h"
 #include "plugin/profiler/worker.h"
 
 namespace dynamiccl::plugin {
-namespace {
-std::atomic<bool> gWarnedInitFailure{false};
-}  // namespace
-
 int profilerEventMask(int version) {
   // v3 KernelCh events carry no timestamps: asking for them would only add proxy work to NCCL.
   return static_cast<int>(version >= 4 ? (ncclProfileColl | ncclProfileKernelCh) : ncclProfileColl);
@@ -21,23 +19,19 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   if (!context) return ncclSuccess;
   *context = nullptr;
   setLogger(logger);
-  try {
-    auto c = std::make_unique<ProfilerContext>();
-    c->version = version;
-    c->commId = commId;
-    c->rank = rank;
-    c->nRanks = nRanks;
-    c->nNodes = nNodes;
-    acquireMeasurementChannel();
-    // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
-    if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
-    *context = c.release();
-  } catch (const std::exception& e) {
-    if (firstTime(gWarnedInitFailure)) logWarn("profiler init failed (%s); no measurements", e.what());
-  } catch (...) {
-    if (firstTime(gWarnedInitFailure)) logWarn("profiler init failed; no measurements");
-  }
-  return ncclSuccess;  // an error would only make NCCL log; measurements are optional
+  std::shared_ptr<const Settings> settings = currentSettings();
+  testThrowPoint(Entry::ProfilerInit);
+  auto c = std::make_unique<ProfilerContext>();
+  c->version = version;
+  c->commId = commId;
+  c->rank = rank;
+  c->nRanks = nRanks;
+  c->nNodes = nNodes;
+  acquireMeasurementChannel(std::move(settings));
+  // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
+  if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
+  *context = c.release();
+  return ncclSuccess;
 }
 
 void* profilerStartColl(ProfilerContext& c, CollStart& start) {
@@ -80,11 +74,7 @@ ncclResult_t profilerFinalize(void* context) {
   if (!c) return ncclSuccess;
   c->magic = 0;
   delete c;
-  try {
-    releaseMeasurementChannel();
-  } catch (...) {
-    // std::thread::join failing (system error): nothing more we can do for NCCL.
-  }
+  releaseMeasurementChannel();  // std::thread::join may throw (system error): the guard logs it
   return ncclSuccess;
 }
 

@@ -1,24 +1,19 @@
 // The exported profiler symbols, v1..v6: each decodes its version's descriptor and hands a
-// version-neutral CollStart to profiler_api. NCCL 2.28.9 probes v5 first, 2.29+ v6 first.
+// version-neutral CollStart to profiler_api, through the one exception boundary (plugin/guard.h).
+// NCCL 2.28.9 probes v5 first, 2.29+ v6 first.
 #include "plugin/abi/abi.h"
+#include "plugin/guard.h"
+#include "plugin/log.h"
 #include "plugin/profiler/profiler_api.h"
 #include "plugin/profiler/profiler_names.h"
 
 namespace dp = dynamiccl::plugin;
+using dp::Entry;
+using dp::guarded;
 using dynamiccl::Collective;
 
 namespace {
 constexpr const char* kName = "DynamICCL";
-
-// Every entry point: no exception leaves (none is expected: the hot path neither allocates nor throws).
-template <typename F>
-ncclResult_t boundary(F&& f) {
-  try {
-    f();
-  } catch (...) {
-  }
-  return ncclSuccess;
-}
 
 // v2..v6 Coll descriptors name things with strings; v4+ drop commHash and report channels used.
 template <typename Coll>
@@ -51,11 +46,10 @@ bool decodeV1(const ncclProfilerCollDescr_v1_t& in, dp::CollStart& out) {
 
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* eDescr) {
-  return boundary([&] {
-    if (!eHandle) return;
-    *eHandle = nullptr;
+  if (eHandle) *eHandle = nullptr;  // an exception below: no handle, this event is not measured
+  return guarded(Entry::StartEvent, [&] {
     dp::ProfilerContext* c = dp::ProfilerContext::from(context);
-    if (!c || !eDescr) return;
+    if (!eHandle || !c || !eDescr) return ncclSuccess;
     if (eDescr->type == ncclProfileColl) {
       dp::CollStart start;
       start.rank = eDescr->rank;
@@ -67,40 +61,51 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* eDescr) {
       if (eDescr->type == ncclProfileKernelCh)
         *eHandle = dp::profilerStartKernelCh(eDescr->parentObj, eDescr->kernelCh.channelId, eDescr->kernelCh.pTimer);
     }
+    return ncclSuccess;
   });
 }
 
 ncclResult_t stopEvent(void* eHandle) {
-  return boundary([&] { dp::profilerStop(eHandle); });
+  return guarded(Entry::StopEvent, [&] { return dp::profilerStop(eHandle); });
 }
 
 template <typename State, typename Args>
 ncclResult_t recordEventState(void* eHandle, State eState, Args* eStateArgs) {
-  return boundary([&] {
+  return guarded(Entry::RecordEventState, [&] {
     if constexpr (requires { eStateArgs->kernelCh.pTimer; }) {
       if (eState == ncclProfilerKernelChStop && eStateArgs) dp::profilerKernelChStop(eHandle, eStateArgs->kernelCh.pTimer);
     }
+    return ncclSuccess;
   });
 }
 
 ncclResult_t finalize(void* context) {
-  return boundary([&] { dp::profilerFinalize(context); });
+  return guarded(Entry::ProfilerFinalize, [&] { return dp::profilerFinalize(context); });
 }
 
-ncclResult_t initV1(void** ctx, int* mask) { return dp::profilerInit(1, ctx, mask, 0, 0, 0, -1, nullptr); }
-ncclResult_t initV2(void** ctx, int* mask) { return dp::profilerInit(2, ctx, mask, 0, 0, 0, -1, nullptr); }
-ncclResult_t initV3(void** ctx, int* mask) { return dp::profilerInit(3, ctx, mask, 0, 0, 0, -1, nullptr); }
+// An error from init would only make NCCL log; measurements are optional.
+ncclResult_t init(int version, void** ctx, int* mask, uint64_t commId, int nNodes, int nRanks, int rank,
+                  ncclDebugLogger_t logger) {
+  if (ctx) *ctx = nullptr;
+  dp::setLogger(logger);
+  return guarded(Entry::ProfilerInit,
+                 [&] { return dp::profilerInit(version, ctx, mask, commId, nNodes, nRanks, rank, logger); });
+}
+
+ncclResult_t initV1(void** ctx, int* mask) { return init(1, ctx, mask, 0, 0, 0, -1, nullptr); }
+ncclResult_t initV2(void** ctx, int* mask) { return init(2, ctx, mask, 0, 0, 0, -1, nullptr); }
+ncclResult_t initV3(void** ctx, int* mask) { return init(3, ctx, mask, 0, 0, 0, -1, nullptr); }
 ncclResult_t initV4(void** ctx, int* mask, const char*, uint64_t commHash, int nNodes, int nRanks, int rank,
                     ncclDebugLogger_t logger) {
-  return dp::profilerInit(4, ctx, mask, commHash, nNodes, nRanks, rank, logger);
+  return init(4, ctx, mask, commHash, nNodes, nRanks, rank, logger);
 }
 ncclResult_t initV5(void** ctx, uint64_t commId, int* mask, const char*, int nNodes, int nRanks, int rank,
                     ncclDebugLogger_t logger) {
-  return dp::profilerInit(5, ctx, mask, commId, nNodes, nRanks, rank, logger);
+  return init(5, ctx, mask, commId, nNodes, nRanks, rank, logger);
 }
 ncclResult_t initV6(void** ctx, uint64_t commId, int* mask, const char*, int nNodes, int nRanks, int rank,
                     ncclDebugLogger_t logger) {
-  return dp::profilerInit(6, ctx, mask, commId, nNodes, nRanks, rank, logger);
+  return init(6, ctx, mask, commId, nNodes, nRanks, rank, logger);
 }
 
 #define DYNAMICCL_PROFILER_TABLE(V, INIT)                                                                  \

@@ -1,7 +1,6 @@
 #include "plugin/profiler/worker.h"
 
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -17,14 +16,6 @@ namespace {
 
 constexpr size_t kBatch = 4096;
 constexpr int64_t kSweepEvery_ns = 10'000'000;
-
-long envLong(const char* name, long fallback, long lo, long hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  return (end && *end == 0 && x >= lo && x <= hi) ? x : fallback;
-}
 
 struct SinkRegistry {
   std::mutex mutex;
@@ -127,12 +118,12 @@ void deliver(std::vector<Observation>& batch, std::vector<std::unique_ptr<Worker
   batch.clear();
 }
 
-void workerMain(RecordPool* pool) {
+void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
   Channel& ch = channel();
   std::vector<std::unique_ptr<WorkerSink>> owned;
   try {
-    if (auto s = makeStoreSink()) owned.push_back(std::move(s));
-    if (auto s = makeLogFileSink()) owned.push_back(std::move(s));
+    if (auto s = makeStoreSink(*settings)) owned.push_back(std::move(s));
+    if (auto s = makeLogFileSink(*settings)) owned.push_back(std::move(s));
   } catch (const std::exception& e) {
     logWarn("profiler: a built-in sink failed to start (%s); observations still reach registered sinks", e.what());
   }
@@ -207,13 +198,12 @@ struct ExitStopper {
 
 RecordPool* currentRecordPool() { return gPool.load(std::memory_order_acquire); }
 
-RecordPool* acquireMeasurementChannel() {
+RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings) {
   Channel& ch = channel();
   std::lock_guard lock(ch.mutex);
   if (ch.live++ > 0) return ch.pool;
-  const auto records = static_cast<uint32_t>(envLong("DYNAMICCL_PROFILER_RECORDS", 4096, 1, 1 << 22));
-  const auto queue = static_cast<uint32_t>(envLong("DYNAMICCL_PROFILER_QUEUE", 1 << 16, 2, 1 << 24));
-  ch.grace_ns = envLong("DYNAMICCL_PROFILER_GRACE_MS", 2000, 0, 3'600'000) * 1'000'000;
+  const uint32_t records = settings->profilerRecords, queue = settings->profilerQueue;
+  ch.grace_ns = settings->profilerGrace_ns;
   if (!ch.pool || ch.pool->size() != records || ch.pool->queue().capacity() < queue ||
       ch.pool->queue().capacity() >= 2 * static_cast<size_t>(queue))
     // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.
@@ -221,7 +211,7 @@ RecordPool* acquireMeasurementChannel() {
   ch.stopping = false;
   ch.atStart = observationCounters();
   try {
-    ch.thread = std::thread(workerMain, ch.pool);
+    ch.thread = std::thread(workerMain, ch.pool, std::move(settings));
   } catch (...) {
     --ch.live;  // no thread: this init gets no measurements, the next one retries
     throw;

@@ -8,6 +8,7 @@
 
 #include "plugin/profiler/observation.h"
 #include "plugin/profiler/profiler_records.h"
+#include "plugin/settings/settings.h"
 
 namespace dynamiccl::plugin {
 
@@ -15,7 +16,7 @@ namespace dynamiccl::plugin {
 RecordPool* currentRecordPool();
 
 // Init/finalize only (they lock and may start or join the thread).
-RecordPool* acquireMeasurementChannel();
+RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings);
 void releaseMeasurementChannel();
 
 // A sink the worker owns (store writer, log file): batches, a periodic tick, flushed on destruction.
@@ -27,7 +28,7 @@ class WorkerSink {
 };
 
 // Built on the worker thread when it starts; nullptr when switched off or unavailable.
-std::unique_ptr<WorkerSink> makeStoreSink();    // DYNAMICCL_RECORD=0 disables; DYNAMICCL_DB names the file
-std::unique_ptr<WorkerSink> makeLogFileSink();  // DYNAMICCL_OBSERVATION_LOG=<path>: one CSV line each
+std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s);    // DYNAMICCL_RECORD=0 disables; DYNAMICCL_DB names the file
+std::unique_ptr<WorkerSink> makeLogFileSink(const Settings& s);  // DYNAMICCL_OBSERVATION_LOG=<path>: one CSV line each
 
 }  // namespace dynamiccl::plugin

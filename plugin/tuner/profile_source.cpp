@@ -1,8 +1,6 @@
 #include "plugin/tuner/profile_source.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -10,11 +8,6 @@
 
 namespace dynamiccl::plugin {
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 // ", learned policy (guard margin 0.05)" when the profile carries a network, so logs say what decides.
 std::string learnedPolicyText(const policy::Profile& p) {
@@ -65,17 +58,12 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
 
 }  // namespace
 
-ProfileSettings ProfileSettings::fromEnvironment() {
-  ProfileSettings s;
-  s.profilePath = env("DYNAMICCL_PROFILE");
-  s.nvidiaCsvPath = env("NCCL_TUNER_CONFIG_FILE");
-  s.strict = env("DYNAMICCL_STRICT") == "1";
-  s.enabled = env("DYNAMICCL_ENABLE") != "0";
-  return s;
+ProfileSettings ProfileSettings::from(const Settings& all) {
+  return ProfileSettings{all.profilePath, all.nvidiaCsvPath, all.strict, all.enabled};
 }
 
-std::shared_ptr<const LoadedProfile> currentProfile() {
-  const ProfileSettings settings = ProfileSettings::fromEnvironment();
+std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
+  const ProfileSettings settings = ProfileSettings::from(all);
   std::lock_guard lock(gMutex);
   if (!gLoaded || !(gLoaded->settings == settings)) gLoaded = load(settings);
   return gLoaded;

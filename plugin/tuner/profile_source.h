@@ -1,11 +1,12 @@
-// The profile this process tunes with: read from the environment once and shared by every
-// communicator (jobs create hundreds). Read again only if the environment names another file.
+// The profile this process tunes with: read once and shared by every communicator (jobs create
+// hundreds). Read again only if the settings name another file.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
 
+#include "plugin/settings/settings.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
@@ -15,7 +16,7 @@ struct ProfileSettings {
   std::string nvidiaCsvPath; // NCCL_TUNER_CONFIG_FILE (NVIDIA's example tuner format)
   bool strict = false;       // DYNAMICCL_STRICT=1: a bad profile fails communicator init
   bool enabled = true;       // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
-  static ProfileSettings fromEnvironment();
+  static ProfileSettings from(const Settings& all);
   bool operator==(const ProfileSettings&) const = default;
 };
 
@@ -29,6 +30,6 @@ struct LoadedProfile {
 };
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
-std::shared_ptr<const LoadedProfile> currentProfile();
+std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);
 
 }  // namespace dynamiccl::plugin

@@ -3,9 +3,11 @@
 #include <new>
 
 #include "plugin/context_registry.h"
+#include "plugin/guard.h"
 #include "plugin/tuner/cost_table_edit.h"
-#include "plugin/online/epoch_agent.h"
+#include "plugin/online/online_start.h"
 #include "plugin/log.h"
+#include "plugin/settings/settings.h"
 #include "plugin/tuner/tuner_context.h"
 
 namespace dynamiccl::plugin {
@@ -15,7 +17,6 @@ namespace {
 constexpr uint64_t kGrainBytes[kNumProtos] = {16, 1920, 512};
 
 std::atomic<bool> gWarnedBadTableShape{false};
-std::atomic<bool> gWarnedInitFailure{false};
 
 void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   TunerContext::ChunkMemory& m = c.lastChunk[coll];
@@ -41,35 +42,32 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   if (!context) return ncclSuccess;
   *context = nullptr;
   setLogger(logger);
-  try {
-    std::shared_ptr<const LoadedProfile> loaded = currentProfile();
-    if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
-    auto c = std::make_unique<TunerContext>();
-    c->abiVersion = abiVersion;
-    c->shape.commId = commId;
-    c->shape.nRanks = static_cast<int>(nRanks);
-    c->shape.nNodes = static_cast<int>(nNodes);
-    if (nvlDomainInfo) {
-      c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
-      c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
-    }
-    // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape);
-    if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
-      logWarn("%s", compiled.learnedRulesOff.c_str());
-    if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
-      logWarn("%s", compiled.probeDisagrees.c_str());
-    c->table = std::move(compiled.table);
-    c->loaded = std::move(loaded);
-    c->online = startOnline(c->shape, c->table);
-    registerContext(c.get());
-    *context = c.release();
-  } catch (const std::exception& e) {
-    // Out of memory or similar: no context means NCCL's own choices for this communicator.
-    if (firstTime(gWarnedInitFailure)) logWarn("init failed (%s); NCCL's own choices stand", e.what());
-  } catch (...) {
-    if (firstTime(gWarnedInitFailure)) logWarn("init failed; NCCL's own choices stand");
+  const std::shared_ptr<const Settings> settings = currentSettings();
+  testThrowPoint(Entry::TunerInit);
+  std::shared_ptr<const LoadedProfile> loaded = currentProfile(*settings);
+  if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
+  auto c = std::make_unique<TunerContext>();
+  c->abiVersion = abiVersion;
+  c->shape.commId = commId;
+  c->shape.nRanks = static_cast<int>(nRanks);
+  c->shape.nNodes = static_cast<int>(nNodes);
+  if (nvlDomainInfo) {
+    c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
+    c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
+  // With a learned "policy" section, Eigen scores configurations here, off the hot path.
+  HostSources host = localHostSources();
+  host.overrides = settings->topo;  // the operator's word beats every probe
+  policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape, {&host, settings->workload});
+  if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
+    logWarn("%s", compiled.learnedRulesOff.c_str());
+  if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
+    logWarn("%s", compiled.probeDisagrees.c_str());
+  c->table = std::move(compiled.table);
+  c->loaded = std::move(loaded);
+  c->online = startOnline(c->shape, c->table, *settings);
+  registerContext(c.get());
+  *context = c.release();
   return ncclSuccess;
 }
 

@@ -1,32 +1,67 @@
-// The exported tuner symbols, v2..v6: thin adapters onto tuner_api. NCCL probes newest first.
+// The exported tuner symbols, v2..v6: thin adapters onto tuner_api, each through the one exception
+// boundary (plugin/guard.h). NCCL probes newest first.
 #include "plugin/abi/abi.h"
+#include "plugin/guard.h"
+#include "plugin/log.h"
 #include "plugin/tuner/tuner_api.h"
 
 namespace dp = dynamiccl::plugin;
+using dp::Entry;
+using dp::guarded;
 
 namespace {
 constexpr const char* kName = "DynamICCL";
 
+ncclResult_t init(int version, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
+                  const ncclNvlDomainInfo_v5_t* nvl) {
+  if (ctx) *ctx = nullptr;  // an exception before the context exists: none, NCCL's own choices
+  dp::setLogger(logger);    // so that even that is logged through NCCL
+  return guarded(Entry::TunerInit, [&] { return dp::tunerInit(version, ctx, commId, nRanks, nNodes, logger, nvl); });
+}
+
 ncclResult_t initV2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** ctx) {
-  return dp::tunerInit(2, ctx, 0, nRanks, nNodes, logger, nullptr);
+  return init(2, ctx, 0, nRanks, nNodes, logger, nullptr);
 }
 ncclResult_t initV3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** ctx) {
-  return dp::tunerInit(3, ctx, 0, nRanks, nNodes, logger, nullptr);
+  return init(3, ctx, 0, nRanks, nNodes, logger, nullptr);
 }
 ncclResult_t initV4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** ctx) {
-  return dp::tunerInit(4, ctx, 0, nRanks, nNodes, logger, nullptr);
+  return init(4, ctx, 0, nRanks, nNodes, logger, nullptr);
 }
 ncclResult_t initV5(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
                     ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t*) {
-  return dp::tunerInit(5, ctx, commId, nRanks, nNodes, logger, nvl);
+  return init(5, ctx, commId, nRanks, nNodes, logger, nvl);
 }
 ncclResult_t initV6(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
                     ncclNvlDomainInfo_v6_t* nvl, ncclTunerConstants_v6_t*) {
-  return dp::tunerInit(6, ctx, commId, nRanks, nNodes, logger, nvl);
+  return init(6, ctx, commId, nRanks, nNodes, logger, nvl);
+}
+ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t coll, size_t nBytes, int collNetSupport, int nvlsSupport,
+                           int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
+  return guarded(Entry::GetCollInfo, [&] {
+    return dp::tunerGetCollInfoV2(ctx, coll, nBytes, collNetSupport, nvlsSupport, numPipeOps, algorithm, protocol,
+                                  nChannels);
+  });
 }
 ncclResult_t getCollInfoV3(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
                            int numProto, int* nChannels) {
-  return dp::tunerGetCollInfo(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, 0, nChannels);
+  return guarded(Entry::GetCollInfo, [&] {
+    return dp::tunerGetCollInfo(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, 0, nChannels);
+  });
+}
+ncclResult_t getCollInfo(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
+                         int numProto, int regBuff, int* nChannels) {
+  return guarded(Entry::GetCollInfo, [&] {
+    return dp::tunerGetCollInfo(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  });
+}
+ncclResult_t getChunkSize(void* ctx, ncclFunc_t coll, size_t nBytes, int algo, int proto, int nChannels,
+                          size_t* chunkSize) {
+  return guarded(Entry::GetChunkSize,
+                 [&] { return dp::tunerGetChunkSize(ctx, coll, nBytes, algo, proto, nChannels, chunkSize); });
+}
+ncclResult_t finalize(void* ctx) {
+  return guarded(Entry::TunerFinalize, [&] { return dp::tunerFinalize(ctx); });
 }
 }  // namespace
 
@@ -37,10 +72,9 @@ extern __attribute__((visibility("default"))) const ncclTuner_v4_t ncclTunerPlug
 extern __attribute__((visibility("default"))) const ncclTuner_v5_t ncclTunerPlugin_v5;
 extern __attribute__((visibility("default"))) const ncclTuner_v6_t ncclTunerPlugin_v6;
 
-const ncclTuner_v2_t ncclTunerPlugin_v2 = {kName, initV2, dp::tunerGetCollInfoV2, dp::tunerFinalize};
-const ncclTuner_v3_t ncclTunerPlugin_v3 = {kName, initV3, getCollInfoV3, dp::tunerFinalize};
-const ncclTuner_v4_t ncclTunerPlugin_v4 = {kName, initV4, dp::tunerGetCollInfo, dp::tunerFinalize};
-const ncclTuner_v5_t ncclTunerPlugin_v5 = {kName, initV5, dp::tunerGetCollInfo, dp::tunerFinalize};
-const ncclTuner_v6_t ncclTunerPlugin_v6 = {kName, initV6, dp::tunerGetCollInfo, dp::tunerFinalize,
-                                           dp::tunerGetChunkSize};
+const ncclTuner_v2_t ncclTunerPlugin_v2 = {kName, initV2, getCollInfoV2, finalize};
+const ncclTuner_v3_t ncclTunerPlugin_v3 = {kName, initV3, getCollInfoV3, finalize};
+const ncclTuner_v4_t ncclTunerPlugin_v4 = {kName, initV4, getCollInfo, finalize};
+const ncclTuner_v5_t ncclTunerPlugin_v5 = {kName, initV5, getCollInfo, finalize};
+const ncclTuner_v6_t ncclTunerPlugin_v6 = {kName, initV6, getCollInfo, finalize, getChunkSize};
 }

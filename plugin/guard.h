@@ -1,0 +1,56 @@
+// The one exception boundary of both roles: every exported entry point runs through guarded(), so
+// no exception ever crosses into NCCL. An exception is logged once per entry point and the call
+// returns success: an error returned to NCCL would fail the user's call, while success with nothing
+// written leaves NCCL's own choice in place (every edit of NCCL's outputs comes after the last
+// thing that can throw).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string_view>
+
+#include "plugin/abi/abi.h"
+
+namespace dynamiccl::plugin {
+
+enum class Entry : uint8_t {
+  TunerInit,
+  GetCollInfo,
+  GetChunkSize,
+  TunerFinalize,
+  ProfilerInit,
+  StartEvent,
+  StopEvent,
+  RecordEventState,
+  ProfilerFinalize,
+  kCount
+};
+
+std::string_view entryName(Entry e);  // "getCollInfo", ... (the names DYNAMICCL_TEST_THROW takes)
+std::optional<Entry> entryFromName(std::string_view name);
+
+// Test-only (DYNAMICCL_TEST_THROW, set from the settings at init): entry points that throw on entry.
+inline constinit std::atomic<uint32_t> gTestThrowMask{0};
+[[noreturn]] void throwForTest(Entry e);
+inline void testThrowPoint(Entry e) {
+  if (gTestThrowMask.load(std::memory_order_relaxed) & (1u << static_cast<unsigned>(e))) [[unlikely]]
+    throwForTest(e);
+}
+void logEscapedException(Entry e, const char* what) noexcept;
+
+template <typename F>
+ncclResult_t guarded(Entry e, F&& f) noexcept {
+  try {
+    testThrowPoint(e);  // inits check again once they have read the settings
+    return f();
+  } catch (const std::exception& ex) {
+    logEscapedException(e, ex.what());
+  } catch (...) {
+    logEscapedException(e, "unknown exception");
+  }
+  return ncclSuccess;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,81 @@
+// The hot path's slow step at an epoch boundary: adopt the version every rank adopts, waiting a
+// bounded time for it (the leader's record, else a "frozen" record claimed in the store).
+#include <chrono>
+#include <thread>
+
+#include "plugin/log.h"
+#include "plugin/online/epoch_agent.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void adopt(OnlineComm& s, const StagedRecord* r) {
+  if (r->frozen) {
+    s.frozen = true;
+    logWarn("online: communicator %016llx froze at boundary %llu (leader's version missing or unreadable); "
+            "every rank adopts the same record and keeps its current version",
+            static_cast<unsigned long long>(s.commId), static_cast<unsigned long long>(r->boundary));
+    return;
+  }
+  s.current.store(r->table, std::memory_order_release);
+  ++s.adoptedVersions;
+}
+
+}  // namespace
+
+void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
+  const auto start = Clock::now();
+  bool logged = false;
+  for (int attempt = 0;; ++attempt) {
+    const auto* r = s.staged.load(std::memory_order_acquire);
+    if (r && r->boundary == boundary) return adopt(s, r);
+    if (attempt > 0) {  // the agent had no record ready: ask the backend ourselves (we wait anyway)
+      auto rec = s.store->read(s.commId, boundary);
+      if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
+    }
+    const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (waited_ms >= s.boundaryTimeout_ms) {
+      // Claim the boundary for "frozen": the store keeps whichever record came first, and every
+      // rank (leader included) adopts that one, so a late leader and a timed-out follower agree.
+      const coord::PublishResult p = s.store->publish(s.commId, boundary, coord::kFrozenRecord);
+      if (p == coord::PublishResult::Won) return adopt(s, stageRecord(s, boundary, coord::kFrozenRecord));
+      if (p == coord::PublishResult::Lost) {
+        auto rec = s.store->read(s.commId, boundary);
+        if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
+      }
+      if (waited_ms >= 2 * s.boundaryTimeout_ms) {
+        logWarn("online: %s unreachable at boundary %llu of communicator %016llx; keeping the current version "
+                "(ranks that reached the backend may differ: fix the backend)",
+                s.store->describe().c_str(), static_cast<unsigned long long>(boundary),
+                static_cast<unsigned long long>(s.commId));
+        s.frozen = true;
+        return;
+      }
+    }
+    if (!logged && waited_ms >= 1000) {
+      logged = true;
+      logInfo("online: waiting for the leader's version at boundary %llu of communicator %016llx (%s)",
+              static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
+              s.store->describe().c_str());
+    }
+    wakeEpochAgent();
+    std::this_thread::sleep_for(std::chrono::microseconds(attempt < 20 ? 50 : 1000));
+  }
+}
+
+void ensurePublished(OnlineComm& s, uint64_t boundary) {
+  const auto start = Clock::now();
+  while (s.publishedBoundary.load() < boundary) {
+    if (Clock::now() - start > std::chrono::milliseconds(s.boundaryTimeout_ms)) {
+      logWarn("online: leader could not publish boundary %llu of communicator %016llx; followers will freeze",
+              static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId));
+      return;
+    }
+    wakeEpochAgent();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,15 @@
+// Where a communicator's epoch records live: the TCP coordinator, a shared directory, or (one node
+// only) a node-local directory, as the settings name them.
+#pragma once
+
+#include <memory>
+
+#include "coord/coord.h"
+#include "features/features.h"
+#include "plugin/settings/settings.h"
+
+namespace dynamiccl::plugin {
+
+Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape);
+
+}  // namespace dynamiccl::plugin

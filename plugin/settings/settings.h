@@ -1,0 +1,74 @@
+// Every environment variable the plugin reads, declared, parsed and validated in one place. Read at
+// init of either role (never on the hot path); a bad value is reported in one line naming the
+// variable, the value (truncated) and the documented default used instead. Libraries below the
+// plugin (features, policy, store, coord) get these values passed in and read no DYNAMICCL_* themselves.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "features/features.h"
+
+namespace dynamiccl::plugin {
+
+// Documented maxima of the profiler's preallocated memory (README: about 20 MB and 120 MB).
+inline constexpr int64_t kMaxProfilerRecords = 65536;
+inline constexpr int64_t kMaxProfilerQueue = 1 << 20;
+
+// DYNAMICCL_ONLINE: unset, "0" or "1".
+enum class OnlineSwitch : uint8_t { Unset, Off, On };
+
+struct Settings {
+  // Tuner role: where the profile comes from.
+  std::string profilePath;    // DYNAMICCL_PROFILE (our JSON, or NVIDIA's CSV by content)
+  std::string nvidiaCsvPath;  // NCCL_TUNER_CONFIG_FILE (NCCL's; NVIDIA's example tuner format)
+  bool strict = false;        // DYNAMICCL_STRICT=1: a bad profile fails communicator init
+  bool enabled = true;        // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
+
+  // Profiler role: the measurement channel and its sinks.
+  std::string dbPath;               // DYNAMICCL_DB; empty: the store's per-host default
+  int64_t dbMaxBytes = 0;           // DYNAMICCL_DB_MAX_MB (0 < MB < 1e9) in bytes; 0: no cap
+  bool record = true;               // DYNAMICCL_RECORD=0: measure but write no store
+  std::string observationLog;       // DYNAMICCL_OBSERVATION_LOG: CSV file, empty: none
+  uint32_t profilerRecords = 4096;  // DYNAMICCL_PROFILER_RECORDS, 1..kMaxProfilerRecords
+  uint32_t profilerQueue = 65536;   // DYNAMICCL_PROFILER_QUEUE, 2..kMaxProfilerQueue
+  int64_t profilerGrace_ns = 2000 * 1000000ll;  // DYNAMICCL_PROFILER_GRACE_MS, 0..3600000 ms
+
+  // Online updates (docs/ONLINE.md).
+  OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE
+  bool profilerIsUs = false;                  // NCCL_PROFILER_PLUGIN (NCCL's) names this library
+  uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
+  double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5
+  int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
+  std::string coordHost;                      // DYNAMICCL_COORD=host:port (port 1..65535); empty: unset
+  int coordPort = 0;
+  std::string coordTokenFile;                 // DYNAMICCL_COORD_TOKEN_FILE
+  std::string coordDir;                       // DYNAMICCL_COORD_DIR
+  int coordDelay_ms = 0;                      // DYNAMICCL_COORD_DELAY_MS, 0..60000 (test-only fault injection)
+
+  // Inputs of learned rules: job configuration, the same on every rank.
+  TopoOverrides topo;        // DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE
+  WorkloadContext workload;  // DYNAMICCL_WORKLOAD
+
+  // Test-only: DYNAMICCL_TEST_THROW=entry[,entry...] makes those entry points throw (guard.h).
+  uint32_t testThrowMask = 0;
+};
+
+using EnvReader = std::function<const char*(const char* name)>;
+using SettingsReport = std::function<void(const std::string& line)>;
+
+// Pure: every variable through env; report gets one line per bad variable.
+Settings readSettings(const EnvReader& env, const SettingsReport& report);
+
+// One line, "NAME=value" for every variable above in declaration order (the values in force).
+std::string settingsDump(const Settings& s);
+
+// The process's settings: parsed from the environment at the first init of either role and again
+// only when the environment changed (then each bad variable is logged once more, and the dump line).
+// Init/finalize only: it locks.
+std::shared_ptr<const Settings> currentSettings();
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,201 @@
+// Every environment variable the plugin reads: a garbage value gives exactly one log line naming the
+// variable, and the documented default stands (the "settings:" line the plugin logs at each read
+// lists the values in force). Also the one exception boundary of both roles and the profiler's caps.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::CostTable;
+using harness::LogCapture;
+using harness::ScopedEnv;
+using testing::openPlugin;
+using testing::profileJson;
+using testing::TempFile;
+
+struct Variable {
+  const char* name;
+  const char* inForce;  // the documented default as the settings line shows it
+  bool isPath;          // any short text names a file: only "" and an over-long value are garbage
+};
+
+const Variable kVariables[] = {
+    {"DYNAMICCL_PROFILE", "(unset)", true},
+    {"NCCL_TUNER_CONFIG_FILE", "(unset)", true},
+    {"DYNAMICCL_STRICT", "0", false},
+    {"DYNAMICCL_ENABLE", "1", false},
+    {"DYNAMICCL_DB", "(unset)", true},
+    {"DYNAMICCL_DB_MAX_MB", "(unset)", false},
+    {"DYNAMICCL_RECORD", "1", false},
+    {"DYNAMICCL_OBSERVATION_LOG", "(unset)", true},
+    {"DYNAMICCL_PROFILER_RECORDS", "4096", false},
+    {"DYNAMICCL_PROFILER_QUEUE", "65536", false},
+    {"DYNAMICCL_PROFILER_GRACE_MS", "2000", false},
+    {"DYNAMICCL_ONLINE", "(unset)", false},
+    {"DYNAMICCL_EPOCH_CALLS", "1000", false},
+    {"DYNAMICCL_EXPLORE_BUDGET", "0.01", false},
+    {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
+    {"DYNAMICCL_COORD", "(unset)", false},
+    {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
+    {"DYNAMICCL_COORD_DIR", "(unset)", true},
+    {"DYNAMICCL_COORD_DELAY_MS", "0", false},
+    {"DYNAMICCL_TOPO_GPU_CC", "(unset)", false},
+    {"DYNAMICCL_TOPO_NVLINK_GBPS", "(unset)", false},
+    {"DYNAMICCL_TOPO_NICS", "(unset)", false},
+    {"DYNAMICCL_TOPO_NIC_GBPS", "(unset)", false},
+    {"DYNAMICCL_TOPO_RANKS_PER_NODE", "(unset)", false},
+    {"DYNAMICCL_WORKLOAD", "(unset)", false},
+    {"DYNAMICCL_TEST_THROW", "(unset)", false},
+};
+
+const std::string kLong(10000, '7');
+
+// The last "settings:" line: variable name -> value in force.
+std::map<std::string, std::string> settingsInForce() {
+  std::map<std::string, std::string> out;
+  const std::vector<std::string> lines = LogCapture::lines();
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    const size_t at = it->find("DynamICCL: settings: ");
+    if (at == std::string::npos) continue;
+    std::istringstream words(it->substr(at + std::strlen("DynamICCL: settings: ")));
+    for (std::string w; words >> w;) {
+      const size_t eq = w.find('=');
+      if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    break;
+  }
+  return out;
+}
+
+size_t linesNaming(const std::string& name) {
+  size_t n = 0;
+  for (const std::string& l : LogCapture::lines())
+    n += l.find(name + "=") != std::string::npos && l.find("DynamICCL: settings: ") == std::string::npos;
+  return n;
+}
+
+struct Garbage {
+  Variable variable;
+  std::string value;
+};
+
+std::vector<Garbage> everyGarbage() {
+  std::vector<Garbage> out;
+  for (const Variable& v : kVariables)
+    for (const std::string& value : {std::string(""), std::string("-1"), std::string("1e309"), std::string("abc"),
+                                     kLong, std::string("nan")})
+      if (!v.isPath || value.empty() || value == kLong) out.push_back({v, value});
+  return out;
+}
+
+class GarbageValue : public ::testing::TestWithParam<Garbage> {};
+
+TEST_P(GarbageValue, OneLineNamingItAndTheDefaultStands) {
+  const Garbage& g = GetParam();
+  ScopedEnv env(g.variable.name, g.value.c_str());
+  LogCapture::clear();
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok()) << comm.error();
+  EXPECT_EQ(linesNaming(g.variable.name), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
+  const std::vector<std::string> lines = LogCapture::lines();
+  for (const std::string& l : lines)
+    if (l.find(std::string(g.variable.name) + "=") != std::string::npos && l.find("settings: ") == std::string::npos) {
+      EXPECT_NE(l.find(std::string("using ")), std::string::npos) << l;  // says what stands instead
+      EXPECT_LT(l.size(), 400u) << "the bad value is truncated";
+    }
+  EXPECT_EQ(settingsInForce()[g.variable.name], g.variable.inForce);
+  // A second communicator with the same environment: read once, nothing logged again.
+  LogCapture::clear();
+  auto again = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(linesNaming(g.variable.name), 0u);
+}
+
+std::string garbageName(const ::testing::TestParamInfo<Garbage>& info) {
+  const std::string& v = info.param.value;
+  std::string what = v.empty() ? "empty" : v == kLong ? "10k_chars" : v == "-1" ? "minus_one" : v == "1e309" ? "huge" : v;
+  return std::string(info.param.variable.name) + "_" + what;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryVariable, GarbageValue, ::testing::ValuesIn(everyGarbage()), garbageName);
+
+TEST(Settings, TheSettingsLineListsEveryVariableThisTestCovers) {
+  LogCapture::clear();
+  auto lib = openPlugin();
+  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", "77");  // another environment: read and logged again
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  std::set<std::string> logged, covered;
+  for (const auto& [name, value] : settingsInForce()) logged.insert(name);
+  for (const Variable& v : kVariables) covered.insert(v.name);
+  EXPECT_EQ(logged, covered);
+  EXPECT_EQ(settingsInForce()["DYNAMICCL_EPOCH_CALLS"], "77");
+}
+
+TEST(Settings, ProfilerPoolsAboveTheDocumentedMaximumAreRefused) {
+  for (const char* name : {"DYNAMICCL_PROFILER_RECORDS", "DYNAMICCL_PROFILER_QUEUE"}) {
+    ScopedEnv huge(name, std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "1048577" : "65537");
+    LogCapture::clear();
+    auto comm = openPlugin()->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+    EXPECT_EQ(linesNaming(name), 1u) << name;
+    EXPECT_EQ(settingsInForce()[name], std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "65536" : "4096");
+  }
+}
+
+// One home: the plugin reads its environment only in plugin/settings; the libraries below it none.
+TEST(Settings, OnlyTheSettingsUnitReadsTheEnvironment) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> offenders;
+  for (const char* dir : {"plugin", "features", "policy", "store", "coord"})
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(DYNAMICCL_SOURCE_DIR) / dir)) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("/plugin/settings/") != std::string::npos) continue;
+      std::ifstream in(path);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const bool plugin = std::string(dir) == "plugin";
+      if (text.find(plugin ? "getenv(" : "getenv(\"DYNAMICCL_") != std::string::npos) offenders.push_back(path);
+    }
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+long residentKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// The documented maxima cost a modest, bounded amount of memory (the old ones cost 2.4 GB).
+TEST(Settings, ProfilerAtItsMaximaStaysUnder200MB) {
+  ScopedEnv records("DYNAMICCL_PROFILER_RECORDS", "65536"), queue("DYNAMICCL_PROFILER_QUEUE", "1048576");
+  ScopedEnv record("DYNAMICCL_RECORD", "0");
+  auto prof = harness::ProfilerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
+  ASSERT_TRUE(prof.ok()) << prof.error();
+  const long before = residentKiB();
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ((*prof)->init({}, &mask, &ctx), ncclSuccess);
+  ASSERT_NE(ctx, nullptr);
+  const long grown = residentKiB() - before;
+  std::printf("profiler at its maxima: %ld KiB resident\n", grown);
+  EXPECT_EQ(settingsInForce()["DYNAMICCL_PROFILER_QUEUE"], "1048576");
+  EXPECT_LT(grown, 200 * 1024) << grown << " KiB";
+  EXPECT_GT(grown, 10 * 1024) << "the pools were not allocated at their maxima";
+  (*prof)->finalize(ctx);
+}
+
+}  // namespace
+}  // namespace dynamiccl
