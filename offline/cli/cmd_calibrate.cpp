@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/sim/sim.h"
 
@@ -126,6 +127,7 @@ int run(const CalibrateCmdOptions& o) {
 void addCalibrateCommand(CLI::App& app) {
   auto o = std::make_shared<CalibrateCmdOptions>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit the simulator to measured data; print MAPE and agreement");
+  addPlatformOption(cmd);
   cmd->add_option("--data-dir", o->dataDir, "shared/data (folders with normalized.csv)")->required();
   cmd->add_option("--out", o->outDir, "where to write <dataset>.json (default: offline/platforms/calibration of the source tree)");
   cmd->add_option("--plots", o->plotsDir, "write predicted-vs-measured PNGs (and their CSV) here");

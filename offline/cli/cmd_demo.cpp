@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/demo/demo.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/cli/plugin_locator.h"
@@ -56,6 +57,7 @@ Status summarizeData(const std::string& csv) {
   if (!data) return makeError(data.error());
   std::printf("      %s: %zu rows, %zu communicator shapes, %zu (collective, size) points\n", csv.c_str(),
               loaded->rows.size(), data->shapes.size(), data->points.size());
+  for (const std::string& line : sim::describeSkipped(data->skipped)) std::printf("      %s\n", line.c_str());
   return Ok{};
 }
 
@@ -148,6 +150,7 @@ void addDemoCommand(CLI::App& app) {
   auto o = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
       "demo", "The main job: simulate, tune, train, export, replay through the real plugin, plot (no GPU needed)");
+  addPlatformOption(cmd);
   cmd->add_option("--preset", o->preset, "sim preset of the cluster (" + [] {
     std::string s;
     for (const auto& n : sim::presetNames()) s += (s.empty() ? "" : ", ") + n;

@@ -8,6 +8,7 @@
 
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -55,6 +56,7 @@ int run(const ExportCmdOptions& o) {
 void addExportCommand(CLI::App& app) {
   auto o = std::make_shared<ExportCmdOptions>();
   CLI::App* cmd = app.add_subcommand("export", "Write a tuned profile as profile JSON, NVIDIA CSV or NCCLX CSV");
+  addPlatformOption(cmd);
   cmd->add_option("input", o->in, "tune report (dynamiccl tune -o) or profile JSON")->required();
   cmd->add_option("-f,--format", o->format, "json, nvidia-csv or ncclx-csv")
       ->check(CLI::IsMember({"json", "nvidia-csv", "ncclx-csv"}));

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/cli/plot_runner.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
@@ -258,6 +259,7 @@ void addOnlineEvalCommand(CLI::App& app) {
   auto o = std::make_shared<OnlineEvalOptions>();
   auto* cmd = app.add_subcommand("online-eval",
                                  "online learning in the simulator and on measurements: exploration cost, ratio to best, drift recovery");
+  addPlatformOption(cmd);
   cmd->add_option("--preset", o->preset, "topology preset");
   cmd->add_option("--nodes", o->nodes, "nodes of the preset")->check(CLI::Range(1, 512));
   cmd->add_option("--data", o->data, "also replay on a normalized.csv (shared/data/<dataset>/normalized.csv)");

@@ -11,6 +11,7 @@
 
 #include "offline/harness/harness.h"
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/cli/plugin_locator.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
@@ -100,6 +101,7 @@ int run(const ReplayCmdOptions& o) {
               lib.value()->version());
   std::printf("  points %d, judged %d (%d kept NCCL's default), could not judge %zu\n", s.points, s.judged,
               s.keptDefault, s.unjudged.size());
+  for (const std::string& line : sim::describeSkipped(data->skipped)) std::printf("  %s\n", line.c_str());
   if (s.judged)
     std::printf("  chosen/best:    geomean %.3f  worst %.3f\n", s.geomeanVsBest, s.worstVsBest);
   if (s.vsDefaultPoints)
@@ -116,6 +118,7 @@ int run(const ReplayCmdOptions& o) {
 void addReplayCommand(CLI::App& app) {
   auto o = std::make_shared<ReplayCmdOptions>();
   CLI::App* cmd = app.add_subcommand("replay", "Judge the plugin's decisions on real measurements");
+  addPlatformOption(cmd);
   cmd->add_option("--data", o->data, "a normalized.csv (shared/data/<dataset>/normalized.csv)")->required();
   cmd->add_option("--system", o->system, "only rows whose system contains this text");
   cmd->add_option("--profile", o->profile, "profile the plugin loads (DYNAMICCL_PROFILE)");

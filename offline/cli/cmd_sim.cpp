@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/sim/sim.h"
 
 namespace dynamiccl::cli {
@@ -104,6 +105,7 @@ int run(const SimCmdOptions& o) {
 void addSimCommand(CLI::App& app) {
   auto o = std::make_shared<SimCmdOptions>();
   CLI::App* cmd = app.add_subcommand("sim", "Simulate collectives: one config, all configs, or a synthetic CSV");
+  addPlatformOption(cmd);
   cmd->add_option("--topology,--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
   cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str();
   cmd->add_option("--collective", o->collective)->capture_default_str();

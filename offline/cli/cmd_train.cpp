@@ -14,6 +14,7 @@
 #include "offline/cli/store_location.h"
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/cli/plot_runner.h"
 #include "policy/policy.h"
 #include "store/store.h"
@@ -159,6 +160,7 @@ int run(TrainCmdOptions o) {
 void addTrainCommand(CLI::App& app) {
   auto o = std::make_shared<TrainCmdOptions>();
   CLI::App* cmd = app.add_subcommand("train", "train the learned policy (LibTorch) and write a profile with its weights");
+  addPlatformOption(cmd);
   cmd->add_option("--db", o->db, "SQLite store of observations (default: DYNAMICCL_DB or the per-host path)");
   cmd->add_flag("--no-store", o->noStore, "train on simulator rollouts only");
   cmd->add_option("--hold-out", o->holdOut, "preset name prefixes kept out of training (default h800)");

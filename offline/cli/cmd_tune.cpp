@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -35,6 +36,7 @@ Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOpt
 int run(const TuneCmdOptions& o) {
   auto backend = makeBackend(o);
   if (!backend) return std::cerr << "tune: " << backend.error() << "\n", 1;
+  for (const std::string& note : (*backend)->notes()) std::printf("%s\n", note.c_str());
   tune::TuneRequest req;
   req.collectives.clear();  // the request's default list is replaced by --collective
   for (const std::string& c : o.collectives) {
@@ -86,6 +88,7 @@ int run(const TuneCmdOptions& o) {
 void addTuneCommand(CLI::App& app) {
   auto o = std::make_shared<TuneCmdOptions>();
   CLI::App* cmd = app.add_subcommand("tune", "Search per collective and size (TPE + Hyperband) and write a tuned profile");
+  addPlatformOption(cmd);
   cmd->add_option("--backend", o->backend, "sim, replay (a normalized.csv) or runner (nccl-tests on a cluster)")
       ->check(CLI::IsMember({"sim", "replay", "runner"}));
   cmd->add_option("--topology", o->topology, "sim: preset name or topology JSON");

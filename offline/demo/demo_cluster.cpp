@@ -1,34 +1,12 @@
-// The demo's cluster: a sim preset with the closest committed calibration's parameters, and the
-// step timer every demo step prints through.
+// The demo's cluster: a platform with the calibration its file names, and the step timer every
+// demo step prints through.
 #include <cstdio>
-#include <string_view>
 
 #include "offline/demo/demo_steps.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
-namespace {
-
-// Preset prefix -> calibrated dataset and group (substring): the nearest measured relative of each
-// preset (no H800 data exists; the H100 InfiniBand cluster is the same GPU generation and fabric).
-struct CalibrationSource {
-  std::string_view presetPrefix, dataset, groupContains;
-};
-constexpr CalibrationSource kCalibrationSources[] = {
-    {"h800", "h100-ib-cluster-xxrjun", ""},
-    {"dgx-h100", "h100-ib-cluster-xxrjun", ""},
-    {"gcp-a3mega", "gcp-a3mega-h100-2node", ""},
-    {"gh200", "alps-gh200-slingshot-allreduce", ""},
-    {"l40s-pcie-2", "l40s-pcie-cs244c", "x2"},
-    {"l40s-pcie-4", "l40s-pcie-cs244c", "x4"},
-    {"dgx-a100", "l40s-pcie-cs244c", "A100"},
-    {"dgx-b200", "xla-collective-perf-table", "B200"},
-    {"gb200", "xla-collective-perf-table", "GB200"},
-    {"gb300", "xla-collective-perf-table", "sm_103"},
-};
-
-}  // namespace
 
 Expected<DemoCluster> makeCluster(const DemoOptions& o) {
   auto topo = sim::loadTopology(o.preset, o.nodes);
@@ -36,19 +14,15 @@ Expected<DemoCluster> makeCluster(const DemoOptions& o) {
   DemoCluster c;
   c.topology = topo.value();
   c.paramsSource = "simulator defaults (no calibration for " + o.preset + ")";
-  for (const CalibrationSource& s : kCalibrationSources) {
-    if (!o.preset.starts_with(s.presetPrefix)) continue;
-    const std::string file = sim::defaultCalibrationDir() + "/" + std::string(s.dataset) + ".json";
-    auto cal = sim::loadCalibrationFile(file);
-    if (!cal) break;
-    for (const sim::GroupCalibration& g : cal->groups)
-      if (g.group.find(s.groupContains) != std::string::npos) {
-        c.params = sim::paramsForGroup(cal.value(), g.group);
-        c.paramsSource = "calibration " + std::string(s.dataset) + " (MAPE " +
-                         std::to_string(int(g.mape * 100 + 0.5)) + "%)";
-        break;
-      }
-    break;
+  // The platform's own file names its calibration: the nearest measured relative of its hardware.
+  auto known = platforms::registry();
+  if (const platforms::Platform* p = known ? (*known)->find(o.preset) : nullptr; p && p->calibration) {
+    if (auto cal = sim::calibrationFor(*p)) {
+      c.params = cal->params;
+      c.paramsSource = "calibration " + cal->dataset + " (MAPE " + std::to_string(int(cal->mape * 100 + 0.5)) + "%)";
+    } else {
+      c.paramsSource = "simulator defaults (" + cal.error() + ")";
+    }
   }
   auto ref = sim::NcclReference::create(c.topology);
   if (!ref) return makeError(ref.error());

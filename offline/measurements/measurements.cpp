@@ -94,6 +94,10 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
   return out;
 }
 
+std::string unknownSystemReason(const std::string& system) {
+  return "no platform matches system '" + system + "' (add one: --platform FILE)";
+}
+
 int ncclVersionFromNote(const std::string& note) {
   for (size_t at = note.find("NCCL "); at != std::string::npos; at = note.find("NCCL ", at + 1)) {
     int major = 0, minor = 0, patch = 0;
@@ -107,24 +111,15 @@ int ncclVersionFromNote(const std::string& note) {
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion) {
   if (nNodes < 1 || nRanks < nNodes || nRanks % nNodes != 0)
     return makeError("shape " + std::to_string(nRanks) + " ranks / " + std::to_string(nNodes) + " nodes is not uniform");
-  auto has = [&](const char* s) { return system.find(s) != std::string::npos; };
-  std::string name;
-  if (has("L40S")) name = "l40s-pcie-4";
-  else if (has("A100")) name = "dgx-a100";
-  else if (has("GH200")) name = "gh200-slingshot";
-  else if (has("A3 Mega")) name = "gcp-a3mega";
-  else if (has("GB200")) name = "gb200-nvl72";
-  else if (has("sm_103") || has("GB300")) name = "gb300-nvl72";
-  else if (has("B200")) name = "dgx-b200";
-  else if (has("H800")) name = "h800";
-  else if (has("H100")) name = "dgx-h100";
-  else return makeError("no preset matches system '" + system + "'");
-  auto t = preset(name, nNodes);
-  if (!t) return t;
-  const int perNode = nRanks / nNodes;
+  auto known = platforms::registry();
+  if (!known) return makeError("platforms: " + known.error());
+  const platforms::Platform* platform = (*known)->forSystem(system);
+  if (!platform) return makeError(unknownSystemReason(system));
+  model::Topology t = platform->topology;
+  t.nNodes = nNodes;
   // NVL72 rows measure groups inside one rack: such a group is one node of perNode GPUs.
-  t->gpusPerNode = perNode;
-  if (ncclVersion > 0) t->ncclVersion = ncclVersion;
+  t.gpusPerNode = nRanks / nNodes;
+  if (ncclVersion > 0) t.ncclVersion = ncclVersion;
   return t;
 }
 

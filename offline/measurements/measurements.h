@@ -37,10 +37,12 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath);
 // Splits one CSV line (RFC 4180 quoting).
 std::vector<std::string> splitCsvLine(const std::string& line);
 
-// The topology a dataset's system string describes, with the row's shape (ranks per node =
-// nRanks / nNodes) and, when known (non-zero), the NCCL release that measured it. Errors for
-// systems we have no preset for.
+// The topology of the platform a dataset's system string names (platforms::Registry::forSystem),
+// with the row's shape (ranks per node = nRanks / nNodes) and, when known (non-zero), the NCCL
+// release that measured it. Errors with unknownSystemReason(system) when no platform matches.
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion = 0);
+// The one reason (and count key) for rows whose system no platform matches; it names the system.
+std::string unknownSystemReason(const std::string& system);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
 

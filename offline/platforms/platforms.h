@@ -1,4 +1,6 @@
-// platforms: the clusters the offline tools know. The one header other modules include.
+// platforms: the clusters the offline tools know, one JSON file per platform. The one header other modules include.
 #pragma once
 
+#include "offline/platforms/platform.h"
+#include "offline/platforms/registry.h"
 #include "offline/platforms/topology_presets.h"

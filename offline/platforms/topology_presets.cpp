@@ -1,5 +1,7 @@
 #include "offline/platforms/topology_presets.h"
 
+#include "offline/platforms/registry.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -7,78 +9,24 @@
 
 namespace dynamiccl::sim {
 
-namespace {
-
 using model::Topology;
 
-// Bandwidths are unidirectional per GPU / per NIC in GB/s (1e9 B/s); sources are vendor specs.
-Topology make(std::string name, int cc, int gpn, bool nvlink, bool nvswitch, double nvl, double pcie, int nics,
-              double nicBw, bool nvls, int domain = 0, bool nicViaCpu = false, bool collnet = false) {
-  Topology t;
-  t.name = std::move(name);
-  t.computeCap = cc;
-  t.gpusPerNode = gpn;
-  t.nvlink = nvlink;
-  t.nvswitch = nvswitch;
-  t.nvlinkBwPerGpu_GBps = nvl;
-  t.pcieBw_GBps = pcie;
-  t.nicsPerNode = nics;
-  t.nicBw_GBps = nicBw;
-  t.nvlsSupport = nvls;
-  t.nvlDomainGpus = domain;
-  t.nicViaCpu = nicViaCpu;
-  t.collnetSupport = collnet;
-  return t;
-}
-
-const std::vector<Topology>& presets() {
-  static const std::vector<Topology> all = {
-      // DGX-A100: NVLink3 12 links x 25 GB/s, NVSwitch (no multicast), 8 x 200 Gb/s HDR.
-      make("dgx-a100", 80, 8, true, true, 300.0, 25.0, 8, 25.0, false),
-      // DGX-H100: NVLink4 18 x 25 GB/s, NVSwitch with multicast (NVLS), 8 x 400 Gb/s NDR.
-      make("dgx-h100", 90, 8, true, true, 450.0, 50.0, 8, 50.0, true),
-      // The same nodes on a Quantum-2 NDR fabric with SHARP enabled (NCCL CollNet via the SHARP plugin).
-      make("dgx-h100-sharp", 90, 8, true, true, 450.0, 50.0, 8, 50.0, true, 0, false, /*collnet=*/true),
-      // H800 cluster: NVLink cut to 8 links (~200 GB/s, ~175 achievable, we take 175) and
-      // 4 x 200 Gb/s NICs per node: 14:1 NVLink:NIC per GPU where NCCL's constants assume ~7:1.
-      make("h800", 90, 8, true, true, 175.0, 50.0, 4, 25.0, true),
-      // L40S over PCIe Gen4 x16 (~25 GB/s achievable), no NVLink, 2 x 100 Gb/s NICs.
-      make("l40s-pcie-2", 89, 2, false, false, 0.0, 25.0, 2, 12.5, false),
-      make("l40s-pcie-4", 89, 4, false, false, 0.0, 25.0, 2, 12.5, false),
-      // GH200 quad nodes (Alps): NVLink4 6 links per GPU pair in a full mesh, i.e. 18 links and
-      // 450 GB/s per GPU over its 3 peers (the field is the GPU's total, as model/ divides it by
-      // the peers; 150 GB/s was one pair's share and capped single-node busbw at half the measured
-      // ~340 GB/s), 4 x 200 Gb/s Slingshot-11 NICs.
-      make("gh200-slingshot", 90, 4, true, false, 450.0, 64.0, 4, 25.0, false, 0, /*nicViaCpu=*/true),
-      // GB200 NVL72: trays of 4 GPUs in one 72-GPU NVLink5 domain (900 GB/s per GPU), 4 x 400 Gb/s per tray.
-      make("gb200-nvl72", 100, 4, true, true, 900.0, 64.0, 4, 50.0, true, 72),
-      make("gb300-nvl72", 103, 4, true, true, 900.0, 64.0, 4, 100.0, true, 72),
-      // DGX-B200: NVLink5 900 GB/s per GPU, 8 x 400 Gb/s.
-      make("dgx-b200", 100, 8, true, true, 900.0, 64.0, 8, 50.0, true),
-      // GCP A3 Mega: H100 HGX with 8 x 200 Gb/s GPUDirect-TCPXO NICs.
-      make("gcp-a3mega", 90, 8, true, true, 450.0, 50.0, 8, 25.0, true),
-  };
-  return all;
-}
-
-}  // namespace
-
 std::vector<std::string> presetNames() {
-  std::vector<std::string> names;
-  for (const Topology& t : presets()) names.push_back(t.name);
-  return names;
+  auto r = platforms::registry();
+  return r ? (*r)->names() : std::vector<std::string>{};
 }
 
 Expected<Topology> preset(std::string_view name, int nNodes) {
   if (nNodes < 1) return makeError("preset " + std::string(name) + ": nodes must be >= 1");
-  for (const Topology& t : presets())
-    if (t.name == name) {
-      Topology r = t;
-      r.nNodes = nNodes;
-      return r;
-    }
+  auto r = platforms::registry();
+  if (!r) return makeError("platforms: " + r.error());
+  if (const platforms::Platform* p = (*r)->find(name)) {
+    Topology t = p->topology;
+    t.nNodes = nNodes;
+    return t;
+  }
   std::string known;
-  for (const auto& n : presetNames()) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& n : (*r)->names()) known += (known.empty() ? "" : ", ") + n;
   return makeError("unknown preset '" + std::string(name) + "' (known: " + known + ")");
 }
 

@@ -1,5 +1,5 @@
-// Topology presets (the hardware the simulator and NCCL's model describe) and their JSON form.
-// The presets are embedded here so no file is needed; offline/platforms/presets/*.json ship the same values.
+// Presets: the topologies of the registry's platforms (offline/platforms/<name>.json and --platform
+// files) at a node count, and model::Topology's JSON form.
 #pragma once
 
 #include <string>
@@ -11,8 +11,7 @@
 
 namespace dynamiccl::sim {
 
-// Names: dgx-a100, dgx-h100, h800, l40s-pcie-2, l40s-pcie-4, gh200-slingshot, gb200-nvl72,
-// dgx-b200, gb300-nvl72, gcp-a3mega.
+// The registry's platform names (empty when the platform folder does not load).
 std::vector<std::string> presetNames();
 // A preset with nNodes nodes (1..512 or more; a multi-node NVLink domain counts trays as nodes).
 Expected<model::Topology> preset(std::string_view name, int nNodes = 1);

@@ -1,5 +1,6 @@
 #include "offline/sim/replay.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -64,6 +65,15 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     data.points.push_back(std::move(p));
   }
   return data;
+}
+
+std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipped) {
+  std::vector<std::pair<int, std::string>> byRows;
+  for (const auto& [reason, n] : skipped) byRows.emplace_back(-n, reason);
+  std::sort(byRows.begin(), byRows.end());
+  std::vector<std::string> out;
+  for (const auto& [n, reason] : byRows) out.push_back("skipped " + std::to_string(-n) + " rows: " + reason);
+  return out;
 }
 
 ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress) {

@@ -44,8 +44,12 @@ struct ReplayData {
   std::vector<ReplayPoint> points;
   std::map<std::string, int> skipped;
 };
-// Groups rows into points; `system` (substring) keeps only matching systems when not empty.
+// Groups rows into points; `system` (substring) keeps only matching systems when not empty. Rows
+// left out are counted in `skipped` by reason; a system no platform matches is named in its reason.
 Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "");
+// "skipped <n> rows: <reason>" per reason, most rows first: what a command prints so that no row
+// is dropped silently.
+std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipped);
 
 // What NCCL would run after the tuner saw the table (algo/proto Default = tuner failed).
 using DecisionFn = std::function<Config(const ReplayPoint&, const model::CostTable&)>;

@@ -1,4 +1,4 @@
-// Named machines over sim/'s presets, calibrated parameters per preset, and the ground truth.
+// Named machines over the platforms, each platform's calibrated parameters, and the ground truth.
 #include "offline/train/sim_adapter.h"
 
 #include <algorithm>
@@ -22,26 +22,6 @@ constexpr Machine kMachines[] = {
     {"dgx-h100", 4},        {"dgx-h100", 8},       {"h800", 2},        {"h800", 4},     {"h800", 8},
     {"l40s-pcie-4", 1},     {"l40s-pcie-4", 2},    {"gh200-slingshot", 2}, {"gh200-slingshot", 8},
     {"gb200-nvl72", 18},    {"dgx-b200", 2},       {"gcp-a3mega", 2},
-};
-
-struct CalibrationSource {
-  const char* preset;
-  const char* dataset;
-  const char* groupPrefix;  // first group of the dataset whose name starts with this
-};
-// Which measured hardware calibrates which preset. H800 has no public data: it takes the H100
-// cluster's parameters (same GPU and software stack), its different links come from the topology.
-constexpr CalibrationSource kCalibrations[] = {
-    {"dgx-a100", "l40s-pcie-cs244c", "A100-SXM4"},
-    {"dgx-h100", "h100-ib-cluster-xxrjun", "H100"},
-    {"h800", "h100-ib-cluster-xxrjun", "H100"},
-    {"l40s-pcie-2", "l40s-pcie-cs244c", "L40S-48GB x2"},
-    {"l40s-pcie-4", "l40s-pcie-cs244c", "L40S-48GB x4"},
-    {"gh200-slingshot", "alps-gh200-slingshot-allreduce", "GH200"},
-    {"gb200-nvl72", "xla-collective-perf-table", "GB200"},
-    {"gb300-nvl72", "xla-collective-perf-table", "sm_103"},
-    {"dgx-b200", "xla-collective-perf-table", "B200"},
-    {"gcp-a3mega", "gcp-a3mega-h100-2node", "GCP"},
 };
 
 std::string machineName(const Machine& m) { return std::string(m.preset) + "x" + std::to_string(m.nodes); }
@@ -87,17 +67,11 @@ CalibratedParams calibratedParams(const std::string& simPreset) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(simPreset); it != cache.end()) return it->second;
   CalibratedParams out{sim::SimParams{}, "defaults (no calibration for " + simPreset + ")"};
-  for (const CalibrationSource& c : kCalibrations) {
-    if (simPreset != c.preset) continue;
-    auto cal = sim::loadCalibrationFile(sim::defaultCalibrationDir() + "/" + c.dataset + ".json");
-    if (!cal) break;
-    for (const auto& g : cal->groups)
-      if (g.group.rfind(c.groupPrefix, 0) == 0) {
-        out = {g.params, std::string(c.dataset) + ": " + g.group.substr(0, 40)};
-        break;
-      }
-    break;
-  }
+  auto known = platforms::registry();
+  const platforms::Platform* platform = known ? (*known)->find(simPreset) : nullptr;
+  if (platform && platform->calibration)
+    if (auto cal = sim::calibrationFor(*platform))
+      out = {cal->params, cal->dataset + ": " + cal->group.substr(0, 40)};
   cache.emplace(simPreset, out);
   return out;
 }

@@ -22,8 +22,8 @@ std::optional<model::Topology> findPreset(const std::string& name);
 // Presets whose name starts with one of the prefixes (e.g. "h800" -> every H800 size).
 std::vector<model::Topology> presetsMatching(const std::vector<std::string>& prefixes, bool keepMatching);
 
-// The calibrated simulator parameters for a sim/ preset (offline/platforms/calibration/<dataset>.json, the group
-// measured on that hardware, or the nearest one; see the table in sim_adapter.cpp); "" = source.
+// The simulator parameters a platform's file names (offline/platforms/<name>.json "calibration": the
+// group measured on that hardware, or the nearest one), defaults when it names none or is unknown.
 struct CalibratedParams {
   sim::SimParams params;
   std::string source;  // "<dataset>: <group>" or "defaults (no calibration for <preset>)"

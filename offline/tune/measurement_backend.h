@@ -33,6 +33,8 @@ class MeasurementBackend {
   virtual std::vector<uint64_t> measurableSizes(Collective) const { return {}; }
   // Noiseless truth where the backend has one (simulator, synthetic): lets benchmarks judge a search.
   virtual std::optional<double> expected_us(const Config&, const MeasureKey&) const { return std::nullopt; }
+  // What the backend's input held that it left out, one line each (replay: rows it could not use, by reason).
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // The simulator (sim/) on a topology preset or JSON file; samples carry its seeded noise.

@@ -12,7 +12,8 @@ namespace {
 
 class ReplayBackend final : public MeasurementBackend {
  public:
-  ReplayBackend(sim::ReplayData data, const sim::Shape* shape) : data_(std::move(data)), shape_(shape) {
+  ReplayBackend(sim::ReplayData data, const sim::Shape* shape, std::vector<std::string> notes)
+      : data_(std::move(data)), shape_(shape), notes_(std::move(notes)) {
     for (const sim::ReplayPoint& p : data_.points)
       if (p.shape == shape_) points_[{int(p.coll), p.bytes}] = &p;
   }
@@ -22,6 +23,7 @@ class ReplayBackend final : public MeasurementBackend {
   int nRanks() const override { return shape_->nRanks; }
   int nNodes() const override { return shape_->nNodes; }
   int maxSamplesPerConfig() const override { return 1; }
+  std::vector<std::string> notes() const override { return notes_; }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
     std::vector<uint64_t> out;
     for (const auto& [k, p] : points_)
@@ -57,6 +59,7 @@ class ReplayBackend final : public MeasurementBackend {
   sim::ReplayData data_;
   const sim::Shape* shape_;
   std::map<std::pair<int, uint64_t>, const sim::ReplayPoint*> points_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace
@@ -74,8 +77,14 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
   const sim::Shape* best = nullptr;
   for (const auto& [s, n] : score)
     if (!best || n > score[best]) best = s;
-  if (!best) return makeError("replay backend: no measurements match in " + o.csvPath);
-  return std::unique_ptr<MeasurementBackend>(std::make_unique<ReplayBackend>(std::move(data.value()), best));
+  std::vector<std::string> notes = sim::describeSkipped(data->skipped);
+  if (!best) {
+    std::string why;
+    for (const std::string& n : notes) why += "; " + n;
+    return makeError("replay backend: no measurements match in " + o.csvPath + why);
+  }
+  return std::unique_ptr<MeasurementBackend>(
+      std::make_unique<ReplayBackend>(std::move(data.value()), best, std::move(notes)));
 }
 
 }  // namespace dynamiccl::tune
