@@ -1,7 +1,9 @@
 // features: the vocabulary of a collective call and the per-call features (fingerprint, timing
-// windows, workload context, the policy's input encoding). The one header other modules include.
+// windows, workload context, the policy's input encoding) and the one CSV splitter. The one header
+// other modules include.
 #pragma once
 
+#include "features/csv.h"
 #include "features/expected.h"
 #include "features/feature_vector.h"
 #include "features/rule_fingerprint.h"

@@ -5,17 +5,17 @@
 #include <string>
 #include <string_view>
 
-#include "offline/ingest/ingest.h"
+#include "offline/measurements/measurements.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace ingest = dynamiccl::ingest;
+  namespace sim = dynamiccl::sim;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)ingest::looksLikeInterchangeCsv(text);
-  auto rows = ingest::parseInterchangeCsv(text);
+  (void)sim::looksLikeInterchangeCsv(text);
+  auto rows = sim::parseInterchangeCsv(text);
   if (!rows) return 0;
-  std::string out(ingest::kInterchangeHeader);
-  for (const auto& r : *rows) out += "\n" + ingest::formatInterchangeRow(r);
-  auto again = ingest::parseInterchangeCsv(out);
+  std::string out(sim::kInterchangeHeader);
+  for (const auto& r : *rows) out += "\n" + sim::formatInterchangeRow(r);
+  auto again = sim::parseInterchangeCsv(out);
   if (!again || again->size() != rows->size()) std::abort();  // writer/reader disagree
   return 0;
 }

@@ -14,14 +14,10 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> splitFields(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= line.size(); ++i)
-    if (i == line.size() || line[i] == ',') {
-      out.push_back(trim(line.substr(start, i - start)));
-      start = i + 1;
-    }
+// NVIDIA's files may pad fields with spaces.
+std::vector<std::string> splitFields(std::string_view line) {
+  std::vector<std::string> out = splitCsvRecord(line);
+  for (std::string& field : out) field = std::string(trim(field));
   return out;
 }
 

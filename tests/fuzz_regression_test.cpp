@@ -9,6 +9,7 @@
 
 #include "coord/wire.h"
 #include "offline/ingest/ingest.h"
+#include "offline/measurements/measurements.h"
 #include "policy/profile.h"
 
 namespace {
@@ -91,7 +92,7 @@ TEST(FuzzRegression, SeedCorporaReplay) {
         const size_t nl = text.find('\n');
         EXPECT_NO_THROW((void)parseNcclTestsLog(text.substr(nl + 1), text.substr(0, nl)));
       } else if (name == "fuzz_interchange_csv") {
-        EXPECT_TRUE(dynamiccl::ingest::parseInterchangeCsv(text).ok());
+        EXPECT_TRUE(dynamiccl::sim::parseInterchangeCsv(text).ok());
       } else if (name == "fuzz_coord_wire") {
         ASSERT_GE(text.size(), dynamiccl::coord::wire::kRequestHeaderBytes);
         EXPECT_TRUE(dynamiccl::coord::wire::decodeRequestHeader(text.data()).has_value());

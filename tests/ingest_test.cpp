@@ -9,9 +9,15 @@
 #include <sstream>
 
 #include "offline/ingest/ingest.h"
+#include "offline/measurements/measurements.h"
 
 namespace dynamiccl::ingest {
 namespace {
+
+using sim::formatInterchangeRow;
+using sim::InterchangeRow;
+using sim::kInterchangeHeader;
+using sim::parseInterchangeCsv;
 
 namespace fs = std::filesystem;
 const std::string kData = std::string(DYNAMICCL_SHARED_DIR) + "/data";

@@ -28,17 +28,8 @@ CostTable ncclPicks(int algo, int proto) {
 
 Choice selectLikeNccl(const CostTable& table) {
   Choice c;
-  float minTime = 3600000000.0f;
-  for (int a = 0; a < kNumAlgos; ++a)
-    for (int p = 0; p < kNumProtos; ++p) {
-      const float v = table[a][p];
-      if (v == DYNAMICCL_NCCL_ALGO_PROTO_IGNORE) continue;
-      if (v >= 0.0f && v < minTime) {
-        minTime = v;
-        c.algo = a;
-        c.proto = p;
-      }
-    }
+  const int slot = abi::pickLowestCost(table[0].data());
+  if (slot != abi::kNoPick) c.algo = slot / kNumProtos, c.proto = slot % kNumProtos;
   return c;
 }
 

@@ -32,8 +32,7 @@ struct Choice {
   bool operator==(const Choice&) const = default;
 };
 
-// NCCL's selection after the tuner returned: strict minimum over entries >= 0, ties to the
-// lowest (algo, proto) index (2.28.9 enqueue.cc topoGetAlgoInfo).
+// NCCL's selection after the tuner returned (abi::pickLowestCost).
 Choice selectLikeNccl(const CostTable& table);
 
 // Captures lines logged through the ncclDebugLogger_t the harness hands to the plugin.

@@ -65,23 +65,9 @@ struct ParsedLog {
 // path_hint: the file's path; fills what the text lacks (collective, job-n-<ranks>-N-<nodes>, auto_ll/, ring/).
 ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint);
 
-// The interchange CSV (shared/data/README.md).
-struct InterchangeRow {
-  std::string system, collective;
-  int n_ranks = 0, n_nodes = 0;
-  uint64_t bytes = 0;
-  std::string algo = "default", proto = "default";
-  int n_channels = -1;
-  int64_t chunk = -1;
-  double time_us = NAN, busbw_gbps = NAN;
-  std::string source_note;
-};
-inline constexpr std::string_view kInterchangeHeader =
-    "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note";
-bool looksLikeInterchangeCsv(std::string_view text);
-Expected<std::vector<InterchangeRow>> parseInterchangeCsv(std::string_view text);
-std::string formatInterchangeRow(const InterchangeRow& row);  // one line, no newline
-// Writes the header and every out-of-place observation (in-place too when asked; notes say which).
+// The interchange CSV (shared/data/README.md; its reader and writer are sim::parseInterchangeCsv and
+// sim::formatInterchangeRow in offline/measurements): writes the header and every out-of-place
+// observation (in-place too when asked; notes say which).
 Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place = false);
 
 // What ingesting one file did.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "offline/ingest/ingest.h"
+#include "offline/measurements/measurements.h"
 
 namespace dynamiccl::ingest {
 namespace {
@@ -143,12 +144,12 @@ Status ingestTuning(store::Store& store, store::Batch& batch, const ParsedLog& l
 
 Status ingestCsv(store::Store& store, store::Batch& batch, std::string_view text, const std::string& path,
                  const std::string& hash, FileReport& report) {
-  auto rows = parseInterchangeCsv(text);
+  auto rows = sim::parseInterchangeCsv(text);
   if (!rows) return makeError(rows.error());
   std::map<std::string, int64_t> runBySystem;
   std::map<std::tuple<int64_t, int, int>, int64_t> commByShape;
   int64_t seq = 0;
-  for (const InterchangeRow& r : *rows) {
+  for (const sim::InterchangeRow& r : *rows) {
     auto algo = parseAlgo(r.algo);
     auto proto = parseProto(r.proto);
     auto coll = canonicalCollective(r.collective);
@@ -236,7 +237,7 @@ Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, cons
   }
 
   store::Batch batch;
-  if (looksLikeInterchangeCsv(text)) {
+  if (sim::looksLikeInterchangeCsv(text)) {
     report.kind = "interchange-csv";
     if (auto s = ingestCsv(store, batch, text, path, hash, report); !s) return makeError(path + ": " + s.error());
   } else {

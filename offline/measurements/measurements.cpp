@@ -3,26 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "offline/platforms/platforms.h"
 
 namespace dynamiccl::sim {
-
-std::vector<std::string> splitCsvLine(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else out.back() += c;
-    } else if (c == '"') quoted = true;
-    else if (c == ',') out.emplace_back();
-    else if (c != '\r') out.back() += c;
-  }
-  return out;
-}
 
 namespace {
 
@@ -37,41 +22,30 @@ std::string variantOf(const std::string& note) {
 }  // namespace
 
 Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
-  std::ifstream in(csvPath);
+  std::ifstream in(csvPath, std::ios::binary);
   if (!in) return makeError("cannot read " + csvPath);
-  std::string line;
-  if (!std::getline(in, line)) return makeError(csvPath + ": empty");
-  const std::vector<std::string> header = splitCsvLine(line);
-  const std::vector<std::string> want = {"system", "collective", "nranks", "nnodes", "bytes", "algo",
-                                         "proto", "nchannels", "chunk", "time_us", "busbw_gbps", "source_note"};
-  if (header != want) return makeError(csvPath + ": not the interchange format (header differs)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto parsed = parseInterchangeCsv(text.str());
+  if (!parsed) return makeError(csvPath + ": " + parsed.error());
   LoadedMeasurements out;
-  int lineNo = 1;
-  while (std::getline(in, line)) {
-    ++lineNo;
-    if (line.empty()) continue;
-    const auto f = splitCsvLine(line);
-    if (f.size() != want.size()) return makeError(csvPath + ":" + std::to_string(lineNo) + ": wrong field count");
-    const auto coll = parseCollective(f[1]);
+  for (InterchangeRow& r : *parsed) {
+    const auto coll = parseCollective(r.collective);
     if (!coll) {
-      ++out.skipped["not algo/proto tunable (" + f[1] + ")"];
+      ++out.skipped["not algo/proto tunable (" + r.collective + ")"];
       continue;
     }
-    if (f[11].find("VALIDATION FAILED") != std::string::npos) {
+    if (r.source_note.find("VALIDATION FAILED") != std::string::npos) {
       ++out.skipped["validation failed"];
       continue;
     }
     Measurement m;
-    m.system = f[0];
+    m.system = std::move(r.system);
     m.coll = *coll;
-    try {
-      m.nRanks = std::stoi(f[2]);
-      m.nNodes = std::stoi(f[3]);
-      m.bytes = std::stoull(f[4]);
-      m.time_us = std::stod(f[9]);
-    } catch (const std::exception&) {
-      return makeError(csvPath + ":" + std::to_string(lineNo) + ": bad number");
-    }
+    m.nRanks = r.n_ranks;
+    m.nNodes = r.n_nodes;
+    m.bytes = r.bytes;
+    m.time_us = r.time_us;
     if (!(m.time_us > 0) || !std::isfinite(m.time_us) || m.nRanks < 1 || m.nNodes < 1) {
       ++out.skipped["no usable time or shape"];
       continue;
@@ -80,12 +54,12 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
       ++out.skipped["single rank (NCCL does not call the tuner)"];
       continue;
     }
-    const auto a = parseAlgo(f[5]);
-    const auto p = parseProto(f[6]);
-    if (!a || !p) return makeError(csvPath + ":" + std::to_string(lineNo) + ": unknown algo/proto");
+    const auto a = parseAlgo(r.algo);
+    const auto p = parseProto(r.proto);
+    if (!a || !p) return makeError(csvPath + ": unknown algo/proto " + r.algo + "/" + r.proto);
     if (*a != Algo::Default) m.forcedAlgo = *a;
     if (*p != Proto::Default) m.forcedProto = *p;
-    m.note = f[11];
+    m.note = std::move(r.source_note);
     m.ncclVersion = ncclVersionFromNote(m.note);
     const std::string v = variantOf(m.note);
     m.group = v.empty() ? m.system : m.system + " | " + v;

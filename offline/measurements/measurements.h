@@ -1,10 +1,13 @@
-// Real measurements in the interchange format (shared/data/README.md), read for calibration and
-// replay, and the topology each row's system string describes.
+// Real measurements in the interchange format (shared/data/README.md): the format's reader and
+// writer, the rows read for calibration and replay, and the topology each row's system string describes.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "features/features.h"
@@ -31,11 +34,27 @@ struct LoadedMeasurements {
   std::map<std::string, int> skipped;  // reason -> rows
 };
 
+// One row of the interchange CSV as written: names as text, -1 / NaN where a cell is empty.
+struct InterchangeRow {
+  std::string system, collective;
+  int n_ranks = 0, n_nodes = 0;
+  uint64_t bytes = 0;
+  std::string algo = "default", proto = "default";
+  int n_channels = -1;
+  int64_t chunk = -1;
+  double time_us = NAN, busbw_gbps = NAN;
+  std::string source_note;
+};
+inline constexpr std::string_view kInterchangeHeader =
+    "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note";
+bool looksLikeInterchangeCsv(std::string_view text);
+// The one reader of the format (ingest and loadMeasurements): errors name the line.
+Expected<std::vector<InterchangeRow>> parseInterchangeCsv(std::string_view text);
+std::string formatInterchangeRow(const InterchangeRow& row);  // one line, no newline
+
 // Reads a normalized.csv. Skips (and counts, by reason) rows that are not tunable (alltoall,
 // sendrecv), failed validation, or lack a usable time.
 Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath);
-// Splits one CSV line (RFC 4180 quoting).
-std::vector<std::string> splitCsvLine(const std::string& line);
 
 // The topology of the platform a dataset's system string names (platforms::Registry::forSystem),
 // with the row's shape (ranks per node = nRanks / nNodes) and, when known (non-zero), the NCCL

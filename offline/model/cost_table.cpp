@@ -68,19 +68,11 @@ CostTable NcclModel::costTable(Collective c, uint64_t nBytes, int numPipeOps, co
 
 DefaultChoice selectFromTable(const CostTable& table) {
   DefaultChoice choice;
-  float minTime = 3600000000.0f;
-  for (int a = 0; a < kNumAlgos; ++a) {
-    for (int p = 0; p < kNumProtos; ++p) {
-      const float t = table[a][p];
-      if (t == kIgnore) continue;
-      if (t >= 0.0f && t < minTime) {
-        choice.algo = static_cast<Algo>(a);
-        choice.proto = static_cast<Proto>(p);
-        minTime = t;
-      }
-    }
-  }
-  if (choice.algo != Algo::Default) choice.time_us = minTime;
+  const int slot = abi::pickLowestCost(table[0].data());
+  if (slot == abi::kNoPick) return choice;
+  choice.algo = static_cast<Algo>(slot / kNumProtos);
+  choice.proto = static_cast<Proto>(slot % kNumProtos);
+  choice.time_us = table[slot / kNumProtos][slot % kNumProtos];
   return choice;
 }
 

@@ -34,6 +34,7 @@ namespace dynamiccl::model {
 
 // NCCL's cost table [algo][proto] in microseconds; -1.0 marks an unusable entry (IGNORE).
 using CostTable = std::array<std::array<float, kNumProtos>, kNumAlgos>;
+static_assert(sizeof(CostTable) == sizeof(float[abi::kCostSlots]), "contiguous, as abi::pickLowestCost reads it");
 inline constexpr float kIgnore = -1.0f;
 
 // What NCCL would run by itself.
@@ -56,8 +57,8 @@ struct CallTraits {
 ncclTunerConstants_v5_t defaultTunerConstants();
 void fillDefaultTunerConstants(ncclTunerConstants_v5_t* out);
 
-// Selection over a filled table exactly as NCCL: strict minimum over entries >= 0, ties to the
-// lowest (algo, proto). Returns Algo::Default/Proto::Default when nothing is usable.
+// Selection over a filled table exactly as NCCL (abi::pickLowestCost). Returns
+// Algo::Default/Proto::Default when nothing is usable.
 DefaultChoice selectFromTable(const CostTable& table);
 
 class NcclModel {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "offline/measurements/measurements.h"  // splitCsvLine
 
 namespace dynamiccl::tune {
 
@@ -59,7 +58,7 @@ Expected<policy::Profile> parseNcclxCsv(std::string_view text) {
   while (std::getline(in, line)) {
     ++lineNo;
     if (line.empty() || line[0] == '#' || line.rfind("collective,", 0) == 0) continue;
-    const std::vector<std::string> f = sim::splitCsvLine(line);
+    const std::vector<std::string> f = splitCsvRecord(line);
     const std::string where = "line " + std::to_string(lineNo);
     if (f.size() != 10) return makeError(where + ": expected 10 fields, got " + std::to_string(f.size()));
     policy::Rule r;

@@ -1,5 +1,7 @@
-// abi: our declarations of NCCL's tuner and profiler plugin interfaces. The one header others include.
+// abi: our declarations of NCCL's tuner and profiler plugin interfaces and NCCL's pick rule. The one
+// header others include.
 #pragma once
 
 #include "plugin/abi/nccl_abi.h"
 #include "plugin/abi/nccl_profiler_abi.h"
+#include "plugin/abi/pick_rule.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coord/coord.h"
+#include "plugin/abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
@@ -66,17 +67,13 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
     if ((k + 1) % s.epochCalls == 0 && s.isLeader.load(std::memory_order_relaxed)) [[unlikely]]
       ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued
   }
-  if (costTable) {  // NCCL's own choice (the guard's reference): the cheapest usable entry
+  if (costTable) {  // NCCL's own choice (the guard's reference)
     const uint32_t key = policy::onlineKey(coll, nBytes);
     if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {
       for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
       s.modelledKnown[key].store(true, std::memory_order_release);
     }
-    int bestIndex = -1;
-    float best = 0;
-    for (int i = 0; i < kNumAlgos * kNumProtos; ++i)
-      if (costTable[i] >= 0 && (bestIndex < 0 || costTable[i] < best)) best = costTable[i], bestIndex = i;
-    s.ncclDefault[key].store(static_cast<uint8_t>(bestIndex + 1), std::memory_order_relaxed);
+    s.ncclDefault[key].store(static_cast<uint8_t>(abi::pickLowestCost(costTable) + 1), std::memory_order_relaxed);
   }
   const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
   return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;

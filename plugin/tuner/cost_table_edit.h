@@ -11,8 +11,8 @@ enum class TableVerdict : uint8_t { Usable, NonFinite };
 // A table with NaN or infinite entries is not one we trust to edit (NCCL's choice stands).
 TableVerdict inspectCostTable(abi::CostTable table);
 
-// NCCL's own choice as policy::ncclChoiceSlot: its strict minimum over entries >= 0, ties to the
-// lowest index (as NCCL selects); policy::kNcclChoiceUnknown when every entry is IGNORE.
+// NCCL's own choice (abi::pickLowestCost) as policy::ncclChoiceSlot; policy::kNcclChoiceUnknown
+// when no entry counts.
 int ncclOwnChoice(abi::CostTable table);
 
 // Applies the first candidate NCCL can run (entry not IGNORE/negative) whose guard admits NCCL's own

@@ -1,44 +1,12 @@
 // The interchange CSV of shared/data/README.md: RFC 4180 quoting, empty cells for unknown values.
 #include <charconv>
-#include <cstdio>
+#include <cmath>
 
-#include "offline/ingest/ingest.h"
+#include "features/features.h"
+#include "offline/measurements/measurements.h"
 
-namespace dynamiccl::ingest {
+namespace dynamiccl::sim {
 namespace {
-
-// Splits CSV text into records of fields; quotes may hold commas, quotes ("") and newlines.
-std::vector<std::vector<std::string>> splitCsv(std::string_view text) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false, any = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') field.push_back('"'), ++i;
-      else if (ch == '"') quoted = false;
-      else field.push_back(ch);
-    } else if (ch == '"') {
-      quoted = any = true;
-    } else if (ch == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (ch == '\n' || ch == '\r') {
-      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      if (any || !field.empty()) fields.push_back(std::move(field)), records.push_back(std::move(fields));
-      fields.clear();
-      field.clear();
-      any = false;
-    } else {
-      field.push_back(ch);
-      any = true;
-    }
-  }
-  if (any || !field.empty()) fields.push_back(std::move(field)), records.push_back(std::move(fields));
-  return records;
-}
 
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -73,12 +41,12 @@ bool looksLikeInterchangeCsv(std::string_view text) {
 
 Expected<std::vector<InterchangeRow>> parseInterchangeCsv(std::string_view text) {
   if (!looksLikeInterchangeCsv(text)) return makeError("not an interchange CSV (header differs)");
-  auto records = splitCsv(text);
+  CsvReader reader(text);
+  std::vector<std::string> f;
+  reader.next(f);  // the header
   std::vector<InterchangeRow> rows;
-  rows.reserve(records.size());
-  for (size_t i = 1; i < records.size(); ++i) {
-    const auto& f = records[i];
-    const std::string where = "line record " + std::to_string(i + 1);
+  while (reader.next(f)) {
+    const std::string where = "line " + std::to_string(reader.line());
     if (f.size() != 12) return makeError(where + ": expected 12 fields, got " + std::to_string(f.size()));
     InterchangeRow r;
     r.system = f[0];
@@ -105,18 +73,4 @@ std::string formatInterchangeRow(const InterchangeRow& r) {
          quoted(r.source_note);
 }
 
-Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place) {
-  out << kInterchangeHeader << '\n';
-  int64_t n = 0;
-  auto s = store.forEachMeasurement(include_in_place, [&](const store::MeasurementRow& m) {
-    InterchangeRow r{m.system, m.collective, m.n_ranks, m.n_nodes, m.bytes, m.algo, m.proto,
-                     m.n_channels, m.chunk, m.time_us, m.busbw_gbps, m.note};
-    out << formatInterchangeRow(r) << '\n';
-    ++n;
-  });
-  if (!s) return makeError(s.error());
-  if (!out) return makeError("write failed");
-  return n;
-}
-
-}  // namespace dynamiccl::ingest
+}  // namespace dynamiccl::sim

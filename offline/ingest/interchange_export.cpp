@@ -1,0 +1,21 @@
+// The store back to the interchange CSV of shared/data/README.md, through its one writer.
+#include "offline/ingest/ingest.h"
+#include "offline/measurements/measurements.h"
+
+namespace dynamiccl::ingest {
+
+Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place) {
+  out << sim::kInterchangeHeader << '\n';
+  int64_t n = 0;
+  auto s = store.forEachMeasurement(include_in_place, [&](const store::MeasurementRow& m) {
+    sim::InterchangeRow r{m.system, m.collective, m.n_ranks, m.n_nodes, m.bytes, m.algo, m.proto,
+                          m.n_channels, m.chunk, m.time_us, m.busbw_gbps, m.note};
+    out << sim::formatInterchangeRow(r) << '\n';
+    ++n;
+  });
+  if (!s) return makeError(s.error());
+  if (!out) return makeError("write failed");
+  return n;
+}
+
+}  // namespace dynamiccl::ingest
