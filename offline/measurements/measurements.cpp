@@ -119,6 +119,12 @@ Expected<model::Topology> topologyForSystem(const std::string& system, int nRank
   else if (has("H800")) name = "h800";
   else if (has("H100")) name = "dgx-h100";
   else return makeError("no preset matches system '" + system + "'");
+  return topologyForPlatform(name, nRanks, nNodes, ncclVersion);
+}
+
+Expected<model::Topology> topologyForPlatform(const std::string& name, int nRanks, int nNodes, int ncclVersion) {
+  if (nNodes < 1 || nRanks < nNodes || nRanks % nNodes != 0)
+    return makeError("shape " + std::to_string(nRanks) + " ranks / " + std::to_string(nNodes) + " nodes is not uniform");
   auto t = preset(name, nNodes);
   if (!t) return t;
   const int perNode = nRanks / nNodes;

@@ -44,8 +44,10 @@ struct ReplayData {
   std::vector<ReplayPoint> points;
   std::map<std::string, int> skipped;
 };
-// Groups rows into points; `system` (substring) keeps only matching systems when not empty.
-Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "");
+// Groups rows into points; `system` (substring) keeps only matching systems when not empty;
+// `platform` (a preset name), when not empty, is the hardware of every row.
+Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "",
+                                     const std::string& platform = "");
 
 // What NCCL would run after the tuner saw the table (algo/proto Default = tuner failed).
 using DecisionFn = std::function<Config(const ReplayPoint&, const model::CostTable&)>;
