@@ -324,7 +324,7 @@ TEST(SimulatorBackend, TunesAFewSizesAndNeverLosesToDefault) {
 TEST(ReplayBackend, OnlyMeasuredConfigurationsAreAvailable) {
   const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
   if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;
-  auto b = makeReplayBackend({csv, "", 0, 0});
+  auto b = makeReplayBackend({csv, "", 0, 0, ""});
   ASSERT_TRUE(b.ok()) << b.error();
   const auto sizes = (*b)->measurableSizes(Collective::AllReduce);
   ASSERT_FALSE(sizes.empty());

@@ -17,17 +17,19 @@ namespace {
 struct TuneCmdOptions {
   std::string backend = "sim", topology = "dgx-h100", simParams, dataset, system, script = "scripts/measure_nccl_tests.sh";
   std::string launcher = "mpirun", ncclTestsDir, plugin, method = "tpe", out = "dynamiccl-tune.json", profile, name;
+  std::string platform, pointsCsv;
   std::vector<std::string> collectives{"allreduce"};
-  int nodes = 1, nranks = 0, iterations = 27, eta = 3, share = 3;
+  int nodes = 1, nranks = 0, iterations = 27, eta = 3, share = 3, pool = 2, maxRepeats = 200;
   uint64_t minBytes = 1024, maxBytes = 1 << 30, seed = 1;
   int64_t budget = 0;
-  double switchPenalty = 0.02, minGain = 0.01;
+  double switchPenalty = 0.02, minGain = 0.01, confidence = 0.95;
   bool noProgress = false;
 };
 
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
   if (o.backend == "sim") return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
-  if (o.backend == "replay") return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0});
+  if (o.backend == "replay")
+    return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform});
   if (o.backend == "runner")
     return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8, o.nodes, {}});
   return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
@@ -36,7 +38,6 @@ Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOpt
 int run(const TuneCmdOptions& o) {
   auto backend = makeBackend(o);
   if (!backend) return std::cerr << "tune: " << backend.error() << "\n", 1;
-  for (const std::string& note : (*backend)->notes()) std::printf("%s\n", note.c_str());
   tune::TuneRequest req;
   req.collectives.clear();  // the request's default list is replaced by --collective
   for (const std::string& c : o.collectives) {
@@ -59,7 +60,12 @@ int run(const TuneCmdOptions& o) {
   tune::SmoothingOptions so;
   so.switchPenalty = o.switchPenalty;
   so.minGain = o.minGain;
-  auto [all, chosen] = tune::smoothAll(*result, so);
+  so.confidence = o.confidence;
+  so.poolNeighbours = o.pool;
+  // Undecided sizes get the repeats that would decide them (runner, simulator), then the rule again.
+  if (const int n = tune::measureUndecided(**backend, *result, so, o.maxRepeats); n > 0)
+    std::printf("measured %d undecided sizes again (up to %d repeats each)\n", n, o.maxRepeats);
+  auto [all, chosen, evidence] = tune::smoothAll(*result, so);
   auto knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
   const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
@@ -68,6 +74,20 @@ int run(const TuneCmdOptions& o) {
               result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
               100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
               static_cast<long long>(result->gridIterations));
+  for (const std::string& n : result->dataNotes) std::printf("  data: %s\n", n.c_str());
+  for (const std::string& u : result->undecidable) std::printf("  undecidable: %s\n", u.c_str());
+  std::printf("per size (the most promising candidate; bound at %.0f%% confidence, rule: upper < %.3f):\n",
+              100 * so.confidence, 1 - so.minGain);
+  std::vector<tune::PointEvidence> points;
+  for (const auto& perKey : evidence)
+    for (const tune::PointEvidence& e : perKey) {
+      std::printf("  %s\n", tune::describe(e).c_str());
+      points.push_back(e);
+    }
+  if (!o.pointsCsv.empty()) {
+    std::ofstream(o.pointsCsv) << tune::evidenceCsv(points);
+    std::printf("wrote %s\n", o.pointsCsv.c_str());
+  }
   for (const tune::TunedInterval& t : all)
     std::printf("  %-13s [%s, %s]  %-32s gain %+5.1f%%  confidence %.2f  (%d sizes)\n",
                 std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
@@ -111,7 +131,16 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--budget", o->budget, "cap on timed iterations per size (0 = until converged)");
   cmd->add_option("--share", o->share, "leaders of the previous size used as warm start (0 = off)");
   cmd->add_option("--switch-penalty", o->switchPenalty, "smoothing: regret a change of configuration must repay");
-  cmd->add_option("--min-gain", o->minGain, "guard: smallest gain over NCCL's default worth a rule");
+  cmd->add_option("--min-gain", o->minGain, "rule: the confidence bound on chosen/default must be below 1 - this")
+      ->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--confidence", o->confidence, "rule: confidence of the one-sided bound on chosen/default")
+      ->check(CLI::Range(0.5, 0.9999));
+  cmd->add_option("--pool", o->pool, "rule: neighbouring sizes either side that may pool noise and evidence")
+      ->check(CLI::Range(0, 8));
+  cmd->add_option("--max-repeats", o->maxRepeats, "runner/sim: most repeats measured to decide an undecided size (0 = none)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--platform", o->platform, "replay: the preset the dataset was measured on, whatever its system strings say");
+  cmd->add_option("--points", o->pointsCsv, "also write the per-size evidence CSV here");
   cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE)");
   cmd->add_option("-o,--out", o->out, "tune report JSON (input of export and env)");
   cmd->add_option("--profile", o->profile, "also write the profile JSON here");

@@ -18,6 +18,7 @@ void addPolicyEvalCommand(CLI::App& app);
 void addCoordCommand(CLI::App& app);
 void addOnlineEvalCommand(CLI::App& app);
 void addTuneCommand(CLI::App& app);
+void addCrossvalCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
 void addEnvCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addCoordCommand(app);
   dynamiccl::cli::addOnlineEvalCommand(app);
   dynamiccl::cli::addTuneCommand(app);
+  dynamiccl::cli::addCrossvalCommand(app);
   dynamiccl::cli::addExportCommand(app);
   dynamiccl::cli::addEnvCommand(app);
   dynamiccl::cli::addDemoCommand(app);

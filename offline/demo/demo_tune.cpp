@@ -14,7 +14,7 @@ namespace {
 constexpr Collective kDemoCollectives[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter};
 
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const DemoOptions& o, const std::string& paramsPath) {
-  if (!o.data.empty()) return tune::makeReplayBackend({o.data, "", 0, 0});
+  if (!o.data.empty()) return tune::makeReplayBackend({o.data, "", 0, 0, ""});
   return tune::makeSimulatorBackend({o.preset, o.nodes, o.seed, paramsPath});
 }
 
@@ -44,7 +44,9 @@ Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& para
   if (!result) return makeError(result.error());
 
   const tune::SmoothingOptions so;  // the CLI's defaults: 2% switch penalty, 1% guard
-  auto [all, chosen] = tune::smoothAll(*result, so);
+  const tune::SmoothedResult smoothed = tune::smoothAll(*result, so);
+  const auto& all = smoothed.intervals;
+  const auto& chosen = smoothed.chosenPerCollective;
   const std::string name = "dynamiccl demo: tuned on " + (*backend)->name();
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, {});
 

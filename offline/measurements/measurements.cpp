@@ -89,6 +89,16 @@ Expected<model::Topology> topologyForSystem(const std::string& system, int nRank
   if (!known) return makeError("platforms: " + known.error());
   const platforms::Platform* platform = (*known)->forSystem(system);
   if (!platform) return makeError(unknownSystemReason(system));
+  return topologyForPlatform(platform->name, nRanks, nNodes, ncclVersion);
+}
+
+Expected<model::Topology> topologyForPlatform(const std::string& name, int nRanks, int nNodes, int ncclVersion) {
+  if (nNodes < 1 || nRanks < nNodes || nRanks % nNodes != 0)
+    return makeError("shape " + std::to_string(nRanks) + " ranks / " + std::to_string(nNodes) + " nodes is not uniform");
+  auto known = platforms::registry();
+  if (!known) return makeError("platforms: " + known.error());
+  const platforms::Platform* platform = (*known)->find(name);
+  if (!platform) return makeError("no platform named '" + name + "'");
   model::Topology t = platform->topology;
   t.nNodes = nNodes;
   // NVL72 rows measure groups inside one rack: such a group is one node of perNode GPUs.

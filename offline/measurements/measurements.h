@@ -62,7 +62,33 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath);
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion = 0);
 // The one reason (and count key) for rows whose system no platform matches; it names the system.
 std::string unknownSystemReason(const std::string& system);
+// The same for a platform named by the user (a preset name), whatever the rows' system strings say.
+Expected<model::Topology> topologyForPlatform(const std::string& name, int nRanks, int nNodes, int ncclVersion = 0);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
+
+}  // namespace dynamiccl::sim
+
+namespace dynamiccl::sim {
+
+// Every repeat of one measured arm (what the row forced: nothing, the algorithm, the protocol or
+// both) at one point; rows are repeats when they agree on group, shape, collective, size and arm.
+struct MeasuredArm {
+  std::optional<Algo> forcedAlgo;
+  std::optional<Proto> forcedProto;
+  std::vector<double> samples_us;  // in row order
+  bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value(); }
+  std::string label() const;  // "nccl-default", "NCCL_ALGO=RING", "NCCL_ALGO=RING NCCL_PROTO=LL"
+};
+struct MeasuredPoint {
+  std::string system, group;
+  Collective coll = Collective::AllReduce;
+  int nRanks = 0, nNodes = 0;
+  uint64_t bytes = 0;
+  std::vector<MeasuredArm> arms;  // in order of first appearance
+};
+// Groups rows into points without averaging: every repeat stays a sample. Sorted by group, shape,
+// collective and size.
+std::vector<MeasuredPoint> groupRepeats(const std::vector<Measurement>& rows);
 
 }  // namespace dynamiccl::sim

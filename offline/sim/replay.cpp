@@ -13,7 +13,8 @@ double ReplayPoint::best_us() const {
   return b < 1e300 ? b : -1;
 }
 
-Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system) {
+Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system,
+                                     const std::string& platform) {
   ReplayData data;
   std::map<std::tuple<std::string, int, int>, Shape*> shapes;
   struct Acc { double defSum = 0; int defN = 0; std::map<std::pair<Algo, Proto>, std::pair<double, int>> forced; };
@@ -23,7 +24,8 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     const auto sk = std::make_tuple(m.system, m.nRanks, m.nNodes);
     auto it = shapes.find(sk);
     if (it == shapes.end()) {
-      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
+      auto topo = platform.empty() ? topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion)
+                                   : topologyForPlatform(platform, m.nRanks, m.nNodes, m.ncclVersion);
       if (!topo) {
         ++data.skipped[topo.error()];
         continue;

@@ -44,9 +44,11 @@ struct ReplayData {
   std::vector<ReplayPoint> points;
   std::map<std::string, int> skipped;
 };
-// Groups rows into points; `system` (substring) keeps only matching systems when not empty. Rows
-// left out are counted in `skipped` by reason; a system no platform matches is named in its reason.
-Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "");
+// Groups rows into points; `system` (substring) keeps only matching systems when not empty;
+// `platform` (a platform name), when not empty, is the hardware of every row. Rows left out are
+// counted in `skipped` by reason; a system no platform matches is named in its reason.
+Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "",
+                                     const std::string& platform = "");
 // "skipped <n> rows: <reason>" per reason, most rows first: what a command prints so that no row
 // is dropped silently.
 std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipped);

@@ -11,6 +11,7 @@
 
 #include "features/features.h"
 #include "offline/tune/config.h"
+#include "offline/tune/statistics.h"
 
 namespace dynamiccl::tune {
 
@@ -27,14 +28,21 @@ class MeasurementBackend {
   // Whether the config can run (hardware, NCCL's table) or was measured (replay).
   virtual bool available(const Config& config, const MeasureKey& key) const = 0;
   virtual bool supportsJobKnobs() const { return false; }
-  // Most samples one configuration can ever have at a key (replay: 1); 0 = unlimited.
+  // Most samples one configuration can ever have at a key (replay: its most repeats); 0 = unlimited.
   virtual int maxSamplesPerConfig() const { return 0; }
+  // A recorded dataset hands every measured arm of a key at once, with all its repeats, NCCL's
+  // default first; the tuner then decides from them instead of searching. An error says why the
+  // key cannot be decided (e.g. neither a default row nor the arm NCCL's model would pick).
+  virtual bool recorded() const { return false; }
+  virtual Expected<std::vector<ConfigStats>> recordedArms(const MeasureKey&) const {
+    return makeError(name() + " holds no recorded arms");
+  }
+  // Lines about the data the backend could not use (rows of unknown platforms, by system).
+  virtual std::vector<std::string> dataNotes() const { return {}; }
   // Sizes this backend can measure for a collective; empty = any size.
   virtual std::vector<uint64_t> measurableSizes(Collective) const { return {}; }
   // Noiseless truth where the backend has one (simulator, synthetic): lets benchmarks judge a search.
   virtual std::optional<double> expected_us(const Config&, const MeasureKey&) const { return std::nullopt; }
-  // What the backend's input held that it left out, one line each (replay: rows it could not use, by reason).
-  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // The simulator (sim/) on a topology preset or JSON file; samples carry its seeded noise.
@@ -46,12 +54,15 @@ struct SimulatorBackendOptions {
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const SimulatorBackendOptions& options);
 
-// Interchange CSV rows (shared/data/README.md) of one communicator shape; configs not measured
-// are unavailable. `system` filters by substring; nRanks/nNodes 0 = the shape with most rows.
+// Interchange CSV rows (shared/data/README.md) of one communicator shape, every repeat kept;
+// configs not measured are unavailable. `system` filters by substring; nRanks/nNodes 0 = the
+// shape with most forced rows. `platform` (a preset name) declares the hardware of every row,
+// for systems whose strings match no known platform.
 struct ReplayBackendOptions {
   std::string csvPath;
   std::string system;
   int nRanks = 0, nNodes = 0;
+  std::string platform;
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& options);
 

@@ -8,32 +8,30 @@ namespace dynamiccl::tune {
 
 bool beatsBeyondNoise(const ConfigStats& c, const ConfigStats& d, const SmoothingOptions& o) {
   if (c.count() == 0 || d.count() == 0) return false;
-  const double gainLog = std::log(d.median_us()) - std::log(c.median_us());
-  const double se = std::sqrt(c.relSe() * c.relSe() + d.relSe() * d.relSe());
-  return gainLog > std::max(std::log1p(o.minGain), o.noiseZ * se);
-}
-
-double winProbability(const ConfigStats& c, const ConfigStats& d) {
-  const double gainLog = std::log(d.median_us()) - std::log(c.median_us());
-  const double se = std::sqrt(c.relSe() * c.relSe() + d.relSe() * d.relSe());
-  return standardNormalCdf(gainLog / std::max(se, 1e-6));
+  KeyResult k;
+  k.evaluated = {d, c};
+  return assessCandidate({k}, 0, 1, o).verdict == Verdict::Faster;
 }
 
 std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, const SmoothingOptions& o,
-                                           std::vector<Config>* chosenPerKey) {
+                                           std::vector<Config>* chosenPerKey,
+                                           std::vector<PointEvidence>* evidencePerKey) {
   const int n = static_cast<int>(keys.size());
   std::vector<TunedInterval> out;
   if (n == 0) return out;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // States per key: the default (always index 0) and every fully measured config that passes the guard.
-  struct State { Config config; int stats; double cost; };
+  // States per key: the default (always index 0) and every fully measured config the rule lets in.
+  struct State { Config config; int stats; double cost; PointEvidence evidence; };
   std::vector<std::vector<State>> states(n);
   for (int i = 0; i < n; ++i) {
     const KeyResult& k = keys[i];
     std::vector<State>& s = states[i];
-    s.push_back({keepDefault(), 0, 0});
-    for (int e : k.ranking(k.fullIterations))
-      if (e != 0 && beatsBeyondNoise(k.evaluated[e], k.keep(), o)) s.push_back({k.evaluated[e].config, e, 0});
+    s.push_back({keepDefault(), 0, 0, {}});
+    for (int e : k.ranking(k.fullIterations)) {
+      if (e == 0) continue;
+      PointEvidence ev = assessCandidate(keys, i, e, o);
+      if (ev.verdict == Verdict::Faster) s.push_back({k.evaluated[e].config, e, 0, std::move(ev)});
+    }
     double lo = kInf;
     for (State& st : s) lo = std::min(lo, k.evaluated[st.stats].median_us());
     for (State& st : s) st.cost = std::log(k.evaluated[st.stats].median_us() / lo);
@@ -63,6 +61,11 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     chosenPerKey->clear();
     for (int i = 0; i < n; ++i) chosenPerKey->push_back(states[i][pick[i]].config);
   }
+  if (evidencePerKey) {
+    *evidencePerKey = bestCandidates(keys, o);
+    for (int i = 0; i < n; ++i)
+      if (pick[i] != 0) (*evidencePerKey)[i] = states[i][pick[i]].evidence, (*evidencePerKey)[i].chosen = true;
+  }
   // Merge runs of the same configuration into intervals.
   for (int i = 0; i < n;) {
     int j = i;
@@ -70,7 +73,7 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     double conf = 0, logGain = 0;
     for (; j < n && states[j][pick[j]].config == c; ++j) {
       const ConfigStats& s = keys[j].evaluated[states[j][pick[j]].stats];
-      if (!c.keepsAlgoProto()) conf += winProbability(s, keys[j].keep());
+      if (!c.keepsAlgoProto()) conf += states[j][pick[j]].evidence.winProbability;
       logGain += std::log(keys[j].keep().median_us() / s.median_us());
     }
     TunedInterval t;
@@ -93,7 +96,8 @@ SmoothedResult smoothAll(const TuneResult& result, const SmoothingOptions& o) {
   SmoothedResult out;
   for (const CollectiveResult& cr : result.collectives) {
     out.chosenPerCollective.emplace_back();
-    const auto iv = smoothDecisions(cr.keys, o, &out.chosenPerCollective.back());
+    out.evidencePerCollective.emplace_back();
+    const auto iv = smoothDecisions(cr.keys, o, &out.chosenPerCollective.back(), &out.evidencePerCollective.back());
     out.intervals.insert(out.intervals.end(), iv.begin(), iv.end());
   }
   return out;

@@ -2,6 +2,8 @@
 // congestion episodes that would drag a plain mean.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "offline/tune/config.h"
@@ -14,10 +16,26 @@ double medianAbsDeviation(const std::vector<double>& v);
 // Relative standard error of the median (MAD-based sigma, 1.2533 sigma / sqrt(n)); 0.05 for n < 2.
 double relativeStdErrOfMedian(const std::vector<double>& v);
 
+// Log-time statistics: noise in collective timings is multiplicative, so ratios and relative
+// noise are estimated on log times.
+double meanLog(const std::vector<double>& v);
+double logSumSquares(const std::vector<double>& v);  // around meanLog; n - 1 degrees of freedom
+
+// Quantiles for the decision rule: Student's t (Cornish-Fisher from 3 degrees of freedom, within
+// 0.5% up to p = 0.99; below 3 df rounded down to the exact 1 or 2; infinite df = normal) and
+// chi-square (Wilson-Hilferty).
+double normalQuantile(double p);
+double studentTQuantile(double p, double df);
+double chiSquareQuantile(double p, double df);
+
 // All samples of one configuration at one key.
 struct ConfigStats {
+  ConfigStats() = default;
+  ConfigStats(Config c, std::vector<double> samples, std::string armLabel = {})
+      : config(c), samples_us(std::move(samples)), arm(std::move(armLabel)) {}
   Config config;
   std::vector<double> samples_us;
+  std::string arm;  // what a dataset row forced to get it ("NCCL_ALGO=RING"); empty for a search
   double median_us() const { return median(samples_us); }
   double relSe() const { return relativeStdErrOfMedian(samples_us); }
   int count() const { return static_cast<int>(samples_us.size()); }

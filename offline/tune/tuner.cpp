@@ -17,11 +17,24 @@ std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes) {
   return out;
 }
 
+Expected<KeyResult> recordedKey(const MeasurementBackend& backend, const MeasureKey& key) {
+  auto arms = backend.recordedArms(key);
+  if (!arms) return makeError(arms.error());
+  KeyResult r;
+  r.key = key;
+  r.evaluated = std::move(arms.value());
+  r.fullIterations = 1;  // every recorded arm counts, however few its repeats
+  for (int i = 1; i < static_cast<int>(r.evaluated.size()); ++i)
+    if (r.evaluated[i].median_us() < r.evaluated[r.incumbent].median_us()) r.incumbent = i;
+  return r;
+}
+
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
   TuneResult result;
   result.backend = backend.name();
   result.nRanks = backend.nRanks();
   result.nNodes = backend.nNodes();
+  result.dataNotes = backend.dataNotes();
   std::vector<std::vector<uint64_t>> sizes;
   size_t totalKeys = 0;
   for (Collective c : req.collectives) {
@@ -46,12 +59,16 @@ Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
       const std::string label = std::string(collectiveName(cr.coll)) + " " + formatBytes(key.bytes) + " (" +
                                 std::to_string(doneKeys + 1) + "/" + std::to_string(totalKeys) + ")";
       const int64_t before = result.spentIterations;
-      auto r = searchKey(backend, key, space, opt, warm, [&](int64_t spent) {
+      auto r = backend.recorded() ? recordedKey(backend, key)
+                                  : searchKey(backend, key, space, opt, warm, [&](int64_t spent) {
         bar.update(static_cast<int64_t>(doneKeys) * 1000 + std::min<int64_t>(999, spent * 999 / std::max<int64_t>(1, 8 * opt.maxIterations * 27)),
                    static_cast<int64_t>(totalKeys) * 1000, label + " it=" + std::to_string(before + spent));
       });
       ++doneKeys;
-      if (!r) continue;  // a size NCCL cannot run (no default) is skipped: no rule there
+      if (!r) {  // no rule at a size NCCL's default cannot be measured at; said, not dropped silently
+        result.undecidable.push_back(std::string(collectiveName(cr.coll)) + " " + formatBytes(key.bytes) + ": " + r.error());
+        continue;
+      }
       result.spentIterations += r->spentIterations;
       warm.clear();
       if (req.warmStartTop > 0)
@@ -65,6 +82,33 @@ Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
   }
   bar.finish();
   return result;
+}
+
+int measureUndecided(MeasurementBackend& backend, TuneResult& result, const DecisionRule& rule, int maxRepeats) {
+  if (backend.recorded() || maxRepeats < 1) return 0;
+  int measured = 0;
+  for (CollectiveResult& cr : result.collectives) {
+    const std::vector<PointEvidence> ev = bestCandidates(cr.keys, rule);
+    for (size_t i = 0; i < cr.keys.size(); ++i) {
+      if (ev[i].verdict != Verdict::Undecided && ev[i].verdict != Verdict::NoiseUnknown) continue;
+      if (ev[i].config.keepsAlgoProto()) continue;
+      KeyResult& k = cr.keys[i];
+      const int target = std::min(maxRepeats, std::max(ev[i].repeatsToDecide, 2));
+      bool more = false;
+      for (ConfigStats& s : k.evaluated) {
+        if (&s != &k.evaluated[0] && !(s.config == ev[i].config && s.arm == ev[i].arm)) continue;
+        const int need = target - s.count();
+        if (need <= 0) continue;
+        auto samples = backend.measure(s.config, k.key, need);
+        if (!samples) continue;
+        s.samples_us.insert(s.samples_us.end(), samples->begin(), samples->end());
+        result.spentIterations += static_cast<int64_t>(samples->size());
+        more = true;
+      }
+      measured += more;
+    }
+  }
+  return measured;
 }
 
 }  // namespace dynamiccl::tune

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "features/features.h"
+#include "offline/tune/evidence.h"
 #include "offline/tune/key_search.h"
 #include "offline/tune/measurement_backend.h"
 #include "offline/tune/search_space.h"
@@ -33,9 +34,18 @@ struct TuneResult {
   std::vector<CollectiveResult> collectives;
   int64_t spentIterations = 0;
   int64_t gridIterations = 0;  // what the exhaustive grid at full fidelity would have cost
+  std::vector<std::string> undecidable;  // "allreduce 4M: why", for sizes that have no key
+  std::vector<std::string> dataNotes;    // the backend's rows it could not use, by reason
 };
 
 std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes);
+// A recorded backend's key: every arm with its repeats, NCCL's default first; nothing is searched.
+Expected<KeyResult> recordedKey(const MeasurementBackend& backend, const MeasureKey& key);
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& request);
+
+// Where the rule could not decide (Undecided, NoiseUnknown), measures the most promising candidate
+// and NCCL's default up to the repeats that would decide (at most maxRepeats each), on backends
+// that can measure (not a recorded dataset). Returns how many sizes were measured again.
+int measureUndecided(MeasurementBackend& backend, TuneResult& result, const DecisionRule& rule, int maxRepeats);
 
 }  // namespace dynamiccl::tune

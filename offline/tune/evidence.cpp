@@ -1,0 +1,189 @@
+#include "offline/tune/evidence.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+
+namespace dynamiccl::tune {
+
+std::string_view verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Faster: return "faster";
+    case Verdict::NotFaster: return "not-faster";
+    case Verdict::Undecided: return "undecided";
+    case Verdict::NoiseUnknown: return "noise-unknown";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kNoiseFloor = 0.005;  // a few identical repeats must not claim perfect certainty
+constexpr int kMaxRepeats = 100000;
+
+struct Noise {
+  double sigma = 0, df = 0;  // per-sample sd of log time, and the degrees of freedom behind it
+  const char* source = "none";
+};
+
+// The same candidate (configuration and arm) at another key; index 0 is always the default.
+const ConfigStats* sameArm(const KeyResult& k, const ConfigStats& s) {
+  for (size_t j = 1; j < k.evaluated.size(); ++j)
+    if (k.evaluated[j].config == s.config && k.evaluated[j].arm == s.arm) return &k.evaluated[j];
+  return nullptr;
+}
+
+// Pooled over keys [i - P, i + P]: this arm's repeats, else every arm's repeats (noise is relative,
+// and neighbouring sizes of one communicator share its sources).
+Noise noiseOf(const std::vector<KeyResult>& keys, int i, const ConfigStats& s, bool isDefault, int P) {
+  const int lo = std::max(0, i - P), hi = std::min(static_cast<int>(keys.size()) - 1, i + P);
+  double ss = 0, df = 0;
+  for (int j = lo; j <= hi; ++j) {
+    const ConfigStats* x = j == i ? &s : isDefault ? &keys[j].keep() : sameArm(keys[j], s);
+    if (x && x->count() >= 2) ss += logSumSquares(x->samples_us), df += x->count() - 1;
+  }
+  if (df > 0)
+    return {std::max(std::sqrt(ss / df), kNoiseFloor), df, s.count() >= 2 ? "repeats" : "repeats at neighbouring sizes"};
+  for (int j = lo; j <= hi; ++j)
+    for (const ConfigStats& x : keys[j].evaluated)
+      if (x.count() >= 2) ss += logSumSquares(x.samples_us), df += x.count() - 1;
+  if (df > 0) return {std::max(std::sqrt(ss / df), kNoiseFloor), df, "repeats of other configurations"};
+  return {};
+}
+
+struct Diff {
+  bool ok = false;
+  double d = 0, se = 0, df = 0;  // log(chosen/default), its standard error, Welch degrees of freedom
+  Noise c, dflt;
+};
+
+// c: the candidate at key j (nullptr where it was not measured).
+Diff diffAt(const std::vector<KeyResult>& keys, int j, const ConfigStats* c, int P) {
+  Diff r;
+  const ConfigStats& d = keys[j].keep();
+  if (!c || c->count() == 0 || d.count() == 0) return r;
+  r.c = noiseOf(keys, j, *c, false, P);
+  r.dflt = noiseOf(keys, j, d, true, P);
+  r.d = meanLog(c->samples_us) - meanLog(d.samples_us);
+  if (r.c.df == 0 || r.dflt.df == 0) return r;
+  const double vc = r.c.sigma * r.c.sigma / c->count(), vd = r.dflt.sigma * r.dflt.sigma / d.count();
+  r.se = std::sqrt(vc + vd);
+  r.df = (vc + vd) * (vc + vd) / (vc * vc / r.c.df + vd * vd / r.dflt.df);
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, const DecisionRule& rule) {
+  const KeyResult& k = keys[i];
+  const ConfigStats& cand = k.evaluated[e];
+  PointEvidence ev;
+  ev.coll = k.key.coll;
+  ev.bytes = k.key.bytes;
+  ev.config = cand.config;
+  ev.arm = cand.arm;
+  ev.samples = cand.count();
+  ev.defaultSamples = k.keep().count();
+  const int P = std::max(0, rule.poolNeighbours);
+  const Diff here = diffAt(keys, i, &cand, P);
+  ev.ratio = ev.pooledRatio = std::exp(here.d);
+  ev.noise = here.c.sigma;
+  ev.defaultNoise = here.dflt.sigma;
+  ev.noiseSource = here.c.df > 0 && here.dflt.df > 0 ? here.c.source : "none";
+  if (!here.ok) {
+    ev.verdict = Verdict::NoiseUnknown;
+    ev.ratioLower = 0, ev.ratioUpper = std::numeric_limits<double>::infinity();
+    ev.repeatsToDecide = 2;  // a second repeat of each arm gives the first noise estimate
+    return ev;
+  }
+  ev.ratioSe = here.se;
+  // Widest window of neighbouring sizes whose log ratios agree (Cochran's Q at 95%) pools its evidence.
+  for (int w = P; w >= 0; --w) {
+    std::vector<Diff> ds;
+    for (int j = std::max(0, i - w); j <= std::min(static_cast<int>(keys.size()) - 1, i + w); ++j) {
+      const Diff x = j == i ? here : diffAt(keys, j, sameArm(keys[j], cand), P);
+      if (x.ok) ds.push_back(x);
+    }
+    double sw = 0, swd = 0, df = std::numeric_limits<double>::infinity();
+    for (const Diff& x : ds) sw += 1 / (x.se * x.se), swd += x.d / (x.se * x.se), df = std::min(df, x.df);
+    const double mean = swd / sw;
+    double q = 0;
+    for (const Diff& x : ds) q += (x.d - mean) * (x.d - mean) / (x.se * x.se);
+    if (ds.size() > 1 && q > chiSquareQuantile(0.95, static_cast<double>(ds.size() - 1))) continue;
+    const double se = 1 / std::sqrt(sw), t = studentTQuantile(rule.confidence, df);
+    ev.pooledSizes = static_cast<int>(ds.size());
+    ev.pooledRatio = std::exp(mean);
+    ev.ratioUpper = std::exp(mean + t * se);
+    ev.ratioLower = std::exp(mean - t * se);
+    ev.winProbability = standardNormalCdf(-mean / std::max(se, 1e-9));
+    break;
+  }
+  const double threshold = 1 - rule.minGain;
+  if (ev.ratioUpper < threshold) ev.verdict = Verdict::Faster;
+  else if (!(ev.pooledRatio < threshold)) ev.verdict = Verdict::NotFaster;
+  else {
+    ev.verdict = Verdict::Undecided;
+    // Repeats per arm at this size alone that detect the estimated gain with the rule's power.
+    const double effect = std::log(threshold) - std::log(ev.pooledRatio);
+    const double z = normalQuantile(rule.confidence) + normalQuantile(rule.power);
+    const double n = z * z * (here.c.sigma * here.c.sigma + here.dflt.sigma * here.dflt.sigma) / (effect * effect);
+    ev.repeatsToDecide = static_cast<int>(std::min<double>(kMaxRepeats, std::ceil(n)));
+  }
+  return ev;
+}
+
+std::vector<PointEvidence> bestCandidates(const std::vector<KeyResult>& keys, const DecisionRule& rule) {
+  std::vector<PointEvidence> out;
+  for (int i = 0; i < static_cast<int>(keys.size()); ++i) {
+    PointEvidence best;
+    best.coll = keys[i].key.coll;
+    best.bytes = keys[i].key.bytes;
+    best.defaultSamples = keys[i].keep().count();
+    best.verdict = Verdict::NotFaster;
+    bool any = false;
+    for (int e : keys[i].ranking(keys[i].fullIterations)) {
+      if (e == 0) continue;
+      PointEvidence ev = assessCandidate(keys, i, e, rule);
+      const auto rank = [](const PointEvidence& p) { return p.verdict == Verdict::Faster ? 0 : 1; };
+      if (!any || rank(ev) < rank(best) || (rank(ev) == rank(best) && ev.pooledRatio < best.pooledRatio))
+        best = ev, any = true;
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+std::string describe(const PointEvidence& e) {
+  char buf[400];
+  const std::string what = e.config.keepsAlgoProto() ? std::string("no candidate")
+                                                     : configLabel(e.config) + (e.arm.empty() ? "" : " (" + e.arm + ")");
+  std::snprintf(buf, sizeof buf, "%-13s %6s  %-46s chosen/default %.3f [%.3f, %.3f] n=%d/%d noise %.1f%%/%.1f%% pooled %d  %s",
+                std::string(collectiveName(e.coll)).c_str(), formatBytes(e.bytes).c_str(), what.c_str(), e.pooledRatio,
+                e.ratioLower, e.ratioUpper, e.samples, e.defaultSamples, 100 * e.noise, 100 * e.defaultNoise,
+                e.pooledSizes, std::string(verdictName(e.verdict)).c_str());
+  std::string s = buf;
+  if (e.verdict == Verdict::Undecided || e.verdict == Verdict::NoiseUnknown)
+    s += " (" + std::to_string(e.repeatsToDecide) + " repeats of each would decide)";
+  if (e.chosen) s += "  <- rule";
+  return s;
+}
+
+std::string evidenceCsv(const std::vector<PointEvidence>& points) {
+  std::string out =
+      "collective,bytes,config,arm,samples,default_samples,ratio,ratio_se,noise,default_noise,noise_source,"
+      "pooled_sizes,pooled_ratio,ratio_lower,ratio_upper,win_probability,verdict,repeats_to_decide,chosen\n";
+  char buf[512];
+  for (const PointEvidence& e : points) {
+    std::snprintf(buf, sizeof buf, "%s,%llu,%s,\"%s\",%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%d,%.6g,%.6g,%.6g,%.4f,%s,%d,%d\n",
+                  std::string(collectiveName(e.coll)).c_str(), static_cast<unsigned long long>(e.bytes),
+                  configLabel(e.config).c_str(), e.arm.c_str(), e.samples, e.defaultSamples, e.ratio, e.ratioSe, e.noise,
+                  e.defaultNoise, e.noiseSource.c_str(), e.pooledSizes, e.pooledRatio, e.ratioLower, e.ratioUpper,
+                  e.winProbability, std::string(verdictName(e.verdict)).c_str(), e.repeatsToDecide, e.chosen ? 1 : 0);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace dynamiccl::tune

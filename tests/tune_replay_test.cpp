@@ -1,0 +1,235 @@
+// Tuning from real repeats: the decision rule (one-sided confidence bound on chosen/default below
+// 1 - minGain) on synthetic repeats with known truth, the replay backend keeping every repeat, and
+// in-sample / leave-one-size-out cross-validation on the real L40S sweeps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::tune {
+namespace {
+
+const Config kCand{Algo::Ring, Proto::LL, 0, 0};
+
+// n repeats whose log-mean is exactly log(m) and whose spread is sigma (normal quantiles): known truth.
+std::vector<double> repeats(double m, int n, double sigma) {
+  std::vector<double> s;
+  for (int i = 0; i < n; ++i) s.push_back(m * std::exp(sigma * normalQuantile((i + 0.5) / n)));
+  return s;
+}
+
+KeyResult key(uint64_t bytes, double default_us, int nDefault, double cand_us, int nCand, double sigma) {
+  KeyResult k;
+  k.key = MeasureKey{Collective::AllReduce, bytes, 8, 1};
+  k.fullIterations = 1;
+  k.evaluated.push_back({keepDefault(), repeats(default_us, nDefault, sigma), "nccl-default"});
+  k.evaluated.push_back({kCand, repeats(cand_us, nCand, sigma), "NCCL_PROTO=LL"});
+  return k;
+}
+
+DecisionRule rule(double minGain, int pool = 0) {
+  DecisionRule r;
+  r.minGain = minGain;
+  r.poolNeighbours = pool;
+  return r;
+}
+
+TEST(Quantiles, MatchTables) {
+  EXPECT_NEAR(normalQuantile(0.975), 1.959964, 1e-5);
+  EXPECT_NEAR(studentTQuantile(0.95, 10), 1.8125, 2e-3);
+  EXPECT_NEAR(studentTQuantile(0.95, 3), 2.3534, 5e-3);
+  EXPECT_NEAR(studentTQuantile(0.95, 2), 2.9200, 1e-3);
+  EXPECT_NEAR(studentTQuantile(0.95, 2.7), 2.9200, 1e-3);  // rounded down below 3 df: conservative
+  EXPECT_NEAR(studentTQuantile(0.95, 1), 6.3138, 1e-3);
+  EXPECT_NEAR(chiSquareQuantile(0.95, 4), 9.4877, 0.05);
+}
+
+TEST(DecisionRule, KeepsAConsistentFourPercentGainWithEnoughRepeats) {
+  const std::vector<KeyResult> keys = {key(1 << 20, 100.0, 30, 96.0, 30, 0.03)};
+  const PointEvidence e = assessCandidate(keys, 0, 1, rule(0.01));
+  EXPECT_EQ(e.verdict, Verdict::Faster);
+  EXPECT_NEAR(e.ratio, 0.96, 1e-9);
+  EXPECT_LT(e.ratioUpper, 0.99);
+  EXPECT_GT(e.ratioUpper, 0.96);
+  EXPECT_LT(e.ratioLower, 0.96);
+  EXPECT_EQ(e.noiseSource, "repeats");
+  EXPECT_GT(e.winProbability, 0.99);
+}
+
+TEST(DecisionRule, RefusesItWithTooFewRepeatsAndSaysHowManyWouldDecide) {
+  std::vector<KeyResult> keys = {key(1 << 20, 100.0, 3, 96.0, 3, 0.03)};
+  const PointEvidence e = assessCandidate(keys, 0, 1, rule(0.01));
+  EXPECT_EQ(e.verdict, Verdict::Undecided);
+  EXPECT_GT(e.ratioUpper, 0.99);
+  EXPECT_GT(e.repeatsToDecide, 3);
+  EXPECT_LE(e.repeatsToDecide, 30);
+  EXPECT_TRUE(toProfile(smoothDecisions(keys, SmoothingOptions{}), "t", 8, 1).rules.empty());
+  // The power estimate is enough: that many repeats of each arm decide it.
+  keys = {key(1 << 20, 100.0, e.repeatsToDecide, 96.0, e.repeatsToDecide, 0.03)};
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.01)).verdict, Verdict::Faster);
+}
+
+TEST(DecisionRule, MinGainApplies) {
+  const std::vector<KeyResult> keys = {key(1 << 20, 100.0, 30, 96.0, 30, 0.03)};
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.02)).verdict, Verdict::Faster);
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.035)).verdict, Verdict::Undecided);  // 0.96 < 0.965, bound is not
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.05)).verdict, Verdict::NotFaster);   // 0.96 is no 5% gain
+  SmoothingOptions o;
+  o.minGain = 0.02;
+  EXPECT_EQ(toProfile(smoothDecisions(keys, o), "t", 8, 1).rules.size(), 1u);
+  o.minGain = 0.05;
+  EXPECT_TRUE(toProfile(smoothDecisions(keys, o), "t", 8, 1).rules.empty());
+}
+
+TEST(DecisionRule, NeighbouringSizesPoolConsistentEvidence) {
+  // Six sizes, 4% faster everywhere, 3 repeats each: no size decides alone, together they do.
+  std::vector<KeyResult> keys;
+  for (int i = 0; i < 6; ++i) keys.push_back(key(uint64_t{1} << (10 + i), 100.0, 3, 96.0, 3, 0.02));
+  EXPECT_NE(assessCandidate(keys, 2, 1, rule(0.01, 0)).verdict, Verdict::Faster);
+  const PointEvidence pooled = assessCandidate(keys, 2, 1, rule(0.01, 2));
+  EXPECT_EQ(pooled.verdict, Verdict::Faster);
+  EXPECT_EQ(pooled.pooledSizes, 5);
+  // A neighbour that disagrees (20% slower) is not pooled with: the evidence shrinks to agreeing sizes.
+  keys[3] = key(uint64_t{1} << 13, 100.0, 3, 120.0, 3, 0.02);
+  const PointEvidence split = assessCandidate(keys, 2, 1, rule(0.01, 2));
+  EXPECT_LT(split.pooledSizes, 5);
+  EXPECT_NE(assessCandidate(keys, 3, 1, rule(0.01, 2)).verdict, Verdict::Faster);
+}
+
+TEST(DecisionRule, SingleSamplesTakeNoiseFromNeighboursOrSayItIsUnknown) {
+  // One sample per arm everywhere: nothing estimates noise, nothing is decided.
+  std::vector<KeyResult> keys;
+  for (int i = 0; i < 4; ++i) keys.push_back(key(uint64_t{1} << (10 + i), 100.0, 1, 80.0, 1, 0.02));
+  const PointEvidence none = assessCandidate(keys, 1, 1, rule(0.01, 2));
+  EXPECT_EQ(none.verdict, Verdict::NoiseUnknown);
+  EXPECT_EQ(none.noiseSource, "none");
+  EXPECT_GE(none.repeatsToDecide, 2);
+  EXPECT_TRUE(toProfile(smoothDecisions(keys, SmoothingOptions{}), "t", 8, 1).rules.empty());
+  // The default repeated at a neighbouring size: a 20% gain on single candidate samples is decided.
+  keys[0] = key(1 << 10, 100.0, 5, 80.0, 1, 0.02);
+  const PointEvidence e = assessCandidate(keys, 1, 1, rule(0.01, 2));
+  EXPECT_EQ(e.noiseSource, "repeats of other configurations");
+  EXPECT_EQ(e.verdict, Verdict::Faster);
+}
+
+TEST(DecisionRule, UndecidedSizesAreMeasuredUntilDecided) {
+  // Truth: the candidate is 6% faster; 2% lognormal noise. Three repeats do not decide; the
+  // follow-up measures what the power estimate asks for, and then the rule keeps it.
+  SyntheticBackendOptions so;
+  so.truth_us = [](const Config& c, const MeasureKey&) { return c.keepsAlgoProto() ? 100.0 : 94.0; };
+  so.sigma = 0.02;
+  so.seed = 3;
+  auto backend = makeSyntheticBackend(so);
+  TuneResult r;
+  r.collectives.push_back({Collective::AllReduce, {}});
+  KeyResult k;
+  k.key = MeasureKey{Collective::AllReduce, 1 << 20, 8, 1};
+  k.fullIterations = 1;
+  k.evaluated.push_back({keepDefault(), backend->measure(keepDefault(), k.key, 2).value()});
+  k.evaluated.push_back({kCand, backend->measure(kCand, k.key, 2).value()});
+  r.collectives[0].keys.push_back(k);
+  const DecisionRule strict = rule(0.02, 0);
+  ASSERT_NE(assessCandidate(r.collectives[0].keys, 0, 1, strict).verdict, Verdict::Faster);
+  EXPECT_EQ(measureUndecided(*backend, r, strict, 500), 1);
+  const KeyResult& after = r.collectives[0].keys[0];
+  EXPECT_GT(after.keep().count(), 2);
+  EXPECT_GT(after.evaluated[1].count(), 2);
+  EXPECT_EQ(assessCandidate(r.collectives[0].keys, 0, 1, strict).verdict, Verdict::Faster);
+}
+
+std::string l40s() { return std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv"; }
+
+TEST(ReplayRepeats, EveryRepeatIsASampleAndHalfForcedRowsStayTheirOwnArm) {
+  if (!std::filesystem::exists(l40s())) GTEST_SKIP() << "no shared data at " << l40s();
+  auto b = makeReplayBackend({l40s(), "L40S", 2, 1, ""});
+  ASSERT_TRUE(b.ok()) << b.error();
+  ASSERT_TRUE((*b)->recorded());
+  auto arms = (*b)->recordedArms(MeasureKey{Collective::AllReduce, 4096, 2, 1});
+  ASSERT_TRUE(arms.ok()) << arms.error();
+  EXPECT_EQ((*arms)[0].arm, "nccl-default");
+  EXPECT_EQ((*arms)[0].count(), 3);  // three default runs, not their mean
+  std::set<std::string> labels;
+  for (size_t i = 1; i < arms->size(); ++i) {
+    labels.insert((*arms)[i].arm);
+    EXPECT_FALSE((*arms)[i].config.keepsAlgoProto());
+  }
+  EXPECT_TRUE(labels.count("NCCL_ALGO=RING"));
+  EXPECT_TRUE(labels.count("NCCL_PROTO=LL"));
+}
+
+// A temporary interchange CSV.
+struct TempCsv {
+  std::filesystem::path path;
+  explicit TempCsv(const std::string& body) {
+    path = std::filesystem::temp_directory_path() / ("dynamiccl_replay_" + std::to_string(::getpid()) + ".csv");
+    std::ofstream(path) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+                        << body;
+  }
+  ~TempCsv() { std::filesystem::remove(path); }
+};
+
+TEST(ReplayRepeats, SizesWithoutADefaultRowUseNcclsModelPickOrSayWhyNot) {
+  const std::string sys = "L40S-48GB x2 PCIe";
+  std::string body;
+  for (const char* proto : {"LL", "LL128", "SIMPLE"})  // every protocol forced: NCCL's pick is among them
+    for (int r = 0; r < 2; ++r) body += sys + ",allreduce,2,1,1048576,default," + proto + ",,,100,0,x\n";
+  body += sys + ",allreduce,2,1,134217728,default,LL,,,9000,0,x\n";  // LL at 128 MB: never NCCL's pick
+  body += "Mystery GPU x2,allreduce,2,1,1048576,default,default,,,90,0,x\n";
+  const TempCsv csv(body);
+  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, ""});
+  ASSERT_TRUE(b.ok()) << b.error();
+  TuneRequest req;
+  auto r = tune(**b, req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->collectives[0].keys.size(), 1u);
+  EXPECT_NE(r->collectives[0].keys[0].keep().arm.find("as NCCL's default"), std::string::npos);
+  ASSERT_EQ(r->undecidable.size(), 1u);
+  EXPECT_NE(r->undecidable[0].find("128M: no default row"), std::string::npos) << r->undecidable[0];
+  // The row of an unknown platform is counted and named, and can be declared.
+  bool named = false;
+  for (const std::string& n : r->dataNotes) named = named || n.find("1 rows dropped: no preset matches system 'Mystery GPU x2'") != std::string::npos;
+  EXPECT_TRUE(named);
+  auto declared = makeReplayBackend({csv.path.string(), "Mystery", 2, 1, "l40s-pcie-4"});
+  ASSERT_TRUE(declared.ok()) << declared.error();
+  EXPECT_EQ((*declared)->measurableSizes(Collective::AllReduce), std::vector<uint64_t>{1048576});
+}
+
+TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAndKeepsGains) {
+  if (!std::filesystem::exists(l40s())) GTEST_SKIP() << "no shared data at " << l40s();
+  CrossvalOptions o;
+  o.csvPath = l40s();
+  o.system = "L40S";
+  o.rule.minGain = 0.02;
+  auto r = crossValidate(o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  int rulesInSample = 0, fasterInSample = 0;
+  for (const CrossvalPoint& p : r->points) {
+    if (p.mode == "leave-one-shape-out") continue;  // other shapes are reported, not promised
+    EXPECT_FALSE(p.slowerBeyondNoise) << p.mode << " " << p.shape << " " << p.bytes << " " << configLabel(p.chosen)
+                                      << " chosen/default " << p.vsDefault;
+    if (p.mode == "in-sample" && !p.chosen.keepsAlgoProto()) {
+      EXPECT_TRUE(p.judged);
+      ++rulesInSample;
+      fasterInSample += p.vsDefault < 0.98;
+    }
+  }
+  // The gains beyond noise are kept: rules exist, and they are real gains of at least the min-gain.
+  EXPECT_GE(rulesInSample, 3);
+  EXPECT_GE(fasterInSample, rulesInSample * 2 / 3);
+  for (const CrossvalModeSummary& m : r->summary) {
+    if (m.mode == "leave-one-shape-out") continue;
+    EXPECT_LT(m.geomeanVsDefault, 1.0) << m.mode;
+  }
+  // A min-gain no measurement shows writes no rule.
+  o.rule.minGain = 0.5;
+  auto none = crossValidate(o);
+  ASSERT_TRUE(none.ok());
+  for (const CrossvalModeSummary& m : none->summary) EXPECT_EQ(m.rules, 0) << m.mode;
+}
+
+}  // namespace
+}  // namespace dynamiccl::tune
