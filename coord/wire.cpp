@@ -1,5 +1,6 @@
 #include "coord/wire.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -49,6 +50,20 @@ std::optional<RequestHeader> decodeRequestHeader(const char* p) {
   return h;
 }
 
+bool validRequestStart(const char* p) {
+  const auto magic = get<uint32_t>(p);
+  const auto op = get<uint8_t>(p);
+  return magic == kMagic && (op == static_cast<uint8_t>(Op::Publish) || op == static_cast<uint8_t>(Op::Read));
+}
+
+std::optional<std::array<char, kTokenBytes>> decodeRequestPrefix(const char* p) {
+  if (!validRequestStart(p)) return std::nullopt;
+  p += kRequestStartBytes;
+  std::array<char, kTokenBytes> token{};
+  std::memcpy(token.data(), p, kTokenBytes);
+  return token;
+}
+
 std::string encodeResponseHeader(Status status, uint32_t length) {
   std::string out;
   put(out, static_cast<uint8_t>(status));
@@ -86,6 +101,50 @@ bool recvAll(int fd, char* data, size_t n) {
     if (r <= 0) return false;
     data += r;
     n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+namespace {
+
+// Waits for fd to be ready for events until the deadline, in ticks short enough to notice cancel.
+bool waitReady(int fd, short events, std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel) {
+  using namespace std::chrono;
+  while (!cancel.load(std::memory_order_relaxed)) {
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 20)));
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool recvAllBy(int fd, char* data, size_t n, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>& cancel) {
+  while (n) {
+    if (!waitReady(fd, POLLIN, deadline, cancel)) return false;
+    const ssize_t r = recv(fd, data, n, MSG_DONTWAIT);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool sendAllBy(int fd, const char* data, size_t n, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>& cancel) {
+  while (n) {
+    if (!waitReady(fd, POLLOUT, deadline, cancel)) return false;
+    const ssize_t w = send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
   }
   return true;
 }

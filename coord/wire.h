@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,10 +25,18 @@ struct RequestHeader {
   uint32_t length = 0;  // payload bytes that follow (Publish only)
 };
 inline constexpr size_t kRequestHeaderBytes = 4 + 1 + kTokenBytes + 8 + 8 + 4;
+// magic and op, then the token: what a server checks, as soon as each arrives, before it reads
+// (or waits for) anything else.
+inline constexpr size_t kRequestStartBytes = 4 + 1;
+inline constexpr size_t kRequestPrefixBytes = kRequestStartBytes + kTokenBytes;
 inline constexpr size_t kResponseHeaderBytes = 1 + 4;
 
 std::string encodeRequestHeader(const RequestHeader& h);
 std::optional<RequestHeader> decodeRequestHeader(const char* bytes);  // kRequestHeaderBytes of them
+// Whether a request's first kRequestStartBytes carry the magic and a known op.
+bool validRequestStart(const char* bytes);
+// The token of a request's first kRequestPrefixBytes; nullopt when magic or op are wrong.
+std::optional<std::array<char, kTokenBytes>> decodeRequestPrefix(const char* bytes);
 std::string encodeResponseHeader(Status status, uint32_t length);
 std::array<char, kTokenBytes> padToken(const std::string& token);
 // Constant-time comparison, so response timing says nothing about the token.
@@ -36,5 +46,11 @@ bool tokensEqual(const std::array<char, kTokenBytes>& a, const std::array<char, 
 bool sendAll(int fd, const char* data, size_t n);
 bool recvAll(int fd, char* data, size_t n);
 void setTimeouts(int fd, int timeout_ms);
+// The same against one deadline for the whole exchange, giving up early once cancel is set
+// (checked at least every 20 ms): a peer that trickles bytes cannot stretch it.
+bool recvAllBy(int fd, char* data, size_t n, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>& cancel);
+bool sendAllBy(int fd, const char* data, size_t n, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>& cancel);
 
 }  // namespace dynamiccl::coord::wire

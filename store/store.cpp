@@ -79,9 +79,11 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->path = options.path.empty() ? defaultDatabasePath() : options.path;
-  if (auto s = prepareDatabaseFile(impl->path); !s) return makeError(s.error());
+  if (!options.read_only)
+    if (auto s = prepareDatabaseFile(impl->path); !s) return makeError(s.error());
 
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int flags = (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                    SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(impl->path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
     return makeError(sqliteError(impl->db, ("open " + impl->path).c_str()));
   sqlite3_extended_result_codes(impl->db, 1);
@@ -91,6 +93,12 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   auto version = readUserVersion(impl->db);
   if (!version) return makeError(impl->path + ": " + version.error());
   if (*version > kSchemaVersion) return makeError(migrateSchema(impl->db, impl->path).error());
+  if (options.read_only) {
+    if (*version != kSchemaVersion)
+      return makeError(impl->path + ": not a dynamiccl store of schema " + std::to_string(kSchemaVersion) +
+                       " (user_version " + std::to_string(*version) + ")");
+    return std::unique_ptr<Store>(new Store(std::move(impl)));
+  }
 
   if (auto s = enableWal(impl->db, impl->options); !s) return makeError(impl->path + ": " + s.error());
   // NORMAL is crash-safe in WAL mode (a killed process loses nothing committed); only power loss may
@@ -173,6 +181,26 @@ Status Store::removeSource(const std::string& source_hash) try {
   return Ok{};
 } catch (const std::exception& e) {
   return makeError(e.what());
+}
+
+Status Store::atomically(const std::function<Status()>& body) {
+  sqlite3* db = impl_->db;
+  if (sqlite3_get_autocommit(db) == 0) return makeError("store: transactions do not nest");
+  // BEGIN IMMEDIATE takes the write lock now, waiting up to busy_timeout_ms per attempt.
+  Status began = makeError("store: begin was not attempted");
+  for (int attempt = 0; attempt < impl_->options.busy_attempts; ++attempt)
+    if ((began = execute(db, "BEGIN IMMEDIATE"))) break;
+  if (!began) return makeError(impl_->path + ": begin: " + began.error());
+  Status result = makeError("store: transaction body threw");
+  try {
+    result = body();
+  } catch (const std::exception& e) {
+    result = makeError(std::string("store: transaction body threw: ") + e.what());
+  } catch (...) {
+  }
+  if (result) result = execute(db, "COMMIT");
+  if (!result && sqlite3_get_autocommit(db) == 0) execute(db, "ROLLBACK");
+  return result;
 }
 
 }  // namespace dynamiccl::store

@@ -23,6 +23,7 @@ struct StoreOptions {
   int64_t max_bytes = 0;        // 0: unlimited
   int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
   int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
+  bool read_only = false;       // readers: a missing file is an error, nothing is created or migrated
 };
 
 // $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and
@@ -138,6 +139,7 @@ class Store {
  public:
   // Creates the file (0600) and its directories (0700) if needed, migrates an older schema,
   // refuses (and leaves untouched) a database whose schema is newer than kSchemaVersion.
+  // With options.read_only: opens an existing store as it is (any other schema version is refused).
   static Expected<std::unique_ptr<Store>> open(const StoreOptions& options = {});
   ~Store();
   Store(const Store&) = delete;
@@ -151,6 +153,10 @@ class Store {
   Expected<bool> hasSourceHash(const std::string& source_hash);
   // Deletes every row that came from this source_hash (undo of a half-written ingest).
   Status removeSource(const std::string& source_hash);
+  // All or nothing: what body writes through this Store (addRun, addCommunicator, Writer::write) is
+  // committed in one transaction when it returns Ok, and rolled back when it fails, throws or the
+  // process dies before the commit.
+  Status atomically(const std::function<Status()>& body);
   Expected<StoreStats> stats();
   // Streams observations in insertion order; with in_place false, out-of-place rows only.
   Status forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn);
@@ -163,7 +169,7 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
-// Commits a Batch in one transaction with prepared statements. A batch that cannot be written
+// Commits a Batch in one transaction with prepared statements (inside Store::atomically, in that one). A batch that cannot be written
 // (locked past the bounded wait, database full, disk full) is dropped and counted; the caller goes on.
 // Intended use by the profiler worker: fill a Batch from the queue, write() it every ~10k rows or
 // ~100 ms, log WriteResult::report_once when non-empty, read losses() at shutdown.

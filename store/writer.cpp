@@ -110,8 +110,10 @@ WriteResult Writer::write(const Batch& batch) {
   const StoreOptions& options = store_.impl_->options;
   std::string failure;
 
+  // Inside Store::atomically the rows join that transaction, which commits or rolls back as a whole.
+  const bool joined = sqlite3_get_autocommit(db) == 0;
   // BEGIN IMMEDIATE waits up to busy_timeout_ms for the write lock; a few attempts, then give up.
-  bool began = false;
+  bool began = joined;
   for (int attempt = 0; attempt < options.busy_attempts && !began; ++attempt) {
     began = stepDone(statements_->begin.get());
     if (!began && !isBusy(db)) break;
@@ -125,6 +127,10 @@ WriteResult Writer::write(const Batch& batch) {
     if (ok)
       for (const DecisionRow& r : batch.decisions)
         if (!(ok = insertDecision(statements_->decision.get(), r))) break;
+    if (ok && joined) {
+      losses_.committed_rows += batch.rows();
+      return {true, {}};
+    }
     if (ok) {
       // In WAL a commit rarely waits (checkpoint); retry briefly, then roll back.
       bool committed = false;
@@ -139,7 +145,7 @@ WriteResult Writer::write(const Batch& batch) {
       }
     }
     failure = sqliteError(db, "write batch");
-    stepDone(statements_->rollback.get());
+    if (!joined) stepDone(statements_->rollback.get());
   }
 
   losses_.dropped_batches += 1;

@@ -1,8 +1,12 @@
 // Ingest: every real nccl-tests log under shared/data, TUNING lines, and the interchange CSV round trip.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +110,71 @@ TEST(NcclTestsLog, EnvLinesForceConfigAndTuningLinesAnnotateRows) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->observations, 0);
   EXPECT_EQ(again->skipped.count("already ingested (same content)"), 1u);
+}
+
+int64_t countRows(const std::string& dbPath, const char* table) {
+  sqlite3* db = nullptr;
+  int64_t n = -1;
+  if (sqlite3_open_v2(dbPath.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* st = nullptr;
+    const std::string sql = std::string("SELECT count(*) FROM ") + table;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+// kill -9 during an ingest: the file must not count as ingested unless all its rows are in, so the
+// re-run stores every row. The child is killed as soon as the file's run row is visible to another
+// connection (before the fix that was before its observations were committed).
+TEST(Ingest, KilledMidIngestLeavesTheFileToTheNextRun) {
+  TempDb db;
+  constexpr int kRows = 200000;
+  const std::string csv = db.dir + "/big.csv";
+  {
+    std::ofstream out(csv);
+    out << kInterchangeHeader << "\n";
+    for (int i = 0; i < kRows; ++i)
+      out << "sys,allreduce,8,1," << (8 << (i % 20)) << ",RING,SIMPLE,4,-1," << 10 + i % 97 << ",1.5,row " << i << "\n";
+  }
+  { ASSERT_TRUE(store::Store::open({.path = db.path}).ok()); }  // schema in place before the race
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = store::Store::open({.path = db.path});
+    if (!store) _exit(2);
+    auto writer = store::Writer::create(**store);
+    if (!writer) _exit(2);
+    _exit(ingestFile(**store, **writer, csv).ok() ? 0 : 1);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  bool exited = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(child, &status, WNOHANG) == child) {
+      exited = true;
+      break;
+    }
+    if (countRows(db.path, "runs") > 0) break;
+    usleep(200);
+  }
+  if (!exited) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  auto rerun = ingestFile(**store, **writer, csv);
+  ASSERT_TRUE(rerun.ok()) << rerun.error();
+  EXPECT_EQ(countRows(db.path, "observations"), kRows);
+  EXPECT_EQ(countRows(db.path, "runs"), 1);
 }
 
 // Corners of the line forms that the former std::regex reader accepted, kept as they were when the

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "coord/record_store.h"
@@ -42,8 +44,8 @@ int sendRaw(int port, const std::string& bytes) {
 }
 
 std::unique_ptr<Server> startServer(ServerLimits limits = {}) {
-  limits.ioTimeout_ms = 300;
-  auto s = Server::start(0, kToken, limits, true);
+  limits.requestTimeout_ms = 300;
+  auto s = Server::start(0, kToken, limits, "127.0.0.1");
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
   return s.ok() ? std::move(s.value()) : nullptr;
 }
@@ -117,6 +119,134 @@ TEST(OnlineCoord, RepeatedBadTokensGetThePeerBanned) {
   for (int i = 0; i < 5; ++i) bad->read(1, 1);
   auto good = makeTcpStore("127.0.0.1", server->port(), kToken);
   EXPECT_EQ(good->publish(2, 2, "x"), PublishResult::Failed);  // the address is banned for a while
+}
+
+// A connection from another loopback source address (all of 127/8 reaches 127.0.0.1), so that one
+// test can play many peers; -1 when the connection could not be made.
+int connectFrom(const std::string& source, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    close(fd);
+    return -1;
+  }
+  wire::setTimeouts(fd, 2000);
+  return fd;
+}
+
+// Slow senders from many addresses, each trickling its header a byte at a time and reconnecting
+// when cut off, until stop is set.
+class Trickle {
+ public:
+  Trickle(int port, int peers) {
+    wire::RequestHeader h;
+    h.op = static_cast<uint8_t>(wire::Op::Read);
+    h.token = wire::padToken("a-guess-at-the-token");
+    const std::string bytes = wire::encodeRequestHeader(h);
+    for (int i = 0; i < peers; ++i)
+      threads_.emplace_back([this, port, i, bytes] {
+        const std::string source = "127.0.2." + std::to_string(i + 2);
+        while (!stop_.load()) {
+          const int fd = connectFrom(source, port);
+          if (fd < 0) break;
+          ++connections_;
+          for (char byte : bytes) {
+            if (stop_.load() || send(fd, &byte, 1, MSG_NOSIGNAL) != 1) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+          close(fd);
+        }
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // every slot taken before the test goes on
+  }
+  ~Trickle() {
+    stop_.store(true);
+    for (auto& t : threads_) t.join();
+  }
+  int connections() const { return connections_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::vector<std::thread> threads_;
+};
+
+// 40 peers without the token trickling bytes hold no slot for long: a client with the token is
+// answered every time, and stop() returns promptly although they keep trickling.
+TEST(OnlineCoord, SlowSendersWithoutTheTokenLockNobodyOut) {
+  ServerLimits limits;
+  limits.requestTimeout_ms = 1000;
+  auto s = Server::start(0, kToken, limits, "127.0.0.1");
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto server = std::move(s.value());
+  Trickle trickle(server->port(), 40);
+  auto good = makeTcpStore("127.0.0.1", server->port(), kToken, 1000);
+  ASSERT_EQ(good->publish(5, 5, "payload"), PublishResult::Won);
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = good->read(5, 5);
+    answered += r.ok() && r->has_value() ? 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(answered, 20);
+  const auto t0 = std::chrono::steady_clock::now();
+  server->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_GT(trickle.connections(), 0);
+}
+
+// A ban lasts its time however many other addresses come by (the peer table is bounded without
+// forgetting bans).
+TEST(OnlineCoord, ManyDistinctPeersDoNotLiftABan) {
+  ServerLimits limits;
+  limits.authFailuresBeforeBan = 3;
+  limits.banSeconds = 60;
+  auto server = startServer(limits);
+  auto bad = makeTcpStore("127.0.0.1", server->port(), "wrong-token-wrong-token");
+  for (int i = 0; i < 3; ++i) bad->read(1, 1);
+  wire::RequestHeader h;
+  h.op = static_cast<uint8_t>(wire::Op::Read);
+  h.token = wire::padToken(kToken);
+  const std::string request = wire::encodeRequestHeader(h);
+  int served = 0;
+  for (int i = 0; i < 4200; ++i) {  // more distinct addresses than the table holds (4096)
+    const int fd = connectFrom("127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), server->port());
+    if (fd < 0) continue;
+    char answer[wire::kResponseHeaderBytes];
+    if (wire::sendAll(fd, request.data(), request.size()) && wire::recvAll(fd, answer, sizeof answer)) ++served;
+    close(fd);
+  }
+  EXPECT_GT(served, 4096);
+  auto good = makeTcpStore("127.0.0.1", server->port(), kToken);
+  EXPECT_EQ(good->publish(2, 2, "x"), PublishResult::Failed);  // 127.0.0.1 is still banned
+}
+
+// The coordinator listens on loopback unless told otherwise; a listen address must be an address.
+TEST(OnlineCoord, ListensOnLoopbackByDefault) {
+  auto server = Server::start(0, kToken);
+  ASSERT_TRUE(server.ok()) << server.error();
+  // /proc/net/tcp: "sl local_address rem_address st ...", addresses as hex IP:port, 0A = LISTEN.
+  char port[8];
+  std::snprintf(port, sizeof port, ":%04X", (*server)->port());
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line, listening;
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (state == "0A" && local.ends_with(port)) listening = local;
+  }
+  EXPECT_EQ(listening, std::string("0100007F") + port);
+  auto client = makeTcpStore("127.0.0.1", (*server)->port(), kToken);
+  EXPECT_EQ(client->publish(1, 1, "x"), PublishResult::Won);
+  EXPECT_FALSE(Server::start(0, kToken, {}, "not-an-address").ok());
 }
 
 TEST(OnlineCoord, TablesFromTheWireAreCheckedFieldByField) {

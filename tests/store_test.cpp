@@ -140,6 +140,67 @@ TEST(Store, WriterCommitsObservationsAndDecisionsReadableWithPlainSql) {
   EXPECT_EQ(stats->observations_per_collective["allreduce"], 100);
 }
 
+// What a transaction body writes lands whole or not at all: a failing body leaves no run, no
+// communicator and none of the batch it wrote through a Writer.
+TEST(Store, AtomicallyCommitsWholeOrRollsBackWhole) {
+  TempDir dir;
+  const std::string path = dir.path + "/x.db";
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  auto body = [&](bool fail) {
+    return [&, fail]() -> Status {
+      RunInfo run = runOnHost("h");
+      run.source_hash = fail ? "failed" : "kept";
+      auto id = (*store)->addRun(run);
+      if (!id) return makeError(id.error());
+      auto comm = (*store)->addCommunicator({*id, 1, 8, 1, -1});
+      if (!comm) return makeError(comm.error());
+      if (!(*writer)->write(makeBatch(*comm, 0, 50)).committed) return makeError("write");
+      if (fail) return makeError("body failed after its writes");
+      return Ok{};
+    };
+  };
+  EXPECT_FALSE((*store)->atomically(body(true)).ok());
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM runs"), 0);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 0);
+  EXPECT_FALSE(*(*store)->hasSourceHash("failed"));
+  EXPECT_FALSE((*store)->atomically([]() -> Status { throw std::runtime_error("boom"); }).ok());
+  ASSERT_TRUE((*store)->atomically(body(false)).ok());
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 50);
+}
+
+// Readers open read-only: a mistyped path is an error that creates nothing (no directory, no file),
+// and a store opened so cannot be written.
+TEST(Store, ReadOnlyOpenCreatesNothingAndWritesNothing) {
+  TempDir dir;
+  const std::string missing = dir.path + "/typo/x.db";
+  auto none = Store::open({.path = missing, .read_only = true});
+  ASSERT_FALSE(none.ok());
+  struct stat st {};
+  EXPECT_NE(stat((dir.path + "/typo").c_str(), &st), 0);
+
+  const std::string path = dir.path + "/x.db";
+  {
+    auto store = Store::open({.path = path});
+    ASSERT_TRUE(store.ok()) << store.error();
+    setUpComm(**store);
+  }
+  auto reader = Store::open({.path = path, .read_only = true});
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  auto stats = (*reader)->stats();
+  ASSERT_TRUE(stats.ok()) << stats.error();
+  EXPECT_EQ(stats->rows_per_table["runs"], 1);
+  EXPECT_FALSE((*reader)->addRun(runOnHost("h")).ok());
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM runs"), 1);
+
+  { std::ofstream(dir.path + "/empty.db"); }
+  EXPECT_FALSE(Store::open({.path = dir.path + "/empty.db", .read_only = true}).ok());
+  EXPECT_EQ(readBytes(dir.path + "/empty.db"), "");
+}
+
 TEST(Store, NewerSchemaIsRefusedAndLeftByteForByte) {
   TempDir dir;
   const std::string path = dir.path + "/future.db";

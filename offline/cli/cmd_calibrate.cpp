@@ -10,6 +10,7 @@
 
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/sim/sim.h"
 
@@ -22,9 +23,11 @@ struct CalibrateCmdOptions {
   int iterations = 700, restarts = 3;
 };
 
-void writePredictions(const std::string& path, const std::vector<sim::RowPrediction>& preds, const std::string& dataset,
-                      bool append) {
-  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
+Status writePredictions(const std::string& path, const std::vector<sim::RowPrediction>& preds,
+                        const std::string& dataset, bool append) {
+  auto file = files::OutputFile::open(path, append ? files::OutputFile::Mode::Append : files::OutputFile::Mode::Truncate);
+  if (!file) return makeError(file.error());
+  std::ostream& out = (*file)->stream();
   if (!append) out << "dataset,group,collective,nranks,nnodes,bytes,config,forced,measured_us,predicted_us\n";
   for (const auto& p : preds) {
     std::string group = p.row.group;
@@ -35,6 +38,7 @@ void writePredictions(const std::string& path, const std::vector<sim::RowPredict
         << protoNcclName(p.config.proto) << "," << (p.row.forced() ? 1 : 0) << "," << p.row.time_us << ","
         << p.predicted_us << "\n";
   }
+  return (*file)->close();
 }
 
 int run(const CalibrateCmdOptions& o) {
@@ -104,9 +108,12 @@ int run(const CalibrateCmdOptions& o) {
       std::printf("    %-70.70s %5d rows  MAPE %5.1f%%\n", g.group.c_str(), g.rows, 100 * g.mape);
     if (!o.check) {
       fs::create_directories(calDir);
-      std::ofstream(calFile) << sim::calibrationToJson(cal.value());
+      if (auto s = files::writeFile(calFile, sim::calibrationToJson(cal.value())); !s)
+        return std::cerr << "calibrate: " << s.error() << "\n", 1;
     }
-    if (!predsCsv.empty()) writePredictions(predsCsv, preds, name, !first);
+    if (!predsCsv.empty())
+      if (auto s = writePredictions(predsCsv, preds, name, !first); !s)
+        return std::cerr << "calibrate: " << s.error() << "\n", 1;
     first = false;
   }
   std::printf("agreement: how often the simulator's best forced configuration is the measured best: exactly, or\n"

@@ -1,13 +1,13 @@
 // `dynamiccl db stats|export-csv [--db F]`: what the store holds, and the interchange CSV of it.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "offline/cli/store_location.h"
-#include "offline/ingest/ingest.h"
 #include "offline/cli/commands.h"
+#include "offline/files/files.h"
+#include "offline/ingest/ingest.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -18,7 +18,12 @@ struct DbOptions {
   bool in_place = false;
 };
 
-Expected<std::unique_ptr<store::Store>> openStore(const DbOptions& o) { return store::Store::open(storeOptions(o.db)); }
+// Reading never creates or migrates: a mistyped --db is an error, not a new empty store.
+Expected<std::unique_ptr<store::Store>> openStore(const DbOptions& o) {
+  store::StoreOptions options = storeOptions(o.db);
+  options.read_only = true;
+  return store::Store::open(options);
+}
 
 int runStats(const DbOptions& o) {
   auto store = openStore(o);
@@ -39,12 +44,17 @@ int runStats(const DbOptions& o) {
 int runExport(const DbOptions& o) {
   auto store = openStore(o);
   if (!store) return std::cerr << "dynamiccl db export-csv: " << store.error() << "\n", 1;
-  std::ofstream file;
-  if (!o.output.empty()) file.open(o.output);
-  std::ostream& out = o.output.empty() ? std::cout : file;
-  auto n = ingest::exportInterchangeCsv(**store, out, o.in_place);
+  if (o.output.empty()) {
+    auto n = ingest::exportInterchangeCsv(**store, std::cout, o.in_place);
+    if (!n) return std::cerr << "dynamiccl db export-csv: " << n.error() << "\n", 1;
+    return 0;  // main() checks that standard output was written
+  }
+  auto file = files::OutputFile::open(o.output);
+  if (!file) return std::cerr << "dynamiccl db export-csv: " << file.error() << "\n", 1;
+  auto n = ingest::exportInterchangeCsv(**store, (*file)->stream(), o.in_place);
   if (!n) return std::cerr << "dynamiccl db export-csv: " << n.error() << "\n", 1;
-  if (!o.output.empty()) std::cerr << "wrote " << *n << " rows to " << o.output << "\n";
+  if (auto s = (*file)->close(); !s) return std::cerr << "dynamiccl db export-csv: " << s.error() << "\n", 1;
+  std::cerr << "wrote " << *n << " rows to " << o.output << "\n";
   return 0;
 }
 

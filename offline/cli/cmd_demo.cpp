@@ -11,6 +11,7 @@
 
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/demo/demo.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/cli/plugin_locator.h"
@@ -31,8 +32,9 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
 // Step 1 on the simulator: NCCL's default per (collective, size) and its simulated time.
 Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) {
   const sim::Simulator simulator(cl.topology, cl.params);
-  std::ofstream csv(std::filesystem::path(outDir) / "nccl_default.csv");
-  if (!csv) return makeError("cannot write into " + outDir);
+  auto file = files::OutputFile::open((std::filesystem::path(outDir) / "nccl_default.csv").string());
+  if (!file) return makeError(file.error());
+  std::ostream& csv = (*file)->stream();
   csv << "collective,bytes,config,time_us\n";
   for (Collective coll : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter})
     for (uint64_t bytes = 4096; bytes <= (uint64_t(1) << 30); bytes *= 2) {
@@ -40,6 +42,7 @@ Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) 
       csv << collectiveName(coll) << "," << bytes << "," << demo::shortConfigLabel(def) << ","
           << simulator.time_us(coll, bytes, def) << "\n";
     }
+  if (auto s = (*file)->close(); !s) return s;
   const uint64_t mib = 1 << 20;
   const sim::Config def = cl.nccl->defaultConfig(Collective::AllReduce, mib);
   std::printf("      %s: %d ranks / %d nodes, NVLink:NIC %.0f:1; simulator: %s\n", cl.topology.name.c_str(),
@@ -66,9 +69,9 @@ Status exportTuned(const demo::TunedProfile& t, const std::string& outDir) {
   namespace fs = std::filesystem;
   const std::string json = (fs::path(outDir) / "tuned.json").string();
   const std::string csv = (fs::path(outDir) / "tuned-nvidia.conf").string();
-  std::ofstream(json) << policy::profileToJson(t.profile);
-  std::ofstream(csv) << policy::profileToNvidiaCsv(t.profile);
-  std::ofstream(fs::path(outDir) / "tune-report.json") << t.reportJson;
+  if (auto s = files::writeFile(json, policy::profileToJson(t.profile)); !s) return s;
+  if (auto s = files::writeFile(csv, policy::profileToNvidiaCsv(t.profile)); !s) return s;
+  if (auto s = files::writeFile((fs::path(outDir) / "tune-report.json").string(), t.reportJson); !s) return s;
   if (auto p = policy::loadProfileFile(json); !p) return makeError(json + " does not load: " + p.error());
   if (auto p = policy::loadProfileFile(csv, policy::ProfileFormat::NvidiaCsv); !p)
     return makeError(csv + " does not load: " + p.error());
@@ -91,7 +94,7 @@ int run(const DemoOptions& o) {
   auto cluster = demo::makeCluster(o);
   if (!cluster) return fail(cluster.error());
   const std::string paramsPath = (fs::path(o.out) / "sim-params.json").string();
-  std::ofstream(paramsPath) << sim::paramsToJson(cluster->params);
+  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return fail(s.error());
 
   demo::StepTimer s1(1, o.data.empty() ? "Simulate: NCCL's default per collective and size" : "Load measurements");
   if (auto st = o.data.empty() ? simulateDefaults(*cluster, o.out) : summarizeData(o.data); !st) return fail(st.error());
@@ -106,6 +109,7 @@ int run(const DemoOptions& o) {
 
   demo::StepTimer s3(3, "Train: learned policy (LibTorch), holding out " + o.preset);
   const demo::LearnedProfile learned = demo::trainProfile(o, o.out);
+  if (!learned.failed.empty()) return fail(learned.failed);
   for (const std::string& n : learned.notes) std::printf("      %s\n", n.c_str());
   s3.done(learned.trained ? "wrote " + learned.profilePath : "skipped: " + learned.skipped);
 

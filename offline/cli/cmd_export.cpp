@@ -9,6 +9,7 @@
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -40,8 +41,7 @@ int run(const ExportCmdOptions& o) {
   if (o.out.empty() || o.out == "-") {
     std::cout << text;
   } else {
-    std::ofstream f(o.out);
-    if (!(f << text)) return std::cerr << "export: cannot write " << o.out << "\n", 1;
+    if (auto s = files::writeFile(o.out, text); !s) return std::cerr << "export: " << s.error() << "\n", 1;
     const policy::Profile& p = report->profile;
     const bool json = o.format == "json";
     std::cerr << "wrote " << o.out << " (" << p.rules.size() << " rules"

@@ -16,6 +16,7 @@
 
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/cli/plot_runner.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
@@ -221,7 +222,9 @@ int run(const OnlineEvalOptions& o) {
   const sim::Simulator s(*topo, cal.params);
   auto ref = sim::NcclReference::create(*topo);
   if (!ref) return std::cerr << "online-eval: " << ref.error() << "\n", 1;
-  std::ofstream trace(o.out);
+  auto traceFile = files::OutputFile::open(o.out);
+  if (!traceFile) return std::cerr << "online-eval: " << traceFile.error() << "\n", 1;
+  std::ostream& trace = (*traceFile)->stream();
   trace << "source,key,call,online_ratio,static_ratio,default_ratio\n";
   std::printf("%llu calls per key, epoch %llu, drift: the static choice becomes 2x slower at call %llu; prior for "
               "untried arms: %s\n",
@@ -241,7 +244,7 @@ int run(const OnlineEvalOptions& o) {
     if (keys.empty()) std::printf("no point has three measured configurations: nothing to learn among\n");
     else printTable(keys, o, trace);
   }
-  trace.close();
+  if (auto s = (*traceFile)->close(); !s) return std::cerr << "online-eval: " << s.error() << "\n", 1;
   std::printf("trace: %s\n", o.out.c_str());
   if (!o.png.empty()) {
     if (auto plotted = runPlotScript("plot_online_eval.py", {o.out, o.png}); !plotted)

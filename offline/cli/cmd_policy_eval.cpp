@@ -15,6 +15,7 @@
 
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
+#include "offline/files/files.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"
@@ -69,7 +70,8 @@ std::vector<std::string> defaultDatasets() {
 Expected<policy::DecisionTable> tpeTable(const train::SimSystem& sys, int budget) {
   const std::string paramsPath =
       (std::filesystem::temp_directory_path() / ("dynamiccl-policy-eval-" + std::to_string(::getpid()) + ".json")).string();
-  std::ofstream(paramsPath) << sim::paramsToJson(sys.simulator().params());
+  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(sys.simulator().params())); !s)
+    return makeError(s.error());
   auto backend = tune::makeSimulatorBackend({train::simPresetOf(sys.topology()), sys.topology().nNodes, 7, paramsPath});
   std::filesystem::remove(paramsPath);
   if (!backend) return makeError(backend.error());

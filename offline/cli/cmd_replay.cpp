@@ -12,6 +12,7 @@
 #include "offline/harness/harness.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/cli/plugin_locator.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
@@ -53,7 +54,8 @@ int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>&
       const std::string json = sim::profileJson(dataset + " " + kind, sim::bucketRules(data.value(), chooser));
       auto parsed = policy::parseProfileJson(json);  // what we write must be what the plugin reads
       if (!parsed) return std::cerr << "replay: generated profile is invalid: " << parsed.error() << "\n", 1;
-      std::ofstream(base + "." + kind + ".json") << json;
+      if (auto s = files::writeFile(base + "." + kind + ".json", json); !s)
+        return std::cerr << "replay: " << s.error() << "\n", 1;
       std::printf("%s.%s.json  (%zu rules; system '%s')\n", base.c_str(), kind.c_str(), parsed->rules.size(),
                   system.c_str());
     }

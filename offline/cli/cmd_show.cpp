@@ -8,6 +8,7 @@
 #include "offline/harness/harness.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/plugin_locator.h"
+#include "offline/cli/value_checks.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {
@@ -104,9 +105,10 @@ void addShowCommand(CLI::App& app) {
   cmd->add_option("--profile,-p", o->profile, "profile file (our JSON or NVIDIA's CSV)")->required();
   cmd->add_option("--nodes,-N", o->nodes, "nodes in the communicator")->check(CLI::PositiveNumber);
   cmd->add_option("--ranks,-R", o->ranks, "ranks in the communicator")->check(CLI::PositiveNumber);
-  cmd->add_option("--min-bytes", o->minBytes, "smallest size shown");
-  cmd->add_option("--max-bytes", o->maxBytes, "largest size shown");
-  cmd->add_option("--collective,-c", o->collectives, "only these collectives (allreduce, allgather, ...)");
+  cmd->add_option("--min-bytes", o->minBytes, "smallest size shown")->check(byteCountCheck());
+  cmd->add_option("--max-bytes", o->maxBytes, "largest size shown")->check(byteCountCheck());
+  cmd->add_option("--collective,-c", o->collectives, "only these collectives (allreduce, allgather, ...)")
+      ->check(collectiveCheck());
   cmd->add_option("--plugin", o->plugin, "plugin library to drive (default: the one built with this command)");
   cmd->callback([o] { run(*o); });
 }

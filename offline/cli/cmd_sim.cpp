@@ -9,6 +9,8 @@
 
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/cli/value_checks.h"
+#include "offline/files/files.h"
 #include "offline/sim/sim.h"
 
 namespace dynamiccl::cli {
@@ -40,7 +42,9 @@ int run(const SimCmdOptions& o) {
   if (!o.emitCsv.empty()) {
     // Synthetic interchange CSV: every collective, sizes 8 B..4 GiB, NCCL's default and each
     // feasible (algo, proto) forced, one noisy sample each (seeded).
-    std::ofstream out(o.emitCsv);
+    auto file = files::OutputFile::open(o.emitCsv);
+    if (!file) return std::cerr << "sim: " << file.error() << "\n", 1;
+    std::ostream& out = (*file)->stream();
     out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
     sim::NoiseSource noise(o.seed);
     const int n = topo->nRanks();
@@ -64,6 +68,7 @@ int run(const SimCmdOptions& o) {
           if (cand.nChannels == 0)
             emit(ref->resolve(cand, b), std::string(algoNcclName(cand.algo)), std::string(protoNcclName(cand.proto)));
       }
+    if (auto s = (*file)->close(); !s) return std::cerr << "sim: " << s.error() << "\n", 1;
     std::printf("wrote %d rows to %s\n", rows, o.emitCsv.c_str());
     return 0;
   }
@@ -108,13 +113,13 @@ void addSimCommand(CLI::App& app) {
   addPlatformOption(cmd);
   cmd->add_option("--topology,--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
   cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str();
-  cmd->add_option("--collective", o->collective)->capture_default_str();
-  cmd->add_option("--bytes", o->bytes, "NCCL's nBytes")->capture_default_str();
+  cmd->add_option("--collective", o->collective)->capture_default_str()->check(collectiveCheck());
+  cmd->add_option("--bytes", o->bytes, "NCCL's nBytes")->capture_default_str()->check(byteCountCheck());
   cmd->add_option("--algo", o->algo, "predict this algorithm (else compare all)");
   cmd->add_option("--proto", o->proto, "predict this protocol (else compare all)");
-  cmd->add_option("--channels", o->channels, "0 = NCCL's count");
-  cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default");
-  cmd->add_option("--samples", o->samples, "also print this many noisy samples");
+  cmd->add_option("--channels", o->channels, "0 = NCCL's count")->check(channelCountCheck());
+  cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default")->check(countCheck());
+  cmd->add_option("--samples", o->samples, "also print this many noisy samples")->check(countCheck());
   cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
   cmd->add_option("--params", o->params, "simulator parameters JSON (one group's \"params\" object)");
   cmd->add_option("--emit-csv", o->emitCsv, "write a synthetic normalized.csv for the topology");

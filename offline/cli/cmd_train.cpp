@@ -15,6 +15,7 @@
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/files/files.h"
 #include "offline/cli/plot_runner.h"
 #include "policy/policy.h"
 #include "store/store.h"
@@ -48,7 +49,7 @@ std::string names(const std::vector<train::SimSystem>& systems) {
   return s;
 }
 
-void writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
+Status writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
                   const std::optional<ClusterHardware>& cluster, const std::string& trainedOn,
                   const std::string& heldOut) {
   nlohmann::json doc;
@@ -60,7 +61,7 @@ void writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(w));
   doc["meta"] = {{"trained_on", trainedOn}, {"held_out", heldOut}, {"epochs", o.train.epochs}, {"seed", o.train.seed}};
-  std::ofstream(o.out) << doc.dump() << "\n";
+  return files::writeFile(o.out, doc.dump() + "\n");
 }
 
 int run(TrainCmdOptions o) {
@@ -111,7 +112,12 @@ int run(TrainCmdOptions o) {
   std::printf("training on %zu rows, validating on %zu, held-out machines %zu rows; %d epochs on %d threads\n",
               rows.size(), val.size(), held.size(), o.train.epochs, o.train.threads);
 
-  std::ofstream curve(o.curve);
+  auto curveFile = files::OutputFile::open(o.curve);
+  if (!curveFile) {
+    std::cerr << "dynamiccl train: " << curveFile.error() << "\n";
+    return 1;
+  }
+  std::ostream& curve = (*curveFile)->stream();
   curve << "epoch,train_loss,validation_loss,held_out_loss,seconds\n";
   auto weights = train::trainPolicyNetwork(rows, val, held, o.train, [&](const train::EpochStats& e) {
     std::printf("epoch %2d/%d  train %.4f  validation %.4f  held-out %.4f  (%.1f s)\n", e.epoch, o.train.epochs,
@@ -119,7 +125,10 @@ int run(TrainCmdOptions o) {
     std::fflush(stdout);
     curve << e.epoch << "," << e.trainLoss << "," << e.validationLoss << "," << e.heldOutLoss << "," << e.seconds << "\n";
   });
-  curve.close();
+  if (auto s = (*curveFile)->close(); !s) {
+    std::cerr << "dynamiccl train: " << s.error() << "\n";
+    return 1;
+  }
   if (!weights) {
     std::cerr << "training failed: " << weights.error() << "\n";
     return 1;
@@ -136,7 +145,10 @@ int run(TrainCmdOptions o) {
       std::printf("held out %-18s congestion %.1f: latency/best  policy %.3f  NCCL default %.3f\n",
                   sys.topology().name.c_str(), congestion, r.policyGeoMean, r.ncclGeoMean);
     }
-  writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems));
+  if (auto s = writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems)); !s) {
+    std::cerr << "dynamiccl train: " << s.error() << "\n";
+    return 1;
+  }
   auto check = policy::loadProfileFile(o.out);
   if (!check) {
     std::cerr << "written profile does not load: " << check.error() << "\n";

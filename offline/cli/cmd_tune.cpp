@@ -9,6 +9,8 @@
 
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
+#include "offline/cli/value_checks.h"
+#include "offline/files/files.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -94,10 +96,11 @@ int run(const TuneCmdOptions& o) {
                 tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(), 100 * t.gain,
                 t.confidence, t.sizes);
   for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
-  std::ofstream(o.out) << tune::reportToJson(report);
+  if (auto s = files::writeFile(o.out, tune::reportToJson(report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
   std::printf("wrote %s (%zu rules)\n", o.out.c_str(), report.profile.rules.size());
   if (!o.profile.empty()) {
-    std::ofstream(o.profile) << policy::profileToJson(report.profile);
+    if (auto s = files::writeFile(o.profile, policy::profileToJson(report.profile)); !s)
+      return std::cerr << "tune: " << s.error() << "\n", 1;
     std::printf("wrote %s\n", o.profile.c_str());
   }
   return 0;
@@ -121,9 +124,9 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--launcher", o->launcher, "runner: mpirun, srun or none");
   cmd->add_option("--nccl-tests-dir", o->ncclTestsDir, "runner: directory of *_perf binaries");
   cmd->add_option("--plugin", o->plugin, "runner: NCCL_TUNER_PLUGIN value (path to the plugin)");
-  cmd->add_option("--collective", o->collectives, "collectives to tune")->delimiter(',');
-  cmd->add_option("--min-bytes", o->minBytes, "smallest size (powers of two up to --max-bytes)");
-  cmd->add_option("--max-bytes", o->maxBytes, "largest size");
+  cmd->add_option("--collective", o->collectives, "collectives to tune")->delimiter(',')->check(collectiveCheck());
+  cmd->add_option("--min-bytes", o->minBytes, "smallest size (powers of two up to --max-bytes)")->check(byteCountCheck());
+  cmd->add_option("--max-bytes", o->maxBytes, "largest size")->check(byteCountCheck());
   cmd->add_option("--method", o->method, "tpe (TPE + Hyperband), random or grid")
       ->check(CLI::IsMember({"tpe", "random", "grid"}));
   cmd->add_option("--iterations", o->iterations, "timed iterations of a full evaluation (Hyperband's R)")->check(CLI::Range(1, 100000));

@@ -1,7 +1,10 @@
 // dynamiccl: the offline toolkit (show, validate, ...). One subcommand per cmd_*.cpp file.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 #include "offline/cli/commands.h"
+#include "offline/files/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dynamiccl: offline toolkit of the DynamICCL NCCL tuner"};
@@ -23,6 +26,13 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addExportCommand(app);
   dynamiccl::cli::addEnvCommand(app);
   dynamiccl::cli::addDemoCommand(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc != 0 ? rc : (dynamiccl::files::flushStdout() ? 0 : 1);  // --help into a full disk fails too
+  }
+  // What a command printed is part of its output: a failed write to standard output fails the command.
+  if (auto s = dynamiccl::files::flushStdout(); !s) return std::cerr << "dynamiccl: " << s.error() << "\n", 1;
   return 0;
 }

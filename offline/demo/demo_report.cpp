@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "offline/demo/demo_steps.h"
+#include "offline/files/files.h"
 
 namespace dynamiccl::cli::demo {
 namespace {
@@ -46,9 +47,12 @@ void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
 
 Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir) {
   namespace fs = std::filesystem;
-  std::ofstream points(fs::path(outDir) / "replay_points.csv");
-  std::ofstream map(fs::path(outDir) / "decision_map.csv");
-  if (!points || !map) return makeError("cannot write CSVs into " + outDir);
+  auto pointsFile = files::OutputFile::open((fs::path(outDir) / "replay_points.csv").string());
+  if (!pointsFile) return makeError(pointsFile.error());
+  auto mapFile = files::OutputFile::open((fs::path(outDir) / "decision_map.csv").string());
+  if (!mapFile) return makeError(mapFile.error());
+  std::ostream& points = (*pointsFile)->stream();
+  std::ostream& map = (*mapFile)->stream();
   points << "profile,collective,bytes,config,chosen_us,default_us,best_us,chosen_busbw_GBps,default_busbw_GBps,"
             "best_busbw_GBps\n";
   map << "collective,bytes,config\n";
@@ -59,7 +63,8 @@ Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& out
            << "\n";
     if (p.profile == "tuned") map << name(p.coll) << "," << p.bytes << "," << p.config << "\n";
   }
-  return Ok{};
+  if (auto s = (*pointsFile)->close(); !s) return s;
+  return (*mapFile)->close();
 }
 
 Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path) {
@@ -78,10 +83,7 @@ Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const 
     profiles.push_back({{"profile", ps.label}, {"collectives", colls}});
   }
   doc["profiles"] = profiles;
-  std::ofstream out(path);
-  if (!out) return makeError("cannot write " + path);
-  out << doc.dump(2) << "\n";
-  return Ok{};
+  return files::writeFile(path, doc.dump(2) + "\n");
 }
 
 }  // namespace dynamiccl::cli::demo

@@ -64,6 +64,7 @@ Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& para
 struct LearnedProfile {
   bool trained = false;
   std::string skipped;        // why not trained
+  std::string failed;         // a file that could not be written: the demo fails
   std::string profilePath;    // learned.json
   std::vector<std::string> notes;  // held-out figures, rows used
 };

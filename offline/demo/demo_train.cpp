@@ -12,6 +12,7 @@
 
 #include "offline/demo/cluster_facts.h"
 #include "offline/demo/demo_steps.h"
+#include "offline/files/files.h"
 #include "policy/policy.h"
 #include "offline/platforms/platforms.h"
 #include "offline/train/train.h"
@@ -77,7 +78,9 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   to.epochs = o.quick ? 1 : 8;
   to.seed = o.seed;
   const std::string curvePath = (std::filesystem::path(outDir) / "learning_curve.csv").string();
-  std::ofstream curve(curvePath);
+  auto curveFile = files::OutputFile::open(curvePath);
+  if (!curveFile) return out.failed = curveFile.error(), out;
+  std::ostream& curve = (*curveFile)->stream();
   curve << "epoch,train_loss,validation_loss,held_out_loss,seconds\n";
   auto weights = train::trainPolicyNetwork(rows, val, held, to, [&](const train::EpochStats& e) {
     std::printf("      epoch %d/%d  train %.4f  validation %.4f  held-out %.4f  (%.1f s)\n", e.epoch, to.epochs,
@@ -85,6 +88,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
     std::fflush(stdout);
     curve << e.epoch << "," << e.trainLoss << "," << e.validationLoss << "," << e.heldOutLoss << "," << e.seconds << "\n";
   });
+  if (auto s = (*curveFile)->close(); !s) return out.failed = s.error(), out;
   if (!weights) return out.skipped = "training failed: " + weights.error(), out;
   weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + namesOf(trainSystems);
 
@@ -102,7 +106,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   doc["meta"] = {{"trained_on", namesOf(trainSystems)}, {"held_out", namesOf(heldSystems)},
                  {"epochs", to.epochs}, {"seed", to.seed}, {"rows", rows.size()}};
   out.profilePath = (std::filesystem::path(outDir) / "learned.json").string();
-  std::ofstream(out.profilePath) << doc.dump() << "\n";
+  if (auto s = files::writeFile(out.profilePath, doc.dump() + "\n"); !s) return out.failed = s.error(), out;
   if (auto check = policy::loadProfileFile(out.profilePath); !check)
     return out.skipped = "written learned.json does not load: " + check.error(), out;
   out.notes.push_back(std::to_string(rows.size()) + " training rows, " + std::to_string(val.size()) + " validation, " +

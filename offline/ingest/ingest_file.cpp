@@ -142,14 +142,12 @@ Status ingestTuning(store::Store& store, store::Batch& batch, const ParsedLog& l
   return Ok{};
 }
 
-Status ingestCsv(store::Store& store, store::Batch& batch, std::string_view text, const std::string& path,
-                 const std::string& hash, FileReport& report) {
-  auto rows = sim::parseInterchangeCsv(text);
-  if (!rows) return makeError(rows.error());
+Status ingestCsv(store::Store& store, store::Batch& batch, const std::vector<sim::InterchangeRow>& rows,
+                 const std::string& path, const std::string& hash, FileReport& report) {
   std::map<std::string, int64_t> runBySystem;
   std::map<std::tuple<int64_t, int, int>, int64_t> commByShape;
   int64_t seq = 0;
-  for (const sim::InterchangeRow& r : *rows) {
+  for (const sim::InterchangeRow& r : rows) {
     auto algo = parseAlgo(r.algo);
     auto proto = parseProto(r.proto);
     auto coll = canonicalCollective(r.collective);
@@ -236,25 +234,47 @@ Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, cons
     return report;
   }
 
-  store::Batch batch;
-  if (sim::looksLikeInterchangeCsv(text)) {
+  // Parsed before the transaction, so the write lock is held only while rows are inserted.
+  const bool csv = sim::looksLikeInterchangeCsv(text);
+  Expected<std::vector<sim::InterchangeRow>> rows = std::vector<sim::InterchangeRow>{};
+  ParsedLog log;
+  if (csv) {
     report.kind = "interchange-csv";
-    if (auto s = ingestCsv(store, batch, text, path, hash, report); !s) return makeError(path + ": " + s.error());
+    rows = sim::parseInterchangeCsv(text);
+    if (!rows) return makeError(path + ": " + rows.error());
   } else {
-    const ParsedLog log = parseNcclTestsLog(text, path);
+    log = parseNcclTestsLog(text, path);
     if (log.sections.empty() && log.tuning.empty()) {
       report.skipped[path.ends_with(".csv") ? "CSV without the interchange header" : "no nccl-tests table or TUNING line"] = 1;
       return report;
     }
     report.kind = log.sections.empty() ? "tuning-log" : "nccl-tests";
-    if (auto s = ingestLog(store, batch, log, path, hash, report); !s) return makeError(path + ": " + s.error());
-    if (auto s = ingestTuning(store, batch, log, path, hash, report); !s) return makeError(path + ": " + s.error());
   }
-  const store::WriteResult written = writer.write(batch);
-  if (!written.committed) {
-    store.removeSource(hash);  // best effort: a later run should not think this file is in
-    return makeError(path + ": " + (written.report_once.empty() ? "batch dropped" : written.report_once));
-  }
+
+  // One transaction per file: its run rows (the "already ingested" mark) land with its observations,
+  // so a process killed mid-ingest leaves nothing behind and the next run ingests the file whole.
+  const FileReport parsed = report;
+  auto writeRows = [&]() -> Status {
+    report = parsed;
+    auto seenNow = store.hasSourceHash(hash);  // another process may have ingested it meanwhile
+    if (!seenNow) return makeError(seenNow.error());
+    if (*seenNow) {
+      report.kind = "skipped";
+      report.skipped["already ingested (same content)"] = 1;
+      return Ok{};
+    }
+    store::Batch batch;
+    if (csv) {
+      if (auto s = ingestCsv(store, batch, *rows, path, hash, report); !s) return s;
+    } else {
+      if (auto s = ingestLog(store, batch, log, path, hash, report); !s) return s;
+      if (auto s = ingestTuning(store, batch, log, path, hash, report); !s) return s;
+    }
+    const store::WriteResult written = writer.write(batch);
+    if (!written.committed) return makeError(written.report_once.empty() ? "batch dropped" : written.report_once);
+    return Ok{};
+  };
+  if (auto s = store.atomically(writeRows); !s) return makeError(path + ": " + s.error());
   return report;
 } catch (const std::exception& e) {
   return makeError(path + ": " + e.what());

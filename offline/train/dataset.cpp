@@ -81,6 +81,7 @@ std::vector<float> importanceWeights(const std::vector<std::string>& keys, const
 Expected<StoreRows> storeSamples(const std::string& dbPath) {
   store::StoreOptions opts;
   opts.path = dbPath;
+  opts.read_only = true;  // training reads the store; it never creates or migrates one
   auto db = store::Store::open(opts);
   if (!db) return makeError("store " + dbPath + ": " + db.error());
   StoreRows out;

@@ -1,0 +1,186 @@
+// The dynamiccl command as a user runs it: a write that fails is an error, invalid values are
+// refused, read-only commands create nothing, and `coord` stops promptly on SIGTERM.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kDynamiccl = std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl";
+
+struct Result {
+  int rc = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `dynamiccl ARGS` through the shell (so ARGS may redirect), without DYNAMICCL_DB.
+Result dynamiccl(const std::string& args) {
+  Result r;
+  const std::string cmd = "env -u DYNAMICCL_DB " + kDynamiccl + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return r;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/dynamiccl_cli_test_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// A store with three observations, made by `dynamiccl ingest`.
+std::string storeWithRows(const TempDir& dir) {
+  const std::string csv = (dir.path / "rows.csv").string();
+  std::ofstream(csv) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+                        "s,allreduce,8,1,1024,RING,LL,4,-1,10.5,0.1,a\n"
+                        "s,allreduce,8,1,2048,RING,LL,4,-1,11.5,0.2,b\n"
+                        "s,allgather,8,1,4096,RING,SIMPLE,4,-1,12.5,0.3,c\n";
+  const std::string db = (dir.path / "store.db").string();
+  const Result r = dynamiccl("ingest -q --db '" + db + "' '" + csv + "'");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  return db;
+}
+
+TEST(Cli, AWriteThatFailsIsAnError) {
+  TempDir dir;
+  const std::string db = storeWithRows(dir);
+  const Result ok = dynamiccl("db export-csv --db '" + db + "' -o '" + (dir.path / "out.csv").string() + "'");
+  EXPECT_EQ(ok.rc, 0) << ok.output;
+  EXPECT_NE(ok.output.find("wrote 3 rows"), std::string::npos) << ok.output;
+
+  const Result full = dynamiccl("db export-csv --db '" + db + "' -o /dev/full");
+  EXPECT_NE(full.rc, 0) << full.output;
+  EXPECT_EQ(full.output.find("wrote"), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("No space left on device"), std::string::npos) << full.output;
+
+  const Result stdoutFull = dynamiccl("db export-csv --db '" + db + "' > /dev/full");
+  EXPECT_NE(stdoutFull.rc, 0) << stdoutFull.output;
+
+  const Result noDir = dynamiccl("sim --emit-csv /proc/nope/x.csv");
+  EXPECT_NE(noDir.rc, 0) << noDir.output;
+  EXPECT_EQ(noDir.output.find("wrote"), std::string::npos) << noDir.output;
+  EXPECT_NE(noDir.output.find("/proc/nope/x.csv"), std::string::npos) << noDir.output;
+
+  const Result simFull = dynamiccl("sim --emit-csv /dev/full");
+  EXPECT_NE(simFull.rc, 0) << simFull.output;
+  EXPECT_EQ(simFull.output.find("wrote"), std::string::npos) << simFull.output;
+}
+
+TEST(Cli, InvalidValuesAreRefused) {
+  const std::string profile = std::string(DYNAMICCL_SOURCE_DIR) + "/profiles/example-dgx-h100.json";
+  for (const std::string& args : std::vector<std::string>{"show -p '" + profile + "' -c alltoall", "sim --bytes -1", "sim --bytes 0",
+                                 "sim --channels -5", "sim --channels 65", "sim --samples -1", "sim --collective alltoall"}) {
+    const Result r = dynamiccl(args);
+    EXPECT_NE(r.rc, 0) << args << "\n" << r.output;
+  }
+  const Result valid = dynamiccl("sim --bytes 1024 --algo ring --proto simple --channels 4 --samples 2");
+  EXPECT_EQ(valid.rc, 0) << valid.output;
+  const Result shown = dynamiccl("show -p '" + profile + "' -c allreduce --max-bytes 4096");
+  EXPECT_EQ(shown.rc, 0) << shown.output;
+}
+
+TEST(Cli, ReadOnlyCommandsCreateNothing) {
+  TempDir dir;
+  for (const std::string cmd : {std::string("db stats"), std::string("db export-csv")}) {
+    const fs::path typo = dir.path / "typo" / "x.db";
+    const Result r = dynamiccl(cmd + " --db '" + typo.string() + "'");
+    EXPECT_NE(r.rc, 0) << cmd << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(dir.path / "typo")) << cmd;
+    // The default path (no --db, no DYNAMICCL_DB) is not created either.
+    const Result byDefault = dynamiccl("HOME='" + dir.path.string() + "' XDG_DATA_HOME= " + cmd);
+    EXPECT_NE(byDefault.rc, 0) << byDefault.output;
+    EXPECT_FALSE(fs::exists(dir.path / ".local")) << cmd;
+  }
+  const std::string db = storeWithRows(dir);
+  const auto before = fs::last_write_time(db);
+  const Result stats = dynamiccl("db stats --db '" + db + "'");
+  EXPECT_EQ(stats.rc, 0) << stats.output;
+  EXPECT_NE(stats.output.find("observations: 3"), std::string::npos) << stats.output;
+  EXPECT_EQ(fs::last_write_time(db), before);
+}
+
+// A free loopback port: bind port 0, read it back, release it.
+int freePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(Cli, CoordStopsWithinASecondOfSigtermWhileConnectionsTrickle) {
+  TempDir dir;
+  const std::string tokenFile = (dir.path / "token").string();
+  std::ofstream(tokenFile) << "0123456789abcdef-secret\n";
+  fs::permissions(tokenFile, fs::perms::owner_read | fs::perms::owner_write);
+  const int port = freePort();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string portText = std::to_string(port);
+    execl(kDynamiccl.c_str(), "dynamiccl", "coord", "--port", portText.c_str(), "--token-file", tokenFile.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Connections that send one byte and then hang on, well within their request's deadline.
+  std::vector<int> held;
+  for (int attempt = 0; attempt < 100 && held.size() < 8; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && send(fd, "D", 1, MSG_NOSIGNAL) == 1) {
+      held.push_back(fd);
+    } else {
+      close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // not listening yet
+    }
+  }
+  ASSERT_FALSE(held.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(child, SIGTERM);
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  if (waitpid(child, &status, WNOHANG) == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  for (int fd : held) close(fd);
+  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST(Cli, CoordRefusesAListenAddressThatIsNotOne) {
+  EXPECT_NE(dynamiccl("coord --port 1 --token-file /dev/null --listen nowhere").rc, 0);
+}
+
+}  // namespace
