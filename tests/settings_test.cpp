@@ -144,6 +144,29 @@ TEST(Settings, TheSettingsLineListsEveryVariableThisTestCovers) {
   EXPECT_EQ(settingsInForce()["DYNAMICCL_EPOCH_CALLS"], "77");
 }
 
+TEST(Settings, GoodValuesAreInForce) {
+  ScopedEnv workload("DYNAMICCL_WORKLOAD", "intensity=2,batch=8"), nics("DYNAMICCL_TOPO_NICS", "8"),
+      nvlink("DYNAMICCL_TOPO_NVLINK_GBPS", "0"), cap("DYNAMICCL_DB_MAX_MB", "0.25"),
+      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), coord("DYNAMICCL_COORD", "coord-host:1234"),
+      online("DYNAMICCL_ONLINE", "0"), grace("DYNAMICCL_PROFILER_GRACE_MS", "0"), db("DYNAMICCL_DB", "/tmp/x.db"),
+      hook("DYNAMICCL_TEST_THROW", "stopEvent,getChunkSize");
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
+  auto inForce = settingsInForce();
+  EXPECT_EQ(inForce["DYNAMICCL_WORKLOAD"], "intensity=2,batch=8");
+  EXPECT_EQ(inForce["DYNAMICCL_TOPO_NICS"], "8");
+  EXPECT_EQ(inForce["DYNAMICCL_TOPO_NVLINK_GBPS"], "0");
+  EXPECT_EQ(inForce["DYNAMICCL_DB_MAX_MB"], "0.25");
+  EXPECT_EQ(inForce["DYNAMICCL_EXPLORE_BUDGET"], "0.2");
+  EXPECT_EQ(inForce["DYNAMICCL_COORD"], "coord-host:1234");
+  EXPECT_EQ(inForce["DYNAMICCL_ONLINE"], "0");
+  EXPECT_EQ(inForce["DYNAMICCL_PROFILER_GRACE_MS"], "0");
+  EXPECT_EQ(inForce["DYNAMICCL_DB"], "(set)");
+  EXPECT_EQ(inForce["DYNAMICCL_TEST_THROW"], "getChunkSize,stopEvent");
+}
+
 TEST(Settings, ProfilerPoolsAboveTheDocumentedMaximumAreRefused) {
   for (const char* name : {"DYNAMICCL_PROFILER_RECORDS", "DYNAMICCL_PROFILER_QUEUE"}) {
     ScopedEnv huge(name, std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "1048577" : "65537");

@@ -184,7 +184,7 @@ int run(const PolicyEvalOptions& o) {
   if (!profile->hardware) profile->hardware = clusterHardwareOf(train::presetsMatching(o.presets, true).front());
   auto timedInit_us = [&](const CommShape& shape, size_t* rules) {
     const auto start = std::chrono::steady_clock::now();
-    const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape);
+    const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape, {&localHostSources(), {}});
     *rules = compiled.table.ruleCount();
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   };

@@ -14,7 +14,7 @@
 
 namespace dynamiccl::plugin {
 
-// Documented maxima of the profiler's preallocated memory (README: about 20 MB and 120 MB).
+// Documented maxima of the profiler's preallocated pools: about 120 MB resident at both (README).
 inline constexpr int64_t kMaxProfilerRecords = 65536;
 inline constexpr int64_t kMaxProfilerQueue = 1 << 20;
 
