@@ -4,6 +4,7 @@
 
 #include "features/expected.h"
 #include "features/feature_vector.h"
+#include "features/regular_file.h"
 #include "features/rule_fingerprint.h"
 #include "features/timing_window.h"
 #include "features/topology_fingerprint.h"
