@@ -3,6 +3,7 @@
 // No exception leaves this API; every failure is an Error value. One Store per thread.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,9 @@ struct StoreOptions {
   int64_t max_bytes = 0;        // 0: DYNAMICCL_DB_MAX_MB from the environment, else unlimited
   int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
   int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
+  // When it turns true (a caller's shutdown deadline passed), every wait for a lock ends at once:
+  // the operation fails, its rows are counted as lost. Must outlive the Store.
+  const std::atomic<bool>* give_up = nullptr;
 };
 
 // DYNAMICCL_DB, else $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db.
