@@ -16,6 +16,7 @@ constexpr uint64_t kGrainBytes[kNumProtos] = {16, 1920, 512};
 
 std::atomic<bool> gWarnedBadTableShape{false};
 std::atomic<bool> gWarnedInitFailure{false};
+std::atomic<bool> gWarnedOddTable{false};  // per process: jobs create hundreds of communicators
 
 void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   TunerContext::ChunkMemory& m = c.lastChunk[coll];
@@ -94,7 +95,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     abi::CostTable table = abi::asCostTable(collCostTable);
     if (inspectCostTable(table) == TableVerdict::Usable) {
       applied = applyCandidates(candidates, table, nChannels);
-    } else if (firstTime(c->warnedOddTable)) {
+    } else if (firstTime(gWarnedOddTable)) {
       logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
               collectiveName(Collective(coll)).data());
     }
