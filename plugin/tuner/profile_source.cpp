@@ -81,4 +81,17 @@ std::shared_ptr<const LoadedProfile> currentProfile() {
   return gLoaded;
 }
 
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape) {
+  if (loaded.profile->network) return policy::compileWithPolicy(*loaded.profile, shape);
+  const std::pair<int, int> key{shape.nNodes, shape.nRanks};
+  std::lock_guard lock(loaded.compiledMutex);
+  auto it = loaded.compiledByShape.find(key);
+  if (it == loaded.compiledByShape.end()) {
+    auto table = std::make_shared<const policy::DecisionTable>(policy::DecisionTable::compile(*loaded.profile, shape));
+    if (loaded.compiledByShape.size() >= kMaxCachedShapes) return policy::PolicyTable{*table, {}, {}};
+    it = loaded.compiledByShape.emplace(key, std::move(table)).first;
+  }
+  return policy::PolicyTable{*it->second, {}, {}};
+}
+
 }  // namespace dynamiccl::plugin
