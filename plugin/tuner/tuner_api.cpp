@@ -55,14 +55,16 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
     }
     // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape);
+    policy::PolicyTable compiled = compileForShape(*loaded, c->shape);
     if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
       logWarn("%s", compiled.learnedRulesOff.c_str());
     if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
       logWarn("%s", compiled.probeDisagrees.c_str());
     c->table = std::move(compiled.table);
     c->loaded = std::move(loaded);
-    c->online = startOnline(c->shape, c->table);
+    // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
+    // for it in a shared store would be adopted. No id, no online updates (the static table stands).
+    if (commId != 0) c->online = startOnline(c->shape, c->table);
     registerContext(c.get());
     *context = c.release();
   } catch (const std::exception& e) {
