@@ -98,6 +98,48 @@ void BM_CommInitFinalize(benchmark::State& state) {
 }
 BENCHMARK(BM_CommInitFinalize)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// 10k rules inside one size bucket (2^19..2^20 bytes cut into 10k intervals): the segment is found
+// by binary search inside the bucket (budget <= 50 ns), not by scanning it.
+void BM_GetCollInfoTenThousandRulesInOneBucket(benchmark::State& state) {
+  char tmpl[] = "/tmp/dynamiccl-bench-bucket-XXXXXX";
+  close(mkstemp(tmpl));
+  const std::string path = tmpl;
+  {
+    std::ofstream out(path);
+    out << R"({"format":"dynamiccl-profile","version":1,"name":"bench-bucket","rules":[)";
+    const char* protos[] = {"ll", "ll128", "simple"};
+    const uint64_t base = uint64_t{1} << 19, width = base / 10000;
+    for (int i = 0; i < 10000; ++i)
+      out << (i ? "," : "") << R"({"collective":"allreduce","bytes":[)" << base + i * width << ","
+          << base + (i + 1) * width - 1 << R"(],"algo":"ring","proto":")" << protos[i % 3] << R"(","channels":)"
+          << 1 + i % 32 << "}";
+    out << "]}";
+  }
+  const char* previous = std::getenv("DYNAMICCL_PROFILE");
+  const std::string restore = previous ? previous : "";
+  setenv("DYNAMICCL_PROFILE", path.c_str(), 1);
+  auto lib = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
+  if (!lib) std::abort();
+  auto comm = lib.value()->init(harness::CommSpec{7, 16, 2});
+  if (!comm) std::abort();
+  float master[7][3], table[7][3];
+  bench::fillCostTable(master);
+  size_t i = 0;
+  const uint64_t base = uint64_t{1} << 19;
+  for (auto _ : state) {
+    std::memcpy(table, master, sizeof table);
+    int nChannels = 0;
+    (*comm)->getCollInfoRaw(4, base + (i * 2654435761u) % base, 1, reinterpret_cast<float**>(table), 7, 3, 0,
+                            &nChannels);
+    benchmark::DoNotOptimize(table);
+    benchmark::DoNotOptimize(nChannels);
+    ++i;
+  }
+  std::remove(path.c_str());
+  if (previous) setenv("DYNAMICCL_PROFILE", restore.c_str(), 1);
+}
+BENCHMARK(BM_GetCollInfoTenThousandRulesInOneBucket)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -117,6 +117,79 @@ void BM_GetCollInfoGuarded(benchmark::State& state) {
 }
 BENCHMARK(BM_GetCollInfoGuarded)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 
+// A big rules-only profile (60k rules, 3.8 MB: what a fine-grained tune of many shapes writes). Compile
+// is n log n and its table cached per shape: first init of a shape <= 50 ms, the same shape <= 1 ms.
+struct RulesFixture {
+  std::string path;
+  std::shared_ptr<harness::TunerLibrary> lib;
+  explicit RulesFixture(int rules) {
+    char tmpl[] = "/tmp/dynamiccl-bench-rules-XXXXXX";
+    close(mkstemp(tmpl));
+    path = tmpl;
+    std::ofstream out(path);
+    out << R"({"format":"dynamiccl-profile","version":1,"name":"bench-rules","rules":[)";
+    const char* colls[] = {"allreduce", "allgather", "reducescatter"};
+    const char* algos[] = {"ring", "tree"};
+    const char* protos[] = {"ll", "ll128", "simple"};
+    for (int i = 0; i < rules; ++i)
+      out << (i ? "," : "") << R"({"collective":")" << colls[i % 3] << R"(","bytes":[)" << uint64_t(i) * 1000 << ","
+          << uint64_t(i) * 1000 + 1999 << R"(],"algo":")" << algos[i % 2] << R"(","proto":")" << protos[i % 3]
+          << R"(","channels":)" << 1 + i % 32 << "}";
+    out << "]}";
+    out.close();
+    lib = open();
+  }
+  std::shared_ptr<harness::TunerLibrary> open() const {
+    setenv("DYNAMICCL_PROFILE", path.c_str(), 1);
+    auto l = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
+    if (!l) std::abort();
+    return l.value();
+  }
+  ~RulesFixture() { std::remove(path.c_str()); }
+};
+
+RulesFixture& rulesFixture() {
+  static RulesFixture f(60000);
+  setenv("DYNAMICCL_PROFILE", f.path.c_str(), 1);
+  return f;
+}
+
+// Reading the 60k-rule profile once per process (the first init of the job pays it).
+void BM_RulesProfileFirstInitWithParse(benchmark::State& state) {
+  auto& f = rulesFixture();
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto lib = f.open();  // a fresh load parses again
+    state.ResumeTiming();
+    auto comm = lib->init(harness::CommSpec{1, 16, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_RulesProfileFirstInitWithParse)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Every iteration a shape not seen yet: the 60k rules compiled for it.
+void BM_RulesInitFirstOfShape(benchmark::State& state) {
+  auto& f = rulesFixture();
+  if (!f.lib->init(harness::CommSpec{1, 16, 2})) std::abort();  // parses: not timed
+  static int next = 0;
+  for (auto _ : state) {
+    auto comm = f.lib->init(harness::CommSpec{5, 17 + next++, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_RulesInitFirstOfShape)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+// A shape seen before: the compiled table comes from the per-shape cache.
+void BM_RulesInitSameShape(benchmark::State& state) {
+  auto& f = rulesFixture();
+  if (!f.lib->init(harness::CommSpec{6, 16, 2})) std::abort();
+  for (auto _ : state) {
+    auto comm = f.lib->init(harness::CommSpec{6, 16, 2});
+    benchmark::DoNotOptimize(comm);
+  }
+}
+BENCHMARK(BM_RulesInitSameShape)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
 }  // namespace
 
 BENCHMARK_MAIN();

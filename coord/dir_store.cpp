@@ -60,7 +60,8 @@ class DirStore : public RecordStore {
   Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
     pause();
     const std::string name = recordPath(commId, boundary);
-    const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // Non-blocking: a FIFO planted under a record's name is refused, not waited on.
+    const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
       if (errno == ENOENT) return std::optional<std::string>{};
       return makeError("cannot open " + name + ": " + std::strerror(errno));

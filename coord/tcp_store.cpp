@@ -9,8 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <cctype>
 #include <cstring>
 
@@ -117,14 +115,22 @@ std::unique_ptr<RecordStore> makeTcpStore(std::string host, int port, std::strin
 }
 
 Expected<std::string> readTokenFile(const std::string& path) {
+  // Never a FIFO or device (open would block init, or the coordinator's start, forever); the mode and
+  // size checked are those of the file read.
+  auto fd = openRegularFile(path, O_RDONLY);
+  if (!fd) return makeError("token file: " + fd.error());
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return makeError("cannot read token file " + path);
+  std::string t;
+  const bool statted = fstat(*fd, &st) == 0;
+  if (statted && !(st.st_mode & 077) && st.st_size <= 4096) {
+    t.resize(static_cast<size_t>(st.st_size));
+    const ssize_t n = ::read(*fd, t.data(), t.size());
+    t.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  close(*fd);
+  if (!statted) return makeError("cannot read token file " + path);
   if (st.st_mode & 077) return makeError("token file " + path + " is readable by others; chmod 600 it");
   if (st.st_size > 4096) return makeError("token file " + path + " is too large");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
   if (t.size() < 16 || t.size() > wire::kTokenBytes) return makeError("token in " + path + " must be 16..64 bytes");

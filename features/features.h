@@ -6,6 +6,7 @@
 #include "features/csv.h"
 #include "features/expected.h"
 #include "features/feature_vector.h"
+#include "features/regular_file.h"
 #include "features/rule_fingerprint.h"
 #include "features/timing_window.h"
 #include "features/topology_fingerprint.h"

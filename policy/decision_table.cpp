@@ -2,6 +2,8 @@
 #include "policy/decision_table.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace dynamiccl::policy {
 namespace {
@@ -17,12 +19,17 @@ struct ShapedRule {
   uint64_t lo, hi;  // byte interval, inclusive
 };
 
-bool sameCandidates(const Candidates& a, const Candidates& b) {
-  if (a.count != b.count) return false;
-  for (int i = 0; i < a.count; ++i)
-    if (!(a.decisions[i] == b.decisions[i]) || a.admits[i] != b.admits[i]) return false;
-  return true;
-}
+// Orders Candidates so equal answers share one entry (a map, not a scan: profiles have 60k rules).
+struct CandidatesLess {
+  bool operator()(const Candidates& a, const Candidates& b) const {
+    if (a.count != b.count) return a.count < b.count;
+    for (int i = 0; i < a.count; ++i) {
+      if (a.decisions[i] != b.decisions[i]) return a.decisions[i] < b.decisions[i];
+      if (a.admits[i] != b.admits[i]) return a.admits[i] < b.admits[i];
+    }
+    return false;
+  }
+};
 
 }  // namespace
 
@@ -48,40 +55,47 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
       t.pipeClassOf_[s.rule->numPipeOps] = static_cast<uint8_t>(t.numPipeClasses_++);
 
   t.candidates_.push_back(Candidates{});  // index 0: no rule applies
+  std::map<Candidates, uint32_t, CandidatesLess> candidateIndex;
   const size_t lines = static_cast<size_t>(kNumCollectives) * t.numPipeClasses_ * 2;
-  t.bucketStart_.resize(lines * SizeBucket::kCount);
-  std::vector<const ShapedRule*> applicable;
-  std::vector<uint64_t> cuts;
+  t.buckets_.resize(lines * SizeBucket::kCount);
+  std::vector<uint32_t> applicable;                    // indexes into shaped, in rule order
+  std::vector<std::pair<uint64_t, int64_t>> events;  // (cut, +1+i: rule i starts / -1-i: rule i ended)
+  std::set<uint32_t> active;                           // rules covering the current interval, in rule order
   for (int coll = 0; coll < kNumCollectives; ++coll)
     for (int pc = 0; pc < t.numPipeClasses_; ++pc)
       for (int reg = 0; reg < 2; ++reg) {
         applicable.clear();
-        for (const ShapedRule& s : shaped) {
-          const Rule& r = *s.rule;
+        for (uint32_t i = 0; i < shaped.size(); ++i) {
+          const Rule& r = *shaped[i].rule;
           if (r.collective && static_cast<int>(*r.collective) != coll) continue;
           if (r.numPipeOps > 0 ? t.pipeClassOf_[r.numPipeOps] != pc : false) continue;
           if (r.regBuff != -1 && r.regBuff != reg) continue;
-          applicable.push_back(&s);
+          applicable.push_back(i);
         }
-        // Elementary intervals start at every rule's lo and just past every rule's hi.
-        cuts.assign(1, 0);
-        for (const ShapedRule* s : applicable) {
-          cuts.push_back(s->lo);
-          if (s->hi != UINT64_MAX) cuts.push_back(s->hi + 1);
+        // Elementary intervals start at every rule's lo and just past every rule's hi: one sweep over
+        // the sorted cuts, keeping the set of covering rules (n log n, not rules x intervals).
+        events.clear();
+        for (uint32_t i : applicable) {
+          events.emplace_back(shaped[i].lo, 1 + static_cast<int64_t>(i));
+          if (shaped[i].hi != UINT64_MAX) events.emplace_back(shaped[i].hi + 1, -1 - static_cast<int64_t>(i));
         }
-        std::sort(cuts.begin(), cuts.end());
-        cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+        std::sort(events.begin(), events.end());
+        active.clear();
 
         const size_t line = (static_cast<size_t>(coll) * t.numPipeClasses_ + pc) * 2 + reg;
-        const size_t firstSegment = t.segments_.size();
-        for (size_t k = 0; k < cuts.size(); ++k) {
-          const uint64_t lo = cuts[k];
-          const uint64_t hi = k + 1 < cuts.size() ? cuts[k + 1] - 1 : UINT64_MAX;
+        const size_t firstSegment = t.segmentHi_.size();
+        size_t e = 0;
+        uint64_t lo = 0;
+        for (;;) {
+          for (; e < events.size() && events[e].first == lo; ++e) {
+            if (events[e].second > 0) active.insert(static_cast<uint32_t>(events[e].second - 1));
+            else active.erase(static_cast<uint32_t>(-events[e].second - 1));
+          }
+          const uint64_t hi = e < events.size() ? events[e].first - 1 : UINT64_MAX;
           Candidates c;
-          for (const ShapedRule* s : applicable) {
-            if (lo < s->lo || lo > s->hi || c.count == Candidates::kMax) continue;
-            const Decision& d = s->rule->decision;
-            const GuardMask admits = s->rule->admits;
+          for (auto it = active.begin(); it != active.end() && c.count < Candidates::kMax; ++it) {
+            const Decision& d = shaped[*it].rule->decision;
+            const GuardMask admits = shaped[*it].rule->admits;
             // A repeat is redundant only if an earlier copy already admits whatever this one does.
             bool dup = false;
             for (int i = 0; i < c.count; ++i) dup |= c.decisions[i] == d && (c.admits[i] & admits) == admits;
@@ -92,20 +106,29 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
           }
           uint32_t idx = 0;
           if (c.count) {
-            auto it = std::find_if(t.candidates_.begin(), t.candidates_.end(),
-                                   [&](const Candidates& x) { return sameCandidates(x, c); });
-            idx = static_cast<uint32_t>(it - t.candidates_.begin());
-            if (it == t.candidates_.end()) t.candidates_.push_back(c);
+            auto [it, added] = candidateIndex.try_emplace(c, static_cast<uint32_t>(t.candidates_.size()));
+            if (added) t.candidates_.push_back(c);
+            idx = it->second;
           }
           // Neighbours with the same answer merge into one segment.
-          if (t.segments_.size() > firstSegment && t.segments_.back().candidates == idx) t.segments_.back().hi = hi;
-          else t.segments_.push_back(Segment{hi, idx});
+          if (t.segmentHi_.size() > firstSegment && t.segmentCandidates_.back() == idx) {
+            t.segmentHi_.back() = hi;
+          } else {
+            t.segmentHi_.push_back(hi);
+            t.segmentCandidates_.push_back(idx);
+          }
+          if (hi == UINT64_MAX) break;
+          lo = hi + 1;
         }
+        // Per size bucket, the first and last segment it overlaps (buckets and segments both ascend).
+        size_t first = firstSegment;
         for (int b = 0; b < SizeBucket::kCount; ++b) {
           const uint64_t lowest = SizeBucket::lowest(b);
-          size_t i = firstSegment;
-          while (t.segments_[i].hi < lowest) ++i;
-          t.bucketStart_[line * SizeBucket::kCount + b] = static_cast<uint32_t>(i);
+          const uint64_t highest = b + 1 < SizeBucket::kCount ? SizeBucket::lowest(b + 1) - 1 : UINT64_MAX;
+          while (t.segmentHi_[first] < lowest) ++first;
+          size_t last = first;
+          while (t.segmentHi_[last] < highest) ++last;
+          t.buckets_[line * SizeBucket::kCount + b] = {static_cast<uint32_t>(first), static_cast<uint32_t>(last)};
         }
       }
   return t;

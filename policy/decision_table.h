@@ -30,28 +30,37 @@ class DecisionTable {
   // byte intervals. Lookup answers exactly what "first matching rule wins" answers.
   static DecisionTable compile(const Profile& profile, const CommShape& shape);
 
-  // The hot path: no allocation, no lock, no system call; typically two array reads and a compare.
+  // The hot path: no allocation, no lock, no system call; two array reads, then O(log segments) in a bucket.
   const Candidates& lookup(int coll, uint64_t nBytes, int numPipeOps, int regBuff) const {
     const int pipeClass = pipeClassOf_[static_cast<unsigned>(numPipeOps) < pipeClassOf_.size() ? numPipeOps : 0];
     const size_t line = (static_cast<size_t>(coll) * numPipeClasses_ + pipeClass) * 2 + (regBuff ? 1 : 0);
-    uint32_t i = bucketStart_[line * SizeBucket::kCount + SizeBucket::of(nBytes)];
-    while (segments_[i].hi < nBytes) ++i;
-    return candidates_[segments_[i].candidates];
+    // The segment holding nBytes lies in [first, last] of its bucket: usually one; binary search when
+    // a profile cuts one bucket into many intervals.
+    const BucketRange r = buckets_[line * SizeBucket::kCount + SizeBucket::of(nBytes)];
+    uint32_t at = r.first, n = r.last - r.first + 1;
+    const uint64_t* hi = segmentHi_.data();
+    while (n > 1) {  // branch-free halving: sizes vary call to call, a branch would mispredict
+      const uint32_t half = n / 2;
+      at = hi[at + half - 1] < nBytes ? at + half : at;
+      n -= half;
+    }
+    return candidates_[segmentCandidates_[at]];
   }
 
   bool empty() const { return ruleCount_ == 0; }
   size_t ruleCount() const { return ruleCount_; }        // rules that apply to this shape
-  size_t segmentCount() const { return segments_.size(); }
+  size_t segmentCount() const { return segmentHi_.size(); }
 
  private:
-  struct Segment {
-    uint64_t hi;          // inclusive upper bound of this size interval
-    uint32_t candidates;  // index into candidates_; 0 = no rule
-  };
   std::array<uint8_t, kMaxPipeOps + 1> pipeClassOf_{};  // numPipeOps -> class (0 = not named by any rule)
   int numPipeClasses_ = 1;
-  std::vector<uint32_t> bucketStart_;  // per line, per size bucket: first segment that may hold it
-  std::vector<Segment> segments_;
+  struct BucketRange {
+    uint32_t first, last;  // segments overlapping the bucket
+  };
+  std::vector<BucketRange> buckets_;  // per line, per size bucket
+  // Segments as two dense arrays: the search reads only the bounds (half the cache lines).
+  std::vector<uint64_t> segmentHi_;           // inclusive upper bound of each size interval
+  std::vector<uint32_t> segmentCandidates_;   // index into candidates_; 0 = no rule
   std::vector<Candidates> candidates_;
   size_t ruleCount_ = 0;
 };

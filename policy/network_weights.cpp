@@ -5,6 +5,9 @@
 
 #include <cmath>
 
+#include "policy/json_limits.h"
+#include "policy/profile.h"
+
 namespace dynamiccl::policy {
 namespace {
 
@@ -81,6 +84,7 @@ Status validatePolicyWeights(const PolicyWeights& w) {
 }
 
 Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
+  if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError("policy: " + s.error());
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return makeError("policy must be a JSON object");
   try {

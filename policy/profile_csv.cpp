@@ -43,6 +43,9 @@ Expected<std::pair<int, int>> wildcardOrValue(std::string_view s, const char* wh
 }  // namespace
 
 Expected<Profile> parseNvidiaCsv(std::string_view text) {
+  if (text.size() > kMaxProfileBytes)
+    return makeError("CSV text is " + std::to_string(text.size()) + " bytes, over the " +
+                     std::to_string(kMaxProfileBytes) + " byte limit");
   Profile profile;
   std::istringstream in{std::string(text)};
   std::string raw;

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "policy/json_limits.h"
 #include "policy/network_eval.h"
 #include "policy/profile.h"
 
@@ -184,6 +185,7 @@ Status validateClusterHardware(const ClusterHardware& hw) {
 std::string clusterHardwareToJson(const ClusterHardware& hw) { return fingerprintJson(hw).dump(); }
 
 Expected<Profile> parseProfileJson(std::string_view text) {
+  if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return makeError("not valid JSON");
   if (!doc.is_object()) return makeError("top level must be a JSON object");

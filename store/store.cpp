@@ -21,9 +21,18 @@ Expected<int> readUserVersion(sqlite3* db) {
   return sqlite3_column_int(st.get(), 0);
 }
 
+// SQLite's busy_timeout, in short steps that also end the wait once the owner gives up.
+constexpr int kBusyStep_ms = 2;
+int waitForLock(void* options, int count) {
+  const auto* o = static_cast<const StoreOptions*>(options);
+  if (givenUp(*o) || count * kBusyStep_ms >= o->busy_timeout_ms) return 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(kBusyStep_ms));
+  return 1;
+}
+
 // Switching to WAL needs a moment of exclusive access; other openers may hold it briefly.
 Status enableWal(sqlite3* db, const StoreOptions& options) {
-  for (int attempt = 0; attempt < options.busy_attempts * 10; ++attempt) {
+  for (int attempt = 0; attempt < options.busy_attempts * 10 && !givenUp(options); ++attempt) {
     Statement st(db, "PRAGMA journal_mode=WAL");
     if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) {
       const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
@@ -87,7 +96,7 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   if (sqlite3_open_v2(impl->path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
     return makeError(sqliteError(impl->db, ("open " + impl->path).c_str()));
   sqlite3_extended_result_codes(impl->db, 1);
-  sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
+  sqlite3_busy_handler(impl->db, waitForLock, &impl->options);
 
   // Refuse a newer schema before anything (WAL switch included) could write to the file.
   auto version = readUserVersion(impl->db);

@@ -3,6 +3,7 @@
 // No exception leaves this API; every failure is an Error value. One Store per thread.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,9 @@ struct StoreOptions {
   int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
   int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
   bool read_only = false;       // readers: a missing file is an error, nothing is created or migrated
+  // When it turns true (a caller's shutdown deadline passed), every wait for a lock ends at once:
+  // the operation fails, its rows are counted as lost. Must outlive the Store.
+  const std::atomic<bool>* give_up = nullptr;
 };
 
 // $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and

@@ -31,6 +31,9 @@ struct Store::Impl {
   ~Impl() { sqlite3_close_v2(db); }
 };
 
+// The owner's deadline passed (StoreOptions::give_up): stop waiting for locks.
+inline bool givenUp(const StoreOptions& o) { return o.give_up && o.give_up->load(std::memory_order_relaxed); }
+
 // "what: sqlite message (code)" for the last error on db.
 std::string sqliteError(sqlite3* db, const char* what);
 // Runs SQL with no result rows; error value on failure.

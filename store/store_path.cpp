@@ -47,9 +47,10 @@ Status prepareDatabaseFile(const std::string& path) {
   }
   // O_CREAT without O_TRUNC: an existing file is untouched; a new one starts at 0600 (SQLite's
   // -wal and -shm files copy the main file's permissions).
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return makeError("cannot open " + path + ": " + std::strerror(errno));
-  ::close(fd);
+  // A FIFO or device there is refused here: SQLite's own open would block or misbehave on it.
+  auto fd = openRegularFile(path, O_RDWR | O_CREAT);
+  if (!fd) return makeError(fd.error());
+  ::close(*fd);
   return Ok{};
 }
 

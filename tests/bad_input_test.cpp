@@ -86,6 +86,14 @@ const BadProfile kBadProfiles[] = {
     {"nan", profileJson(R"({"algo":"ring","proto":"ll","confidence":NaN})"), "not valid JSON"},
     {"newer_version", R"({"format":"dynamiccl-profile","version":7,"rules":[]})", "newer"},
     {"csv_unknown_name", "allreduce,0,100,ring,lll,-1,-1,-1\n", "unknown protocol"},
+    // Deep nesting crashed init through unbounded recursion (stack overflow), in "policy" or anywhere.
+    {"deep_policy",
+     R"({"format":"dynamiccl-profile","version":1,"rules":[],"policy":)" + std::string(100000, '[') +
+         std::string(100000, ']') + "}",
+     "nests deeper than"},
+    {"deep_rule", profileJson(R"({"algo":"ring","proto":"ll","note":)" + std::string(100000, '[') +
+                              std::string(100000, ']') + "}"),
+     "nests deeper than"},
     {"fingerprint_missing_fact",
      R"({"format":"dynamiccl-profile","version":1,"fingerprint":{"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8},)"
      R"("rules":[{"algo":"ring","proto":"ll"}]})",
@@ -132,6 +140,17 @@ TEST(BadInput, FifoNeverBlocksInit) {
   EXPECT_EQ(warningsMentioning("not a regular file"), 1u);
   unlink(fifo.c_str());
   rmdir(dir);
+}
+
+TEST(BadInput, JsonWithByteOrderMarkIsAccepted) {
+  // Editors on Windows prefix a UTF-8 BOM; the profile was refused as bad CSV.
+  TempFile file("\xEF\xBB\xBF" + profileJson(R"({"algo":"ring","proto":"simple","channels":4})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ((*comm)->decide(4, 4096, harness::allAvailable()), (harness::Choice{1, 2, 4}));
 }
 
 TEST(BadInput, OversizedFileIsRefusedUnread) {
@@ -189,6 +208,24 @@ TEST_F(OddCostTable, NaNAndInfinity) {
   t[3][0] = INFINITY;
   expectNcclTableUntouched(*comm_, t);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << "one line, not one per call";
+}
+
+TEST(BadInput, NaNCostTableWarnsOncePerProcess) {
+  TempFile file(profileJson(R"({"algo":"ring","proto":"simple","channels":4})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  LogCapture::clear();
+  auto lib = openPlugin();
+  CostTable t = harness::allAvailable();
+  t[3][0] = std::nanf("");
+  for (int i = 0; i < 20; ++i) {  // jobs create hundreds of communicators: one line, not one each
+    auto comm = lib->init(harness::CommSpec{static_cast<uint64_t>(100 + i), 8, 1});
+    ASSERT_TRUE(comm.ok());
+    CostTable copy = t;
+    int nChannels = 0;
+    EXPECT_EQ((*comm)->getCollInfo(4, 4096, 1, 0, copy, &nChannels), ncclSuccess);
+    EXPECT_EQ(0, std::memcmp(copy.data(), t.data(), sizeof t));
+  }
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 TEST_F(OddCostTable, WrongShapeOrNullArguments) {

@@ -76,6 +76,29 @@ TEST(DecisionTable, IntervalEdgesAreInclusive) {
   EXPECT_EQ(t.lookup(2, 2000, 1, 0).count, 0) << "other collectives untouched";
 }
 
+TEST(DecisionTable, ManyIntervalsInsideOneSizeBucketAreFoundExactly) {
+  // 10k rules cut the bucket [2^19, 2^20) into 10k intervals (the lookup searches inside a bucket).
+  Profile p;
+  const uint64_t base = uint64_t{1} << 19, width = 52;
+  for (int i = 0; i < 10000; ++i) {
+    Rule r;
+    r.collective = Collective::AllReduce;
+    r.minBytes = base + i * width;
+    r.maxBytes = base + (i + 1) * width - 1;
+    r.decision = {Algo::Ring, Proto::Simple, 1 + i % 64, 0};
+    p.rules.push_back(r);
+  }
+  auto t = DecisionTable::compile(p, CommShape{1, 8, 1});
+  for (int i = 0; i < 10000; ++i)
+    for (uint64_t n : {base + i * width, base + i * width + 17, base + (i + 1) * width - 1}) {
+      const Candidates& c = t.lookup(4, n, 1, 0);
+      ASSERT_EQ(c.count, 1) << n;
+      ASSERT_EQ(c.decisions[0].nChannels, 1 + i % 64) << n;
+    }
+  EXPECT_EQ(t.lookup(4, base - 1, 1, 0).count, 0);
+  EXPECT_EQ(t.lookup(4, base + 10000 * width, 1, 0).count, 0);
+}
+
 TEST(DecisionTable, BytesPerRankScalesWithTheCommunicator) {
   Profile p;
   Rule r;

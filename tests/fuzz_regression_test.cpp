@@ -11,6 +11,7 @@
 #include "offline/ingest/ingest.h"
 #include "offline/measurements/measurements.h"
 #include "policy/profile.h"
+#include "policy/policy.h"
 
 namespace {
 
@@ -73,6 +74,33 @@ TEST(FuzzRegression, NcclTestsLogHeaderWithRootAfterTime) {
 }
 
 // Every seed of every fuzz target goes through its reader without throwing.
+// 20k-70k levels overflowed the stack (dump() of the "policy" value recursed); every JSON reader now
+// refuses nesting beyond kMaxJsonDepth before parsing, and text over the size cap unread.
+TEST(FuzzRegression, DeepNestingIsRefusedByEveryReader) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto profile = dynamiccl::policy::parseProfileJson(
+      R"({"format":"dynamiccl-profile","version":1,"rules":[],"policy":)" + deep + "}");
+  ASSERT_FALSE(profile.ok());
+  EXPECT_NE(profile.error().find("nests deeper than 64"), std::string::npos) << profile.error();
+  auto weights = dynamiccl::policy::parsePolicyWeights(R"({"format":"x","tensors":)" + deep + "}");
+  ASSERT_FALSE(weights.ok());
+  EXPECT_NE(weights.error().find("nests deeper than 64"), std::string::npos) << weights.error();
+  // At the bound, strings holding brackets do not count.
+  const std::string atLimit = R"({"format":"dynamiccl-profile","version":1,"name":"[[[{{","rules":[{"algo":"ring",)"
+                              R"("proto":"ll","note":)" + std::string(61, '[') + std::string(61, ']') + "}]}";
+  EXPECT_TRUE(dynamiccl::policy::parseProfileJson(atLimit).ok());
+}
+
+TEST(FuzzRegression, OversizedTextIsRefusedUnread) {
+  const std::string big(dynamiccl::policy::kMaxProfileBytes + 1, '#');
+  auto csv = dynamiccl::policy::parseNvidiaCsv(big);
+  ASSERT_FALSE(csv.ok());
+  EXPECT_NE(csv.error().find("limit"), std::string::npos) << csv.error();
+  auto json = dynamiccl::policy::parseProfileJson(big);
+  ASSERT_FALSE(json.ok());
+  EXPECT_NE(json.error().find("limit"), std::string::npos) << json.error();
+}
+
 TEST(FuzzRegression, SeedCorporaReplay) {
   namespace fs = std::filesystem;
   const fs::path root = fs::path(DYNAMICCL_SOURCE_DIR) / "fuzz" / "corpus";

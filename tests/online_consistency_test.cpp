@@ -213,5 +213,31 @@ TEST(OnlineConsistency, SlowSharedDirectoryOnlyDelays) {
   EXPECT_GT(results[0].lateNonStatic, 0u);
 }
 
+TEST(OnlineConsistency, CommunicatorsWithoutAnIdNeverJoinOnlineUpdates) {
+  // Tuner v2-v4 give no commId: every such communicator was commId 0 in the shared store, so one job
+  // adopted the records another had written. Only a v5+ communicator (NCCL's id) may go online.
+  testing::TempFile profile(testing::profileJson(R"({"algo":"ring","proto":"ll"})"));
+  char dir[] = "/tmp/dynamiccl-coord-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), on("DYNAMICCL_ONLINE", "1"),
+      coord("DYNAMICCL_COORD_DIR", dir), record("DYNAMICCL_RECORD", "0");
+  auto onlineLines = [] {
+    size_t n = 0;
+    for (const std::string& l : harness::LogCapture::lines()) n += l.find("online updates on") != std::string::npos;
+    return n;
+  };
+  for (int version : {4, 5}) {
+    harness::LogCapture::clear();
+    auto lib = testing::openPlugin(version);
+    ASSERT_TRUE(lib);
+    harness::CommSpec spec;
+    spec.commId = 0xabcdef;  // what a v5 init passes; v2-v4 inits carry none
+    auto comm = lib->init(spec);
+    ASSERT_TRUE(comm.ok());
+    EXPECT_EQ(onlineLines(), version >= 5 ? 1u : 0u) << "tuner v" << version;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dynamiccl

@@ -7,6 +7,11 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <fcntl.h>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -48,6 +53,31 @@ std::unique_ptr<Server> startServer(ServerLimits limits = {}) {
   auto s = Server::start(0, kToken, limits, "127.0.0.1");
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
   return s.ok() ? std::move(s.value()) : nullptr;
+}
+
+TEST(OnlineCoord, TokenFileNamingAFifoIsRefusedWithoutBlocking) {
+  // A FIFO (mode 600) blocked communicator init and `dynamiccl coord` forever in open().
+  char dir[] = "/tmp/dynamiccl-token-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/token";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {  // unblocks a blocked reader after 3 s: the test fails on time, not by hanging
+    for (int i = 0; i < 300 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done) return;
+    const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) close(fd);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto token = readTokenFile(fifo);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  watchdog.join();
+  unlink(fifo.c_str());
+  rmdir(dir);
+  EXPECT_LT(seconds, 1.0);
+  ASSERT_FALSE(token.ok());
+  EXPECT_NE(token.error().find("not a regular file"), std::string::npos) << token.error();
 }
 
 TEST(OnlineCoord, RecordsAreWriteOnceAndReadBackExactly) {

@@ -1,8 +1,14 @@
 // The profiler role through dlopen, as NCCL drives it: every ABI version, both event orders NCCL
 // produces, malformed and missing events, exhausted pool and queue, concurrent emitters, and the
 // observations reaching the sinks (the CSV log sink and the SQLite store).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -451,6 +457,181 @@ TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   EXPECT_EQ(rows, 12);
+}
+
+// ---- Bounds: nothing the plugin opens or writes may block finalize, leak across reloads or lose
+// observations silently.
+
+size_t linesMentioning(const std::string& needle) {
+  size_t n = 0;
+  for (const std::string& l : harness::LogCapture::lines()) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
+// "not written to store/log N" of the last summary line.
+unsigned long long lastUnwritten() {
+  unsigned long long n = 0;
+  for (const std::string& line : harness::LogCapture::lines()) {
+    const size_t at = line.find("not written to store/log ");
+    if (at != std::string::npos) n = std::stoull(line.substr(at + 25));
+  }
+  return n;
+}
+
+double secondsOf(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A FIFO in a private directory; after `after`, unless released first, a watchdog opens its other end
+// so that code blocked on it returns (the test then fails on time instead of hanging).
+class WatchedFifo {
+ public:
+  explicit WatchedFifo(int watchdogFlags, std::chrono::seconds after = std::chrono::seconds(3)) {
+    char dir[] = "/tmp/dynamiccl-fifo-XXXXXX";
+    dir_ = mkdtemp(dir);
+    path_ = dir_ + "/fifo";
+    EXPECT_EQ(mkfifo(path_.c_str(), 0600), 0);
+    watchdog_ = std::thread([this, watchdogFlags, after] {
+      const auto until = std::chrono::steady_clock::now() + after;
+      while (!released_ && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!released_) fd_ = ::open(path_.c_str(), watchdogFlags | O_NONBLOCK);
+    });
+  }
+  ~WatchedFifo() {
+    released_ = true;
+    watchdog_.join();
+    if (fd_ >= 0) ::close(fd_);
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  std::atomic<bool> released_{false};
+  int fd_ = -1;
+  std::thread watchdog_;
+};
+
+void emitSome(const ProfilerLibrary& lib, void* ctx, int n, int firstSeq = 0) {
+  ProfilerColl coll;
+  for (int i = 0; i < n; ++i) {
+    coll.seq = firstSeq + i;
+    emitCollective(lib, ctx, coll, {{1000, 3000}}, true);
+  }
+}
+
+TEST(ProfilerBounds, ObservationLogNamingAFifoNeverBlocksFinalize) {
+  ChannelEnv env;
+  WatchedFifo fifo(O_RDONLY);  // a reader would let a blocked open() go on
+  ScopedEnv logEnv("DYNAMICCL_OBSERVATION_LOG", fifo.path().c_str());
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  emitSome(*lib, ctx, 3);
+  EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
+  EXPECT_EQ(linesMentioning("not a regular file"), 1u) << ::testing::PrintToString(harness::LogCapture::lines());
+}
+
+TEST(ProfilerBounds, StorePathNamingAFifoNeverBlocksFinalize) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  WatchedFifo fifo(O_WRONLY);  // a writer that closes gives SQLite's blocked read an end of file
+  ScopedEnv dbEnv("DYNAMICCL_DB", fifo.path().c_str());
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  emitSome(*lib, ctx, 3);
+  EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
+  EXPECT_EQ(linesMentioning("not a regular file"), 1u) << ::testing::PrintToString(harness::LogCapture::lines());
+}
+
+TEST(ProfilerBounds, ObservationLogWriteFailuresAreCountedAndSaidOnce) {
+  ChannelEnv env;  // its log file exists before the size limit below
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  // A full disk, as the file size limit makes it: write() fails (EFBIG) after 64 bytes.
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto oldSignal = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 64;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  for (int batch = 0; batch < 3; ++batch) {  // several batches fail: one line, every loss counted
+    emitSome(*lib, ctx, 5, batch * 5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, oldSignal);
+  EXPECT_EQ(linesMentioning("cannot write DYNAMICCL_OBSERVATION_LOG"), 1u)
+      << ::testing::PrintToString(harness::LogCapture::lines());
+  EXPECT_GE(lastUnwritten(), 10u);
+}
+
+TEST(ProfilerBounds, FinalizeIsBoundedWhileAnotherProcessHoldsTheStoreWriteLock) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  // Wait until the worker has opened the store (its run row is there), then take the write lock.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(env.db.path().c_str(), &other), SQLITE_OK);
+  sqlite3_busy_timeout(other, 5000);
+  int runs = 0;
+  for (int i = 0; i < 500 && runs == 0; ++i) {
+    sqlite3_exec(other, "SELECT count(*) FROM runs", [](void* n, int, char** v, char**) {
+      *static_cast<int*>(n) = std::atoi(v[0]);
+      return 0;
+    }, &runs, nullptr);
+    if (runs == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(runs, 1);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  harness::LogCapture::clear();
+  emitSome(*lib, ctx, 10);
+  EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_EQ(lastUnwritten(), 10u) << ::testing::PrintToString(harness::LogCapture::lines());
+}
+
+long residentKb() {
+  long pages = 0, resident = 0;
+  std::ifstream("/proc/self/statm") >> pages >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+TEST(ProfilerBounds, MemoryStaysFlatOverLoadUnloadCycles) {
+  // NCCL unloads the plugin when the last communicator is destroyed and loads it again for the next.
+  ChannelEnv env;
+  auto cycle = [] {
+    auto lib = openProfiler(5);
+    ASSERT_TRUE(lib);
+    int mask = 0;
+    void* ctx = nullptr;
+    ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+    emitSome(*lib, ctx, 2);
+    ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  };  // the library is dlclosed here
+  for (int i = 0; i < 5; ++i) cycle();
+  const long before = residentKb();
+  for (int i = 0; i < 100; ++i) cycle();
+  EXPECT_LT(residentKb() - before, 16 * 1024) << "kB resident growth over 100 load/unload cycles";
 }
 
 }  // namespace

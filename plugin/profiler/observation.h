@@ -48,6 +48,7 @@ struct ObservationCounters {
   uint64_t unknownHandles = 0;  // events whose handle was stale, foreign or already completed
   uint64_t forcedCompletions = 0;  // records completed by the worker's sweep (missing stop/channels)
   uint64_t sinkErrors = 0;
+  uint64_t unwritten = 0;       // delivered but lost by the store or log (full disk, lock held, shutdown bound)
 };
 ObservationCounters observationCounters();
 

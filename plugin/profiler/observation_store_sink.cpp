@@ -36,7 +36,10 @@ class StoreSink final : public WorkerSink {
     for (size_t i = 0; i < n; ++i) {
       store::ObservationRow row;
       row.comm_row = commRow(o[i]);
-      if (row.comm_row == 0) continue;
+      if (row.comm_row == 0) {
+        profilerCounters().unwritten.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       row.seq = static_cast<int64_t>(o[i].seq);
       row.collective = std::string(collectiveName(o[i].coll));
       row.bytes = o[i].bytes;
@@ -104,6 +107,7 @@ class StoreSink final : public WorkerSink {
     lastCommit_ns_ = steadyNowNs();
     if (batch_.rows() == 0) return;
     store::WriteResult r = writer_->write(batch_);
+    if (!r.committed) profilerCounters().unwritten.fetch_add(batch_.observations.size(), std::memory_order_relaxed);
     if (!r.report_once.empty()) logWarn("profiler: store: %s", r.report_once.c_str());
     batch_.clear();
   }
@@ -120,9 +124,13 @@ class StoreSink final : public WorkerSink {
 
 }  // namespace
 
-std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s) {
+std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s, const std::atomic<bool>* giveUp) {
   if (!s.record) return nullptr;
-  auto db = store::Store::open({.path = s.dbPath, .max_bytes = s.dbMaxBytes});
+  store::StoreOptions options;
+  options.path = s.dbPath;
+  options.max_bytes = s.dbMaxBytes;
+  options.give_up = giveUp;
+  auto db = store::Store::open(options);
   if (!db.ok()) {
     logWarn("profiler: store unavailable (%s); observations are not recorded", db.error().c_str());
     return nullptr;

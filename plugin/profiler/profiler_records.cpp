@@ -72,6 +72,8 @@ RecordPool::RecordPool(uint32_t records, uint32_t queueCapacity, uint32_t firstG
   for (uint32_t i = 0; i < size_; ++i) records_[i].state.store(before, std::memory_order_relaxed);
 }
 
+RecordPool::~RecordPool() = default;
+
 uint32_t RecordPool::nextUnusedGeneration() const {
   uint32_t highest = 0;
   for (uint32_t i = 0; i < size_; ++i) {

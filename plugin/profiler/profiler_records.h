@@ -30,6 +30,7 @@ class RecordPool {
  public:
   // firstGeneration: above every generation a previous pool handed out, so its stale handles never match.
   RecordPool(uint32_t records, uint32_t queueCapacity, uint32_t firstGeneration = 1);
+  ~RecordPool();
   uint32_t size() const { return size_; }
   BoundedQueue<Observation>& queue() { return queue_; }
   const BoundedQueue<Observation>& queue() const { return queue_; }
@@ -70,8 +71,8 @@ struct ProfilerCounters {
   alignas(64) std::atomic<uint64_t> channelsSeen{0}, forcedCompletions{0};
   // Written by NCCL's threads only when an event is dropped or wrong.
   alignas(64) std::atomic<uint64_t> droppedQueueFull{0}, droppedPoolFull{0}, unknownHandles{0};
-  // Written by the worker for every batch.
-  alignas(64) std::atomic<uint64_t> delivered{0}, sinkErrors{0};
+  // Written by the worker for every batch; unwritten: observations a built-in sink (store, log) lost.
+  alignas(64) std::atomic<uint64_t> delivered{0}, sinkErrors{0}, unwritten{0};
 };
 ProfilerCounters& profilerCounters();
 

@@ -1,5 +1,8 @@
 #include "plugin/profiler/worker.h"
 
+#include <malloc.h>
+
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -15,6 +18,9 @@ namespace dynamiccl::plugin {
 namespace {
 
 constexpr size_t kBatch = 4096;
+// Finalize waits this long for the worker to flush; then the store stops waiting for locks (what it
+// could not write is counted), so the last finalize returns well within a second whatever the store does.
+constexpr auto kFlushBound = std::chrono::milliseconds(500);
 constexpr int64_t kSweepEvery_ns = 10'000'000;
 
 struct SinkRegistry {
@@ -32,11 +38,16 @@ SinkRegistry& registry() {
 struct Channel {
   std::mutex mutex;  // init/finalize only
   int live = 0;
-  RecordPool* pool = nullptr;  // kept (leaked) after stop: a late event must still find valid memory
+  // Kept after stop, replaced ones too: a late event must still find valid memory. Freed only when
+  // the library unloads with no communicator left (NCCL unloads and reloads plugins between jobs).
+  RecordPool* pool = nullptr;
+  std::vector<RecordPool*> replaced;
   std::thread thread;
   std::mutex wakeMutex;
   std::condition_variable wake;
   bool stopping = false;
+  bool finished = false;                 // the worker has flushed and closed its sinks
+  std::atomic<bool> giveUp{false};       // finalize's bound passed: sinks stop waiting
   int64_t grace_ns = 0;
   ObservationCounters atStart;  // the summary at stop reports this session's share
 };
@@ -67,7 +78,17 @@ void replacePool(Channel& ch, RecordPool* next) {
   std::lock_guard lock(t.mutex);
   if (t.newest) t.replaced += t.newest->queue().pushes();
   t.newest = next;
+  if (ch.pool) ch.replaced.push_back(ch.pool);
   ch.pool = next;
+}
+
+// At unload with every communicator finalized: no event can reach the pools any more.
+void freePools(Channel& ch) {
+  replacePool(ch, nullptr);
+  for (RecordPool* p : ch.replaced) delete p;
+  ch.replaced.clear();
+  // Other allocations between loads fragment the heap around the freed pool: hand free pages back.
+  malloc_trim(0);
 }
 
 // v1-v3 inits carry no communicator shape: borrow nRanks/nNodes from the tuner context of that commId.
@@ -122,7 +143,7 @@ void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
   Channel& ch = channel();
   std::vector<std::unique_ptr<WorkerSink>> owned;
   try {
-    if (auto s = makeStoreSink(*settings)) owned.push_back(std::move(s));
+    if (auto s = makeStoreSink(*settings, &ch.giveUp)) owned.push_back(std::move(s));
     if (auto s = makeLogFileSink(*settings)) owned.push_back(std::move(s));
   } catch (const std::exception& e) {
     logWarn("profiler: a built-in sink failed to start (%s); observations still reach registered sinks", e.what());
@@ -163,6 +184,11 @@ void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
   while (drain()) {
   }
   owned.clear();
+  {
+    std::lock_guard lock(ch.wakeMutex);
+    ch.finished = true;
+  }
+  ch.wake.notify_all();
 }
 
 void stopWorker(Channel& ch) {
@@ -172,25 +198,32 @@ void stopWorker(Channel& ch) {
     ch.stopping = true;
   }
   ch.wake.notify_all();
+  {
+    std::unique_lock lock(ch.wakeMutex);
+    if (!ch.wake.wait_for(lock, kFlushBound, [&] { return ch.finished; })) ch.giveUp.store(true);
+  }
   ch.thread.join();
   const ObservationCounters now = observationCounters(), &was = ch.atStart;
   logInfo("profiler: %llu observations delivered; dropped: queue full %llu, record pool full %llu; "
-          "unknown handles %llu; forced completions %llu; sink errors %llu",
+          "unknown handles %llu; forced completions %llu; sink errors %llu; not written to store/log %llu",
           (unsigned long long)(now.delivered - was.delivered),
           (unsigned long long)(now.droppedQueueFull - was.droppedQueueFull),
           (unsigned long long)(now.droppedPoolFull - was.droppedPoolFull),
           (unsigned long long)(now.unknownHandles - was.unknownHandles),
           (unsigned long long)(now.forcedCompletions - was.forcedCompletions),
-          (unsigned long long)(now.sinkErrors - was.sinkErrors));
+          (unsigned long long)(now.sinkErrors - was.sinkErrors),
+          (unsigned long long)(now.unwritten - was.unwritten));
 }
 
-// Joins the worker at process exit (or dlclose) when NCCL never finalized every communicator.
+// Joins the worker at process exit (or dlclose) when NCCL never finalized every communicator; frees
+// the pools when it did.
 struct ExitStopper {
   ~ExitStopper() {
     Channel& ch = channel();
     std::lock_guard lock(ch.mutex);
     gPool.store(nullptr, std::memory_order_release);
     stopWorker(ch);
+    if (ch.live == 0) freePools(ch);
   }
 } gExitStopper;
 
@@ -209,6 +242,8 @@ RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings) 
     // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.
     replacePool(ch, new RecordPool(records, queue, ch.pool ? ch.pool->nextUnusedGeneration() : 1));
   ch.stopping = false;
+  ch.finished = false;
+  ch.giveUp.store(false);
   ch.atStart = observationCounters();
   try {
     ch.thread = std::thread(workerMain, ch.pool, std::move(settings));
@@ -258,6 +293,7 @@ ObservationCounters observationCounters() {
   o.unknownHandles = c.unknownHandles.load();
   o.forcedCompletions = c.forcedCompletions.load();
   o.sinkErrors = c.sinkErrors.load();
+  o.unwritten = c.unwritten.load();
   return o;
 }
 

@@ -3,6 +3,7 @@
 // profiler init, stopped (drained, flushed, joined) by the last finalize or at process exit.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -28,7 +29,8 @@ class WorkerSink {
 };
 
 // Built on the worker thread when it starts; nullptr when switched off or unavailable.
-std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s);    // DYNAMICCL_RECORD=0 disables; DYNAMICCL_DB names the file
+// giveUp turns true when finalize's bound has passed: the store then stops waiting for locks.
+std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s, const std::atomic<bool>* giveUp);  // DYNAMICCL_RECORD=0 disables; DYNAMICCL_DB names the file
 std::unique_ptr<WorkerSink> makeLogFileSink(const Settings& s);  // DYNAMICCL_OBSERVATION_LOG=<path>: one CSV line each
 
 }  // namespace dynamiccl::plugin

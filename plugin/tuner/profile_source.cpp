@@ -69,4 +69,22 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   return gLoaded;
 }
 
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings) {
+  if (loaded.profile->network) {
+    // With a learned "policy" section, Eigen scores configurations here, off the hot path.
+    HostSources host = localHostSources();
+    host.overrides = settings.topo;  // the operator's word beats every probe
+    return policy::compileWithPolicy(*loaded.profile, shape, {&host, settings.workload});
+  }
+  const std::pair<int, int> key{shape.nNodes, shape.nRanks};
+  std::lock_guard lock(loaded.compiledMutex);
+  auto it = loaded.compiledByShape.find(key);
+  if (it == loaded.compiledByShape.end()) {
+    auto table = std::make_shared<const policy::DecisionTable>(policy::DecisionTable::compile(*loaded.profile, shape));
+    if (loaded.compiledByShape.size() >= kMaxCachedShapes) return policy::PolicyTable{*table, {}, {}};
+    it = loaded.compiledByShape.emplace(key, std::move(table)).first;
+  }
+  return policy::PolicyTable{*it->second, {}, {}};
+}
+
 }  // namespace dynamiccl::plugin

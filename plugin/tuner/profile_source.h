@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "plugin/settings/settings.h"
@@ -27,7 +29,15 @@ struct LoadedProfile {
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
   mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
+  // A rules-only profile's table depends on (nNodes, nRanks) alone: compiled once per shape.
+  mutable std::mutex compiledMutex;
+  mutable std::map<std::pair<int, int>, std::shared_ptr<const policy::DecisionTable>> compiledByShape;
 };
+
+// The table for a communicator of this shape: from the per-shape cache for a rules-only profile
+// (at most kMaxCachedShapes kept), compiled afresh with the learned network's rules otherwise.
+inline constexpr size_t kMaxCachedShapes = 64;
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings);
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);

@@ -17,6 +17,7 @@ namespace {
 constexpr uint64_t kGrainBytes[kNumProtos] = {16, 1920, 512};
 
 std::atomic<bool> gWarnedBadTableShape{false};
+std::atomic<bool> gWarnedOddTable{false};  // per process: jobs create hundreds of communicators
 
 void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   TunerContext::ChunkMemory& m = c.lastChunk[coll];
@@ -55,17 +56,16 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
     c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
-  // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-  HostSources host = localHostSources();
-  host.overrides = settings->topo;  // the operator's word beats every probe
-  policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape, {&host, settings->workload});
+  policy::PolicyTable compiled = compileForShape(*loaded, c->shape, *settings);
   if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
     logWarn("%s", compiled.learnedRulesOff.c_str());
   if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
     logWarn("%s", compiled.probeDisagrees.c_str());
   c->table = std::move(compiled.table);
   c->loaded = std::move(loaded);
-  c->online = startOnline(c->shape, c->table, *settings);
+  // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
+  // for it in a shared store would be adopted. No id, no online updates (the static table stands).
+  if (commId != 0) c->online = startOnline(c->shape, c->table, *settings);
   registerContext(c.get());
   *context = c.release();
   return ncclSuccess;
@@ -92,7 +92,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     abi::CostTable table = abi::asCostTable(collCostTable);
     if (inspectCostTable(table) == TableVerdict::Usable) {
       applied = applyCandidates(candidates, table, nChannels);
-    } else if (firstTime(c->warnedOddTable)) {
+    } else if (firstTime(gWarnedOddTable)) {
       logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
               collectiveName(Collective(coll)).data());
     }

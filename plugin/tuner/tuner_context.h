@@ -34,9 +34,6 @@ struct TunerContext {
   // What was decided per call, for the profiler's join of observations to decisions.
   DecisionLog decisions;
 
-  // Once-only warnings about odd input seen on the hot path.
-  std::atomic<bool> warnedOddTable{false};
-
   // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
 

@@ -1,0 +1,25 @@
+// Opening files the plugin is told about (profile, observation log, store, token, records) without
+// ever blocking: a FIFO or device named by mistake or malice is refused instead of hanging open().
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "features/expected.h"
+
+namespace dynamiccl {
+
+enum class FollowLinks { Yes, No };
+
+// open(path, flags | O_NONBLOCK | O_CLOEXEC), then fstat: anything but a regular file is closed and
+// refused. The descriptor returned is back in blocking mode (regular files never block on open/read).
+Expected<int> openRegularFile(const std::string& path, int flags, FollowLinks follow = FollowLinks::Yes,
+                              mode_t createMode = 0600);
+
+// The whole content of a regular file of at most maxBytes (a bigger one is refused unread).
+Expected<std::string> readRegularFile(const std::string& path, uint64_t maxBytes,
+                                      FollowLinks follow = FollowLinks::Yes);
+
+}  // namespace dynamiccl
