@@ -48,6 +48,7 @@ Expected<std::pair<int, int>> wildcardOrValue(std::string_view s, const char* wh
 
 Expected<Profile> parseNvidiaCsv(std::string_view text) {
   Profile profile;
+  profile.userRules = true;
   std::istringstream in{std::string(text)};
   std::string raw;
   int lineNo = 0;
