@@ -26,13 +26,48 @@ std::string learnedPolicyText(const policy::Profile& p) {
   return text;
 }
 
+// " (2 measured-offline, 5 simulated, 1 without evidence)": what the rules rest on.
+std::string evidenceSummary(const policy::Profile& p) {
+  if (p.userRules) return " (NVIDIA CSV: the user's own rules)";
+  size_t counts[4] = {}, none = 0;
+  for (const policy::Rule& r : p.rules) r.evidence ? ++counts[static_cast<int>(r.evidence->provenance)] : ++none;
+  std::string text;
+  for (int i = 0; i < 4; ++i)
+    if (counts[i])
+      text += (text.empty() ? "" : ", ") + std::to_string(counts[i]) + " " +
+              std::string(policy::provenanceName(static_cast<policy::Provenance>(i)));
+  if (none) text += (text.empty() ? "" : ", ") + std::to_string(none) + " without evidence";
+  return text.empty() ? "" : " (" + text + ")";
+}
+
 std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
+std::atomic<bool> gWarnedTrustAll{false}, gWarnedTrustInvalid{false};
+
+void logTrust(const TrustSetting& t) {
+  if (!t.invalid.empty() && firstTime(gWarnedTrustInvalid))
+    logWarn("DYNAMICCL_TRUST=%s is not verified or all; only verified rules apply", t.invalid.c_str());
+  if (t.trust == policy::Trust::All && firstTime(gWarnedTrustAll))  // the user's choice, not a fault: info
+    logInfo("DYNAMICCL_TRUST=all: unverified rules (simulated, learned, measured elsewhere or without evidence) "
+            "change NCCL's choices");
+}
+
+// One line when rules' evidence could not be read: those rules load unverified.
+void logEvidenceProblems(const policy::Profile& p) {
+  size_t bad = 0;
+  const policy::Rule* first = nullptr;
+  for (const policy::Rule& r : p.rules)
+    if (!r.evidenceProblem.empty()) first = first ? first : &r, ++bad;
+  if (bad)
+    logWarn("%zu rule(s) with malformed evidence load as unverified (%s: %s)", bad, first->origin.c_str(),
+            first->evidenceProblem.c_str());
+}
 
 std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
   auto out = std::make_shared<LoadedProfile>();
   out->settings = s;
   out->profile = std::make_shared<policy::Profile>();
+  logTrust(s.trust);
   if (!s.enabled) {
     logInfo("disabled by DYNAMICCL_ENABLE=0; NCCL's own choices stand");
     return out;
@@ -57,8 +92,9 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
             profile.error().c_str());
     return out;
   }
-  logInfo("profile %s loaded from %s: %zu rules%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
-          path.c_str(), profile->rules.size(), learnedPolicyText(*profile).c_str());
+  logInfo("profile %s loaded from %s: %zu rules%s%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
+          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str());
+  logEvidenceProblems(*profile);
   out->profile = std::make_shared<policy::Profile>(std::move(profile.value()));
   return out;
 }
@@ -71,6 +107,7 @@ ProfileSettings ProfileSettings::fromEnvironment() {
   s.nvidiaCsvPath = env("NCCL_TUNER_CONFIG_FILE");
   s.strict = env("DYNAMICCL_STRICT") == "1";
   s.enabled = env("DYNAMICCL_ENABLE") != "0";
+  s.trust = trustFromEnvironment();
   return s;
 }
 

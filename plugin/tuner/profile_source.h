@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "plugin/tuner/trust_setting.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
@@ -15,6 +16,7 @@ struct ProfileSettings {
   std::string nvidiaCsvPath; // NCCL_TUNER_CONFIG_FILE (NVIDIA's example tuner format)
   bool strict = false;       // DYNAMICCL_STRICT=1: a bad profile fails communicator init
   bool enabled = true;       // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
+  TrustSetting trust;        // DYNAMICCL_TRUST: verified (default) or all
   static ProfileSettings fromEnvironment();
   bool operator==(const ProfileSettings&) const = default;
 };
@@ -25,7 +27,7 @@ struct LoadedProfile {
   bool bad = false;                                // the named file could not be used
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
-  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedUnverified{false};
 };
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).

@@ -54,12 +54,20 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
     }
     // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape);
+    policy::PolicyInputs inputs = policy::PolicyInputs::ofThisProcess();
+    inputs.trust = loaded->settings.trust.trust;
+    policy::PolicyTable compiled = policy::compileWithPolicy(*loaded->profile, c->shape, inputs);
     if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
       logWarn("%s", compiled.learnedRulesOff.c_str());
     if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
       logWarn("%s", compiled.probeDisagrees.c_str());
+    if (inputs.trust == policy::Trust::Verified && !compiled.unverified.empty() &&
+        firstTime(loaded->warnedUnverified))
+      logInfo("%zu rule(s) unverified for this communicator (simulated, learned, measured elsewhere or without "
+              "evidence) keep NCCL's choices; DYNAMICCL_TRUST=all applies them",
+              compiled.unverified.ruleCount());
     c->table = std::move(compiled.table);
+    c->unverified = std::move(compiled.unverified);
     c->loaded = std::move(loaded);
     c->online = startOnline(c->shape, c->table);
     registerContext(c.get());
