@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "offline/model/model.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/measurement_backend.h"
 
@@ -22,6 +23,12 @@ class ReplayBackend final : public MeasurementBackend {
   int nRanks() const override { return shape_->nRanks; }
   int nNodes() const override { return shape_->nNodes; }
   int maxSamplesPerConfig() const override { return 1; }
+  policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
+  std::optional<ClusterHardware> measuredOn() const override {
+    ClusterHardware hw = model::clusterHardwareOf(shape_->topology);
+    hw.source = "dataset system " + shape_->system;
+    return hw;
+  }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
     std::vector<uint64_t> out;
     for (const auto& [k, p] : points_)

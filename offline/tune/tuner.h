@@ -33,9 +33,12 @@ struct TuneResult {
   std::vector<CollectiveResult> collectives;
   int64_t spentIterations = 0;
   int64_t gridIterations = 0;  // what the exhaustive grid at full fidelity would have cost
+  policy::Evidence evidence;   // what the backend's timings are; per-rule samples and gains are added on export
 };
 
 std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes);
+// The backend's provenance, fingerprint and NCCL version, dated today (UTC).
+policy::Evidence evidenceOf(const MeasurementBackend& backend);
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& request);
 
 }  // namespace dynamiccl::tune
