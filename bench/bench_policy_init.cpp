@@ -55,6 +55,7 @@ struct Fixture {
     }
     net = profile->network;
     setenv("DYNAMICCL_PROFILE", path.c_str(), 1);
+    setenv("DYNAMICCL_TRUST", "all", 1);  // learned rules are unverified: opt in, so they are compiled into the table
     auto l = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
     if (!l) std::abort();
     lib = l.value();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "policy/decision_table.h"
+#include "policy/evidence.h"
 #include "policy/profile.h"
 #include "policy/policy_rules.h"
 #include "policy/online_learner.h"

@@ -84,6 +84,7 @@ void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs
     r.decision = d;
     r.admits = admits;
     r.origin = "policy";
+    r.evidence = Evidence{.provenance = Provenance::Learned};
     rules.push_back(r);
     ++emitted;
   }
@@ -181,24 +182,28 @@ std::shared_ptr<const std::vector<Rule>> cachedPolicyRules(const std::shared_ptr
 
 PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs) {
   PolicyTable out;
-  if (!profile.network) {
-    out.table = DecisionTable::compile(profile, shape);
-    return out;
-  }
   static const HostSources kNothingKnown;
-  const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, inputs.host ? *inputs.host : kNothingKnown);
-  out.probeDisagrees = fp.probeDisagrees;
-  if (!fp.fingerprint) {  // no fingerprint every rank shares: the profile's own rules only
-    out.learnedRulesOff = fp.unavailable;
-    out.table = DecisionTable::compile(profile, shape);
-    return out;
+  const HostSources& host = inputs.host ? *inputs.host : kNothingKnown;
+  std::shared_ptr<const std::vector<Rule>> generated;
+  if (profile.network) {
+    const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, host);
+    out.probeDisagrees = fp.probeDisagrees;
+    if (fp.fingerprint) generated = cachedPolicyRules(profile.network, *fp.fingerprint, inputs.workload);
+    else out.learnedRulesOff = fp.unavailable;  // no fingerprint every rank shares: the profile's own rules only
   }
-  const auto generated = cachedPolicyRules(profile.network, *fp.fingerprint, inputs.workload);
-  Profile merged;
-  merged.rules.reserve(generated->size() + profile.rules.size());
-  merged.rules = *generated;
-  merged.rules.insert(merged.rules.end(), profile.rules.begin(), profile.rules.end());
-  out.table = DecisionTable::compile(merged, shape);
+  const StandingInputs standing = StandingInputs::of(shape, profile.hardware, host, profile.userRules, inputs.trust);
+  Profile applied, unverified;
+  if (generated) {  // learned rules are never verified: candidates, applied only when trusted
+    if (inputs.trust == Trust::All) applied.rules = *generated;
+    unverified.rules = *generated;
+  }
+  for (const Rule& r : profile.rules) {
+    const RuleStanding st = ruleStanding(r.evidence, standing);
+    if (st.applies) applied.rules.push_back(r);
+    if (!st.verified && !profile.userRules) unverified.rules.push_back(r);
+  }
+  out.table = DecisionTable::compile(applied, shape);
+  out.unverified = DecisionTable::compile(unverified, shape);
   return out;
 }
 

@@ -43,16 +43,19 @@ std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprin
 struct PolicyInputs {
   const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
   WorkloadContext workload;           // DYNAMICCL_WORKLOAD
+  Trust trust = Trust::Verified;      // DYNAMICCL_TRUST (the plugin passes its setting)
 };
 
 struct PolicyTable {
-  DecisionTable table;
+  DecisionTable table;       // the rules that apply (policy/evidence.h): the only table the hot path reads
+  DecisionTable unverified;  // unverified rules, kept as candidates for in-job verification
   std::string learnedRulesOff;  // the profile has a network but this communicator got no rules from it: why
   std::string probeDisagrees;   // this host's probe contradicts the profile's fingerprint (decisions unaffected)
 };
 
 // The plugin's entry: the network's guarded rules (when the profile has a policy and a fingerprint
-// every rank shares) ahead of the profile's own rules, compiled for this shape. Generated rules are
+// every rank shares) ahead of the profile's own rules, compiled for this shape; rules that are not
+// verified for this communicator (learned ones never are) go into `table` only with Trust::All. Generated rules are
 // cached per (network, fingerprint, workload) because jobs create hundreds of communicators of a few
 // shapes; the cache is a pure memo, so which communicators came first never changes a decision.
 PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs);

@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "features/features.h"
+#include "policy/evidence.h"
 
 namespace dynamiccl::policy {
 
-inline constexpr int kProfileVersion = 1;
+inline constexpr int kProfileVersion = 2;      // 2: rules carry "evidence"; version 1 still loads
+inline constexpr int kFirstEvidenceVersion = 2;
 inline constexpr int kMaxChannels = 64;                     // NCCL's MAXCHANNELS
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMinChunkBytes = 16;              // smallest protocol grain (LL)
@@ -56,6 +58,8 @@ struct Rule {
   double confidence = 1.0;               // 0..1, from the offline tuner; informative
   GuardMask admits = kAdmitsAny;         // generated rules only; never read from or written to files
   std::string origin;                    // "rules[3]" or "line 7", for messages
+  std::optional<Evidence> evidence;      // nullopt: none (old profile, NVIDIA CSV) or malformed
+  std::string evidenceProblem;           // why the file's "evidence" was not usable (the rule is unverified)
 };
 
 class PolicyNetwork;  // policy/network_eval.h
@@ -69,6 +73,8 @@ struct Profile {
   // The "fingerprint" section: the cluster's hardware, the only source of those facts for learned
   // rules of multi-node communicators (a host probe may differ between nodes; policy_rules.h).
   std::optional<ClusterHardware> hardware;
+  // NVIDIA's example-tuner CSV: the user's own explicit rules, applied as if opted in (no evidence).
+  bool userRules = false;
 };
 
 // Our JSON format. Every semantic error (unknown name or key, inverted range, negative channels,

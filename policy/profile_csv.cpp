@@ -47,6 +47,7 @@ Expected<Profile> parseNvidiaCsv(std::string_view text) {
     return makeError("CSV text is " + std::to_string(text.size()) + " bytes, over the " +
                      std::to_string(kMaxProfileBytes) + " byte limit");
   Profile profile;
+  profile.userRules = true;
   std::istringstream in{std::string(text)};
   std::string raw;
   int lineNo = 0;

@@ -19,7 +19,9 @@ const std::set<std::string> kTopKeys = {"format", "version", "name", "descriptio
                                         "fingerprint", "rules", "policy", "meta"};
 const std::set<std::string> kRuleKeys = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
                                          "pipe_ops", "reg_buff", "algo", "proto", "channels", "chunk",
-                                         "confidence", "note"};
+                                         "confidence", "note", "evidence"};
+const std::set<std::string> kEvidenceKeys = {"provenance", "fingerprint", "nccl_version", "samples",
+                                             "default_samples", "gain", "gain_ci", "date", "note"};
 
 struct RuleError {
   std::string message;
@@ -63,10 +65,15 @@ std::pair<int, int> asIntRange(const json& v, const std::string& what) {
   return {lo, hi};
 }
 
-Rule parseRule(const json& r) {
+ClusterHardware parseFingerprint(const json& f);
+Evidence parseEvidence(const json& e);
+
+Rule parseRule(const json& r, int version) {
   if (!r.is_object()) throw RuleError{"must be an object"};
   for (auto it = r.begin(); it != r.end(); ++it)
-    if (!kRuleKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+    if (!kRuleKeys.count(it.key()) || (it.key() == "evidence" && version < kFirstEvidenceVersion))
+      throw RuleError{"unknown key \"" + it.key() + "\"" +
+                      (it.key() == "evidence" ? " (evidence needs \"version\": 2)" : "")};
   Rule rule;
   if (r.contains("collective")) {
     const json& c = r["collective"];
@@ -112,6 +119,15 @@ Rule parseRule(const json& r) {
     rule.confidence = c.get<double>();
   }
   if (auto s = validateDecision(rule.decision); !s) throw RuleError{s.error()};
+  if (r.contains("evidence")) {  // malformed evidence makes the rule unverified, not the profile unusable
+    try {
+      rule.evidence = parseEvidence(r["evidence"]);
+    } catch (const RuleError& e) {
+      rule.evidenceProblem = e.message;
+    } catch (const std::exception& e) {
+      rule.evidenceProblem = e.what();
+    }
+  }
   return rule;
 }
 
@@ -145,10 +161,68 @@ ClusterHardware parseFingerprint(const json& f) {
   return hw;
 }
 
+// {"provenance": "measured-offline", "fingerprint": {...}, "nccl_version": "2.28.9", "samples": 27,
+// "default_samples": 27, "gain": 0.12, "gain_ci": [0.08, 0.16], "date": "2026-11-23"}
+Evidence parseEvidence(const json& e) {
+  if (!e.is_object()) throw RuleError{"evidence must be an object"};
+  for (auto it = e.begin(); it != e.end(); ++it)
+    if (!kEvidenceKeys.count(it.key())) throw RuleError{"evidence: unknown key \"" + it.key() + "\""};
+  Evidence ev;
+  if (!e.contains("provenance") || !e["provenance"].is_string()) throw RuleError{"evidence: provenance missing"};
+  const auto p = parseProvenance(e["provenance"].get<std::string>());
+  if (!p)
+    throw RuleError{"evidence: unknown provenance \"" + e["provenance"].get<std::string>() +
+                    "\" (measured-offline, measured-in-job, simulated, learned)"};
+  ev.provenance = *p;
+  auto text = [&](const char* key) -> std::string {
+    if (!e.contains(key)) return "";
+    if (!e[key].is_string()) throw RuleError{std::string("evidence: ") + key + " must be a string"};
+    return e[key].get<std::string>();
+  };
+  ev.ncclVersion = text("nccl_version");
+  ev.date = text("date");
+  text("note");
+  if (e.contains("fingerprint")) {
+    try {
+      ev.fingerprint = parseFingerprint(e["fingerprint"]);
+    } catch (const RuleError& err) {
+      throw RuleError{"evidence: fingerprint: " + err.message};
+    }
+  }
+  if (e.contains("samples")) ev.samples = asInt(e["samples"], "evidence: samples", 0, INT_MAX);
+  if (e.contains("default_samples"))
+    ev.defaultSamples = asInt(e["default_samples"], "evidence: default_samples", 0, INT_MAX);
+  if (e.contains("gain")) ev.gain = asNumber(e["gain"], "evidence: gain");
+  if (e.contains("gain_ci")) {
+    const json& ci = e["gain_ci"];
+    if (!ci.is_array() || ci.size() != 2) throw RuleError{"evidence: gain_ci must be [low, high]"};
+    ev.gainLow = asNumber(ci[0], "evidence: gain_ci[0]");
+    ev.gainHigh = asNumber(ci[1], "evidence: gain_ci[1]");
+  }
+  if (auto s = validateEvidence(ev); !s) throw RuleError{"evidence: " + s.error()};
+  return ev;
+}
+
+json evidenceJson(const Evidence& ev);
+
 json fingerprintJson(const ClusterHardware& hw) {
   json j = {{"gpu_cc", hw.computeCap}, {"nvlink_GBps", hw.nvlinkBwPerGpu_GBps}, {"nics_per_node", hw.nicsPerNode},
             {"nic_GBps", hw.nicSpeed_GBps}};
   if (!hw.source.empty()) j["source"] = hw.source;
+  return j;
+}
+
+json evidenceJson(const Evidence& ev) {
+  json j = {{"provenance", std::string(provenanceName(ev.provenance))}};
+  if (ev.fingerprint) j["fingerprint"] = fingerprintJson(*ev.fingerprint);
+  if (!ev.ncclVersion.empty()) j["nccl_version"] = ev.ncclVersion;
+  if (ev.samples || ev.defaultSamples) {
+    j["samples"] = ev.samples;
+    j["default_samples"] = ev.defaultSamples;
+  }
+  if (std::isfinite(ev.gain)) j["gain"] = ev.gain;
+  if (std::isfinite(ev.gainLow) && std::isfinite(ev.gainHigh)) j["gain_ci"] = json::array({ev.gainLow, ev.gainHigh});
+  if (!ev.date.empty()) j["date"] = ev.date;
   return j;
 }
 
@@ -226,7 +300,7 @@ Expected<Profile> parseProfileJson(std::string_view text) {
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = "rules[" + std::to_string(i) + "]";
     try {
-      Rule rule = parseRule(rules[i]);
+      Rule rule = parseRule(rules[i], profile.version);
       rule.origin = where;
       profile.rules.push_back(std::move(rule));
     } catch (const RuleError& e) {
@@ -241,7 +315,7 @@ Expected<Profile> parseProfileJson(std::string_view text) {
 std::string profileToJson(const Profile& profile) {
   json doc;
   doc["format"] = kFormatName;
-  doc["version"] = profile.version;
+  doc["version"] = kProfileVersion;  // what this writer writes, whatever version was read
   if (!profile.name.empty()) doc["name"] = profile.name;
   if (profile.hardware) doc["fingerprint"] = fingerprintJson(*profile.hardware);
   json rules = json::array();
@@ -258,6 +332,7 @@ std::string profileToJson(const Profile& profile) {
     j["channels"] = r.decision.nChannels;
     if (r.decision.chunkBytes) j["chunk"] = r.decision.chunkBytes;
     if (r.confidence != 1.0) j["confidence"] = r.confidence;
+    if (r.evidence) j["evidence"] = evidenceJson(*r.evidence);
     rules.push_back(std::move(j));
   }
   doc["rules"] = std::move(rules);

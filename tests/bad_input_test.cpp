@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

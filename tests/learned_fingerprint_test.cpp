@@ -12,6 +12,7 @@
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl::policy {
 // Readable failures: "ring/ll ch0" instead of bytes.
@@ -119,16 +120,16 @@ TEST(LearnedFingerprint, TheTestNetworkFollowsNicBandwidth) {
   // The premise of the tests below: the two probes lead to different rules when they are used.
   const policy::Profile p = learnedProfile(nullptr);
   const HostSources healthy = healthyHost(), degraded = degradedHost();
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&healthy, {}}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&degraded, {}}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
 }
 
 TEST(LearnedFingerprint, MultiNodeRulesAreTheSameWhateverTheHostProbes) {
   const policy::Profile p = learnedProfile(kDeclared);
   const HostSources healthy = healthyHost(), degraded = degradedHost(), nothing;
-  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}});
-  const policy::PolicyTable b = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}});
-  const policy::PolicyTable c = policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}});
+  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
+  const policy::PolicyTable b = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
+  const policy::PolicyTable c = policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All});
   EXPECT_TRUE(a.learnedRulesOff.empty()) << a.learnedRulesOff;
   EXPECT_GT(a.table.ruleCount(), p.rules.size());  // the network's rules are there
   EXPECT_EQ(decisionsOf(a.table), decisionsOf(b.table));
@@ -144,7 +145,7 @@ TEST(LearnedFingerprint, MultiNodeRulesAreTheSameWhateverTheHostProbes) {
 TEST(LearnedFingerprint, MultiNodeWithoutDeclaredHardwareHasOnlyTheProfilesRules) {
   const policy::Profile p = learnedProfile(nullptr);
   const HostSources healthy = healthyHost();
-  const policy::PolicyTable t = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}});
+  const policy::PolicyTable t = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
   EXPECT_EQ(t.table.ruleCount(), p.rules.size());
   EXPECT_EQ(t.table.lookup(static_cast<int>(Collective::AllReduce), 1 << 20, 1, 0).count, 0);
   EXPECT_EQ(t.table.lookup(static_cast<int>(Collective::AllGather), 1 << 20, 1, 0).decisions[0],
@@ -156,13 +157,13 @@ TEST(LearnedFingerprint, MultiNodeWithoutDeclaredHardwareHasOnlyTheProfilesRules
 TEST(LearnedFingerprint, SingleNodeUsesTheProbeUnlessTheProfileDeclaresTheHardware) {
   const HostSources healthy = healthyHost(), degraded = degradedHost();
   const policy::Profile undeclared = learnedProfile(nullptr);
-  const policy::PolicyTable probed = policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}});
+  const policy::PolicyTable probed = policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All});
   EXPECT_TRUE(probed.learnedRulesOff.empty());
   EXPECT_EQ(firstAllReduceChoice(probed.table), kRingLL);  // this host's 4 x 25 GB/s
   const policy::Profile declared = learnedProfile(kDeclared);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}}).table), kTreeLL);
-  EXPECT_EQ(decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}}).table),
-            decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&healthy, {}}).table));
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table),
+            decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&healthy, {}, policy::Trust::All}).table));
 }
 
 TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplete) {
@@ -170,7 +171,7 @@ TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplet
   HostSources partial = healthyHost();
   partial.overrides.computeCap = 90;
   partial.overrides.nics = 8;
-  const policy::PolicyTable off = policy::compileWithPolicy(p, kTwoNodes, {&partial, {}});
+  const policy::PolicyTable off = policy::compileWithPolicy(p, kTwoNodes, {&partial, {}, policy::Trust::All});
   EXPECT_EQ(off.table.ruleCount(), p.rules.size());
   EXPECT_NE(off.learnedRulesOff.find("missing: DYNAMICCL_TOPO_NVLINK_GBPS, _NIC_GBPS"), std::string::npos)
       << off.learnedRulesOff;
@@ -183,17 +184,17 @@ TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplet
     h->overrides.nics = 8;
     h->overrides.nicSpeed_GBps = 50.0;
   }
-  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}});
+  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
   EXPECT_TRUE(a.learnedRulesOff.empty()) << a.learnedRulesOff;
   EXPECT_EQ(firstAllReduceChoice(a.table), kTreeLL);
-  EXPECT_EQ(decisionsOf(a.table), decisionsOf(policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}}).table));
+  EXPECT_EQ(decisionsOf(a.table), decisionsOf(policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All}).table));
 
   // They also beat the profile's declaration (the operator's word for this job).
   const policy::Profile declared = learnedProfile(kDeclared);
   HostSources slower = healthyHost();
   slower.overrides.nics = 4;
   slower.overrides.nicSpeed_GBps = 25.0;
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kTwoNodes, {&slower, {}}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kTwoNodes, {&slower, {}, policy::Trust::All}).table), kRingLL);
 }
 
 TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
@@ -203,13 +204,13 @@ TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
   const HostSources nothing;
   WorkloadContext batch8;
   batch8.batch = 8;  // u drops by 3: Ring wins at 8 x 50 GB/s too
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, batch8}).table), kRingLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, batch8, policy::Trust::All}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
   const policy::Profile undeclared = learnedProfile(nullptr, -10.0f);
   const HostSources healthy = healthyHost(), degraded = degradedHost();
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&healthy, {}}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
 }
 
 size_t linesMentioning(const std::string& needle) {

@@ -10,6 +10,7 @@
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "policy/online_schedule.h"
 #include "tests/test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

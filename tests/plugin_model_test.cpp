@@ -5,6 +5,7 @@
 
 #include "offline/model/model.h"
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

@@ -217,5 +217,128 @@ TEST(ProfileFile, SizeCapAndFormatDetection) {
   ASSERT_FALSE(e.ok());
 }
 
+
+// Evidence: schema version 2. A version-2 profile with one rule and the given "evidence" value.
+std::string withEvidence(const std::string& evidence) {
+  return R"({"format":"dynamiccl-profile","version":2,"rules":[{"collective":"allreduce","algo":"ring",)"
+         R"("proto":"ll","evidence":)" + evidence + "}]}";
+}
+constexpr const char* kFullEvidence =
+    R"({"provenance":"measured-offline","fingerprint":{"gpu_cc":90,"nvlink_GBps":450,"nics_per_node":8,)"
+    R"("nic_GBps":50},"nccl_version":"2.28.9","samples":54,"default_samples":27,"gain":0.12,)"
+    R"("gain_ci":[0.08,0.16],"date":"2026-11-20"})";
+
+TEST(ProfileEvidence, ReadsEveryField) {
+  auto p = parseProfileJson(withEvidence(kFullEvidence));
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE(p->rules[0].evidence);
+  const Evidence& e = *p->rules[0].evidence;
+  EXPECT_EQ(e.provenance, Provenance::MeasuredOffline);
+  ASSERT_TRUE(e.fingerprint);
+  EXPECT_EQ(e.fingerprint->nicsPerNode, 8);
+  EXPECT_EQ(e.ncclVersion, "2.28.9");
+  EXPECT_EQ(e.samples, 54);
+  EXPECT_EQ(e.defaultSamples, 27);
+  EXPECT_DOUBLE_EQ(e.gain, 0.12);
+  EXPECT_DOUBLE_EQ(e.gainLow, 0.08);
+  EXPECT_DOUBLE_EQ(e.gainHigh, 0.16);
+  EXPECT_EQ(e.date, "2026-11-20");
+  EXPECT_TRUE(p->rules[0].evidenceProblem.empty());
+}
+
+TEST(ProfileEvidence, RoundTripsThroughWriter) {
+  auto p = parseProfileJson(withEvidence(kFullEvidence));
+  ASSERT_TRUE(p.ok()) << p.error();
+  const std::string text = profileToJson(*p);
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos) << text;
+  auto q = parseProfileJson(text);
+  ASSERT_TRUE(q.ok()) << q.error();
+  EXPECT_EQ(q->rules[0].evidence, p->rules[0].evidence);
+}
+
+TEST(ProfileEvidence, MalformedEvidenceLeavesTheRuleLoadedButUnverified) {
+  const char* bad[] = {
+      R"("measured")",
+      R"({"provenance":"guessed"})",
+      R"({"samples":3})",
+      R"({"provenance":"simulated","samples":-1})",
+      R"({"provenance":"simulated","gain":0.1,"gain_ci":[0.2,0.3]})",
+      R"({"provenance":"simulated","date":"yesterday"})",
+      R"({"provenance":"simulated","colour":"red"})",
+      R"({"provenance":"measured-offline","fingerprint":{"gpu_cc":90}})",
+  };
+  for (const char* e : bad) {
+    auto p = parseProfileJson(withEvidence(e));
+    ASSERT_TRUE(p.ok()) << e << ": " << p.error();
+    ASSERT_EQ(p->rules.size(), 1u);
+    EXPECT_FALSE(p->rules[0].evidence) << e;
+    EXPECT_FALSE(p->rules[0].evidenceProblem.empty()) << e;
+  }
+}
+
+TEST(ProfileEvidence, OldSchemaLoadsWithoutEvidenceAndRefusesTheKey) {
+  auto old = parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll"})"));
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(old->version, 1);
+  EXPECT_FALSE(old->rules[0].evidence);
+  auto mixed = parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll","evidence":{"provenance":"simulated"}})"));
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().find("version"), std::string::npos) << mixed.error();
+}
+
+// Verified = measured, with a fingerprint every rank shares that matches this communicator's.
+TEST(ProfileEvidence, OnlyMeasuredRulesOnThisFingerprintAreVerified) {
+  HostSources host;
+  host.overrides.computeCap = 90;
+  host.overrides.nvlinkBw_GBps = 450;
+  host.overrides.nics = 8;
+  host.overrides.nicSpeed_GBps = 50;
+  const StandingInputs here = StandingInputs::of(CommShape{.nRanks = 16, .nNodes = 2}, std::nullopt, host, false,
+                                                 Trust::Verified);
+  Evidence e;
+  e.provenance = Provenance::MeasuredOffline;
+  e.fingerprint = ClusterHardware{90, 450, 8, 50, ""};
+  EXPECT_TRUE(ruleStanding(e, here).verified);
+  EXPECT_TRUE(ruleStanding(e, here).applies);
+  e.fingerprint->nicsPerNode = 4;
+  EXPECT_FALSE(ruleStanding(e, here).verified);
+  EXPECT_EQ(ruleStanding(e, here).why, "measured on another fingerprint");
+  e.fingerprint->nicsPerNode = 8;
+  for (Provenance p : {Provenance::Simulated, Provenance::Learned}) {
+    e.provenance = p;
+    EXPECT_FALSE(ruleStanding(e, here).applies);
+  }
+  EXPECT_FALSE(ruleStanding(std::nullopt, here).applies);
+  // Across nodes nothing every rank shares: a measured rule cannot be verified.
+  const StandingInputs unknown = StandingInputs::of(CommShape{.nRanks = 16, .nNodes = 2}, std::nullopt,
+                                                    HostSources{}, false, Trust::Verified);
+  e.provenance = Provenance::MeasuredInJob;
+  EXPECT_FALSE(ruleStanding(e, unknown).verified);
+  // Opt-ins: DYNAMICCL_TRUST=all, or the user's own NVIDIA CSV rules.
+  EXPECT_TRUE(ruleStanding(std::nullopt, StandingInputs::of(CommShape{.nRanks = 8, .nNodes = 1}, std::nullopt,
+                                                            HostSources{}, false, Trust::All)).applies);
+  EXPECT_TRUE(ruleStanding(std::nullopt, StandingInputs::of(CommShape{.nRanks = 8, .nNodes = 1}, std::nullopt,
+                                                            HostSources{}, true, Trust::Verified)).applies);
+}
+
+TEST(ProfileEvidence, UnverifiedRulesStayCompiledAsCandidates) {
+  auto p = parseProfileJson(withEvidence(R"({"provenance":"simulated"})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  const HostSources nothing;
+  const PolicyTable t = compileWithPolicy(*p, CommShape{.nRanks = 8, .nNodes = 1}, {&nothing, {}, Trust::Verified});
+  EXPECT_TRUE(t.table.empty());
+  EXPECT_EQ(t.unverified.ruleCount(), 1u);
+  const PolicyTable all = compileWithPolicy(*p, CommShape{.nRanks = 8, .nNodes = 1}, {&nothing, {}, Trust::All});
+  EXPECT_EQ(all.table.ruleCount(), 1u);
+  EXPECT_EQ(all.unverified.ruleCount(), 1u);
+}
+
+TEST(NvidiaCsv, RulesAreTheUsersOwn) {
+  auto p = parseNvidiaCsv("allreduce,0,65535,ring,ll,-1,-1,-1\n");
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_TRUE(p->userRules);
+  EXPECT_FALSE(p->rules[0].evidence);
+}
+
 }  // namespace
 }  // namespace dynamiccl::policy

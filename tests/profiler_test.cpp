@@ -20,6 +20,7 @@
 
 #include "store/store.h"
 #include "test_support.h"
+#include "trust_opt_in.h"
 
 namespace dynamiccl {
 namespace {

@@ -33,6 +33,7 @@ const Variable kVariables[] = {
     {"NCCL_TUNER_CONFIG_FILE", "(unset)", true},
     {"DYNAMICCL_STRICT", "0", false},
     {"DYNAMICCL_ENABLE", "1", false},
+    {"DYNAMICCL_TRUST", "verified", false},
     {"DYNAMICCL_DB", "(unset)", true},
     {"DYNAMICCL_DB_MAX_MB", "(unset)", false},
     {"DYNAMICCL_RECORD", "1", false},

@@ -340,5 +340,82 @@ TEST(ReplayBackend, OnlyMeasuredConfigurationsAreAvailable) {
   EXPECT_GE(r->collectives[0].keys[0].evaluated.size(), 2u);
 }
 
+// Evidence: what each backend's timings are, and the rules' evidence through export and load.
+TEST(Evidence, BackendsSayWhatTheirTimingsAre) {
+  auto sim = makeSimulatorBackend({"dgx-h100", 1, 7, ""});
+  ASSERT_TRUE(sim.ok()) << sim.error();
+  EXPECT_EQ((*sim)->provenance(), policy::Provenance::Simulated);
+  ASSERT_TRUE((*sim)->measuredOn());  // the simulated machine, so a reader sees what was simulated
+  EXPECT_EQ((*sim)->measuredOn()->computeCap, 90);
+  EXPECT_EQ(makeSyntheticBackend({landscape_us, nullptr, 0.02, 3, 8, 1})->provenance(), policy::Provenance::Simulated);
+  RunnerBackendOptions o;
+  o.script = "/bin/true";
+  o.launcher = "none";
+  o.cluster = ClusterHardware{90, 450, 8, 50, "flags"};
+  o.ncclVersion = "2.28.9";
+  auto runner = makeRunnerBackend(o);
+  ASSERT_TRUE(runner.ok()) << runner.error();
+  const policy::Evidence e = evidenceOf(**runner);
+  EXPECT_EQ(e.provenance, policy::Provenance::MeasuredOffline);
+  EXPECT_EQ(e.fingerprint, o.cluster);
+  EXPECT_EQ(e.ncclVersion, "2.28.9");
+  EXPECT_EQ(e.date.size(), 10u);  // YYYY-MM-DD
+  const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
+  if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;
+  auto replay = makeReplayBackend({csv, "", 0, 0});
+  ASSERT_TRUE(replay.ok()) << replay.error();
+  EXPECT_EQ((*replay)->provenance(), policy::Provenance::MeasuredOffline);
+  ASSERT_TRUE((*replay)->measuredOn());
+  EXPECT_TRUE(policy::validateClusterHardware(*(*replay)->measuredOn()).ok());
+}
+
+TEST(Evidence, TunedRulesCarryTheirSamplesAndGain) {
+  auto b = syntheticBackend(5);
+  TuneRequest req;
+  req.sizes = {1 << 20, 1 << 21};
+  auto r = tune(*b, req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->evidence.provenance, policy::Provenance::Simulated);
+  const auto [intervals, chosen] = smoothAll(*r, SmoothingOptions{});
+  const TuneReport report = makeReport(*r, intervals, chosen, "t", {});
+  ASSERT_FALSE(report.profile.rules.empty());
+  for (const policy::Rule& rule : report.profile.rules) {
+    ASSERT_TRUE(rule.evidence);
+    EXPECT_EQ(rule.evidence->provenance, policy::Provenance::Simulated);
+    EXPECT_GT(rule.evidence->samples, 0);
+    EXPECT_GT(rule.evidence->defaultSamples, 0);
+    EXPECT_GT(rule.evidence->gain, 0.2);  // the landscape's optimum is ~1.5x NCCL's default
+    EXPECT_LE(rule.evidence->gainLow, rule.evidence->gain);
+    EXPECT_GE(rule.evidence->gainHigh, rule.evidence->gain);
+    EXPECT_TRUE(policy::validateEvidence(*rule.evidence).ok());
+  }
+}
+
+TEST(Evidence, RoundTripsThroughExportAndLoad) {
+  TunedInterval t{Collective::AllReduce, 0, 65535, Config{Algo::Ring, Proto::LL, 0, 0}, 0.9, 0.125, 3};
+  t.gainLow = 0.0625;
+  t.gainHigh = 0.25;
+  t.samples = 81;
+  t.defaultSamples = 54;
+  policy::Evidence measured;
+  measured.provenance = policy::Provenance::MeasuredOffline;
+  measured.fingerprint = ClusterHardware{90, 450, 8, 50, "sim preset dgx-h100"};
+  measured.ncclVersion = "2.28.9";
+  measured.date = "2026-11-23";
+  const policy::Profile p = toProfile({t}, "evidence", 16, 2, measured);
+  ASSERT_EQ(p.rules.size(), 1u);
+  const std::string path = ::testing::TempDir() + "/evidence-roundtrip.json";
+  std::ofstream(path) << policy::profileToJson(p);
+  auto back = policy::loadProfileFile(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_TRUE(back->rules[0].evidence);
+  EXPECT_EQ(*back->rules[0].evidence, *p.rules[0].evidence);
+  EXPECT_EQ(back->rules[0].evidence->samples, 81);
+  EXPECT_EQ(back->rules[0].evidence->defaultSamples, 54);
+  EXPECT_DOUBLE_EQ(back->rules[0].evidence->gainLow, 0.0625);
+  EXPECT_EQ(back->rules[0].evidence->fingerprint, measured.fingerprint);
+}
+
 }  // namespace
 }  // namespace dynamiccl::tune

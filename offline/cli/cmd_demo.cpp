@@ -127,7 +127,8 @@ int run(const DemoOptions& o) {
                       ? demo::replayOnSimulator(*cluster, profiles, tuned->collectives, tuned->sizes, plugin)
                       : demo::replayOnData(o.data, profiles, tuned->collectives, plugin);
   if (!replayed) return fail("replay: " + replayed.error());
-  s5.done(std::to_string(replayed->points.size()) + " decisions judged on the " + replayed->judge);
+  s5.done(std::to_string(replayed->points.size()) + " decisions judged on the " + replayed->judge +
+          " (unverified rules applied: DYNAMICCL_TRUST=all)");
   demo::printScoreTable(*replayed, *tuned);
 
   demo::StepTimer s6(6, "Plots and the CSVs behind them");

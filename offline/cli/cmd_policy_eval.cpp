@@ -181,7 +181,7 @@ int run(const PolicyEvalOptions& o) {
   // The plugin's own init path (no cache hit on a fresh shape): the first init of a process also
   // probes the host once (like parsing the profile); later shapes do not. Multi-node shapes take the
   // profile's fingerprint; a profile without one is timed as if it declared the first preset's.
-  if (!profile->hardware) profile->hardware = clusterHardwareOf(train::presetsMatching(o.presets, true).front());
+  if (!profile->hardware) profile->hardware = model::clusterHardwareOf(train::presetsMatching(o.presets, true).front());
   auto timedInit_us = [&](const CommShape& shape, size_t* rules) {
     const auto start = std::chrono::steady_clock::now();
     const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape, {&localHostSources(), {}});

@@ -9,13 +9,14 @@
 #include "offline/cli/commands.h"
 #include "offline/cli/plugin_locator.h"
 #include "offline/cli/value_checks.h"
+#include "offline/cli/rule_evidence.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {
 namespace {
 
 struct ShowOptions {
-  std::string profile, plugin;
+  std::string profile, plugin, trust = "verified";
   int nodes = 1, ranks = 8;
   uint64_t minBytes = 1, maxBytes = uint64_t{1} << 32;
   std::vector<std::string> collectives;
@@ -59,6 +60,7 @@ void run(const ShowOptions& o) {
   }
   harness::ScopedEnv env("DYNAMICCL_PROFILE", o.profile.c_str());
   harness::ScopedEnv strict("DYNAMICCL_STRICT", "1");
+  harness::ScopedEnv trust("DYNAMICCL_TRUST", o.trust.c_str());
   auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin));
   if (!lib) {
     std::cerr << lib.error() << "\n";
@@ -77,6 +79,22 @@ void run(const ShowOptions& o) {
             << " ranks; plugin " << lib.value()->path() << " (tuner v" << lib.value()->version() << ")\n"
             << "sizes are NCCL's nBytes (total buffer for AllGather/ReduceScatter); powers of two from "
             << humanBytes(o.minBytes) << " to " << humanBytes(o.maxBytes) << "\n";
+  // Each rule's evidence, and whether it is verified for this communicator (as the plugin decides).
+  const policy::Trust trustLevel = *policy::parseTrust(o.trust);
+  const policy::StandingInputs standing =
+      policy::StandingInputs::of(CommShape{.nRanks = o.ranks, .nNodes = o.nodes}, profile->hardware,
+                                 localHostSources(), profile->userRules, trustLevel);
+  std::cout << "\ntrust: " << o.trust
+            << (trustLevel == policy::Trust::All ? " (DYNAMICCL_TRUST=all: unverified rules applied)"
+                                                 : " (only verified rules change NCCL's choice; --trust all shows "
+                                                   "DYNAMICCL_TRUST=all)")
+            << "\n";
+  if (profile->userRules) std::cout << "NVIDIA CSV: the user's own rules, applied as opted in\n";
+  for (const policy::Rule& r : profile->rules)
+    std::cout << "  " << ruleEvidenceLine(r, policy::ruleStanding(r.evidence, standing)) << "\n";
+  if (profile->network)
+    std::cout << "  learned policy: its generated rules are learned, unverified"
+              << (trustLevel == policy::Trust::All ? ", applied (opted in)" : ", NCCL's choice stands") << "\n";
   for (int c = 0; c < kNumCollectives; ++c) {
     const std::string name(collectiveName(Collective(c)));
     if (!o.collectives.empty() && std::find(o.collectives.begin(), o.collectives.end(), name) == o.collectives.end())
@@ -110,6 +128,8 @@ void addShowCommand(CLI::App& app) {
   cmd->add_option("--collective,-c", o->collectives, "only these collectives (allreduce, allgather, ...)")
       ->check(collectiveCheck());
   cmd->add_option("--plugin", o->plugin, "plugin library to drive (default: the one built with this command)");
+  cmd->add_option("--trust", o->trust, "verified (the plugin's default) or all (as DYNAMICCL_TRUST=all)")
+      ->check(CLI::IsMember({"verified", "all"}));
   cmd->callback([o] { run(*o); });
 }
 

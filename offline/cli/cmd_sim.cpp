@@ -86,7 +86,7 @@ int run(const SimCmdOptions& o) {
     const sim::Config c = ref->resolve(sim::Config{*a, *p, o.channels, o.chunk}, o.bytes);
     if (!simulator.feasible(*coll, c)) return std::cerr << "sim: " << sim::configLabel(c) << " is not feasible here\n", 1;
     sim::NoiseSource noise(o.seed);
-    std::printf("%s: %.2f us", sim::configLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
+    std::printf("%s: simulated %.2f us", sim::configLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
     for (int i = 0; i < o.samples && o.samples > 1; ++i) std::printf(" %.2f", simulator.sample_us(*coll, o.bytes, c, noise));
     std::printf("\n");
     return 0;
@@ -99,6 +99,7 @@ int run(const SimCmdOptions& o) {
   }
   std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   const double defT = def.algo != Algo::Default ? simulator.time_us(*coll, o.bytes, def) : 0;
+  std::printf("  simulated times:\n");
   for (const auto& [t, c] : all)
     std::printf("  %-36s %10.2f us  %s\n", sim::configLabel(c).c_str(), t,
                 defT > 0 ? (std::to_string(int(100 * t / defT)) + "% of default").c_str() : "");

@@ -142,7 +142,7 @@ int run(TrainCmdOptions o) {
   for (const auto& sys : heldSystems)
     for (double congestion : {0.0, 1.0}) {
       const train::RatioSummary r = train::ratioToBest(**net, sys, congestion);
-      std::printf("held out %-18s congestion %.1f: latency/best  policy %.3f  NCCL default %.3f\n",
+      std::printf("held out %-18s congestion %.1f: simulated latency/best  policy %.3f  NCCL default %.3f\n",
                   sys.topology().name.c_str(), congestion, r.policyGeoMean, r.ncclGeoMean);
     }
   if (auto s = writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems)); !s) {
@@ -155,6 +155,7 @@ int run(TrainCmdOptions o) {
     return 1;
   }
   std::printf("wrote %s (policy weights v%d) and %s\n", o.out.c_str(), weights->version, o.curve.c_str());
+  std::printf("its rules are learned, so unverified: the plugin applies them only with DYNAMICCL_TRUST=all\n");
   if (*cluster)
     std::printf("fingerprint: %s\n", policy::clusterHardwareToJson(**cluster).c_str());
   else

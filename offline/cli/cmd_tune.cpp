@@ -11,6 +11,7 @@
 #include "offline/cli/platform_option.h"
 #include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
+#include "offline/demo/demo.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -26,14 +27,21 @@ struct TuneCmdOptions {
   int64_t budget = 0;
   double switchPenalty = 0.02, minGain = 0.01, confidence = 0.95;
   bool noProgress = false;
+  ClusterFactsOptions cluster;  // runner: the measured cluster's hardware, written into each rule's evidence
+  std::string ncclVersion;      // runner: the NCCL version the jobs run
 };
 
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
+  auto cluster = resolveClusterFacts(o.cluster);
+  if (!cluster) return makeError(cluster.error());
+  if (*cluster && o.backend != "runner")
+    return makeError("--preset/--probe-host/--gpu-cc... declare the measured cluster of --backend runner only");
   if (o.backend == "sim") return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
   if (o.backend == "replay")
     return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform});
   if (o.backend == "runner")
-    return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8, o.nodes, {}});
+    return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
+                                    o.nodes, {}, *cluster, o.ncclVersion});
   return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
 }
 
@@ -90,11 +98,19 @@ int run(const TuneCmdOptions& o) {
     std::ofstream(o.pointsCsv) << tune::evidenceCsv(points);
     std::printf("wrote %s\n", o.pointsCsv.c_str());
   }
+  const bool simulated = result->evidence.provenance == policy::Provenance::Simulated;
   for (const tune::TunedInterval& t : all)
-    std::printf("  %-13s [%s, %s]  %-32s gain %+5.1f%%  confidence %.2f  (%d sizes)\n",
+    std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes)\n",
                 std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
-                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(), 100 * t.gain,
-                t.confidence, t.sizes);
+                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
+                simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes);
+  std::printf("evidence: %s\n", policy::evidenceText(result->evidence).c_str());
+  if (simulated)
+    std::printf("  simulated rules are unverified: the plugin applies them only with DYNAMICCL_TRUST=all; measure "
+                "them on the cluster (--backend runner) to make them count\n");
+  else if (!result->evidence.fingerprint)
+    std::printf("  no fingerprint of the measured cluster: the rules stay unverified (declare it: --preset, "
+                "--probe-host or --gpu-cc/--nvlink-gbps/--nics/--nic-gbps)\n");
   for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
   if (auto s = files::writeFile(o.out, tune::reportToJson(report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
   std::printf("wrote %s (%zu rules)\n", o.out.c_str(), report.profile.rules.size());
@@ -149,6 +165,8 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--profile", o->profile, "also write the profile JSON here");
   cmd->add_option("--name", o->name, "profile name");
   cmd->add_flag("--no-progress", o->noProgress, "no progress bar");
+  cmd->add_option("--nccl-version", o->ncclVersion, "runner: NCCL version the jobs run (written into the evidence)");
+  addClusterFactsOptions(cmd, o->cluster);
   cmd->callback([o] {
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

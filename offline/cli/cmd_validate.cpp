@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/rule_evidence.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {
@@ -31,6 +32,12 @@ void addValidateCommand(CLI::App& app) {
     std::cout << "ok: " << (profile->name.empty() ? "(unnamed)" : profile->name) << ", " << profile->rules.size()
               << " rules (" << perRank << " keyed by bytes per rank, " << keep << " keep NCCL's algorithm)\n";
     if (profile->hardware) std::cout << "fingerprint: " << policy::clusterHardwareToJson(*profile->hardware) << "\n";
+    if (profile->userRules) std::cout << "NVIDIA CSV: the user's own rules (no evidence), applied as opted in\n";
+    else std::cout << "evidence (schema version " << profile->version << "):\n";
+    for (const auto& r : profile->rules)
+      if (!profile->userRules) std::cout << "  " << ruleEvidenceLine(r, std::nullopt) << "\n";
+    if (profile->network)
+      std::cout << "learned policy: its generated rules are learned, unverified (applied only with DYNAMICCL_TRUST=all)\n";
     if (profile->network && !profile->hardware)
       std::cout << "note: learned policy without a \"fingerprint\": multi-node communicators get only the rules "
                    "(declare the cluster: dynamiccl export " << *path << " --preset NAME | --probe-host -o OUT)\n";

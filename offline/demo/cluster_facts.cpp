@@ -31,10 +31,6 @@ ProbedFacts probeThisHost() {
 
 }  // namespace
 
-ClusterHardware clusterHardwareOf(const model::Topology& t) {
-  return ClusterHardware{t.computeCap, t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0, t.nicsPerNode, t.nicBw_GBps,
-                         "sim preset " + t.name};
-}
 
 void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o) {
   const std::string group = "Cluster the profile is for (its \"fingerprint\"; multi-node learned rules need it)";
@@ -55,7 +51,7 @@ Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsO
   if (!o.preset.empty()) {
     auto topo = sim::loadTopology(o.preset);
     if (!topo) return makeError("--preset " + o.preset + ": " + topo.error());
-    const ClusterHardware hw = clusterHardwareOf(*topo);
+    const ClusterHardware hw = model::clusterHardwareOf(*topo);
     f = {hw.computeCap, hw.nicsPerNode, hw.nvlinkBwPerGpu_GBps, hw.nicSpeed_GBps};
     source = hw.source;
   } else if (o.probeHost) {

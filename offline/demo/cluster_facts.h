@@ -30,6 +30,4 @@ void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o);
 // Flags override single facts of the preset or of the probe.
 Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsOptions& o);
 
-ClusterHardware clusterHardwareOf(const model::Topology& topo);
-
 }  // namespace dynamiccl::cli

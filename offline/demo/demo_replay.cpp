@@ -16,10 +16,15 @@ namespace dynamiccl::cli::demo {
 namespace {
 
 using EnvVars = std::vector<std::unique_ptr<harness::ScopedEnv>>;
+constexpr const char* kReplayTrust = "all";
+const std::string kTrustNote = std::string("DYNAMICCL_TRUST=") + kReplayTrust +
+                               ": the plugin applied the profiles' unverified (simulated, learned) rules; a job "
+                               "applies them only when opted in";
 
 // The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the demo
 // cluster (a learned policy's rules depend on it; they also stand in for a profile's "fingerprint"
-// in multi-node communicators). Also keeps online learning and recording off.
+// in multi-node communicators). Also keeps online learning and recording off, and opts in to
+// unverified rules: the replay judges what the tuned and learned profiles would do if applied.
 EnvVars clusterEnv(const model::Topology& t) {
   EnvVars env;
   auto set = [&](const char* name, const std::string& v) { env.push_back(std::make_unique<harness::ScopedEnv>(name, v.c_str())); };
@@ -30,6 +35,7 @@ EnvVars clusterEnv(const model::Topology& t) {
   set("DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(t.gpusPerNode));
   env.push_back(std::make_unique<harness::ScopedEnv>("DYNAMICCL_ONLINE", nullptr));
   set("DYNAMICCL_RECORD", "0");
+  set("DYNAMICCL_TRUST", kReplayTrust);
   return env;
 }
 
@@ -118,7 +124,8 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
   const sim::Simulator simulator(cluster.topology, cluster.params);
   const sim::NcclReference& nccl = *cluster.nccl;
   ReplayResult r;
-  r.judge = "noise-free simulator";
+  r.judge = "noise-free simulator (simulated times)";
+  r.trust = kTrustNote;
   for (const ProfileToReplay& prof : profiles) {
     PluginDecider plugin(lib.value(), prof.path);
     for (Collective coll : collectives)
@@ -164,6 +171,7 @@ Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vecto
   if (!lib) return makeError(lib.error());
   ReplayResult r;
   r.judge = "measurements of " + csvPath;
+  r.trust = kTrustNote;
   for (const ProfileToReplay& prof : profiles) {
     PluginDecider plugin(lib.value(), prof.path);
     std::string error;

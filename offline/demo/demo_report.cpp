@@ -31,6 +31,7 @@ std::string name(Collective c) { return std::string(collectiveName(c)); }
 void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
   std::printf("\n  Decisions through the real plugin, judged on the %s (ratio of times; < 1 is faster):\n",
               r.judge.c_str());
+  if (!r.trust.empty()) std::printf("  %s\n", r.trust.c_str());
   std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "profile", "collective", "points", "vs best", "worst",
               "vs NCCL", "worst");
   std::printf("  %-13s %-14s %6s | %-8s %-7s | %-8s %-7s\n", "", "", "", "geomean", "", "geomean", "");
@@ -70,6 +71,7 @@ Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& out
 Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path) {
   nlohmann::json doc;
   doc["judge"] = r.judge;
+  doc["trust"] = r.trust;
   doc["tuner"] = {{"spent_iterations", tuned.spentIterations}, {"grid_iterations", tuned.gridIterations},
                   {"rules", tuned.profile.rules.size()}, {"nRanks", tuned.nRanks}, {"nNodes", tuned.nNodes}};
   doc["unjudged"] = r.unjudged;

@@ -88,7 +88,8 @@ struct ProfileScore {
   std::vector<CollectiveScore> perCollective;
 };
 struct ReplayResult {
-  std::string judge;  // "noise-free simulator" or "measurements of <csv>"
+  std::string judge;  // "noise-free simulator (simulated times)" or "measurements of <csv>"
+  std::string trust;  // how the plugin was told to treat the profiles' unverified rules
   std::vector<ProfileScore> scores;
   std::vector<PointResult> points;
   int unjudged = 0;   // data replay: points whose chosen configuration was never measured

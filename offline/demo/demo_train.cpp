@@ -99,7 +99,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   doc["name"] = "dynamiccl-demo-learned-policy";
   doc["description"] = "DynamICCL learned policy (demo run); rules are generated per communicator from the network";
   if (auto topo = sim::loadTopology(o.preset, o.nodes)) {  // the cluster it runs on: multi-node rules need it
-    doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(clusterHardwareOf(*topo)));
+    doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(model::clusterHardwareOf(*topo)));
   }
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(*weights));

@@ -108,4 +108,7 @@ class NcclModel {
 // is made (approximate_graphs.cpp). Errors on shapes that cannot exist (no GPUs, no nodes).
 Expected<NcclGraphs> approximateGraphs(const Topology& topo);
 
+// A topology's hardware as a profile's "fingerprint" declares it (source: "sim preset <name>").
+ClusterHardware clusterHardwareOf(const Topology& topo);
+
 }  // namespace dynamiccl::model

@@ -12,6 +12,7 @@
 #include "features/features.h"
 #include "offline/tune/config.h"
 #include "offline/tune/statistics.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::tune {
 
@@ -43,6 +44,11 @@ class MeasurementBackend {
   virtual std::vector<uint64_t> measurableSizes(Collective) const { return {}; }
   // Noiseless truth where the backend has one (simulator, synthetic): lets benchmarks judge a search.
   virtual std::optional<double> expected_us(const Config&, const MeasureKey&) const { return std::nullopt; }
+  // What its timings are, for the evidence of the rules tuned from them (policy/evidence.h): only
+  // measurements of a real cluster, with its hardware, can make a rule verified.
+  virtual policy::Provenance provenance() const { return policy::Provenance::Simulated; }
+  virtual std::optional<ClusterHardware> measuredOn() const { return std::nullopt; }
+  virtual std::string ncclVersion() const { return ""; }  // "2.28.9"; empty when unknown
 };
 
 // The simulator (sim/) on a topology preset or JSON file; samples carry its seeded noise.
@@ -74,6 +80,8 @@ struct RunnerBackendOptions {
   std::string pluginPath;   // libnccl-tuner-dynamiccl.so
   int nRanks = 8, nNodes = 1;
   std::vector<std::string> extraArgs;  // passed through to the script (e.g. launcher flags)
+  std::optional<ClusterHardware> cluster;  // the measured cluster's hardware (tune --preset/--probe-host/...)
+  std::string ncclVersion;                 // NCCL the jobs ran, when known
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeRunnerBackend(const RunnerBackendOptions& options);
 // The command line the runner executes (shell-quoted), exposed for tests and --dry-run.

@@ -1,5 +1,6 @@
 #include "offline/tune/profile_export.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <sstream>
@@ -7,7 +8,12 @@
 
 namespace dynamiccl::tune {
 
-policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std::string& name, int nRanks, int nNodes) {
+namespace {
+double rounded(double x) { return std::round(x * 10000) / 10000; }
+}  // namespace
+
+policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std::string& name, int nRanks, int nNodes,
+                          const std::optional<policy::Evidence>& measuredAs) {
   policy::Profile p;
   p.name = name;
   for (const TunedInterval& t : intervals) {
@@ -21,6 +27,14 @@ policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std
     r.minRanks = r.maxRanks = nRanks;
     r.decision = t.config;
     r.confidence = std::round(t.confidence * 1000) / 1000;
+    if (measuredAs) {
+      r.evidence = *measuredAs;
+      r.evidence->samples = t.samples;
+      r.evidence->defaultSamples = t.defaultSamples;
+      r.evidence->gain = rounded(t.gain);
+      r.evidence->gainLow = std::min(rounded(t.gainLow), r.evidence->gain);
+      r.evidence->gainHigh = std::max(rounded(t.gainHigh), r.evidence->gain);
+    }
     p.rules.push_back(r);
   }
   return p;

@@ -2,6 +2,7 @@
 // Meta NCCLX-style CSV keyed on bytes per rank. Only tune/ depends on policy/ here.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,8 +13,11 @@
 
 namespace dynamiccl::tune {
 
-// One rule per non-default interval, pinned to the tuned communicator shape (nRanks, nNodes).
-policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std::string& name, int nRanks, int nNodes);
+// One rule per non-default interval, pinned to the tuned communicator shape (nRanks, nNodes). With
+// `measuredAs` (the backend's provenance, fingerprint, NCCL version, date) each rule carries evidence
+// with its interval's samples and gain.
+policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std::string& name, int nRanks, int nNodes,
+                          const std::optional<policy::Evidence>& measuredAs = std::nullopt);
 
 // NCCLX-style CSV: collective,min_bytes_per_rank,max_bytes_per_rank,algorithm,protocol,channels,
 // chunk_bytes,nNodes,nRanks,confidence (-1 wildcards; channels/chunk -1 keep NCCL's). Byte rules

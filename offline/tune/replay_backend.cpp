@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "offline/model/model.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/measurement_backend.h"
 
@@ -46,6 +47,12 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
+  policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
+  std::optional<ClusterHardware> measuredOn() const override {
+    ClusterHardware hw = model::clusterHardwareOf(shape_->topology);
+    hw.source = "dataset system " + shape_->system;
+    return hw;
+  }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
     std::vector<uint64_t> out;
     for (const auto& [k, a] : arms_)

@@ -22,6 +22,9 @@ class RunnerBackend final : public MeasurementBackend {
   int nRanks() const override { return o_.nRanks; }
   int nNodes() const override { return o_.nNodes; }
   bool supportsJobKnobs() const override { return true; }
+  policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
+  std::optional<ClusterHardware> measuredOn() const override { return o_.cluster; }
+  std::string ncclVersion() const override { return o_.ncclVersion; }
   // The plugin never writes into an entry NCCL ignores, so anything else can be asked for; a
   // configuration NCCL cannot run comes back as NCCL's own choice, which the search then sees.
   bool available(const Config& c, const MeasureKey& k) const override {

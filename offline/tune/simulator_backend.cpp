@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "offline/model/model.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/measurement_backend.h"
 
@@ -15,6 +16,7 @@ class SimulatorBackend final : public MeasurementBackend {
   std::string name() const override { return "simulator " + sim_.topology().name; }
   int nRanks() const override { return sim_.topology().nRanks(); }
   int nNodes() const override { return sim_.topology().nNodes; }
+  std::optional<ClusterHardware> measuredOn() const override { return model::clusterHardwareOf(sim_.topology()); }
 
   bool available(const Config& c, const MeasureKey& k) const override {
     if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes).algo != Algo::Default;

@@ -28,6 +28,8 @@ struct TunedInterval {
   double confidence = 0;                // mean win probability over the sizes it covers (evidence.h)
   double gain = 0;                      // geometric-mean speed-up over NCCL's default minus 1
   int sizes = 0;
+  double gainLow = 0, gainHigh = 0;     // gain's 95% confidence interval (normal model of log medians)
+  int samples = 0, defaultSamples = 0;  // timings behind it: of the configuration, of NCCL's default
 };
 
 // keys: one collective, ascending bytes. Key i covers [bytes_i, bytes_{i+1} - 1]; the last covers

@@ -19,7 +19,7 @@ TuneReport makeReport(const TuneResult& result, const std::vector<TunedInterval>
   r.nNodes = result.nNodes;
   r.spentIterations = result.spentIterations;
   r.gridIterations = result.gridIterations;
-  r.profile = toProfile(intervals, name, result.nRanks, result.nNodes);
+  r.profile = toProfile(intervals, name, result.nRanks, result.nNodes, result.evidence);
   r.jobKnobs = std::move(knobs);
   for (size_t ci = 0; ci < result.collectives.size(); ++ci) {
     const CollectiveResult& cr = result.collectives[ci];

@@ -1,6 +1,7 @@
 #include "offline/tune/tuner.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "offline/tune/progress_bar.h"
 
@@ -29,12 +30,27 @@ Expected<KeyResult> recordedKey(const MeasurementBackend& backend, const Measure
   return r;
 }
 
+policy::Evidence evidenceOf(const MeasurementBackend& backend) {
+  policy::Evidence e;
+  e.provenance = backend.provenance();
+  e.fingerprint = backend.measuredOn();
+  e.ncclVersion = backend.ncclVersion();
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(date, sizeof date, "%Y-%m-%d", &utc);
+  e.date = date;
+  return e;
+}
+
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
   TuneResult result;
   result.backend = backend.name();
   result.nRanks = backend.nRanks();
   result.nNodes = backend.nNodes();
   result.dataNotes = backend.dataNotes();
+  result.evidence = evidenceOf(backend);
   std::vector<std::vector<uint64_t>> sizes;
   size_t totalKeys = 0;
   for (Collective c : req.collectives) {

@@ -36,11 +36,14 @@ struct TuneResult {
   int64_t gridIterations = 0;  // what the exhaustive grid at full fidelity would have cost
   std::vector<std::string> undecidable;  // "allreduce 4M: why", for sizes that have no key
   std::vector<std::string> dataNotes;    // the backend's rows it could not use, by reason
+  policy::Evidence evidence;   // what the backend's timings are; per-rule samples and gains are added on export
 };
 
 std::vector<uint64_t> powerOfTwoSizes(uint64_t minBytes, uint64_t maxBytes);
 // A recorded backend's key: every arm with its repeats, NCCL's default first; nothing is searched.
 Expected<KeyResult> recordedKey(const MeasurementBackend& backend, const MeasureKey& key);
+// The backend's provenance, fingerprint and NCCL version, dated today (UTC).
+policy::Evidence evidenceOf(const MeasurementBackend& backend);
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& request);
 
 // Where the rule could not decide (Undecided, NoiseUnknown), measures the most promising candidate

@@ -163,6 +163,10 @@ Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   r.path("NCCL_TUNER_CONFIG_FILE", s.nvidiaCsvPath, "none");
   r.flag("DYNAMICCL_STRICT", s.strict);
   r.flag("DYNAMICCL_ENABLE", s.enabled);
+  if (const char* v = r.raw("DYNAMICCL_TRUST", "verified")) {
+    if (auto t = policy::parseTrust(v); t && std::strlen(v) < kMaxPathChars) s.trust = *t;
+    else r.bad("DYNAMICCL_TRUST", v, "expected verified or all", "verified");
+  }
 
   r.path("DYNAMICCL_DB", s.dbPath, "the per-host default");
   double maxMb = 0;

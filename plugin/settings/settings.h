@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "features/features.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::plugin {
 
@@ -27,6 +28,7 @@ struct Settings {
   std::string nvidiaCsvPath;  // NCCL_TUNER_CONFIG_FILE (NCCL's; NVIDIA's example tuner format)
   bool strict = false;        // DYNAMICCL_STRICT=1: a bad profile fails communicator init
   bool enabled = true;        // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
+  policy::Trust trust = policy::Trust::Verified;  // DYNAMICCL_TRUST=verified|all: which rules change NCCL's choice
 
   // Profiler role: the measurement channel and its sinks.
   std::string dbPath;               // DYNAMICCL_DB; empty: the store's per-host default

@@ -59,6 +59,7 @@ std::string settingsDump(const Settings& s) {
   d.path("NCCL_TUNER_CONFIG_FILE", s.nvidiaCsvPath);
   d.put("DYNAMICCL_STRICT", int(s.strict));
   d.put("DYNAMICCL_ENABLE", int(s.enabled));
+  d.put("DYNAMICCL_TRUST", std::string(s.trust == policy::Trust::All ? "all" : "verified"));
   d.path("DYNAMICCL_DB", s.dbPath);
   if (s.dbMaxBytes > 0) d.real("DYNAMICCL_DB_MAX_MB", static_cast<double>(s.dbMaxBytes) / (1024 * 1024));
   else d.put("DYNAMICCL_DB_MAX_MB", "(unset)");

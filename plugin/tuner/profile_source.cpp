@@ -19,13 +19,46 @@ std::string learnedPolicyText(const policy::Profile& p) {
   return text;
 }
 
+// " (2 measured-offline, 5 simulated, 1 without evidence)": what the rules rest on.
+std::string evidenceSummary(const policy::Profile& p) {
+  if (p.userRules) return " (NVIDIA CSV: the user's own rules)";
+  size_t counts[4] = {}, none = 0;
+  for (const policy::Rule& r : p.rules) r.evidence ? ++counts[static_cast<int>(r.evidence->provenance)] : ++none;
+  std::string text;
+  for (int i = 0; i < 4; ++i)
+    if (counts[i])
+      text += (text.empty() ? "" : ", ") + std::to_string(counts[i]) + " " +
+              std::string(policy::provenanceName(static_cast<policy::Provenance>(i)));
+  if (none) text += (text.empty() ? "" : ", ") + std::to_string(none) + " without evidence";
+  return text.empty() ? "" : " (" + text + ")";
+}
+
 std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
+std::atomic<bool> gWarnedTrustAll{false};
+
+void logTrust(policy::Trust trust) {
+  if (trust == policy::Trust::All && firstTime(gWarnedTrustAll))  // the user's choice, not a fault: info
+    logInfo("DYNAMICCL_TRUST=all: unverified rules (simulated, learned, measured elsewhere or without evidence) "
+            "change NCCL's choices");
+}
+
+// One line when rules' evidence could not be read: those rules load unverified.
+void logEvidenceProblems(const policy::Profile& p) {
+  size_t bad = 0;
+  const policy::Rule* first = nullptr;
+  for (const policy::Rule& r : p.rules)
+    if (!r.evidenceProblem.empty()) first = first ? first : &r, ++bad;
+  if (bad)
+    logWarn("%zu rule(s) with malformed evidence load as unverified (%s: %s)", bad, first->origin.c_str(),
+            first->evidenceProblem.c_str());
+}
 
 std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
   auto out = std::make_shared<LoadedProfile>();
   out->settings = s;
   out->profile = std::make_shared<policy::Profile>();
+  logTrust(s.trust);
   if (!s.enabled) {
     logInfo("disabled by DYNAMICCL_ENABLE=0; NCCL's own choices stand");
     return out;
@@ -50,8 +83,9 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
             profile.error().c_str());
     return out;
   }
-  logInfo("profile %s loaded from %s: %zu rules%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
-          path.c_str(), profile->rules.size(), learnedPolicyText(*profile).c_str());
+  logInfo("profile %s loaded from %s: %zu rules%s%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
+          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str());
+  logEvidenceProblems(*profile);
   out->profile = std::make_shared<policy::Profile>(std::move(profile.value()));
   return out;
 }
@@ -59,7 +93,7 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
 }  // namespace
 
 ProfileSettings ProfileSettings::from(const Settings& all) {
-  return ProfileSettings{all.profilePath, all.nvidiaCsvPath, all.strict, all.enabled};
+  return ProfileSettings{all.profilePath, all.nvidiaCsvPath, all.strict, all.enabled, all.trust};
 }
 
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
@@ -70,21 +104,21 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
 }
 
 policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings) {
-  if (loaded.profile->network) {
-    // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-    HostSources host = localHostSources();
-    host.overrides = settings.topo;  // the operator's word beats every probe
-    return policy::compileWithPolicy(*loaded.profile, shape, {&host, settings.workload});
-  }
-  const std::pair<int, int> key{shape.nNodes, shape.nRanks};
+  HostSources host = localHostSources();
+  host.overrides = settings.topo;  // the operator's word beats every probe
+  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust};
+  // With a learned "policy" section, Eigen scores configurations here, off the hot path.
+  if (loaded.profile->network) return policy::compileWithPolicy(*loaded.profile, shape, inputs);
+  const auto key = std::make_tuple(shape.nNodes, shape.nRanks, shape.minRanksPerNode, shape.maxRanksPerNode,
+                                   static_cast<int>(settings.trust));
   std::lock_guard lock(loaded.compiledMutex);
   auto it = loaded.compiledByShape.find(key);
   if (it == loaded.compiledByShape.end()) {
-    auto table = std::make_shared<const policy::DecisionTable>(policy::DecisionTable::compile(*loaded.profile, shape));
-    if (loaded.compiledByShape.size() >= kMaxCachedShapes) return policy::PolicyTable{*table, {}, {}};
-    it = loaded.compiledByShape.emplace(key, std::move(table)).first;
+    auto tables = std::make_shared<const policy::PolicyTable>(policy::compileWithPolicy(*loaded.profile, shape, inputs));
+    if (loaded.compiledByShape.size() >= kMaxCachedShapes) return *tables;
+    it = loaded.compiledByShape.emplace(key, std::move(tables)).first;
   }
-  return policy::PolicyTable{*it->second, {}, {}};
+  return *it->second;
 }
 
 }  // namespace dynamiccl::plugin

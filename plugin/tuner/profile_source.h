@@ -18,6 +18,7 @@ struct ProfileSettings {
   std::string nvidiaCsvPath; // NCCL_TUNER_CONFIG_FILE (NVIDIA's example tuner format)
   bool strict = false;       // DYNAMICCL_STRICT=1: a bad profile fails communicator init
   bool enabled = true;       // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
+  policy::Trust trust = policy::Trust::Verified;  // DYNAMICCL_TRUST: which rules change NCCL's choice
   static ProfileSettings from(const Settings& all);
   bool operator==(const ProfileSettings&) const = default;
 };
@@ -28,10 +29,10 @@ struct LoadedProfile {
   bool bad = false;                                // the named file could not be used
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
-  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
-  // A rules-only profile's table depends on (nNodes, nRanks) alone: compiled once per shape.
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedUnverified{false};
+  // A rules-only profile's tables depend on the shape and the trust level alone: compiled once per key.
   mutable std::mutex compiledMutex;
-  mutable std::map<std::pair<int, int>, std::shared_ptr<const policy::DecisionTable>> compiledByShape;
+  mutable std::map<std::tuple<int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;
 };
 
 // The table for a communicator of this shape: from the per-shape cache for a rules-only profile

@@ -61,7 +61,13 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     logWarn("%s", compiled.learnedRulesOff.c_str());
   if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
     logWarn("%s", compiled.probeDisagrees.c_str());
+  if (loaded->settings.trust == policy::Trust::Verified && !compiled.unverified.empty() &&
+      firstTime(loaded->warnedUnverified))
+    logInfo("%zu rule(s) unverified for this communicator (simulated, learned, measured elsewhere or without "
+            "evidence) keep NCCL's choices; DYNAMICCL_TRUST=all applies them",
+            compiled.unverified.ruleCount());
   c->table = std::move(compiled.table);
+  c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).

@@ -20,7 +20,8 @@ struct TunerContext {
   int abiVersion = 0;
   CommShape shape;
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
-  policy::DecisionTable table;
+  policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST
+  policy::DecisionTable unverified;  // unverified rules, candidates for in-job verification; never read on the hot path
 
   // v6 getChunkSize runs after getCollInfo, per channel slice with other nBytes: remember the
   // chunk of the last decision per collective, applied only if NCCL runs that algo/proto.

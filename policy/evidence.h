@@ -1,0 +1,67 @@
+// Evidence behind a rule (where it came from, what it was measured on, how sure) and the trust
+// levels built on it: only rules measured on this communicator's hardware change NCCL's choice by
+// default; the rest wait for in-job verification or an explicit opt-in (DYNAMICCL_TRUST=all).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "features/features.h"
+
+namespace dynamiccl::policy {
+
+enum class Provenance : uint8_t { MeasuredOffline, MeasuredInJob, Simulated, Learned };
+std::string_view provenanceName(Provenance p);  // "measured-offline", "measured-in-job", "simulated", "learned"
+std::optional<Provenance> parseProvenance(std::string_view name);
+constexpr bool isMeasured(Provenance p) { return p == Provenance::MeasuredOffline || p == Provenance::MeasuredInJob; }
+
+struct Evidence {
+  Provenance provenance = Provenance::Simulated;
+  std::optional<ClusterHardware> fingerprint;  // the hardware it was measured (or simulated) on
+  std::string ncclVersion;                     // "2.28.9"; empty when unknown
+  int samples = 0;                             // timings of the rule's configuration behind it
+  int defaultSamples = 0;                      // timings of NCCL's default it was compared with
+  double gain = NAN;                           // speed-up over NCCL's default minus 1 (0.1 = 10% faster)
+  double gainLow = NAN, gainHigh = NAN;        // 95% confidence interval of gain
+  std::string date;                            // ISO 8601 date (or date-time) it was established
+  bool operator==(const Evidence&) const = default;
+};
+
+// One line: "measured-offline on {...}, NCCL 2.28.9, 27 vs 27 samples, gain +12.0% [+8.0%, +16.0%], 2026-11-23".
+std::string evidenceText(const Evidence& e);
+
+// Checks values a reader or writer must refuse (negative samples, inverted interval, bad date).
+Status validateEvidence(const Evidence& e);
+
+enum class Trust : uint8_t {
+  Verified,  // default: only verified rules (and the user's own NVIDIA CSV rules) change NCCL's choice
+  All,       // opted in: every rule applies, verified or not
+};
+std::optional<Trust> parseTrust(std::string_view name);  // "verified" or "all"
+
+// The facts a measured rule's fingerprint must share with the communicator's (rates within 2%).
+bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& measuredOn);
+
+// Whether each rule of a profile is verified for one communicator, and why not. The communicator's
+// fingerprint comes from sources every rank shares (features/rule_fingerprint.h); on one node this
+// host's probe must not contradict the rule's fingerprint either.
+struct RuleStanding {
+  bool verified = false;
+  bool applies = false;  // verified, the user's own rule (NVIDIA CSV), or trust = All
+  std::string why;       // "verified", "simulated", "measured on another fingerprint", ...
+};
+struct StandingInputs {
+  std::optional<TopologyFingerprint> shared;  // fingerprintForRules(shape, declared, host)
+  std::optional<TopologyFingerprint> local;   // single-node only: probe and DYNAMICCL_TOPO_*, no declaration
+  bool userRules = false;                     // the profile is the user's own NVIDIA CSV
+  Trust trust = Trust::Verified;
+  static StandingInputs of(const CommShape& shape, const std::optional<ClusterHardware>& declared,
+                           const HostSources& host, bool userRules, Trust trust);
+};
+RuleStanding ruleStanding(const std::optional<Evidence>& evidence, const StandingInputs& inputs);
+
+}  // namespace dynamiccl::policy
