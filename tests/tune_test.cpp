@@ -376,7 +376,7 @@ TEST(Evidence, TunedRulesCarryTheirSamplesAndGain) {
   auto r = tune(*b, req);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->evidence.provenance, policy::Provenance::Simulated);
-  const auto [intervals, chosen] = smoothAll(*r, SmoothingOptions{});
+  const auto [intervals, chosen, evidence] = smoothAll(*r, SmoothingOptions{});
   const TuneReport report = makeReport(*r, intervals, chosen, "t", {});
   ASSERT_FALSE(report.profile.rules.empty());
   for (const policy::Rule& rule : report.profile.rules) {
