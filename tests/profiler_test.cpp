@@ -611,6 +611,25 @@ TEST(ProfilerBounds, FinalizeIsBoundedWhileAnotherProcessHoldsTheStoreWriteLock)
   EXPECT_EQ(lastUnwritten(), 10u) << ::testing::PrintToString(harness::LogCapture::lines());
 }
 
+TEST(ProfilerBounds, FinalizeIsBoundedWhileAReaderHoldsARollbackJournalStore) {
+  // Switching such a store to WAL needs it exclusively: the worker retried for 60 s.
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open(env.db.path().c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "PRAGMA journal_mode=DELETE; CREATE TABLE t(x); INSERT INTO t VALUES (1);", nullptr,
+                         nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT * FROM t;", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  emitSome(*lib, ctx, 5);
+  EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+}
+
 long residentKb() {
   long pages = 0, resident = 0;
   std::ifstream("/proc/self/statm") >> pages >> resident;
