@@ -55,7 +55,7 @@ sim::Config toConfig(const policy::Decision& d, const KeyWorld& w) {
   if (d.keepsAlgoProto()) return w.ncclDefault;
   for (const sim::Config& a : w.arms)
     if (a.algo == d.algo && a.proto == d.proto) return a;  // the arm as the world runs it
-  return sim::Config{d.algo, d.proto, d.nChannels, d.chunkBytes};
+  return d;
 }
 
 KeyResult evalKey(const KeyWorld& w, const OnlineEvalOptions& o, std::ostream& trace) {

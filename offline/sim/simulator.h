@@ -10,17 +10,13 @@
 
 #include "features/features.h"
 #include "offline/model/model.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::sim {
 
-// One configuration NCCL can run. nChannels 0 / chunkBytes 0 = NCCL's own count / chunk.
-struct Config {
-  Algo algo = Algo::Ring;
-  Proto proto = Proto::Simple;
-  int nChannels = 0;
-  uint64_t chunkBytes = 0;  // bytes a channel moves per pipeline step
-  bool operator==(const Config&) const = default;
-};
+// One configuration NCCL can run: the policy's own type, so what the simulator times is what the
+// plugin applies. Default algo/proto = NCCL's choice; nChannels 0 / chunkBytes 0 = NCCL's count / chunk.
+using Config = policy::Decision;
 std::string configLabel(const Config& c);  // "RING/SIMPLE ch=16 chunk=512K"
 
 // Calibrated knobs (offline/platforms/calibration/*.json). Defaults are a generic NVLink node.

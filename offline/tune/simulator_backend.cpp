@@ -42,7 +42,7 @@ class SimulatorBackend final : public MeasurementBackend {
   // Keep-default resolves to NCCL's choice; 0 channels/chunk resolve to NCCL's values.
   sim::Config toSim(const Config& c, const MeasureKey& k) const {
     if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes);
-    return ref_.resolve(sim::Config{c.algo, c.proto, c.nChannels, c.chunkBytes}, k.bytes);
+    return ref_.resolve(c, k.bytes);
   }
   sim::Simulator sim_;
   sim::NcclReference ref_;
