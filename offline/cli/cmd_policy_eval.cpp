@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "offline/demo/demo.h"
+#include "offline/eval/eval.h"
 #include "offline/cli/commands.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
@@ -65,32 +66,6 @@ std::vector<std::string> defaultDatasets() {
   return out;
 }
 
-// TPE + Hyperband on the machine's calibrated simulator, all five collectives at the grid's sizes,
-// smoothed and compiled like a profile the plugin would load.
-Expected<policy::DecisionTable> tpeTable(const train::SimSystem& sys, int budget) {
-  const std::string paramsPath =
-      (std::filesystem::temp_directory_path() / ("dynamiccl-policy-eval-" + std::to_string(::getpid()) + ".json")).string();
-  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(sys.simulator().params())); !s)
-    return makeError(s.error());
-  auto backend = tune::makeSimulatorBackend({train::simPresetOf(sys.topology()), sys.topology().nNodes, 7, paramsPath});
-  std::filesystem::remove(paramsPath);
-  if (!backend) return makeError(backend.error());
-  tune::TuneRequest req;
-  req.collectives = {Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter,
-                     Collective::AllReduce};
-  for (int b = train::kEvalMinBucket; b <= train::kEvalMaxBucket; ++b) req.sizes.push_back(policy::policyProbeBytes(b));
-  req.search.budgetIterations = budget;
-  auto result = tune::tune(**backend, req);
-  if (!result) return makeError(result.error());
-  std::vector<tune::TunedInterval> all;
-  for (const tune::CollectiveResult& cr : result->collectives) {
-    const auto iv = tune::smoothDecisions(cr.keys, tune::SmoothingOptions{});
-    all.insert(all.end(), iv.begin(), iv.end());
-  }
-  const policy::Profile profile = tune::toProfile(all, "tpe " + sys.topology().name, result->nRanks, result->nNodes);
-  return policy::DecisionTable::compile(profile, CommShape{.commId = 0, .nRanks = result->nRanks, .nNodes = result->nNodes});
-}
-
 void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
   auto systems = train::presetsMatching(o.presets, true);
   std::printf("== calibrated simulator, held-out machines (ratio = latency run / best of the policy's configurations;\n"
@@ -108,7 +83,7 @@ void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net
     double tune_s = 0;
     if (!o.noTpe) {
       const auto start = std::chrono::steady_clock::now();
-      auto t = tpeTable(*sys, o.tpeBudget);
+      auto t = eval::tpeTable(*sys, o.tpeBudget);
       tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (t) tuned = std::move(*t);
       else std::printf("%-16s TPE failed: %s\n", topo.name.c_str(), t.error().c_str());

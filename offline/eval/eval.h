@@ -1,0 +1,6 @@
+// eval: how a policy does, judged off line (the online learner's loop per key, a TPE yardstick for
+// the learned policy). The one header other modules include; the commands print what it returns.
+#pragma once
+
+#include "offline/eval/online_eval.h"
+#include "offline/eval/tpe_table.h"
