@@ -221,7 +221,8 @@ TEST(OnlineConsistency, CommunicatorsWithoutAnIdNeverJoinOnlineUpdates) {
   char dir[] = "/tmp/dynamiccl-coord-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), on("DYNAMICCL_ONLINE", "1"),
-      coord("DYNAMICCL_COORD_DIR", dir), record("DYNAMICCL_RECORD", "0");
+      coord("DYNAMICCL_COORD_DIR", dir), record("DYNAMICCL_RECORD", "0"),
+      profiler("NCCL_PROFILER_PLUGIN", "libnccl-tuner-dynamiccl.so");  // online updates need the profiler role
   auto onlineLines = [] {
     size_t n = 0;
     for (const std::string& l : harness::LogCapture::lines()) n += l.find("online updates on") != std::string::npos;

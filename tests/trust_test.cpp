@@ -172,13 +172,13 @@ TEST(Trust, TrustAllSaysOncePerProcessThatUnverifiedRulesApply) {
   auto lib = testing::openPlugin();
   ASSERT_TRUE(lib);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(lib->init(harness::CommSpec{.commId = 10u + i}).ok());
-  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=all"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=all: unverified rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 TEST(Trust, UnknownTrustValueKeepsVerifiedWithAWarning) {
   LogCapture::clear();
   EXPECT_EQ(withProfile(profileWithEvidence(evidence("simulated", kHere)), "yes").untouched, kPoints);
-  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=yes"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=\"yes\" ignored"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 }  // namespace

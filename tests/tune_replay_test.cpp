@@ -191,7 +191,7 @@ TEST(ReplayRepeats, SizesWithoutADefaultRowUseNcclsModelPickOrSayWhyNot) {
   EXPECT_NE(r->undecidable[0].find("128M: no default row"), std::string::npos) << r->undecidable[0];
   // The row of an unknown platform is counted and named, and can be declared.
   bool named = false;
-  for (const std::string& n : r->dataNotes) named = named || n.find("1 rows dropped: no preset matches system 'Mystery GPU x2'") != std::string::npos;
+  for (const std::string& n : r->dataNotes) named = named || n.find("skipped 1 rows: no platform matches system 'Mystery GPU x2'") != std::string::npos;
   EXPECT_TRUE(named);
   auto declared = makeReplayBackend({csv.path.string(), "Mystery", 2, 1, "l40s-pcie-4"});
   ASSERT_TRUE(declared.ok()) << declared.error();

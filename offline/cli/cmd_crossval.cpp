@@ -66,7 +66,7 @@ void addCrossvalCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("crossval", "Leave-one-size-out and leave-one-shape-out on measured data");
   cmd->add_option("--data", o->data, "interchange CSV (a dataset's normalized.csv)")->required();
   cmd->add_option("--system", o->system, "system substring filter");
-  cmd->add_option("--platform", o->platform, "the preset the dataset was measured on, whatever its system strings say");
+  cmd->add_option("--measured-on", o->platform, "the platform the dataset was measured on, whatever its system strings say");
   cmd->add_option("--min-gain", o->minGain, "rule: the confidence bound on chosen/default must be below 1 - this")
       ->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--confidence", o->confidence, "rule: confidence of the one-sided bound")->check(CLI::Range(0.5, 0.9999));

@@ -158,7 +158,7 @@ void addTuneCommand(CLI::App& app) {
       ->check(CLI::Range(0, 8));
   cmd->add_option("--max-repeats", o->maxRepeats, "runner/sim: most repeats measured to decide an undecided size (0 = none)")
       ->check(CLI::Range(0, 100000));
-  cmd->add_option("--platform", o->platform, "replay: the preset the dataset was measured on, whatever its system strings say");
+  cmd->add_option("--measured-on", o->platform, "replay: the platform the dataset was measured on, whatever its system strings say");
   cmd->add_option("--points", o->pointsCsv, "also write the per-size evidence CSV here");
   cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE)");
   cmd->add_option("-o,--out", o->out, "tune report JSON (input of export and env)");

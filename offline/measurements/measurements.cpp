@@ -69,7 +69,7 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
 }
 
 std::string unknownSystemReason(const std::string& system) {
-  return "no platform matches system '" + system + "' (add one: --platform FILE)";
+  return "no platform matches system '" + system + "' (add one: --platform FILE; or declare the dataset's: --measured-on NAME)";
 }
 
 int ncclVersionFromNote(const std::string& note) {
