@@ -83,8 +83,6 @@ int ncclVersionFromNote(const std::string& note) {
 }
 
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion) {
-  if (nNodes < 1 || nRanks < nNodes || nRanks % nNodes != 0)
-    return makeError("shape " + std::to_string(nRanks) + " ranks / " + std::to_string(nNodes) + " nodes is not uniform");
   auto known = platforms::registry();
   if (!known) return makeError("platforms: " + known.error());
   const platforms::Platform* platform = (*known)->forSystem(system);
