@@ -43,7 +43,8 @@ void logEscapedException(Entry e, const char* what) noexcept;
 template <typename F>
 ncclResult_t guarded(Entry e, F&& f) noexcept {
   try {
-    testThrowPoint(e);  // inits check again once they have read the settings
+    // Finalizes throw where they really can (joining a thread), after their context is freed.
+    if (e != Entry::TunerFinalize && e != Entry::ProfilerFinalize) testThrowPoint(e);
     return f();
   } catch (const std::exception& ex) {
     logEscapedException(e, ex.what());

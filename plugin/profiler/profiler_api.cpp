@@ -74,6 +74,7 @@ ncclResult_t profilerFinalize(void* context) {
   if (!c) return ncclSuccess;
   c->magic = 0;
   delete c;
+  testThrowPoint(Entry::ProfilerFinalize);
   releaseMeasurementChannel();  // std::thread::join may throw (system error): the guard logs it
   return ncclSuccess;
 }

@@ -145,9 +145,15 @@ ncclResult_t tunerFinalize(void* context) {
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
   unregisterContext(c);
+  struct Free {  // the context goes even when stopping the online agent throws
+    TunerContext* c;
+    ~Free() {
+      c->magic = 0;
+      delete c;
+    }
+  } free{c};
+  testThrowPoint(Entry::TunerFinalize);
   stopOnline(c->online);
-  c->magic = 0;
-  delete c;
   return ncclSuccess;
 }
 

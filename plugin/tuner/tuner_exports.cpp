@@ -1,5 +1,7 @@
 // The exported tuner symbols, v2..v6: thin adapters onto tuner_api, each through the one exception
 // boundary (plugin/guard.h). NCCL probes newest first.
+#include <cstring>
+
 #include "plugin/abi/abi.h"
 #include "plugin/guard.h"
 #include "plugin/log.h"
@@ -11,6 +13,14 @@ using dp::guarded;
 
 namespace {
 constexpr const char* kName = "DynamICCL";
+
+// NCCL passes collectives outside ncclFunc_t's enumerators (alltoall, send/recv): carry it as the int
+// it is, since loading an enum lvalue holding such a value is undefined (UBSan reports it).
+int collAsInt(const ncclFunc_t& coll) {
+  int v;
+  std::memcpy(&v, &coll, sizeof v);
+  return v;
+}
 
 ncclResult_t init(int version, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
                   const ncclNvlDomainInfo_v5_t* nvl) {
@@ -38,27 +48,34 @@ ncclResult_t initV6(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, n
 }
 ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t coll, size_t nBytes, int collNetSupport, int nvlsSupport,
                            int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
+  const int c = collAsInt(coll);
   return guarded(Entry::GetCollInfo, [&] {
-    return dp::tunerGetCollInfoV2(ctx, coll, nBytes, collNetSupport, nvlsSupport, numPipeOps, algorithm, protocol,
-                                  nChannels);
+    return dp::tunerGetCollInfoV2(ctx, static_cast<ncclFunc_t>(c), nBytes, collNetSupport, nvlsSupport, numPipeOps,
+                                  algorithm, protocol, nChannels);
   });
 }
 ncclResult_t getCollInfoV3(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
                            int numProto, int* nChannels) {
+  const int c = collAsInt(coll);
   return guarded(Entry::GetCollInfo, [&] {
-    return dp::tunerGetCollInfo(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, 0, nChannels);
+    return dp::tunerGetCollInfo(ctx, static_cast<ncclFunc_t>(c), nBytes, numPipeOps, table, numAlgo, numProto, 0,
+                                nChannels);
   });
 }
 ncclResult_t getCollInfo(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
                          int numProto, int regBuff, int* nChannels) {
+  const int c = collAsInt(coll);
   return guarded(Entry::GetCollInfo, [&] {
-    return dp::tunerGetCollInfo(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+    return dp::tunerGetCollInfo(ctx, static_cast<ncclFunc_t>(c), nBytes, numPipeOps, table, numAlgo, numProto, regBuff,
+                                nChannels);
   });
 }
 ncclResult_t getChunkSize(void* ctx, ncclFunc_t coll, size_t nBytes, int algo, int proto, int nChannels,
                           size_t* chunkSize) {
-  return guarded(Entry::GetChunkSize,
-                 [&] { return dp::tunerGetChunkSize(ctx, coll, nBytes, algo, proto, nChannels, chunkSize); });
+  const int c = collAsInt(coll);
+  return guarded(Entry::GetChunkSize, [&] {
+    return dp::tunerGetChunkSize(ctx, static_cast<ncclFunc_t>(c), nBytes, algo, proto, nChannels, chunkSize);
+  });
 }
 ncclResult_t finalize(void* ctx) {
   return guarded(Entry::TunerFinalize, [&] { return dp::tunerFinalize(ctx); });
