@@ -1,11 +1,13 @@
 // dynamiccl env: the environment a job script needs to run with a tuned profile (plugin, profile
-// path, per-job knobs NCCL_NTHREADS / NCCL_BUFFSIZE).
+// path, per-job knobs NCCL_NTHREADS / NCCL_BUFFSIZE); run from an installed prefix, also the loader
+// path to that prefix's plugin.
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/platforms/platforms.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -28,6 +30,11 @@ int run(const EnvCmdOptions& o) {
   if (isReport && o.profilePath.empty()) std::cout << "# write the profile first: dynamiccl export " << o.in << " -o " << path << "\n";
   for (const std::string& r : report->jobKnobs.reasons) std::cout << "# " << r << "\n";
   std::cout << tune::envScript(report->jobKnobs.knobs, path, o.plugin);
+  // NCCL resolves a plugin name (not a path) on the loader path: the installed lib folder.
+  if (const platforms::DataRoot root = platforms::dataRoot(); !root.prefix.empty()) {
+    std::cout << "# installed in " << root.prefix << " (data: " << root.path << ")\n";
+    std::cout << "export LD_LIBRARY_PATH=" << root.libDir << "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n";
+  }
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "offline/platforms/platforms.h"
+
 namespace dynamiccl::cli {
 namespace {
 
@@ -16,7 +18,7 @@ std::string shellQuote(const std::string& s) {
 
 Status runPlotScript(const std::string& scriptName, const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
-  std::string dir = DYNAMICCL_SOURCE_DIR "/scripts";
+  std::string dir = platforms::dataRoot().path + "/scripts";
   if (const char* d = std::getenv("DYNAMICCL_SCRIPTS_DIR"); d && *d) dir = d;
   const fs::path script = fs::path(dir) / scriptName;
   if (!fs::exists(script)) return makeError("plot script not found: " + script.string());

@@ -9,7 +9,7 @@
 namespace dynamiccl::cli {
 
 // Debian's /usr/bin/python3 carries python3-matplotlib; a python3 earlier on PATH (pyenv) may not.
-// The script is looked up in DYNAMICCL_SCRIPTS_DIR, then the source tree's scripts/.
+// The script is looked up in DYNAMICCL_SCRIPTS_DIR, then scripts/ under platforms::dataRoot() (installed or source tree).
 Status runPlotScript(const std::string& scriptName, const std::vector<std::string>& args);
 
 }  // namespace dynamiccl::cli

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "offline/platforms/data_root.h"
+
 namespace dynamiccl::platforms {
 
 namespace {
@@ -102,7 +104,7 @@ std::vector<std::string> Registry::names() const {
 
 std::string builtinPlatformDir() {
   if (const char* dir = std::getenv("DYNAMICCL_PLATFORM_DIR"); dir && *dir) return dir;
-  return DYNAMICCL_PLATFORM_SOURCE_DIR;
+  return dataRoot().path + "/offline/platforms";
 }
 
 Expected<std::shared_ptr<const Registry>> registry() {

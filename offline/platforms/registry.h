@@ -32,7 +32,7 @@ class Registry {
   std::vector<Platform> platforms_;
 };
 
-// The built-in folder: $DYNAMICCL_PLATFORM_DIR when set, else offline/platforms of the source tree.
+// The built-in folder: $DYNAMICCL_PLATFORM_DIR when set, else offline/platforms of dataRoot().
 std::string builtinPlatformDir();
 
 // The process's registry: the built-in folder plus every file given to addPlatformFiles().

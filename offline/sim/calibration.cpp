@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "offline/platforms/platforms.h"
 #include "offline/sim/nccl_reference.h"
 
 namespace dynamiccl::sim {
@@ -395,8 +396,7 @@ void scoreAgreement(const std::vector<PreparedGroup>& groups, double tieBand, Da
 
 }  // namespace
 
-std::string sourceDir() { return DYNAMICCL_SIM_SOURCE_DIR; }
-std::string defaultCalibrationDir() { return sourceDir() + "/offline/platforms/calibration"; }
+std::string defaultCalibrationDir() { return platforms::dataRoot().path + "/offline/platforms/calibration"; }
 
 SimParams paramsForGroup(const DatasetCalibration& c, const std::string& group) {
   for (const auto& g : c.groups)

@@ -76,9 +76,7 @@ Expected<DatasetCalibration> loadCalibrationFile(const std::string& path);
 std::string paramsToJson(const SimParams& p);  // one JSON object
 Expected<SimParams> paramsFromJson(const std::string& text);
 
-// The source tree this library was built from (for offline/platforms/calibration, scripts/).
-std::string sourceDir();
-// The committed calibration folder (offline/platforms/calibration in the source tree).
+// The committed calibration folder (offline/platforms/calibration under platforms::dataRoot()).
 std::string defaultCalibrationDir();
 
 // The parameters for a row's group from a stored calibration (the first group of the dataset
