@@ -128,7 +128,18 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
           while (t.segmentHi_[first] < lowest) ++first;
           size_t last = first;
           while (t.segmentHi_[last] < highest) ++last;
-          t.buckets_[line * SizeBucket::kCount + b] = {static_cast<uint32_t>(first), static_cast<uint32_t>(last)};
+          BucketRange& range = t.buckets_[line * SizeBucket::kCount + b];
+          range = {static_cast<uint32_t>(first), static_cast<uint32_t>(last)};
+          if (last - first + 1 >= kSubIndexFrom && b - 1 >= kSubBits) {
+            range.sub = static_cast<uint32_t>(t.subFirst_.size());
+            size_t at = first;
+            for (uint64_t k = 0; k < kSubRanges; ++k) {
+              const uint64_t sliceLowest = lowest + (k << (b - 1 - kSubBits));
+              while (t.segmentHi_[at] < sliceLowest) ++at;
+              t.subFirst_.push_back(static_cast<uint32_t>(at));
+            }
+            t.subFirst_.push_back(static_cast<uint32_t>(last));
+          }
         }
       }
   return t;

@@ -192,18 +192,33 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
     else out.learnedRulesOff = fp.unavailable;  // no fingerprint every rank shares: the profile's own rules only
   }
   const StandingInputs standing = StandingInputs::of(shape, profile.hardware, host, profile.userRules, inputs.trust);
-  Profile applied, unverified;
-  if (generated) {  // learned rules are never verified: candidates, applied only when trusted
-    if (inputs.trust == Trust::All) applied.rules = *generated;
-    unverified.rules = *generated;
-  }
+  std::vector<RuleStanding> standings;
+  standings.reserve(profile.rules.size());
+  size_t applying = 0, unverifiedCount = 0;
   for (const Rule& r : profile.rules) {
-    const RuleStanding st = ruleStanding(r.evidence, standing);
-    if (st.applies) applied.rules.push_back(r);
-    if (!st.verified && !profile.userRules) unverified.rules.push_back(r);
+    standings.push_back(ruleStanding(r.evidence, standing));
+    applying += standings.back().applies;
+    unverifiedCount += !standings.back().verified && !profile.userRules;
   }
-  out.table = DecisionTable::compile(applied, shape);
-  out.unverified = DecisionTable::compile(unverified, shape);
+  // A table of all of the profile's rules is compiled from the profile itself: no copy of 60k rules.
+  auto compileSubset = [&](bool learned, size_t count, auto&& keeps) {
+    if (!learned && count == profile.rules.size()) return DecisionTable::compile(profile, shape);
+    Profile subset;
+    if (learned) subset.rules = *generated;  // learned rules first, as before
+    subset.rules.reserve(subset.rules.size() + count);
+    for (size_t i = 0; i < profile.rules.size(); ++i)
+      if (keeps(standings[i])) subset.rules.push_back(profile.rules[i]);
+    return DecisionTable::compile(subset, shape);
+  };
+  // Learned rules are never verified: candidates, applied only when trusted.
+  out.table = compileSubset(generated && inputs.trust == Trust::All, applying,
+                            [](const RuleStanding& st) { return st.applies; });
+  if (!generated && applying == profile.rules.size() && unverifiedCount == applying) {
+    out.unverified = out.table;  // the same rules: compiled once
+  } else {
+    out.unverified = compileSubset(generated != nullptr, unverifiedCount,
+                                   [&](const RuleStanding& st) { return !st.verified && !profile.userRules; });
+  }
   return out;
 }
 
