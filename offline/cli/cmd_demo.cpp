@@ -47,7 +47,7 @@ Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) 
   const sim::Config def = cl.nccl->defaultConfig(Collective::AllReduce, mib);
   std::printf("      %s: %d ranks / %d nodes, NVLink:NIC %.0f:1; simulator: %s\n", cl.topology.name.c_str(),
               cl.topology.nRanks(), cl.topology.nNodes, cl.topology.nvlinkToNicRatio(), cl.paramsSource.c_str());
-  std::printf("      e.g. allreduce 1M: NCCL picks %s, %.1f us\n", demo::shortConfigLabel(def).c_str(),
+  std::printf("      e.g. allreduce 1M: NCCL picks %s, %.1f us (simulated)\n", demo::shortConfigLabel(def).c_str(),
               simulator.time_us(Collective::AllReduce, mib, def));
   return Ok{};
 }
@@ -104,7 +104,7 @@ int run(const DemoOptions& o) {
   auto tuned = demo::tuneProfile(o, paramsPath);
   if (!tuned) return fail("tune: " + tuned.error());
   s2.done(std::to_string(tuned->profile.rules.size()) + " rules; " + std::to_string(tuned->spentIterations) +
-          " timed iterations (" + fmt("%.1f%%", 100.0 * tuned->spentIterations / std::max<int64_t>(1, tuned->gridIterations)) +
+          (o.data.empty() ? " timed iterations on the simulator (" : " measured iterations replayed (") + fmt("%.1f%%", 100.0 * tuned->spentIterations / std::max<int64_t>(1, tuned->gridIterations)) +
           " of the exhaustive grid)");
 
   demo::StepTimer s3(3, "Train: learned policy (LibTorch), holding out " + o.preset);
