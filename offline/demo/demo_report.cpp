@@ -40,8 +40,8 @@ void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
       std::printf("  %-13s %-14s %6d | %8.3f %7.3f | %8.3f %7.3f\n", ps.label.c_str(), name(s.coll).c_str(), s.points,
                   s.geoVsBest, s.worstVsBest, s.geoVsDefault, s.worstVsDefault);
   if (r.unjudged) std::printf("  (%d decisions could not be judged: configuration not measured / not runnable)\n", r.unjudged);
-  std::printf("  tuner: %lld timed iterations, %.1f%% of the exhaustive grid's %lld\n\n",
-              static_cast<long long>(tuned.spentIterations),
+  std::printf("  tuner: %lld %s iterations, %.1f%% of the exhaustive grid's %lld\n\n",
+              static_cast<long long>(tuned.spentIterations), tuned.simulated ? "simulated" : "measured (replayed)",
               100.0 * double(tuned.spentIterations) / double(std::max<int64_t>(1, tuned.gridIterations)),
               static_cast<long long>(tuned.gridIterations));
 }

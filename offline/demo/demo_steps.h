@@ -56,6 +56,7 @@ struct TunedProfile {
   std::vector<uint64_t> sizes;
   int64_t spentIterations = 0, gridIterations = 0;
   int nRanks = 0, nNodes = 0;
+  bool simulated = true;  // timed on the simulator; false: measurements replayed (--data)
 };
 // paramsPath: the simulator parameters JSON (sim backend); ignored with --data.
 Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath);

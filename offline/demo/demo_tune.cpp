@@ -59,6 +59,7 @@ Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& para
     for (const tune::KeyResult& k : cr.keys) sizes.insert(k.key.bytes);
   t.sizes.assign(sizes.begin(), sizes.end());
   t.spentIterations = result->spentIterations;
+  t.simulated = o.data.empty();
   t.gridIterations = result->gridIterations;
   t.nRanks = result->nRanks;
   t.nNodes = result->nNodes;
