@@ -292,7 +292,9 @@ TEST_F(Verification, PromotesTheWinnerDropsTheLoserAndEveryRankAgrees) {
   EXPECT_EQ(bySize[kSmall].base_algo, "RING");
   EXPECT_EQ(bySize[kMid].state, "dropped");
   EXPECT_LT(bySize[kMid].gain, -0.5);
-  if (bySize.count(kTie)) EXPECT_NE(bySize[kTie].state, "promoted");
+  if (bySize.count(kTie)) {
+    EXPECT_NE(bySize[kTie].state, "promoted");
+  }
   EXPECT_FALSE(bySize[kSmall].fingerprint.empty());
 
   // The next job on this hardware resumes: the winner runs from the first boundary on.

@@ -10,14 +10,16 @@
 namespace dynamiccl::plugin {
 namespace {
 
-// A finalize must not wait long for a lock another process holds: drop the verdicts instead.
-constexpr int kBusyTimeout_ms = 200;
+// A finalize waits at most 3 x 1 s for a lock other ranks' observation writers hold (they flush at
+// finalize too), then drops the verdicts with one line.
+constexpr int kBusyTimeout_ms = 1000;
+constexpr int kBusyAttempts = 3;
 
 Expected<std::unique_ptr<store::Store>> openStore(const VerdictScope& scope) {
   store::StoreOptions options;
   options.path = scope.dbPath.empty() ? store::defaultDatabasePath() : scope.dbPath;
   options.busy_timeout_ms = kBusyTimeout_ms;
-  options.busy_attempts = 1;
+  options.busy_attempts = kBusyAttempts;
   return store::Store::open(options);
 }
 
