@@ -108,6 +108,35 @@ void BM_PolicyRulesOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_PolicyRulesOnly)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// The leader's work at an epoch boundary with a learned profile: the network re-evaluated with
+// recent timings in every key's window, and the rules compiled into a table (what the online
+// learner's refresh does, off the hot path). Budget: <= 2 ms.
+void BM_EpochBoundaryLearnedRefresh(benchmark::State& state) {
+  auto& f = fixture();
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  fp.nNodes = 2;
+  fp.ranksPerNode = 8;
+  fp.computeCap = 90;
+  TimingWindows windows;
+  std::mt19937 rng(5);
+  std::lognormal_distribution<double> ratio(0.1, 0.3);
+  for (int c = 0; c < kNumCollectives; ++c)
+    for (int b = policy::kPolicyMinBucket; b <= policy::kPolicyMaxBucket; ++b)
+      for (int i = 0; i < kTimingWindowLength; ++i)
+        windows.at(static_cast<Collective>(c), policy::policyProbeBytes(b)).push(100 * ratio(rng), 100);
+  const CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2};
+  for (auto _ : state) {
+    policy::PolicyRuleOptions options;
+    options.windows = &windows;
+    policy::Profile rules;
+    rules.rules = policy::policyRules(*f.net, fp, options);
+    policy::DecisionTable table = policy::DecisionTable::compile(rules, shape);
+    benchmark::DoNotOptimize(table);
+  }
+}
+BENCHMARK(BM_EpochBoundaryLearnedRefresh)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
 // The hot path with the network's guarded rules: NCCL's own choice (cheapest entry) is found once
 // per call before the guard is read. Budget as for any profile: ~50 ns median.
 void BM_GetCollInfoGuarded(benchmark::State& state) {

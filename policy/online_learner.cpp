@@ -33,7 +33,9 @@ OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn can
       prior_(std::move(prior)),
       candidate_(std::move(candidate)),
       decayPerCall_(std::pow(0.5, 1.0 / std::max(1.0, config.halfLifeCalls))),
-      keys_(kOnlineKeys) {}
+      keys_(kOnlineKeys) {
+  usualDecayPerCall_ = std::pow(0.5, 1.0 / std::max(1.0, config.usualHalfLifeCalls));
+}
 
 void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto) {
   if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
@@ -87,6 +89,16 @@ void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, d
   ArmStats& a = k.arms[slotOf(algo, proto)];
   decay(k, a);
   const double x = std::log(latency_us);
+  // The recent-timings window compares with the arm's usual latency, once it has one.
+  const int slot = slotOf(algo, proto);
+  double& uw = k.usualW[slot];
+  double& um = k.usualLog[slot];
+  if (a.n >= static_cast<uint64_t>(config_.minSamples)) {
+    windows_.at(static_cast<Collective>(coll), nBytes).push(latency_us, std::exp(um));
+    windowsChanged_ = true;
+  }
+  uw = uw * usualDecayPerCall_ + 1;
+  um += (x - um) / uw;
   a.w += 1;
   a.s += x;
   a.ss += x * x;
@@ -101,7 +113,7 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
       slots.push_back(s);
   };
   if (config_.candidatesOnly && k.candidate < 0) return slots;  // nothing to verify: the static table answers
-  const Candidates prior = prior_(coll, bucket);
+  const Candidates prior = priorOf(coll, bucket);
   if (prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default)
     add(slotOf(prior.decisions[0].algo, prior.decisions[0].proto));
   add(k.ncclDefault);
@@ -114,21 +126,37 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
   return slots;
 }
 
+Candidates OnlineLearner::learnedOr(const Candidates& fallback, int coll, int bucket) const {
+  if (!learned_) return fallback;
+  const Candidates& c = learned_->lookup(coll, SizeBucket::lowest(bucket), 1, 0);
+  return c.count ? c : fallback;
+}
+
+Candidates OnlineLearner::priorOf(int coll, int bucket) const {
+  return config_.learnedRulesApply ? learnedOr(prior_(coll, bucket), coll, bucket) : prior_(coll, bucket);
+}
+
 std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
+  if (refresh_ && windowsChanged_) {
+    learned_ = refresh_(windows_);
+    windowsChanged_ = false;
+    ++refreshes_;
+  }
   auto table = std::make_unique<OnlineTable>();
   table->setVersion(version);
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     KeyState& k = keys_[key];
     if (!k.active) continue;
     const int coll = static_cast<int>(key / SizeBucket::kCount), bucket = static_cast<int>(key % SizeBucket::kCount);
-    const Candidates prior = prior_(coll, bucket);
+    const Candidates prior = priorOf(coll, bucket);
     // The prior's arm: the profile's full (algo, proto); NCCL's own when no rule; -1 when only partial.
     const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
     const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto)
                                     : (prior.count ? -1 : k.ncclDefault);
     // The candidate is told apart by what ran: one whose (algo, proto) the static answer or NCCL runs
     // already cannot be verified from observations.
-    const Candidates cand = candidate_ ? candidate_(coll, bucket) : Candidates{};
+    const Candidates unverified = candidate_ ? candidate_(coll, bucket) : Candidates{};
+    const Candidates cand = config_.learnedRulesApply ? unverified : learnedOr(unverified, coll, bucket);
     const bool fullCand = cand.count && !cand.decisions[0].keepsAlgoProto() && cand.decisions[0].proto != Proto::Default;
     const int candSlot = fullCand ? slotOf(cand.decisions[0].algo, cand.decisions[0].proto) : -1;
     k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;

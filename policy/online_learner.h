@@ -37,6 +37,10 @@ struct OnlineConfig {
   // candidate are left to the static table.
   bool candidatesOnly = false;
   double seedWeightCap = 30;       // a previous job's samples count as at most this many calls
+  // Recent timings: log(observed / this arm's usual latency), the usual one a slow average (this
+  // half-life, in calls of the key) so a congestion episode shows and its end shows too.
+  double usualHalfLifeCalls = 20000;
+  bool learnedRulesApply = false;  // DYNAMICCL_TRUST=all: refreshed learned rules are the prior, else candidates
 };
 
 // How a candidate rule stands against NCCL's default in this job (what the store keeps).
@@ -64,6 +68,10 @@ struct Verdict {
 using PriorFn = std::function<Candidates(int coll, int bucket)>;
 // A key's unverified candidate rule (same form); count 0: none.
 using CandidateFn = std::function<Candidates(int coll, int bucket)>;
+// The learned network's rules evaluated again with the recent timings (run at a build, off the hot
+// path, on the leader only): they replace the rules it gave at init, as candidates (verification)
+// or as the prior (DYNAMICCL_TRUST=all).
+using LearnedRefresh = std::function<DecisionTable(const TimingWindows& windows)>;
 
 class OnlineLearner {
  public:
@@ -78,6 +86,10 @@ class OnlineLearner {
   void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us);
   // The next version: exploit choices and exploration rates from everything observed so far.
   std::unique_ptr<OnlineTable> build(uint64_t version);
+  // The learned network, re-evaluated with windows() at each build where they changed.
+  void setLearnedRefresh(LearnedRefresh refresh) { refresh_ = std::move(refresh); }
+  const TimingWindows& windows() const { return windows_; }
+  uint64_t learnedRefreshes() const { return refreshes_; }
   // A previous job's measurements of one arm of a key (from the store): count as at most
   // seedWeightCap calls, so this job's own measurements can still overturn them.
   void seed(int coll, int bucket, const ArmSummary& arm);
@@ -106,6 +118,7 @@ class OnlineLearner {
     Decision candidateDecision;
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
+    std::array<double, kArmSlots> usualLog{}, usualW{};  // slow average of log-latency per arm
     std::array<float, kArmSlots> modelled_us{};
     std::array<ArmStats, kArmSlots> arms{};
   };
@@ -116,10 +129,18 @@ class OnlineLearner {
   std::optional<double> untriedRatio(const KeyState& k, int slot, std::optional<double> incumbentMean) const;
 
   ArmSummary summary(const KeyState& k, int slot) const;
+  Candidates learnedOr(const Candidates& fallback, int coll, int bucket) const;
+  Candidates priorOf(int coll, int bucket) const;  // the static answer, or the refreshed learned rules' (trust all)
 
   OnlineConfig config_;
   PriorFn prior_;
   CandidateFn candidate_;
+  LearnedRefresh refresh_;
+  TimingWindows windows_;
+  bool windowsChanged_ = false;
+  std::optional<DecisionTable> learned_;  // the latest refresh; nullopt: the init-time rules stand
+  uint64_t refreshes_ = 0;
+  double usualDecayPerCall_ = 1;
   double decayPerCall_;
   std::vector<KeyState> keys_;
   Counters counters_;

@@ -141,5 +141,50 @@ TEST(OnlineLearner, ScheduleIsAPureFunctionOfItsInputs) {
   EXPECT_NE(scheduleDraw(1, 2, 3, 4), scheduleDraw(1, 2, 4, 4));
 }
 
+
+// A congestion episode reaches the learned network through the leader's recent-timings window: the
+// refreshed rules (here a stand-in network: ring/ll128 when the key ran slower than usual, else
+// tree/ll) change the candidate the published table tests, and change back after the episode.
+TEST(OnlineLearner, RecentTimingsReachTheLearnedRulesAndAnEpisodeEndsAsItCame) {
+  OnlineConfig config;
+  config.candidatesOnly = true;
+  OnlineLearner l(config, [](int, int) { return Candidates{}; });
+  uint64_t refreshes = 0;
+  l.setLearnedRefresh([&](const TimingWindows& w) {
+    ++refreshes;
+    float window[kTimingWindowLength];
+    w.at(Collective::AllReduce, kBytes).snapshot(window);
+    double mean = 0;
+    for (float x : window) mean += x / kTimingWindowLength;
+    Profile p;
+    Rule r;
+    r.collective = Collective::AllReduce;
+    r.decision = mean > 0.3 ? Decision{Algo::Ring, Proto::LL128, 0, 0} : Decision{Algo::Tree, Proto::LL, 0, 0};
+    p.rules.push_back(r);
+    return DecisionTable::compile(p, CommShape{.commId = 1, .nRanks = 8, .nNodes = 1});
+  });
+  l.setNcclDefault(kAllReduce, SizeBucket::of(kBytes), Algo::Ring, Proto::Simple);
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> noise(0, 0.03);
+  auto candidateArm = [&](uint64_t version) {
+    auto t = l.build(version);
+    const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
+    EXPECT_EQ(e.exploit.count, 0) << "version " << version << ": NCCL's choice stays the exploit";
+    return e.nArms ? e.arms[0].decisions[0] : Decision{};
+  };
+  std::vector<Decision> arms;
+  for (uint64_t epoch = 0; epoch < 30; ++epoch) {
+    const bool congested = epoch >= 10 && epoch < 20;
+    for (int call = 0; call < 100; ++call)
+      l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, (congested ? 300.0 : 100.0) * noise(rng));
+    arms.push_back(candidateArm(epoch + 1));
+  }
+  EXPECT_EQ(arms[8], (Decision{Algo::Tree, Proto::LL, 0, 0}));
+  EXPECT_EQ(arms[15], (Decision{Algo::Ring, Proto::LL128, 0, 0})) << "the episode shifts the learned candidate";
+  EXPECT_EQ(arms[25], (Decision{Algo::Tree, Proto::LL, 0, 0})) << "and its end shifts it back";
+  EXPECT_EQ(l.learnedRefreshes(), refreshes);
+  EXPECT_GE(refreshes, 25u);
+}
+
 }  // namespace
 }  // namespace dynamiccl::policy

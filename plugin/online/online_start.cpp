@@ -18,8 +18,8 @@ std::atomic<bool> gLoggedVerify{false};
 }  // namespace
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
-                                        const policy::DecisionTable& unverified,
-                                        const std::optional<ClusterHardware>& declared, const Settings& settings) {
+                                        const policy::DecisionTable& unverified, const policy::Profile& profile,
+                                        const Settings& settings) {
   const bool learn = settings.online == OnlineSwitch::On && !staticTable.empty();  // no profile: nothing changes
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
   // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
@@ -52,6 +52,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   config.epochCalls = settings.epochCalls;
   config.exploreTimeShare = settings.exploreBudget;
   config.candidatesOnly = !learn;
+  config.learnedRulesApply = settings.trust == policy::Trust::All;
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
@@ -64,9 +65,25 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
       config,
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
+  // Its rules are unverified: they can only be candidates (verification) or, opted in, the prior.
+  if (profile.network && (verify || settings.trust == policy::Trust::All)) {
+    HostSources host = localHostSources();
+    host.overrides = settings.topo;
+    const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, host);
+    if (fp.fingerprint)
+      c->learner->setLearnedRefresh([net = profile.network, f = *fp.fingerprint, workload = settings.workload,
+                                     shape](const TimingWindows& windows) {
+        policy::PolicyRuleOptions options;
+        options.windows = &windows;
+        options.workload = workload;
+        policy::Profile rules;
+        rules.rules = policy::policyRules(*net, f, options);
+        return policy::DecisionTable::compile(rules, shape);
+      });
+  }
   if (verify) {
     c->verifying = true;
-    c->verdictScope = verdictScope(shape, declared, settings);
+    c->verdictScope = verdictScope(shape, profile.hardware, settings);
     resumeVerdicts(*c->learner, c->verdictScope);
   }
   if (learn ? firstTime(gLoggedOnline) : firstTime(gLoggedVerify))
@@ -81,12 +98,19 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
 void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
   if (!comm) return;
   removeFromEpochAgent(comm);
-  if (!comm->verifying || !comm->isLeader.load(std::memory_order_relaxed)) return;
+  if (!comm->isLeader.load(std::memory_order_relaxed)) return;
   std::vector<policy::Verdict> verdicts;
+  uint64_t refreshes = 0;
   {
     std::lock_guard lock(comm->mutex);
-    if (comm->learner) verdicts = comm->learner->verdicts();
+    if (comm->learner) {
+      if (comm->verifying) verdicts = comm->learner->verdicts();
+      refreshes = comm->learner->learnedRefreshes();
+    }
   }
+  if (refreshes)
+    logInfo("online: communicator %016llx re-evaluated its learned rules with recent timings %llu time(s)",
+            static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(refreshes));
   saveVerdicts(verdicts, comm->verdictScope);
 }
 

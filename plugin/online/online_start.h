@@ -12,11 +12,12 @@
 namespace dynamiccl::plugin {
 
 // nullptr when neither online updates nor in-job verification run for this communicator (the reason
-// is logged once). unverified: the candidates verification tests against NCCL's default; declared:
-// the profile's hardware (part of the scope verdicts are stored under).
+// is logged once). unverified: the candidates verification tests against NCCL's default; profile:
+// its hardware is part of the scope verdicts are stored under, and its learned network is
+// re-evaluated with the leader's recent timings.
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
-                                        const policy::DecisionTable& unverified,
-                                        const std::optional<ClusterHardware>& declared, const Settings& settings);
+                                        const policy::DecisionTable& unverified, const policy::Profile& profile,
+                                        const Settings& settings);
 void stopOnline(const std::shared_ptr<OnlineComm>& comm);
 
 }  // namespace dynamiccl::plugin

@@ -72,7 +72,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (commId != 0)
-    c->online = startOnline(c->shape, c->table, c->unverified, c->loaded->profile->hardware, *settings);
+    c->online = startOnline(c->shape, c->table, c->unverified, *c->loaded->profile, *settings);
   registerContext(c.get());
   *context = c.release();
   return ncclSuccess;
