@@ -9,7 +9,7 @@ MODE=${1:-address}
 # TSan subset: ctest names are <Suite>.<Test>; these suites start threads (or drive the plugin's
 # worker/profiler/coordinator threads; Store forks processes instead, and under TSan its bounded
 # busy waits expire). Extend the regex when a new threaded suite appears.
-TSAN_DEFAULT='^(Concurrency|Profiler|EveryVersion|OnlineCoord|OnlineConsistency|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
+TSAN_DEFAULT='^(Concurrency|Profiler|EveryVersion|OnlineCoord|OnlineConsistency|Verification|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
 # Only the programs holding those suites are built under TSan (the whole tree takes ~20 min on 2 cores).
 TSAN_TARGETS="dynamiccl_plugin bad_input_test profiler_test online_coord_test online_consistency_test plugin_abi_test"
 case "$MODE" in
