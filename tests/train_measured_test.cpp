@@ -139,7 +139,7 @@ TEST(Confidence, ErrorQuantileAndMargin) {
   EXPECT_NE(train::formatCalibration(bins, "").find("1.05-1.20"), std::string::npos);
 }
 
-TEST(Confidence, MeasuredMarginKeepsOnlyRulesThatBeatTheError) {
+TEST(Confidence, MeasuredMarginSendsConfidentlyWrongKeysBackToNccl) {
   auto sys = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
   ASSERT_TRUE(sys.ok()) << sys.error();
   policy::PolicyWeights w = fixture::randomPolicyWeights(7);
