@@ -3,10 +3,12 @@
 // default and a TPE-tuned table (tune/ searching the same calibrated simulator), and the same
 // ratios on shared/data measurements through sim/'s replay.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,7 @@ struct PolicyEvalOptions {
   std::string profile;
   std::vector<std::string> presets = {"h800"};
   std::vector<std::string> data;  // normalized.csv files; empty = every dataset in shared/data
+  std::string measuredOn;         // the platform --data was measured on, whatever its system strings say
   bool noTpe = false, noReplay = false;
   int tpeBudget = 0;              // timed iterations per key for the TPE search; 0 = tune/'s own stopping
   std::optional<float> guardMargin;  // replaces the network's own guard_margin when given
@@ -66,13 +69,34 @@ std::vector<std::string> defaultDatasets() {
   return out;
 }
 
+// Predicted against observed gain over NCCL's choice where the network's first choice changes it
+// (before the guard), and what the guard keeps.
+void printCalibration(const std::string& what, const std::vector<train::GainPair>& gains, const policy::PolicyNetwork& net) {
+  std::printf("-- calibration of predicted gains (%s; gain = NCCL default's time / the network's first choice's):\n",
+              what.c_str());
+  std::printf("%s", train::formatCalibration(train::calibrationBins(gains), "   ").c_str());
+  const std::optional<float> m = net.weights().guardMargin;
+  const double keep = m ? 1.0 / (1.0 - *m) : 1.0;
+  int kept = 0, keptSlower = 0, changed = 0;
+  for (const train::GainPair& g : gains) {
+    if (!g.changes) continue;
+    ++changed;
+    if (g.predicted > keep) ++kept, keptSlower += g.observed < 1.0 / 1.02;
+  }
+  std::printf("   error of log gain: median %.3f, 0.9 quantile %.3f; the guard (predicted gain > x%.3f) keeps %d of %d "
+              "changes, %d of them observed > 2%% slower than NCCL\n",
+              train::gainError(gains, 0.5), train::gainError(gains, 0.9), keep, kept, changed, keptSlower);
+}
+
 void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
   auto systems = train::presetsMatching(o.presets, true);
   std::printf("== calibrated simulator, held-out machines (ratio = latency run / best of the policy's configurations;\n"
               "   geometric mean over 5 collectives x 29 sizes 16 B..4 GiB; worst = largest; wins = keys > 1%% faster than NCCL;\n"
               "   TPE searched this very simulator over more channels/chunks, so it can go below 1)\n");
-  std::printf("%-16s %4s %10s | %7s %6s %5s | %7s %6s %5s | %7s %6s\n", "machine", "cong", "rebuild_us", "policy",
-              "worst", "wins", "TPE", "worst", "wins", "NCCL", "worst");
+  std::printf("   vs NCCL = the policy's latency / NCCL default's per key: geometric mean and worst key; all simulated)\n");
+  std::printf("%-16s %4s %10s | %7s %6s %5s | %7s %6s | %7s %6s %5s | %7s %6s\n", "machine", "cong", "rebuild_us", "policy",
+              "worst", "wins", "vsNCCL", "worst", "TPE", "worst", "wins", "NCCL", "worst");
+  std::vector<train::GainPair> gains;
   for (const auto& topo : systems) {
     auto sys = train::SimSystem::make(topo);
     if (!sys) {
@@ -90,8 +114,10 @@ void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net
     }
     for (double congestion : {0.0, 1.0}) {
       const train::RatioSummary r = train::ratioToBest(net, *sys, congestion);
-      std::printf("%-16s %4.1f %10.0f | %7.3f %6.2f %4.0f%% |", topo.name.c_str(), congestion, r.rebuild_us,
-                  r.policyGeoMean, r.policyWorst, 100 * r.policyBeatsNccl);
+      std::printf("%-16s %4.1f %10.0f | %7.3f %6.2f %4.0f%% | %7.3f %6.3f |", topo.name.c_str(), congestion, r.rebuild_us,
+                  r.policyGeoMean, r.policyWorst, 100 * r.policyBeatsNccl, r.geoVsNccl, r.worstVsNccl);
+      const auto g = train::simulatedGains(net, *sys, congestion);
+      gains.insert(gains.end(), g.begin(), g.end());
       if (tuned) {
         const train::RatioSummary t = train::ratioToBest(*tuned, *sys, congestion);
         std::printf(" %7.3f %6.2f %4.0f%% |", t.policyGeoMean, t.policyWorst, 100 * t.policyBeatsNccl);
@@ -103,31 +129,56 @@ void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net
     std::printf("%-16s calibration %s; TPE search %.1f s (budget %d iterations/key, tuned at congestion 0)\n", "",
                 sys->calibration().c_str(), tune_s, o.tpeBudget);
   }
+  printCalibration("these machines, congestion 0 and 1, simulated", gains, net);
 }
 
-void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+// "l40s-pcie-2 (held out)": the dataset's platforms and whether training saw their measurements.
+std::string machinesOf(const sim::ReplayData& data, const std::vector<std::string>& trainedOn) {
+  std::set<std::string> names;
+  for (const auto& shape : data.shapes) names.insert(shape->topology.name);
+  std::string s;
+  for (const std::string& n : names)
+    s += (s.empty() ? "" : ", ") + n +
+         (std::find(trainedOn.begin(), trainedOn.end(), n) != trainedOn.end() ? " (TRAINED ON)" : " (held out)");
+  return s;
+}
+
+void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net,
+                 const std::vector<std::string>& trainedOnMeasured) {
   const std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
-  std::printf("== shared/data replay (measured time of the decision / best measured config at the point; only\n"
-              "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick)\n");
+  std::printf("== shared/data replay, measured (measured time of the decision / best measured config at the point; only\n"
+              "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick;\n"
+              "   machine: the platform measured and whether the profile trained on its measurements)\n");
+  std::vector<train::GainPair> gains;
   std::printf("%-32s %6s | %6s %7s %6s %8s | %6s %7s %6s\n", "dataset", "points", "judged", "policy", "worst",
               "vs NCCL", "judged", "NCCL", "worst");
   for (const std::string& csv : files) {
     const std::string name = std::filesystem::path(csv).parent_path().filename().string();
-    auto loaded = sim::loadMeasurements(csv);
-    if (!loaded) {
-      std::printf("%-32s %s\n", name.c_str(), loaded.error().c_str());
-      continue;
-    }
-    auto data = sim::buildReplayData(loaded->rows);
+    auto data = train::loadReplayData(csv, o.measuredOn);
     if (!data) {
       std::printf("%-32s %s\n", name.c_str(), data.error().c_str());
       continue;
     }
     const train::ReplayFigures f = train::replayPolicy(net, *data);
-    std::printf("%-32s %6d | %6d %7.3f %6.2f %8.3f | %6d %7.3f %6.2f\n", name.substr(0, 32).c_str(), f.policy.points,
+    std::printf("%-32s %6d | %6d %7.3f %6.2f %8.3f | %6d %7.3f %6.2f | %s\n", name.substr(0, 32).c_str(), f.policy.points,
                 f.policy.judged, f.policy.geomeanVsBest, f.policy.worstVsBest, f.policy.geomeanVsDefault, f.nccl.judged,
-                f.nccl.geomeanVsBest, f.nccl.worstVsBest);
+                f.nccl.geomeanVsBest, f.nccl.worstVsBest, machinesOf(*data, trainedOnMeasured).c_str());
+    const auto g = train::measuredGains(net, *data);
+    gains.insert(gains.end(), g.begin(), g.end());
   }
+  printCalibration("replayed measurements, NCCL's channel count, measured", gains, net);
+}
+
+// The platforms whose measurements the profile was trained on (its "meta"), to label held-out data.
+std::vector<std::string> measuredTrainedOn(const std::string& path) {
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  std::vector<std::string> out;
+  if (doc.is_object() && doc.contains("meta") && doc["meta"].is_object() && doc["meta"].contains("measured_trained_on") &&
+      doc["meta"]["measured_trained_on"].is_array())
+    for (const auto& n : doc["meta"]["measured_trained_on"])
+      if (n.is_string()) out.push_back(n.get<std::string>());
+  return out;
 }
 
 int run(const PolicyEvalOptions& o) {
@@ -171,7 +222,7 @@ int run(const PolicyEvalOptions& o) {
   std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
               "collectives): %.0f us, %zu rules (first init of the process, probing the host: %.0f us)\n",
               policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, rules, first_us);
-  if (!o.noReplay) printReplay(o, net);
+  if (!o.noReplay) printReplay(o, net, measuredTrainedOn(o.profile));
   return 0;
 }
 
@@ -183,6 +234,7 @@ void addPolicyEvalCommand(CLI::App& app) {
   cmd->add_option("profile", o->profile, "profile with a \"policy\" section")->required();
   cmd->add_option("--presets", o->presets, "machine name prefixes to evaluate on (default h800; keep them held out)");
   cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every shared/data dataset)");
+  cmd->add_option("--measured-on", o->measuredOn, "the platform the --data files were measured on");
   cmd->add_option("--tpe-budget", o->tpeBudget, "TPE timed iterations per key (0 = converge)")->check(CLI::Range(0, 100000));
   cmd->add_flag("--no-tpe", o->noTpe, "skip the TPE-tuned table");
   cmd->add_flag("--no-replay", o->noReplay, "skip the shared/data replay");

@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <cmath>
 #include <random>
 
 #include "offline/cli/store_location.h"
@@ -16,6 +18,7 @@
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
 #include "offline/files/files.h"
+#include "offline/sim/sim.h"
 #include "offline/cli/plot_runner.h"
 #include "policy/policy.h"
 #include "store/store.h"
@@ -27,6 +30,12 @@ namespace {
 struct TrainCmdOptions {
   std::string db, out = "dynamiccl-policy.json", curve = "learning_curve.csv", png;
   std::vector<std::string> holdOut = {"h800"};
+  std::vector<std::string> calibrateOn = train::defaultCalibrationPrefixes();
+  std::vector<std::string> data;  // interchange CSVs of real measurements
+  std::string measuredOn;         // the platform those were measured on, whatever their system strings say
+  float realWeight = 4.0f;        // a measured row weighs this many simulated ones
+  double confidence = 0.9;        // quantile of the held-out error the guard margin covers
+  bool noConfidence = false;
   bool noStore = false;
   int keysPerSystem = 300;
   train::TrainOptions train;
@@ -51,7 +60,7 @@ std::string names(const std::vector<train::SimSystem>& systems) {
 
 Status writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
                   const std::optional<ClusterHardware>& cluster, const std::string& trainedOn,
-                  const std::string& heldOut) {
+                  const std::string& heldOut, const std::vector<std::string>& measuredTrainedOn) {
   nlohmann::json doc;
   doc["format"] = "dynamiccl-profile";
   doc["version"] = policy::kProfileVersion;
@@ -60,7 +69,8 @@ Status writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
   if (cluster) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*cluster));
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(w));
-  doc["meta"] = {{"trained_on", trainedOn}, {"held_out", heldOut}, {"epochs", o.train.epochs}, {"seed", o.train.seed}};
+  doc["meta"] = {{"trained_on", trainedOn}, {"held_out", heldOut}, {"epochs", o.train.epochs}, {"seed", o.train.seed},
+                 {"measured_trained_on", measuredTrainedOn}, {"calibrated_on", o.noConfidence ? std::vector<std::string>{} : o.calibrateOn}};
   return files::writeFile(o.out, doc.dump() + "\n");
 }
 
@@ -75,22 +85,66 @@ int run(TrainCmdOptions o) {
     std::cerr << "dynamiccl train: " << cluster.error() << "\n";
     return 1;
   }
-  const auto trainSystems = systemsOf(train::presetsMatching(o.holdOut, false));
+  // Calibration machines are held out too (the error must be measured on machines never trained on),
+  // but kept apart from the evaluation hold-out so the figures are not measured on what set the margin.
+  std::vector<std::string> outOfTraining = o.holdOut;
+  if (!o.noConfidence) outOfTraining.insert(outOfTraining.end(), o.calibrateOn.begin(), o.calibrateOn.end());
+  const auto trainSystems = systemsOf(train::presetsMatching(outOfTraining, false));
   const auto heldSystems = systemsOf(train::presetsMatching(o.holdOut, true));
+  std::vector<train::SimSystem> calibrationSystems;
+  if (!o.noConfidence)
+    for (auto& sys : systemsOf(train::presetsMatching(o.calibrateOn, true)))
+      if (!train::machineMatches(sys.topology().name, o.holdOut)) calibrationSystems.push_back(std::move(sys));
   if (trainSystems.empty()) {
     std::cerr << "no training machines left after holding out\n";
     return 1;
   }
   std::printf("machines: train %s\n          held out %s\n", names(trainSystems).c_str(),
               heldSystems.empty() ? "(none)" : names(heldSystems).c_str());
+  if (!o.noConfidence)
+    std::printf("          calibration (error of predicted gains) %s\n",
+                calibrationSystems.empty() ? "(none)" : names(calibrationSystems).c_str());
+  // Real measurements: whole machines held out or kept for calibration like the presets.
+  std::vector<sim::ReplayData> measured;
+  for (const std::string& csv : o.data) {
+    auto d = train::loadReplayData(csv, o.measuredOn);
+    if (!d) {
+      std::cerr << "dynamiccl train: " << d.error() << "\n";
+      return 1;
+    }
+    for (const std::string& line : sim::describeSkipped(d->skipped)) std::printf("  %s: %s\n", csv.c_str(), line.c_str());
+    measured.push_back(std::move(*d));
+  }
   train::RolloutOptions ro;
   ro.keysPerSystem = o.keysPerSystem;
   ro.seed = o.train.seed;
   std::vector<train::Sample> rows = train::simulatorRollouts(trainSystems, ro);
   ro.seed = o.train.seed + 1000;
   ro.keysPerSystem = std::max(50, o.keysPerSystem / 3);
-  const std::vector<train::Sample> held = train::simulatorRollouts(heldSystems, ro);
+  std::vector<train::Sample> held = train::simulatorRollouts(heldSystems, ro);
   std::printf("simulator rollouts: %zu rows (%.0f%% of situations congested)\n", rows.size(), ro.congestedFraction * 100);
+  std::vector<const sim::ReplayData*> calibrationData;
+  std::vector<std::string> measuredTrainedOn;  // platforms whose measurements are trained on (policy-eval labels them)
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const auto inTraining = [&](const sim::Shape& s) { return !train::machineMatches(s.topology.name, outOfTraining); };
+    const auto heldOut = [&](const sim::Shape& s) { return train::machineMatches(s.topology.name, o.holdOut); };
+    const auto used = train::measuredSamples(measured[i], o.realWeight, inTraining);
+    const auto kept = train::measuredSamples(measured[i], o.realWeight, heldOut);
+    rows.insert(rows.end(), used.begin(), used.end());
+    held.insert(held.end(), kept.begin(), kept.end());
+    for (const auto& shape : measured[i].shapes)
+      if (inTraining(*shape) && std::find(measuredTrainedOn.begin(), measuredTrainedOn.end(), shape->topology.name) ==
+                                    measuredTrainedOn.end())
+        measuredTrainedOn.push_back(shape->topology.name);
+    bool calibrates = false;
+    for (const auto& shape : measured[i].shapes)
+      calibrates |= !o.noConfidence && train::machineMatches(shape->topology.name, o.calibrateOn) &&
+                    !train::machineMatches(shape->topology.name, o.holdOut);
+    if (calibrates) calibrationData.push_back(&measured[i]);
+    std::printf("measured %s: %zu points; %zu rows trained on (weight %.1f each), %zu held out%s\n", o.data[i].c_str(),
+                measured[i].points.size(), used.size(), o.realWeight, kept.size(),
+                calibrates ? ", its calibration machines measure the error" : "");
+  }
 
   const std::string db = storeOptions(o.db).path;
   if (o.noStore) {
@@ -100,8 +154,9 @@ int run(TrainCmdOptions o) {
   } else if (auto s = train::storeSamples(db); !s) {
     std::printf("store: %s\n", s.error().c_str());
   } else {
-    std::printf("store: %zu observations, %zu used (importance-weighted), %zu skipped\n", s->read, s->samples.size(),
-                s->skipped);
+    std::printf("store: %zu observations, %zu used (importance-weighted x %.1f), %zu skipped (%zu of unknown hardware)\n",
+                s->read, s->samples.size(), o.realWeight, s->skipped, s->unknownHardware);
+    for (train::Sample& r : s->samples) r.weight *= o.realWeight;
     rows.insert(rows.end(), s->samples.begin(), s->samples.end());
   }
   std::mt19937_64 rng(o.train.seed);
@@ -139,13 +194,40 @@ int run(TrainCmdOptions o) {
     std::cerr << "exported weights rejected: " << net.error() << "\n";
     return 1;
   }
+  if (!o.noConfidence) {
+    auto conf = train::measureConfidence(*weights, calibrationSystems, calibrationData, o.confidence);
+    if (!conf) {
+      std::printf("confidence: not measured (%s); the guard stays off\n", conf.error().c_str());
+    } else {
+      weights->guardMargin = conf->margin;
+      std::printf("confidence: held-out error of the predicted gain (quantile %.2f over %zu keys) %.3f in log -> "
+                  "guard margin %.3f: a rule only where its predicted gain exceeds x%.3f\n",
+                  conf->quantile, conf->gains.size(), conf->logError, conf->margin, std::exp(conf->logError));
+      std::printf("calibration on the calibration machines (gain = NCCL's time / the choice's; simulated, and measured "
+                  "where --data has them):\n%s",
+                  train::formatCalibration(train::calibrationBins(conf->gains), "  ").c_str());
+      net = policy::PolicyNetwork::create(*weights);
+      if (!net) {
+        std::cerr << "exported weights rejected: " << net.error() << "\n";
+        return 1;
+      }
+    }
+  }
   for (const auto& sys : heldSystems)
     for (double congestion : {0.0, 1.0}) {
       const train::RatioSummary r = train::ratioToBest(**net, sys, congestion);
       std::printf("held out %-18s congestion %.1f: simulated latency/best  policy %.3f  NCCL default %.3f\n",
                   sys.topology().name.c_str(), congestion, r.policyGeoMean, r.ncclGeoMean);
     }
-  if (auto s = writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems)); !s) {
+  // The profile is for the hardware it is declared for, else the hardware its measurements come from.
+  if (!*cluster && !measured.empty()) {
+    sim::ReplayData all;
+    for (const auto& d : measured)
+      for (const auto& shape : d.shapes) all.shapes.push_back(std::make_unique<sim::Shape>(*shape));
+    if (auto hw = train::measuredHardware(all)) *cluster = *hw;
+    else std::printf("no fingerprint from the measurements: %s\n", hw.error().c_str());
+  }
+  if (auto s = writeProfile(o, *weights, *cluster, names(trainSystems), names(heldSystems), measuredTrainedOn); !s) {
     std::cerr << "dynamiccl train: " << s.error() << "\n";
     return 1;
   }
@@ -176,7 +258,19 @@ void addTrainCommand(CLI::App& app) {
   addPlatformOption(cmd);
   cmd->add_option("--db", o->db, "SQLite store of observations (default: DYNAMICCL_DB or the per-host path)");
   cmd->add_flag("--no-store", o->noStore, "train on simulator rollouts only");
-  cmd->add_option("--hold-out", o->holdOut, "preset name prefixes kept out of training (default h800)");
+  cmd->add_option("--hold-out", o->holdOut,
+                  "machine name prefixes kept out of training, presets and measured platforms alike (default h800)");
+  cmd->add_option("--calibrate-on", o->calibrateOn,
+                  "machine name prefixes kept out of training to measure the error of predicted gains on "
+                  "(default gh200-slingshot l40s-pcie-4)");
+  cmd->add_option("--confidence", o->confidence, "quantile of that error a rule's predicted gain must exceed")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--no-confidence", o->noConfidence, "no calibration: the network's choice applies everywhere");
+  cmd->add_option("--data", o->data, "interchange CSV of real measurements to train on (repeatable)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--measured-on", o->measuredOn, "the platform the --data files were measured on, whatever their system strings say");
+  cmd->add_option("--real-weight", o->realWeight, "weight of a measured row against a simulated one (default 4)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--epochs", o->train.epochs, "training epochs")->check(CLI::Range(1, 1000));
   cmd->add_option("--keys", o->keysPerSystem, "simulated situations per machine")->check(CLI::Range(10, 100000));
   cmd->add_option("--threads", o->train.threads, "LibTorch threads")->check(CLI::Range(1, 256));

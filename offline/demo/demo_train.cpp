@@ -1,12 +1,14 @@
 // Demo step 3: a short LibTorch training run of the learned policy on simulator rollouts of every
 // preset machine except the demo's own (held out, so the replay shows generalisation), written as
-// a profile whose "policy" key the plugin evaluates, declaring the demo cluster's "fingerprint".
+// a profile whose "policy" key the plugin evaluates, declaring the "fingerprint" of the hardware it is
+// for: the simulated preset's, or with --data the machine the dataset was measured on.
 // Skipped when this build has no LibTorch.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 
@@ -47,9 +49,27 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
     out.skipped = "this build has no LibTorch (install libtorch-dev, configure with DYNAMICCL_WITH_TORCH=ON)";
     return out;
   }
-  const std::vector<std::string> holdOut = {o.preset};
-  const auto trainSystems = systemsOf(train::presetsMatching(holdOut, false));
+  // The cluster the profile is for: the dataset's machine with --data, else the simulated preset.
+  std::vector<std::string> holdOut = {o.preset};
+  std::optional<ClusterHardware> hardware;
+  if (!o.data.empty()) {
+    auto data = train::loadReplayData(o.data);
+    if (!data) return out.skipped = data.error(), out;
+    for (const auto& shape : data->shapes) holdOut.push_back(shape->topology.name);  // never trained on what it replays
+    if (auto hw = train::measuredHardware(*data)) hardware = *hw;
+    else out.notes.push_back("no fingerprint written: " + hw.error());
+  } else if (auto topo = sim::loadTopology(o.preset, o.nodes)) {
+    hardware = model::clusterHardwareOf(*topo);
+  }
+  // Calibration machines are out of training too, and apart from the demo's own machine.
+  std::vector<std::string> outOfTraining = holdOut;
+  std::vector<std::string> calibrateOn;
+  for (const std::string& p : train::defaultCalibrationPrefixes())
+    if (!train::machineMatches(p, holdOut) && o.preset.rfind(p, 0) != 0) calibrateOn.push_back(p);
+  outOfTraining.insert(outOfTraining.end(), calibrateOn.begin(), calibrateOn.end());
+  const auto trainSystems = systemsOf(train::presetsMatching(outOfTraining, false));
   const auto heldSystems = systemsOf(train::presetsMatching(holdOut, true));
+  const auto calibrationSystems = systemsOf(train::presetsMatching(calibrateOn, true));
   if (trainSystems.empty()) return out.skipped = "no training machines left after holding out " + o.preset, out;
 
   train::RolloutOptions ro;
@@ -91,6 +111,16 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   if (auto s = (*curveFile)->close(); !s) return out.failed = s.error(), out;
   if (!weights) return out.skipped = "training failed: " + weights.error(), out;
   weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + namesOf(trainSystems);
+  // Confidence: a rule only where the predicted gain exceeds the error measured on calibration machines.
+  if (auto conf = train::measureConfidence(*weights, calibrationSystems, {}, 0.9)) {
+    weights->guardMargin = conf->margin;
+    char line[200];
+    std::snprintf(line, sizeof line, "guard margin %.3f from the error of predicted gains on %s (quantile 0.9, %zu keys, simulated)",
+                  conf->margin, namesOf(calibrationSystems).c_str(), conf->gains.size());
+    out.notes.push_back(line);
+  } else {
+    out.notes.push_back("no confidence measured (" + conf.error() + "): the network's choice applies everywhere");
+  }
 
   // The same document `dynamiccl train` writes: no rules, the network generates them per communicator.
   nlohmann::json doc;
@@ -98,9 +128,7 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   doc["version"] = policy::kProfileVersion;
   doc["name"] = "dynamiccl-demo-learned-policy";
   doc["description"] = "DynamICCL learned policy (demo run); rules are generated per communicator from the network";
-  if (auto topo = sim::loadTopology(o.preset, o.nodes)) {  // the cluster it runs on: multi-node rules need it
-    doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(model::clusterHardwareOf(*topo)));
-  }
+  if (hardware) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*hardware));
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(*weights));
   doc["meta"] = {{"trained_on", namesOf(trainSystems)}, {"held_out", namesOf(heldSystems)},

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "policy/policy.h"
+#include "offline/sim/sim.h"
 #include "store/store.h"
 
 namespace dynamiccl::train {
@@ -97,9 +98,17 @@ Expected<StoreRows> storeSamples(const std::string& dbPath) {
       ++out.skipped;
       return;
     }
+    // The machine the row was measured on: a preset machine by name, else the platform its system
+    // string names; rows of unknown hardware would teach the network wrong facts.
     TopologyFingerprint fp;
     if (auto preset = findPreset(r.system)) {
-      if (auto sys = SimSystem::make(*preset)) fp = sys->fingerprint();
+      fp = fingerprintOf(*preset);
+    } else if (auto topo = sim::topologyForSystem(r.system, r.n_ranks, std::max(1, r.n_nodes))) {
+      fp = fingerprintOf(*topo);
+    } else {
+      ++out.skipped;
+      ++out.unknownHardware;
+      return;
     }
     fp.nRanks = r.n_ranks;
     fp.nNodes = std::max(1, r.n_nodes);

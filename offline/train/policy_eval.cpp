@@ -11,7 +11,7 @@ namespace dynamiccl::train {
 
 RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sys, double congestion) {
   RatioSummary s;
-  double logPolicy = 0, logNccl = 0;
+  double logPolicy = 0, logNccl = 0, logVsNccl = 0;
   int wins = 0;
   for (int c = 0; c < kNumCollectives; ++c)
     for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
@@ -41,6 +41,8 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
       logNccl += std::log(rn);
       s.policyWorst = std::max(s.policyWorst, rp);
       s.ncclWorst = std::max(s.ncclWorst, rn);
+      logVsNccl += std::log(chosen / *nccl);
+      s.worstVsNccl = std::max(s.worstVsNccl, chosen / *nccl);
       wins += chosen < 0.99 * *nccl;
       ++s.keys;
     }
@@ -48,6 +50,7 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
     s.policyGeoMean = std::exp(logPolicy / s.keys);
     s.ncclGeoMean = std::exp(logNccl / s.keys);
     s.policyBeatsNccl = static_cast<double>(wins) / s.keys;
+    s.geoVsNccl = std::exp(logVsNccl / s.keys);
   }
   return s;
 }

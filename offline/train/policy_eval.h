@@ -15,6 +15,7 @@ struct RatioSummary {
   double policyGeoMean = 0, ncclGeoMean = 0;  // geometric mean of latency / best latency
   double policyWorst = 0, ncclWorst = 0;
   double policyBeatsNccl = 0;                 // fraction of keys where the table is faster by > 1%
+  double geoVsNccl = 0, worstVsNccl = 0;      // latency of the table's choice / NCCL's default's, per key
   double rebuild_us = 0;                      // rules + DecisionTable for this machine (network only)
 };
 

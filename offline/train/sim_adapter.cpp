@@ -21,7 +21,7 @@ constexpr Machine kMachines[] = {
     {"dgx-a100", 1},        {"dgx-a100", 2},       {"dgx-a100", 4},    {"dgx-h100", 1}, {"dgx-h100", 2},
     {"dgx-h100", 4},        {"dgx-h100", 8},       {"h800", 2},        {"h800", 4},     {"h800", 8},
     {"l40s-pcie-4", 1},     {"l40s-pcie-4", 2},    {"gh200-slingshot", 2}, {"gh200-slingshot", 8},
-    {"gb200-nvl72", 18},    {"dgx-b200", 2},       {"gcp-a3mega", 2},
+    {"gb200-nvl72", 3},     {"gb200-nvl72", 18},   {"dgx-b200", 2},    {"gcp-a3mega", 2},
 };
 
 std::string machineName(const Machine& m) { return std::string(m.preset) + "x" + std::to_string(m.nodes); }

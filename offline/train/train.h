@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "offline/train/confidence.h"
 #include "offline/train/dataset.h"
+#include "offline/train/measured_data.h"
 #include "offline/train/policy_eval.h"
 #include "offline/train/replay_eval.h"
 #include "offline/train/sim_adapter.h"

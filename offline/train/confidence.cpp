@@ -1,0 +1,196 @@
+// Predicted against observed gains, the held-out error and the calibration table.
+#include "offline/train/confidence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "offline/train/policy_eval.h"
+
+namespace dynamiccl::train {
+namespace {
+
+// Predicted log latency of every configuration at one key, given the key's window.
+std::vector<float> scoreKey(const policy::PolicyNetwork& net, const TopologyFingerprint& fp, Collective coll,
+                            uint64_t bytes, const std::vector<policy::Decision>& configs, const float* window) {
+  const int width = net.inputs();
+  std::vector<float> rows(configs.size() * width);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    float* row = rows.data() + i * width;
+    encodeContext(fp, coll, bytes, {}, std::span<float, kContextFeatures>(row, kContextFeatures));
+    encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
+                 std::span<float, kConfigFeatures>(row + kContextFeatures, kConfigFeatures));
+  }
+  std::vector<float> hidden(net.gruHidden()), out(configs.size());
+  net.encodeWindow(window, hidden.data());
+  net.predictLogLatency_us(rows.data(), static_cast<int>(configs.size()), hidden.data(), out.data());
+  return out;
+}
+
+std::vector<size_t> bestFirst(const std::vector<float>& scores) {
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  return order;
+}
+
+// The score of NCCL's own (algo, proto) with NCCL's channels; NaN when the network does not score it.
+float ownScore(const std::vector<policy::Decision>& configs, const std::vector<float>& scores, Algo a, Proto p) {
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (configs[i].algo == a && configs[i].proto == p && configs[i].nChannels == 0) return scores[i];
+  return NAN;
+}
+
+}  // namespace
+
+std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion) {
+  std::vector<GainPair> out;
+  const TopologyFingerprint& fp = sys.fingerprint();
+  for (int c = 0; c < kNumCollectives; ++c) {
+    const Collective coll = static_cast<Collective>(c);
+    const std::vector<policy::Decision> configs = policy::policyConfigurations(coll, fp);
+    for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
+      const uint64_t bytes = policy::policyProbeBytes(b);
+      const policy::Decision own = sys.ncclDefault(coll, bytes);
+      const auto ncclTime = sys.trueLatency_us(coll, bytes, own, congestion);
+      if (!ncclTime || own.keepsAlgoProto()) continue;
+      RatioRing ring;  // what NCCL's default measured under the congestion, as the plugin would see it
+      if (congestion > 0)
+        for (int i = 0; i < kTimingWindowLength; ++i) ring.push(*ncclTime, sys.predicted_us(coll, bytes, own));
+      float window[kTimingWindowLength];
+      ring.snapshot(window);
+      const std::vector<float> scores = scoreKey(net, fp, coll, bytes, configs, window);
+      const float reference = ownScore(configs, scores, own.algo, own.proto);
+      if (!std::isfinite(reference)) continue;  // NCCL's choice is one the network does not score
+      for (size_t i : bestFirst(scores)) {
+        const auto t = sys.trueLatency_us(coll, bytes, configs[i], congestion);
+        if (!t) continue;  // NCCL marks it IGNORE: the plugin falls through to the next candidate
+        GainPair g;
+        g.predicted = std::exp(static_cast<double>(reference) - scores[i]);
+        g.observed = *ncclTime / *t;
+        g.changes = !(configs[i].algo == own.algo && configs[i].proto == own.proto && configs[i].nChannels == 0);
+        out.push_back(g);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const sim::ReplayData& data) {
+  std::vector<GainPair> out;
+  const float window[kTimingWindowLength] = {};
+  for (const sim::ReplayPoint& p : data.points) {
+    if (!p.shape || !(p.default_us > 0) || p.forced_us.empty()) continue;
+    const sim::Config& own = p.ncclDefault;
+    if (own.algo == Algo::Default || own.proto == Proto::Default) continue;
+    const TopologyFingerprint fp = fingerprintOf(p.shape->topology);
+    // Only configurations measured at the point can be judged: NCCL's channel count, measured arms.
+    std::vector<policy::Decision> configs;
+    for (const policy::Decision& d : policy::policyConfigurations(p.coll, fp))
+      if (d.nChannels == 0 && (p.forced_us.count({d.algo, d.proto}) || (d.algo == own.algo && d.proto == own.proto)))
+        configs.push_back(d);
+    if (configs.size() < 2) continue;
+    // The plugin scores a bucket at its probe size.
+    const uint64_t probe = policy::policyProbeBytes(SizeBucket::of(p.bytes));
+    const std::vector<float> scores = scoreKey(net, fp, p.coll, probe, configs, window);
+    const float reference = ownScore(configs, scores, own.algo, own.proto);
+    if (!std::isfinite(reference)) continue;
+    const policy::Decision& choice = configs[bestFirst(scores).front()];
+    const bool same = choice.algo == own.algo && choice.proto == own.proto;
+    const auto it = p.forced_us.find({choice.algo, choice.proto});
+    const double chosen_us = same ? p.default_us : it->second;
+    GainPair g;
+    g.predicted = std::exp(static_cast<double>(reference) - *std::min_element(scores.begin(), scores.end()));
+    g.observed = p.default_us / chosen_us;
+    g.changes = !same;
+    out.push_back(g);
+  }
+  return out;
+}
+
+double gainError(const std::vector<GainPair>& pairs, double quantile) {
+  std::vector<double> errors;
+  for (const GainPair& g : pairs)
+    if (g.changes && g.predicted > 0 && g.observed > 0) errors.push_back(std::abs(std::log(g.predicted / g.observed)));
+  if (errors.empty()) return 0.0;
+  std::sort(errors.begin(), errors.end());
+  const size_t i = std::min(errors.size() - 1, static_cast<size_t>(quantile * static_cast<double>(errors.size())));
+  return errors[i];
+}
+
+float marginForError(double logError) {
+  // predicted(choice) < (1 - m) x predicted(NCCL's)  <=>  log(predicted gain) > -log(1 - m) = error.
+  return static_cast<float>(std::min(0.95, 1.0 - std::exp(-std::max(0.0, logError))));
+}
+
+std::vector<CalibrationBin> calibrationBins(const std::vector<GainPair>& pairs) {
+  const double edges[] = {0.0, 1.0, 1.05, 1.2, 1.5, 3.0, INFINITY};
+  std::vector<CalibrationBin> bins;
+  for (size_t e = 0; e + 1 < std::size(edges); ++e) {
+    CalibrationBin bin{.lo = edges[e], .hi = edges[e + 1]};
+    double lp = 0, lo = 0;
+    bin.worstObserved = INFINITY;
+    for (const GainPair& g : pairs)
+      if (g.changes && g.predicted >= bin.lo && g.predicted < bin.hi) {
+        ++bin.n;
+        lp += std::log(g.predicted);
+        lo += std::log(g.observed);
+        bin.worstObserved = std::min(bin.worstObserved, g.observed);
+      }
+    if (bin.n) {
+      bin.predicted = std::exp(lp / bin.n);
+      bin.observed = std::exp(lo / bin.n);
+    }
+    bins.push_back(bin);
+  }
+  return bins;
+}
+
+std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std::string& indent) {
+  std::string s;
+  char line[200];
+  std::snprintf(line, sizeof line, "%s%-14s %5s %10s %10s %10s\n", indent.c_str(), "predicted gain", "keys",
+                "predicted", "observed", "worst obs");
+  s += line;
+  for (const CalibrationBin& b : bins) {
+    char range[32];
+    std::snprintf(range, sizeof range, std::isinf(b.hi) ? "> %.2f" : "%.2f-%.2f", b.lo, b.hi);
+    if (b.n) std::snprintf(line, sizeof line, "%s%-14s %5d %10.3f %10.3f %10.3f\n", indent.c_str(), range, b.n, b.predicted,
+                           b.observed, b.worstObserved);
+    else std::snprintf(line, sizeof line, "%s%-14s %5d %10s %10s %10s\n", indent.c_str(), range, 0, "-", "-", "-");
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace dynamiccl::train
+
+namespace dynamiccl::train {
+
+std::vector<std::string> defaultCalibrationPrefixes() { return {"gh200-slingshot", "l40s-pcie-4"}; }
+
+Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
+                                       const std::vector<const sim::ReplayData*>& measured, double quantile) {
+  policy::PolicyWeights unguarded = weights;
+  unguarded.guardMargin.reset();
+  auto net = policy::PolicyNetwork::create(std::move(unguarded));
+  if (!net) return makeError(net.error());
+  Confidence c;
+  c.quantile = quantile;
+  for (const SimSystem& sys : systems)
+    for (double congestion : {0.0, 1.0}) {
+      const auto g = simulatedGains(**net, sys, congestion);
+      c.gains.insert(c.gains.end(), g.begin(), g.end());
+    }
+  for (const sim::ReplayData* d : measured) {
+    const auto g = measuredGains(**net, *d);
+    c.gains.insert(c.gains.end(), g.begin(), g.end());
+  }
+  if (c.gains.empty()) return makeError("no calibration keys (no calibration machine or measurement)");
+  c.logError = gainError(c.gains, quantile);
+  c.margin = marginForError(c.logError);
+  return c;
+}
+
+}  // namespace dynamiccl::train
