@@ -112,6 +112,7 @@ int run(const ReplayCmdOptions& o) {
   ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
   std::map<const sim::Shape*, std::unique_ptr<harness::TunerComm>> comms;
   std::string initError;
+  std::set<const sim::ReplayPoint*> forced;  // points where the plugin forced its choice (a zero cost)
   const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& table) {
     auto& comm = comms[p.shape];
     if (!comm) {
@@ -126,10 +127,19 @@ int run(const ReplayCmdOptions& o) {
       }
       comm = std::move(c.value());
     }
-    const harness::Choice ch = comm->decide(int(p.coll), p.bytes, table);
-    return sim::Config{Algo(ch.algo), Proto(ch.proto), ch.nChannels, 0};
+    // As NCCL: the tuner edits a copy of the cost table, then the cheapest entry runs.
+    harness::CostTable edited = table;
+    int nChannels = 0;
+    comm->getCollInfo(int(p.coll), p.bytes, 1, 0, edited, &nChannels);
+    bool zero = false;
+    for (const auto& row : edited)
+      for (float x : row) zero = zero || x == 0.0f;
+    if (zero) forced.insert(&p);
+    const harness::Choice ch = harness::selectLikeNccl(edited);
+    return sim::Config{Algo(ch.algo), Proto(ch.proto), nChannels, 0};
   };
-  const sim::ReplaySummary s = sim::replay(data.value(), decide, true);
+  const sim::ReplaySummary s =
+      sim::replay(data.value(), decide, true, [&](const sim::ReplayPoint& p) { return forced.count(&p) > 0; });
   if (!o.json.empty()) {
     // The independent judge's record per point (shared/tools/judge.py --json), for a point-by-point comparison.
     nlohmann::json points = nlohmann::json::array();
@@ -139,7 +149,8 @@ int run(const ReplayCmdOptions& o) {
       nlohmann::json r{{"coll", collectiveName(p.coll)}, {"nranks", p.shape->nRanks}, {"nnodes", p.shape->nNodes},
                        {"bytes", p.bytes}, {"system", p.shape->system}, {"group", p.group},
                        {"choice", std::string(algoNcclName(j.choice.algo)) + "/" + std::string(protoNcclName(j.choice.proto))},
-                       {"kept_default", kept}, {"chosen_us", j.chosen_us}, {"best_us", p.best_us()}};
+                       {"kept_default", kept}, {"forced", forced.count(&p) > 0}, {"chosen_us", j.chosen_us},
+                       {"best_us", p.best_us()}, {"arms", p.forced_us.size() + (p.default_us > 0)}};
       if (p.default_us > 0) r["default_us"] = p.default_us, r["vs_default"] = j.chosen_us / p.default_us;
       r["vs_best"] = j.chosen_us / p.best_us();
       points.push_back(std::move(r));

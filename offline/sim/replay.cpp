@@ -85,7 +85,8 @@ std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipp
   return out;
 }
 
-ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress) {
+ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress,
+                     const std::function<bool(const ReplayPoint&)>& forcedBy) {
   ReplaySummary s;
   double logBest = 0, logDefault = 0;
   size_t done = 0;
@@ -97,8 +98,10 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     const Config c = decide(p, table);
     if (c.nChannels > 0) ++s.channelOverrides;
     const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
+    const auto forcedRow = p.forced_us.find({c.algo, c.proto});
     double chosen = -1;
-    if (isDefault && p.default_us > 0) chosen = p.default_us;
+    if (forcedBy && forcedBy(p) && forcedRow != p.forced_us.end()) chosen = forcedRow->second;
+    else if (isDefault && p.default_us > 0) chosen = p.default_us;
     else if (auto it = p.forced_us.find({c.algo, c.proto}); it != p.forced_us.end()) chosen = it->second;
     if (chosen <= 0) {
       char buf[200];

@@ -70,6 +70,10 @@ struct ReplaySummary {
   };
   std::vector<Judged> perPoint;  // every judged point, in data order
 };
-ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress = false);
+// forcedBy (optional): whether the decision at a point was forced by the tuner (it wrote a zero
+// cost); a forced configuration is judged by its own forced measurement where there is one, even
+// when NCCL's model says NCCL would have run it anyway (the model can be wrong; the row is not).
+ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress = false,
+                     const std::function<bool(const ReplayPoint&)>& forcedBy = nullptr);
 
 }  // namespace dynamiccl::sim
