@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,6 +182,57 @@ TEST(Cli, CoordStopsWithinASecondOfSigtermWhileConnectionsTrickle) {
 
 TEST(Cli, CoordRefusesAListenAddressThatIsNotOne) {
   EXPECT_NE(dynamiccl("coord --port 1 --token-file /dev/null --listen nowhere").rc, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// `dynamiccl replay` applies unverified rules only when the user opts in (--trust all), as the plugin does.
+TEST(CliReplay, UnverifiedRulesChangeNothingUnlessTrustAllIsGiven) {
+  TempDir dir;
+  const std::string csv = (dir.path / "normalized.csv").string();
+  const std::string sys = "L40S-48GB x2 PCIe (no NVLink; topo NODE) 1 node";
+  std::ofstream(csv) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,10.0,0,a\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,10.2,0,b\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,9.8,0,c\n"
+                     << sys << ",allreduce,2,1,1024,TREE,default,,,12.0,0,d\n";
+  const std::string profile = (dir.path / "p.json").string();
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"unverified","rules":[)"
+                         << R"({"collective":"allreduce","bytes":[0,1048576],"algo":"tree","proto":"ll"}]})";
+  const Result dflt = dynamiccl("replay --data '" + csv + "' --profile '" + profile + "'");
+  ASSERT_EQ(dflt.rc, 0) << dflt.output;
+  EXPECT_NE(dflt.output.find("trust: verified"), std::string::npos) << dflt.output;
+  EXPECT_NE(dflt.output.find("judged 1 (1 kept NCCL's default)"), std::string::npos) << dflt.output;
+  EXPECT_NE(dflt.output.find("hardware: the data's"), std::string::npos) << dflt.output;
+  const Result all = dynamiccl("replay --data '" + csv + "' --profile '" + profile + "' --trust all --json '" +
+                               (dir.path / "points.json").string() + "'");
+  ASSERT_EQ(all.rc, 0) << all.output;
+  EXPECT_NE(all.output.find("trust: all"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("judged 1 (0 kept NCCL's default)"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("chosen/default: geomean 1.200"), std::string::npos) << all.output;
+  std::ifstream points(dir.path / "points.json");
+  const std::string json((std::istreambuf_iterator<char>(points)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"choice\": \"TREE/LL\""), std::string::npos) << json;
+  EXPECT_NE(dynamiccl("replay --data '" + csv + "' --profile '" + profile + "' --trust some").rc, 0);
+}
+
+// The search by runs on a synthetic cluster: the runs it used against the exhaustive grid's, per size decided.
+TEST(CliTune, RunnerSearchesByRunsAndReportsRunsAgainstTheGrid) {
+  TempDir dir;
+  const Result r = dynamiccl("tune --backend runner --fake-cluster dgx-h100 --min-bytes 1024 --max-bytes 16777216 "
+                             "--no-progress -o '" + (dir.path / "t.json").string() + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  int used = 0, grid = 0;
+  const size_t at = r.output.find("runs used ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at, "runs used %d vs exhaustive grid %d", &used, &grid), 2) << r.output;
+  EXPECT_GT(used, 2);
+  EXPECT_LT(used, grid);
+  EXPECT_NE(r.output.find("simulated cluster dgx-h100"), std::string::npos);
+  EXPECT_NE(r.output.find("decided"), std::string::npos);
+  EXPECT_NE(r.output.find("evidence: simulated"), std::string::npos) << "a synthetic cluster's rules must not count as measured";
 }
 
 }  // namespace
