@@ -236,3 +236,52 @@ TEST(CliTune, RunnerSearchesByRunsAndReportsRunsAgainstTheGrid) {
 }
 
 }  // namespace
+
+namespace {
+
+// A stand-in for nccl-tests' all_reduce_perf: reads the configuration the plugin's profile forces
+// (as scripts/measure_nccl_tests.sh writes it) and prints nccl-tests result rows from a latency
+// model: NCCL runs Ring/Simple; Ring/LL is faster below 32K; everything else is 3x slower.
+const char* kFakeAllReducePerf = R"(#!/usr/bin/env bash
+b=0 e=0 n=1
+while [ $# -gt 0 ]; do case "$1" in -b) b=$2; shift 2;; -e) e=$2; shift 2;; -N) n=$2; shift 2;; *) shift;; esac; done
+algo=$(grep -o '"algo":"[a-z_]*"' "$DYNAMICCL_PROFILE" | cut -d'"' -f4)
+proto=$(grep -o '"proto":"[a-z0-9]*"' "$DYNAMICCL_PROFILE" | cut -d'"' -f4)
+[ -n "${NCCL_DEBUG_SUBSYS:-}" ] && { s=$b; while [ $s -le $e ]; do echo "h:1:1 [0] NCCL INFO AllReduce: $s Bytes -> Algo 1 proto 2 time 1.0"; s=$((s*2)); done; }
+echo "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+awk -v b=$b -v e=$e -v n=$n -v a="$algo" -v p="$proto" -v seed=$RANDOM 'BEGIN { srand(seed); run = 1 + 0.01 * (rand() - 0.5)
+  for (c = 0; c < n; c++) for (s = b; s <= e; s *= 2) {
+    t = 20 + s / 10000
+    if (a == "ring" && p == "ll") t = 5 + s / 2000
+    else if (a != "" && !(a == "ring" && p == "simple")) t = 3 * t
+    t = t * run * (1 + 0.02 * (rand() - 0.5))
+    printf "%12d %12d float sum -1 %8.2f 0.1 0.1 0 %8.2f 0.1 0.1 0\n", s, s / 4, t, t } }'
+)";
+
+TEST(CliTune, RunnerSearchesByRunsThroughTheMeasurementScript) {
+  TempDir dir;
+  const fs::path bin = dir.path / "all_reduce_perf";
+  std::ofstream(bin) << kFakeAllReducePerf;
+  fs::permissions(bin, fs::perms::owner_all);
+  const std::string profile = (dir.path / "p.json").string();
+  const Result r = dynamiccl("tune --backend runner --script '" + std::string(DYNAMICCL_SOURCE_DIR) +
+                             "/scripts/measure_nccl_tests.sh' --launcher none --nccl-tests-dir '" + dir.path.string() +
+                             "' --nranks 8 --preset dgx-h100 --min-bytes 1024 --max-bytes 1048576 --no-progress -o '" +
+                             (dir.path / "t.json").string() + "' --profile '" + profile + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  int used = 0, grid = 0;
+  const size_t at = r.output.find("runs used ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at, "runs used %d vs exhaustive grid %d", &used, &grid), 2) << r.output;
+  EXPECT_LT(used, grid);
+  std::ifstream in(profile);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Ring/LL below 32K, measured; never Ring/Simple, which NCCL's TUNING lines say it runs anyway.
+  EXPECT_NE(json.find("\"ll\""), std::string::npos) << r.output;
+  EXPECT_EQ(json.find("\"simple\""), std::string::npos) << json;
+  EXPECT_NE(json.find("measured-offline"), std::string::npos) << json;
+  EXPECT_NE(r.output.find("allreduce         1K  decided   faster: ring/ll"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("allreduce         1M  decided   default stands"), std::string::npos) << r.output;
+}
+
+}  // namespace

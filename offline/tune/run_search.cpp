@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -74,12 +75,12 @@ class Race {
   // Next candidate never run whose prior does not rule it out, or nullopt.
   std::optional<Config> nextUntried() {
     for (const Config& c : candidates_)
-      if (!runs_.count(c) && !priorRulesOut(c)) return c;
+      if (!runs_.count(c) && !priorRulesOut(c) && !ncclRunsItEverywhere(c)) return c;
     return std::nullopt;
   }
   int skippedByPrior() const {
     int n = 0;
-    for (const Config& c : candidates_) n += !runs_.count(c) && priorRulesOut(c);
+    for (const Config& c : candidates_) n += !runs_.count(c) && priorRulesOut(c) && !ncclRunsItEverywhere(c);
     return n;
   }
 
@@ -87,7 +88,9 @@ class Race {
   std::vector<SizeStatus> status(std::map<Config, int>* wanted) const {
     std::vector<SizeStatus> out;
     const bool untried = std::any_of(candidates_.begin(), candidates_.end(),
-                                     [&](const Config& c) { return !runs_.count(c) && !priorRulesOut(c); });
+                                     [&](const Config& c) {
+                                       return !runs_.count(c) && !priorRulesOut(c) && !ncclRunsItEverywhere(c);
+                                     });
     for (int i = 0; i < static_cast<int>(keys_.size()); ++i) {
       const KeyResult& k = keys_[i];
       SizeStatus st{coll_, k.key.bytes, false, "", 0};
@@ -189,11 +192,24 @@ class Race {
     return std::log(o_.prior(c, k.key) / best);
   }
 
+  // NCCL's default runs it at every size (its TUNING lines say so): forcing it is no rule anywhere.
+  bool ncclRunsItEverywhere(const Config& c) const {
+    for (const KeyResult& k : keys_)
+      if (!k.ncclRan || !(*k.ncclRan == c)) return false;
+    return true;
+  }
+
+  // Predicted at least priorSkipRatio slower than NCCL's default at every size: it cannot win the
+  // rule there unless the prior is off by that factor. (Against NCCL's default, which is measured,
+  // not the prior's own best, which may be a configuration the prior alone believes in.)
   bool priorRulesOut(const Config& c) const {
     if (!o_.prior || std::find(o_.preferred.begin(), o_.preferred.end(), c) != o_.preferred.end()) return false;
     const double limit = std::log(o_.priorSkipRatio);
-    for (const KeyResult& k : keys_)
-      if (backend_.available(c, k.key) && !(priorRegret(c, k) >= limit)) return false;
+    for (const KeyResult& k : keys_) {
+      if (!backend_.available(c, k.key)) continue;
+      const double d = o_.prior(keepDefault(), k.key);
+      if (!(d > 0 && std::isfinite(d)) || !(std::log(o_.prior(c, k.key) / d) >= limit)) return false;
+    }
     return true;
   }
 
@@ -238,6 +254,12 @@ class Race {
   std::map<Config, int> runs_;
   std::map<uint64_t, double> priorBest_;
 };
+
+std::string formatRatio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", x);
+  return buf;
+}
 
 bool powersOfTwo(const std::vector<uint64_t>& s) {
   for (size_t i = 0; i < s.size(); ++i)
@@ -308,8 +330,8 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
     result.sizes.insert(result.sizes.end(), st.begin(), st.end());
     if (const int skipped = race.skippedByPrior(); skipped > 0)
       result.log.push_back(std::string(collectiveName(req.collectives[ci])) + ": " + std::to_string(skipped) +
-                           " candidate(s) never run: the prior predicts them >= " + std::to_string(o.priorSkipRatio) +
-                           "x slower than its best at every size");
+                           " candidate(s) never run: the prior predicts them >= " + formatRatio(o.priorSkipRatio) +
+                           "x slower than NCCL's default at every size");
     result.candidatesRun += race.candidatesRun();
     CollectiveResult cr;
     cr.coll = req.collectives[ci];
