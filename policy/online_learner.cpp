@@ -19,9 +19,19 @@ void append(Candidates& c, const Decision& d) {
 
 }  // namespace
 
-OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior)
+std::string_view verdictStateName(VerdictState s) {
+  switch (s) {
+    case VerdictState::Promoted: return "promoted";
+    case VerdictState::Dropped: return "dropped";
+    case VerdictState::Testing: break;
+  }
+  return "testing";
+}
+
+OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn candidate)
     : config_(config),
       prior_(std::move(prior)),
+      candidate_(std::move(candidate)),
       decayPerCall_(std::pow(0.5, 1.0 / std::max(1.0, config.halfLifeCalls))),
       keys_(kOnlineKeys) {}
 
@@ -54,8 +64,9 @@ std::optional<double> OnlineLearner::untriedRatio(const KeyState& k, int slot,
     if (ref < 0 || !(k.modelled_us[ref] > 0)) return config_.unknownRatio;
     modelled = arm / k.modelled_us[ref];
   }
-  if (modelled > config_.maxModelledRatio) return std::nullopt;
-  return std::max(1.0, modelled) * config_.modelErrorFactor;
+  // A candidate rule is tested whatever NCCL's model says: the model is what it may be right against.
+  if (modelled > config_.maxModelledRatio && slot != k.candidate) return std::nullopt;
+  return std::max(1.0, std::min(modelled, config_.maxModelledRatio)) * config_.modelErrorFactor;
 }
 
 void OnlineLearner::decay(KeyState& k, ArmStats& a) const {
@@ -89,10 +100,13 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
     if (s >= 0 && slots.size() < kOnlineMaxArms + 1 && std::find(slots.begin(), slots.end(), s) == slots.end())
       slots.push_back(s);
   };
+  if (config_.candidatesOnly && k.candidate < 0) return slots;  // nothing to verify: the static table answers
   const Candidates prior = prior_(coll, bucket);
   if (prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default)
     add(slotOf(prior.decisions[0].algo, prior.decisions[0].proto));
   add(k.ncclDefault);
+  add(k.candidate);
+  if (config_.candidatesOnly) return slots;
   for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple}) {
     add(slotOf(Algo::Ring, p));
     if (coll == static_cast<int>(Collective::AllReduce)) add(slotOf(Algo::Tree, p));
@@ -108,7 +122,19 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     if (!k.active) continue;
     const int coll = static_cast<int>(key / SizeBucket::kCount), bucket = static_cast<int>(key % SizeBucket::kCount);
     const Candidates prior = prior_(coll, bucket);
+    // The prior's arm: the profile's full (algo, proto); NCCL's own when no rule; -1 when only partial.
+    const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
+    const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto)
+                                    : (prior.count ? -1 : k.ncclDefault);
+    // The candidate is told apart by what ran: one whose (algo, proto) the static answer or NCCL runs
+    // already cannot be verified from observations.
+    const Candidates cand = candidate_ ? candidate_(coll, bucket) : Candidates{};
+    const bool fullCand = cand.count && !cand.decisions[0].keepsAlgoProto() && cand.decisions[0].proto != Proto::Default;
+    const int candSlot = fullCand ? slotOf(cand.decisions[0].algo, cand.decisions[0].proto) : -1;
+    k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
+    if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
     const std::vector<int> slots = armSlots(coll, bucket, k);
+    if (slots.empty()) continue;
     auto trusted = [&](int s) {
       return s >= 0 && k.arms[s].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[s].w > 0.5;
     };
@@ -123,10 +149,6 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     };
     for (int s : slots) decay(k, k.arms[s]);
 
-    // The prior's arm: the profile's full (algo, proto); NCCL's own when no rule; -1 when only partial.
-    const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
-    const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto)
-                                    : (prior.count ? -1 : k.ncclDefault);
     if (k.incumbent < 0) k.incumbent = priorSlot;
     int best = -1;
     for (int s : slots)
@@ -146,12 +168,16 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
 
     OnlineEntry& e = table->entry(key);
     auto decisionOf = [&](int s) {
-      return s == priorSlot && fullPrior ? prior.decisions[0]
-                 : Decision{algoOf(s), protoOf(s), 0, 0};
+      if (s == k.candidate) return k.candidateDecision;
+      return s == priorSlot && fullPrior ? prior.decisions[0] : Decision{algoOf(s), protoOf(s), 0, 0};
     };
-    if (k.incumbent >= 0) append(e.exploit, decisionOf(k.incumbent));
-    for (int i = 0; i < prior.count; ++i) append(e.exploit, prior.decisions[i]);
-    if (!e.exploit.count) append(e.exploit, Decision{});  // keep NCCL's choice, explicitly
+    // Verifying only: while the static answer stands, it answers itself (exactly, at every size).
+    const bool staticExploit = config_.candidatesOnly && (k.incumbent < 0 || k.incumbent == priorSlot);
+    if (!staticExploit) {
+      if (k.incumbent >= 0) append(e.exploit, decisionOf(k.incumbent));
+      for (int i = 0; i < prior.count; ++i) append(e.exploit, prior.decisions[i]);
+      if (!e.exploit.count) append(e.exploit, Decision{});  // keep NCCL's choice, explicitly
+    }
 
     // Exploration rates: unknown and plausible arms share the call budget; clearly worse arms are
     // only re-tested; then everything is scaled so the expected extra time stays in budget.
@@ -201,6 +227,67 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     }
   }
   return table;
+}
+
+void OnlineLearner::seed(int coll, int bucket, const ArmSummary& arm) {
+  if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
+  if (arm.algo == Algo::Default || arm.proto == Proto::Default || arm.n == 0) return;
+  if (!std::isfinite(arm.meanLog) || !std::isfinite(arm.varLog) || arm.varLog < 0) return;
+  KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
+  ArmStats& a = k.arms[slotOf(arm.algo, arm.proto)];
+  const double w = std::min(static_cast<double>(arm.n), config_.seedWeightCap);
+  a.w = w;
+  a.s = w * arm.meanLog;
+  a.ss = w * (arm.varLog + arm.meanLog * arm.meanLog);
+  a.n = arm.n;
+  a.lastCall = k.calls;
+}
+
+ArmSummary OnlineLearner::summary(const KeyState& k, int slot) const {
+  ArmSummary s;
+  if (slot < 0) return s;
+  const ArmStats& a = k.arms[slot];
+  s.algo = algoOf(slot);
+  s.proto = protoOf(slot);
+  s.n = a.n;
+  if (a.w > 0) {
+    s.meanLog = a.s / a.w;
+    s.varLog = std::max(0.0, a.ss / a.w - s.meanLog * s.meanLog);
+  }
+  return s;
+}
+
+std::vector<Verdict> OnlineLearner::verdicts() const {
+  std::vector<Verdict> out;
+  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
+    const KeyState& k = keys_[key];
+    if (!k.active || k.candidate < 0) continue;
+    const int base = k.ncclDefault >= 0 ? k.ncclDefault : k.incumbent;
+    if (base < 0 || base == k.candidate) continue;
+    Verdict v;
+    v.coll = static_cast<int>(key / SizeBucket::kCount);
+    v.bucket = static_cast<int>(key % SizeBucket::kCount);
+    v.candidate = k.candidateDecision;
+    v.candidateArm = summary(k, k.candidate);
+    v.baselineArm = summary(k, base);
+    const ArmStats &c = k.arms[k.candidate], &b = k.arms[base];
+    auto se2 = [&](const ArmStats& a, const ArmSummary& s) {
+      return std::max(s.varLog, config_.noiseFloor * config_.noiseFloor) / std::max(a.w, 1.0);
+    };
+    if (c.w > 0 && b.w > 0) {
+      const double d = v.baselineArm.meanLog - v.candidateArm.meanLog;  // > 0: the candidate is faster
+      const double half = 1.96 * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm));
+      v.gain = std::exp(d) - 1;
+      v.gainLow = std::exp(d - half) - 1;
+      v.gainHigh = std::exp(d + half) - 1;
+      const bool settled = c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
+      const double margin = std::max(0.01, config_.guardSigmas * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm)));
+      if (k.incumbent == k.candidate) v.state = VerdictState::Promoted;
+      else if ((settled && -d > margin) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 }  // namespace dynamiccl::policy

@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <cmath>
 #include <vector>
 
 #include "features/features.h"
@@ -30,14 +32,42 @@ struct OnlineConfig {
   double modelErrorFactor = 1.5;
   double unknownRatio = 2.0;
   double maxModelledRatio = 2.0;   // untried arms the model puts beyond this x the incumbent: not explored
+  // In-job verification without online learning: the only arms are the static answer (a verified
+  // rule or NCCL's default), NCCL's default and the key's unverified candidate; keys without a
+  // candidate are left to the static table.
+  bool candidatesOnly = false;
+  double seedWeightCap = 30;       // a previous job's samples count as at most this many calls
+};
+
+// How a candidate rule stands against NCCL's default in this job (what the store keeps).
+enum class VerdictState : uint8_t { Testing, Promoted, Dropped };
+std::string_view verdictStateName(VerdictState s);  // "testing", "promoted", "dropped"
+
+// Log-latency statistics of one arm: what a verdict carries and what seeds the next job.
+struct ArmSummary {
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  uint64_t n = 0;        // samples
+  double meanLog = 0;    // mean of log(latency_us)
+  double varLog = 0;     // variance of log(latency_us)
+};
+
+struct Verdict {
+  int coll = 0, bucket = 0;
+  Decision candidate;
+  ArmSummary candidateArm, baselineArm;  // baseline: NCCL's default (or the static answer when unknown)
+  double gain = NAN, gainLow = NAN, gainHigh = NAN;  // speed-up over the baseline minus 1, 95% interval
+  VerdictState state = VerdictState::Testing;
 };
 
 // Static candidates of a key: the profile's answer at the bucket's smallest size (the prior).
 using PriorFn = std::function<Candidates(int coll, int bucket)>;
+// A key's unverified candidate rule (same form); count 0: none.
+using CandidateFn = std::function<Candidates(int coll, int bucket)>;
 
 class OnlineLearner {
  public:
-  OnlineLearner(OnlineConfig config, PriorFn prior);
+  OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn candidate = {});
 
   // What NCCL would have run for the key when left alone (the guard's reference).
   void setNcclDefault(int coll, int bucket, Algo algo, Proto proto);
@@ -48,6 +78,11 @@ class OnlineLearner {
   void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us);
   // The next version: exploit choices and exploration rates from everything observed so far.
   std::unique_ptr<OnlineTable> build(uint64_t version);
+  // A previous job's measurements of one arm of a key (from the store): count as at most
+  // seedWeightCap calls, so this job's own measurements can still overturn them.
+  void seed(int coll, int bucket, const ArmSummary& arm);
+  // Every key with a candidate that was observed, as of the last build().
+  std::vector<Verdict> verdicts() const;
 
   struct Counters {
     uint64_t observations = 0, switches = 0, guardTrips = 0;
@@ -67,6 +102,8 @@ class OnlineLearner {
     uint64_t calls = 0;
     int incumbent = -1;     // arm slot exploited; -1: the prior
     int ncclDefault = -1;   // arm slot NCCL picks alone; -1 unknown
+    int candidate = -1;     // arm slot of the key's unverified candidate; -1 none
+    Decision candidateDecision;
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
     std::array<float, kArmSlots> modelled_us{};
@@ -78,8 +115,11 @@ class OnlineLearner {
   // incumbentMean: the incumbent's measured mean log-latency when trusted.
   std::optional<double> untriedRatio(const KeyState& k, int slot, std::optional<double> incumbentMean) const;
 
+  ArmSummary summary(const KeyState& k, int slot) const;
+
   OnlineConfig config_;
   PriorFn prior_;
+  CandidateFn candidate_;
   double decayPerCall_;
   std::vector<KeyState> keys_;
   Counters counters_;

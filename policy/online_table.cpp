@@ -6,7 +6,7 @@ namespace dynamiccl::policy {
 namespace {
 
 constexpr uint32_t kMagic = 0x544f4344;  // "DCOT"
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: entries may explore with no exploit (the static table answers)
 
 class Writer {
  public:
@@ -70,11 +70,11 @@ std::string OnlineTable::serialize() const {
   w.put(kFormat);
   w.put(version_);
   uint32_t n = 0;
-  for (const OnlineEntry& e : entries_) n += e.exploit.count ? 1 : 0;
+  for (const OnlineEntry& e : entries_) n += e.exploit.count || e.nArms ? 1 : 0;
   w.put(n);
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     const OnlineEntry& e = entries_[key];
-    if (!e.exploit.count) continue;
+    if (!e.exploit.count && !e.nArms) continue;
     w.put<uint16_t>(static_cast<uint16_t>(key));
     w.candidates(e.exploit);
     w.put<uint8_t>(e.nArms);
@@ -98,7 +98,7 @@ Expected<std::unique_ptr<OnlineTable>> OnlineTable::deserialize(const std::strin
     uint16_t key = 0;
     if (!r.get(key) || key >= kOnlineKeys) return makeError("online table record: bad key");
     OnlineEntry& e = t->entries_[key];
-    if (!r.candidates(e.exploit) || e.exploit.count == 0 || !r.get(e.nArms) || e.nArms > kOnlineMaxArms)
+    if (!r.candidates(e.exploit) || !r.get(e.nArms) || e.nArms > kOnlineMaxArms || (e.exploit.count == 0 && e.nArms == 0))
       return makeError("online table record: bad entry");
     uint32_t previous = 0;
     for (int a = 0; a < e.nArms; ++a) {

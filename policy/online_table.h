@@ -23,7 +23,7 @@ constexpr uint32_t onlineKey(int coll, uint64_t nBytes) {
 }
 
 struct OnlineEntry {
-  Candidates exploit;  // count 0: nothing learned here, the static table answers
+  Candidates exploit;  // count 0: the static table answers (unless an exploration arm is drawn)
   uint8_t nArms = 0;
   std::array<uint32_t, kOnlineMaxArms> cumulativeThreshold{};  // draw < threshold[i]: explore arm i
   std::array<Candidates, kOnlineMaxArms> arms{};               // arm decision first, exploit after
@@ -41,13 +41,13 @@ class OnlineTable {
   const Candidates* pick(int coll, uint64_t nBytes, uint64_t commId, uint64_t callIndex) const {
     const uint32_t key = onlineKey(coll, nBytes);
     const OnlineEntry& e = entries_[key];
-    if (!e.exploit.count) return nullptr;
+    if (!e.exploit.count && !e.nArms) return nullptr;
     if (e.nArms) {
       const uint32_t draw = static_cast<uint32_t>(scheduleDraw(commId, key, callIndex, version_));
       for (int i = 0; i < e.nArms; ++i)
         if (draw < e.cumulativeThreshold[i]) return &e.arms[i];
     }
-    return &e.exploit;
+    return e.exploit.count ? &e.exploit : nullptr;
   }
 
   // The wire form the leader publishes: bounded, versioned, checked field by field when read.

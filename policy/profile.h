@@ -102,5 +102,6 @@ inline constexpr int kMaxNicsPerNode = 64;
 inline constexpr double kMaxNvlinkBw_GBps = 1e5, kMaxNicSpeed_GBps = 1e4;
 Status validateClusterHardware(const ClusterHardware& hw);
 std::string clusterHardwareToJson(const ClusterHardware& hw);  // the "fingerprint" object
+Expected<ClusterHardware> parseClusterHardwareJson(std::string_view text);  // its inverse
 
 }  // namespace dynamiccl::policy

@@ -258,6 +258,19 @@ Status validateClusterHardware(const ClusterHardware& hw) {
 
 std::string clusterHardwareToJson(const ClusterHardware& hw) { return fingerprintJson(hw).dump(); }
 
+Expected<ClusterHardware> parseClusterHardwareJson(std::string_view text) {
+  if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return makeError("fingerprint: not valid JSON");
+  try {
+    return parseFingerprint(doc);
+  } catch (const RuleError& e) {
+    return makeError("fingerprint: " + e.message);
+  } catch (const std::exception& e) {
+    return makeError(std::string("fingerprint: ") + e.what());
+  }
+}
+
 Expected<Profile> parseProfileJson(std::string_view text) {
   if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);

@@ -37,7 +37,7 @@ Expected<StoreStats> Store::stats() try {
   sqlite3* db = impl_->db;
   StoreStats stats;
   stats.schema_version = kSchemaVersion;
-  for (const char* table : {"runs", "communicators", "observations", "decisions", "profiles"}) {
+  for (const char* table : {"runs", "communicators", "observations", "decisions", "profiles", "verdicts"}) {
     const std::string sql = std::string("SELECT '") + table + "', count(*) FROM " + table;
     if (auto s = countInto(db, sql.c_str(), stats.rows_per_table); !s) return makeError(s.error());
   }

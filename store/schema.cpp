@@ -77,7 +77,40 @@ CREATE TABLE profiles (
 );
 )sql";
 
-constexpr std::array kMigrations = {Migration{1, kSchemaV1}};
+// Version 2: in-job verification's verdicts, one row per candidate rule per job (the latest row of
+// a key carries every earlier job's samples too: each job starts from the previous verdict).
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE verdicts (
+  id             INTEGER PRIMARY KEY,
+  fingerprint    TEXT NOT NULL,
+  nccl_version   TEXT NOT NULL DEFAULT '',
+  n_ranks        INTEGER NOT NULL,
+  n_nodes        INTEGER NOT NULL,
+  collective     TEXT NOT NULL,
+  min_bytes      INTEGER NOT NULL,
+  max_bytes      INTEGER NOT NULL,
+  algo           TEXT NOT NULL,
+  proto          TEXT NOT NULL,
+  n_channels     INTEGER,
+  chunk          INTEGER,
+  base_algo      TEXT NOT NULL,
+  base_proto     TEXT NOT NULL,
+  n              INTEGER NOT NULL,
+  mean_log_us    REAL NOT NULL,
+  var_log_us     REAL NOT NULL,
+  base_n         INTEGER NOT NULL,
+  base_mean_log_us REAL NOT NULL,
+  base_var_log_us  REAL NOT NULL,
+  gain           REAL,
+  gain_low       REAL,
+  gain_high      REAL,
+  state          TEXT NOT NULL CHECK (state IN ('testing', 'promoted', 'dropped')),
+  ts_ns          INTEGER NOT NULL
+);
+CREATE INDEX verdicts_key ON verdicts(fingerprint, n_ranks, n_nodes, collective, min_bytes, id);
+)sql";
+
+constexpr std::array kMigrations = {Migration{1, kSchemaV1}, Migration{2, kSchemaV2}};
 static_assert(kMigrations.back().to_version == kSchemaVersion, "kSchemaVersion must name the last migration");
 
 Expected<int> userVersion(sqlite3* db) {

@@ -17,7 +17,7 @@
 
 namespace dynamiccl::store {
 
-inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version written by this build
+inline constexpr int kSchemaVersion = 2;  // PRAGMA user_version written by this build
 
 struct StoreOptions {
   std::string path;             // empty: defaultDatabasePath()
@@ -137,6 +137,25 @@ struct MeasurementRow {
   bool in_place = false;
 };
 
+// How one candidate rule fared against NCCL's default in a job (in-job verification). Latencies
+// as natural logs of microseconds: what the verdict was computed from and what the next job resumes.
+struct VerdictRow {
+  std::string fingerprint;  // the communicator's hardware as clusterHardwareToJson; "" unknown
+  std::string nccl_version;
+  int n_ranks = 0, n_nodes = 0;
+  std::string collective;   // "allreduce", ...
+  uint64_t min_bytes = 0, max_bytes = 0;  // the size bucket it was tested on
+  std::string algo, proto;  // the candidate (stored names)
+  int n_channels = -1;      // -1: NCCL's count
+  int64_t chunk = -1;       // -1: NCCL's chunk
+  std::string base_algo, base_proto;  // NCCL's default it was compared with
+  int64_t n = 0, base_n = 0;
+  double mean_log_us = 0, var_log_us = 0, base_mean_log_us = 0, base_var_log_us = 0;
+  double gain = NAN, gain_low = NAN, gain_high = NAN;  // speed-up over the default minus 1, 95% interval
+  std::string state;        // "testing", "promoted", "dropped"
+  int64_t ts_ns = 0;        // 0: now
+};
+
 class Writer;
 
 class Store {
@@ -162,6 +181,12 @@ class Store {
   // process dies before the commit.
   Status atomically(const std::function<Status()>& body);
   Expected<StoreStats> stats();
+  // Appends verdicts in one transaction.
+  Status addVerdicts(const std::vector<VerdictRow>& rows);
+  // The latest verdict per (fingerprint, shape, collective, bucket, candidate); empty fingerprint and
+  // n_ranks 0 select every value.
+  Expected<std::vector<VerdictRow>> latestVerdicts(const std::string& fingerprint = "", int n_ranks = 0,
+                                                   int n_nodes = 0);
   // Streams observations in insertion order; with in_place false, out-of-place rows only.
   Status forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn);
 

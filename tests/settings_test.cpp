@@ -42,6 +42,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_PROFILER_QUEUE", "65536", false},
     {"DYNAMICCL_PROFILER_GRACE_MS", "2000", false},
     {"DYNAMICCL_ONLINE", "(unset)", false},
+    {"DYNAMICCL_VERIFY", "auto", false},
     {"DYNAMICCL_EPOCH_CALLS", "1000", false},
     {"DYNAMICCL_EXPLORE_BUDGET", "0.01", false},
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},

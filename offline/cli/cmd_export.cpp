@@ -11,17 +11,40 @@
 #include "offline/cli/platform_option.h"
 #include "offline/files/files.h"
 #include "offline/tune/tune.h"
+#include "offline/verdicts/verdicts.h"
+#include "offline/cli/store_location.h"
 
 namespace dynamiccl::cli {
 namespace {
 
 struct ExportCmdOptions {
   std::string in, format = "json", out;
+  std::string fromStore;  // a store: write the rules in-job verification promoted there
   ClusterFactsOptions cluster;  // declares (or replaces) the profile's "fingerprint"
 };
 
+// The verdicts in the store, one line each, then the verified profile of the promoted ones.
+Expected<tune::TuneReport> reportFromStore(const std::string& dbFlag) {
+  store::StoreOptions options = storeOptions(dbFlag == "default" ? "" : dbFlag);
+  options.read_only = true;
+  auto db = store::Store::open(options);
+  if (!db) return makeError(db.error());
+  auto verified = verdicts::profileFromStore(**db, "verified-in-job");
+  if (!verified) return makeError(verified.error());
+  std::cerr << verified->verdicts.size() << " candidate rule(s) verified in jobs (" << (*db)->path() << "):\n";
+  for (const store::VerdictRow& v : verified->verdicts) std::cerr << "  " << verdicts::describeVerdict(v) << "\n";
+  if (verified->withoutFingerprint)
+    std::cerr << "  " << verified->withoutFingerprint
+              << " promoted rule(s) were measured on hardware the job could not name: they load unverified\n";
+  tune::TuneReport report;
+  report.profile = std::move(verified->profile);
+  return report;
+}
+
 int run(const ExportCmdOptions& o) {
-  auto report = tune::loadReportFile(o.in);
+  if (o.in.empty() == o.fromStore.empty())
+    return std::cerr << "export: give a tune report or --from-store, one of them\n", 1;
+  auto report = o.fromStore.empty() ? tune::loadReportFile(o.in) : reportFromStore(o.fromStore);
   if (!report) return std::cerr << "export: " << report.error() << "\n", 1;
   auto cluster = resolveClusterFacts(o.cluster);
   if (!cluster) return std::cerr << "export: " << cluster.error() << "\n", 1;
@@ -57,7 +80,10 @@ void addExportCommand(CLI::App& app) {
   auto o = std::make_shared<ExportCmdOptions>();
   CLI::App* cmd = app.add_subcommand("export", "Write a tuned profile as profile JSON, NVIDIA CSV or NCCLX CSV");
   addPlatformOption(cmd);
-  cmd->add_option("input", o->in, "tune report (dynamiccl tune -o) or profile JSON")->required();
+  cmd->add_option("input", o->in, "tune report (dynamiccl tune -o) or profile JSON");
+  cmd->add_option("--from-store", o->fromStore,
+                  "instead of a report: the store (path, or 'default' for DYNAMICCL_DB / the per-host store) whose "
+                  "in-job verdicts give the rules (promoted candidates, each with its measured evidence)");
   cmd->add_option("-f,--format", o->format, "json, nvidia-csv or ncclx-csv")
       ->check(CLI::IsMember({"json", "nvidia-csv", "ncclx-csv"}));
   cmd->add_option("-o,--out", o->out, "output file (default stdout)");

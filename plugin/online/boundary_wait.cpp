@@ -1,5 +1,6 @@
 // The hot path's slow step at an epoch boundary: adopt the version every rank adopts, waiting a
 // bounded time for it (the leader's record, else a "frozen" record claimed in the store).
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -25,6 +26,11 @@ void adopt(OnlineComm& s, const StagedRecord* r) {
 
 }  // namespace
 
+// In a process where NCCL never started the profiler role (and no observation of this communicator
+// arrived) there is no reason to expect a leader: wait this long, not the full timeout, before
+// claiming "frozen".
+constexpr int64_t kUnmeasuredTimeout_ms = 200;
+
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   const auto start = Clock::now();
   bool logged = false;
@@ -36,7 +42,10 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
       if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
     }
     const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-    if (waited_ms >= s.boundaryTimeout_ms) {
+    const int64_t timeout_ms = s.measured.load(std::memory_order_relaxed) || profilerRoleStarted()
+                                   ? s.boundaryTimeout_ms
+                                   : std::min(s.boundaryTimeout_ms, kUnmeasuredTimeout_ms);
+    if (waited_ms >= timeout_ms) {
       // Claim the boundary for "frozen": the store keeps whichever record came first, and every
       // rank (leader included) adopts that one, so a late leader and a timed-out follower agree.
       const coord::PublishResult p = s.store->publish(s.commId, boundary, coord::kFrozenRecord);
@@ -45,7 +54,7 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
         auto rec = s.store->read(s.commId, boundary);
         if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
       }
-      if (waited_ms >= 2 * s.boundaryTimeout_ms) {
+      if (waited_ms >= 2 * timeout_ms) {
         logWarn("online: %s unreachable at boundary %llu of communicator %016llx; keeping the current version "
                 "(ranks that reached the backend may differ: fix the backend)",
                 s.store->describe().c_str(), static_cast<unsigned long long>(boundary),

@@ -1,6 +1,7 @@
 #include "plugin/online/epoch_agent.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -55,6 +56,7 @@ class Agent {
     for (size_t i = 0; i < n; ++i) {
       for (auto& c : comms_) {
         if (c->commId != o[i].commId) continue;
+        c->measured.store(true, std::memory_order_relaxed);
         if (o[i].rank == 0) c->isLeader.store(true, std::memory_order_relaxed);
         if (!c->isLeader.load(std::memory_order_relaxed)) continue;
         const double latency_us = o[i].gpuTiming ? o[i].gpu_us : o[i].cpu_us;
@@ -134,6 +136,13 @@ class Agent {
 };
 
 }  // namespace
+
+namespace {
+std::atomic<bool> gProfilerRoleStarted{false};
+}  // namespace
+
+void noteProfilerRoleStarted() { gProfilerRoleStarted.store(true, std::memory_order_relaxed); }
+bool profilerRoleStarted() { return gProfilerRoleStarted.load(std::memory_order_relaxed); }
 
 void addToEpochAgent(std::shared_ptr<OnlineComm> comm) { Agent::instance().add(std::move(comm)); }
 void removeFromEpochAgent(const std::shared_ptr<OnlineComm>& comm) { Agent::instance().remove(comm); }

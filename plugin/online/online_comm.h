@@ -11,6 +11,7 @@
 
 #include "coord/coord.h"
 #include "plugin/abi/abi.h"
+#include "plugin/online/verdict_store.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
@@ -39,6 +40,7 @@ struct OnlineComm {
   std::atomic<const StagedRecord*> staged{nullptr};
   std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
   std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
+  std::atomic<bool> measured{false};           // the profiler saw any rank of this commId here
   std::array<std::atomic<uint8_t>, policy::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
   // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
   std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, policy::kOnlineKeys> modelled_us{};
@@ -50,6 +52,10 @@ struct OnlineComm {
   std::vector<std::unique_ptr<policy::OnlineTable>> tables;
   std::vector<std::unique_ptr<StagedRecord>> records;
   uint64_t adoptedVersions = 0;  // statistics for the finalize log line
+
+  // In-job verification: unverified candidates are tested; verdicts are stored at finalize.
+  bool verifying = false;
+  VerdictScope verdictScope;
 };
 
 // Slow paths of the hot path (plugin/epoch_agent.cpp); each runs at most once per epoch.

@@ -1,23 +1,38 @@
 #include "plugin/online/online_start.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
 #include "plugin/online/online_backend.h"
+#include "plugin/online/verdict_store.h"
 
 namespace dynamiccl::plugin {
 namespace {
 std::atomic<bool> gWarnedNoBackend{false};
 std::atomic<bool> gLoggedOnline{false};
 std::atomic<bool> gWarnedNoProfiler{false};
+std::atomic<bool> gLoggedVerifyNeedsProfiler{false};
+std::atomic<bool> gLoggedVerify{false};
 }  // namespace
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
-                                        const Settings& settings) {
-  if (settings.online == OnlineSwitch::Off || staticTable.empty()) return nullptr;  // no profile: nothing changes
-  // Opt-in: learning changes a job's decisions.
-  if (settings.online != OnlineSwitch::On) return nullptr;
+                                        const policy::DecisionTable& unverified,
+                                        const std::optional<ClusterHardware>& declared, const Settings& settings) {
+  const bool learn = settings.online == OnlineSwitch::On && !staticTable.empty();  // no profile: nothing changes
+  // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
+  // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
+  const bool candidates = settings.trust == policy::Trust::Verified && !unverified.empty();
+  bool verify = candidates && settings.verify != VerifySwitch::Off;
+  if (verify && !settings.profilerIsUs) {
+    verify = false;
+    if (settings.verify == VerifySwitch::On ? firstTime(gWarnedNoProfiler) : firstTime(gLoggedVerifyNeedsProfiler))
+      logInfo("%zu unverified rule(s) wait for in-job verification, which needs NCCL_PROFILER_PLUGIN to name this "
+              "library (it measures them); NCCL's choices stand",
+              unverified.ruleCount());
+  }
+  if (!learn && !verify) return nullptr;
   // Without the profiler role no rank measures, no leader ever publishes, and every rank would wait
   // out DYNAMICCL_EPOCH_TIMEOUT_MS inside getCollInfo at the first boundary: refuse instead.
   if (!settings.profilerIsUs) {
@@ -29,29 +44,50 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   auto backend = openOnlineBackend(settings, shape);
   if (!backend.ok()) {
     if (firstTime(gWarnedNoBackend))
-      logWarn("online updates off (%s); static profile only", backend.error().c_str());
+      logWarn("%s off (%s); static profile only", learn ? "online updates" : "in-job verification",
+              backend.error().c_str());
     return nullptr;
   }
   policy::OnlineConfig config;
   config.epochCalls = settings.epochCalls;
   config.exploreTimeShare = settings.exploreBudget;
+  config.candidatesOnly = !learn;
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
   c->store = std::move(backend.value());
-  c->learner = std::make_unique<policy::OnlineLearner>(config, [table = staticTable](int coll, int bucket) {
-    return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0);
-  });
-  if (firstTime(gLoggedOnline))
-    logInfo("online updates on: epoch %llu calls, exploration budget %.3f of time, backend %s",
+  policy::CandidateFn candidate;
+  if (verify)
+    candidate = [table = unverified](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); };
+  c->learner = std::make_unique<policy::OnlineLearner>(
+      config,
+      [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
+      std::move(candidate));
+  if (verify) {
+    c->verifying = true;
+    c->verdictScope = verdictScope(shape, declared, settings);
+    resumeVerdicts(*c->learner, c->verdictScope);
+  }
+  if (learn ? firstTime(gLoggedOnline) : firstTime(gLoggedVerify))
+    logInfo("%s: epoch %llu calls, exploration budget %.3f of time, backend %s",
+            learn ? (verify ? "online updates and in-job verification on" : "online updates on")
+                  : "in-job verification of unverified rules on (DYNAMICCL_VERIFY=0 turns it off)",
             static_cast<unsigned long long>(c->epochCalls), config.exploreTimeShare, c->store->describe().c_str());
   addToEpochAgent(c);
   return c;
 }
 
 void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
-  if (comm) removeFromEpochAgent(comm);
+  if (!comm) return;
+  removeFromEpochAgent(comm);
+  if (!comm->verifying || !comm->isLeader.load(std::memory_order_relaxed)) return;
+  std::vector<policy::Verdict> verdicts;
+  {
+    std::lock_guard lock(comm->mutex);
+    if (comm->learner) verdicts = comm->learner->verdicts();
+  }
+  saveVerdicts(verdicts, comm->verdictScope);
 }
 
 }  // namespace dynamiccl::plugin

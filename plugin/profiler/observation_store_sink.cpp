@@ -1,8 +1,13 @@
 // The first sink: observations into the SQLite store (store/store.h), batched per the Writer's
-// contract (~10k rows or ~100 ms per transaction). The only file that knows the store's API.
+// contract (~10k rows or ~100 ms per transaction) on a committer thread of its own. The only file of
+// the profiler role that knows the store's API.
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,27 +24,51 @@ namespace dynamiccl::plugin {
 namespace {
 
 constexpr size_t kRowsPerCommit = 10'000;
-constexpr int64_t kCommitEvery_ns = 100'000'000;
+constexpr auto kCommitEvery = std::chrono::milliseconds(100);
+// Rows waiting while the store is locked by other processes: beyond this they are dropped and
+// counted (about 40 MB), never blocking the worker, whose other sinks (the online learner) must go on.
+constexpr size_t kMaxPendingRows = 200'000;
 
+using CommKey = std::tuple<uint64_t, int, int, int>;  // commId, rank, nRanks, nNodes
+
+struct PendingRow {
+  CommKey comm;
+  store::ObservationRow observation;  // comm_row filled in by the committer
+  bool hasDecision = false;
+  store::DecisionRow decision;
+};
+
+// The worker turns observations into rows (the decision log is a ring: joined now); a committer
+// thread of its own owns the Store and waits for SQLite's locks, so 8 ranks sharing one host's store
+// never hold up the measurement feed.
 class StoreSink final : public WorkerSink {
  public:
-  StoreSink(std::unique_ptr<store::Store> db, std::unique_ptr<store::Writer> writer, int64_t runId)
-      : db_(std::move(db)), writer_(std::move(writer)), runId_(runId) {
+  StoreSink(const Settings& settings, const std::atomic<bool>* giveUp) {
+    options_.path = settings.dbPath;
+    options_.max_bytes = settings.dbMaxBytes;
+    options_.give_up = giveUp;
     // Observations carry steady-clock times; the table wants wall-clock ns.
     const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::system_clock::now().time_since_epoch()).count();
     wallMinusSteady_ns_ = wall - steadyNowNs();
+    thread_ = std::thread([this] { run(); });
   }
-  ~StoreSink() override { commit(); }
+  ~StoreSink() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
 
   void consume(const Observation* o, size_t n) override {
+    std::vector<PendingRow> rows;
+    rows.reserve(n);
     for (size_t i = 0; i < n; ++i) {
-      store::ObservationRow row;
-      row.comm_row = commRow(o[i]);
-      if (row.comm_row == 0) {
-        profilerCounters().unwritten.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
+      PendingRow p;
+      p.comm = std::make_tuple(o[i].commId, o[i].rank, o[i].nRanks, o[i].nNodes);
+      store::ObservationRow& row = p.observation;
       row.seq = static_cast<int64_t>(o[i].seq);
       row.collective = std::string(collectiveName(o[i].coll));
       row.bytes = o[i].bytes;
@@ -50,28 +79,34 @@ class StoreSink final : public WorkerSink {
       row.cpu_us = o[i].cpu_us > 0 ? o[i].cpu_us : NAN;
       row.timing = o[i].gpuTiming ? store::TimingSource::Gpu : store::TimingSource::Host;
       row.ts_ns = o[i].stop_ns + wallMinusSteady_ns_;
-      batch_.observations.push_back(std::move(row));
-      addDecision(o[i], batch_.observations.back());
+      p.hasDecision = findDecision(o[i], row, p.decision);
+      rows.push_back(std::move(p));
     }
-    if (batch_.rows() >= kRowsPerCommit) commit();
-  }
-
-  void tick(int64_t now_ns) override {
-    if (now_ns - lastCommit_ns_ >= kCommitEvery_ns) commit();
+    size_t lost = 0;
+    bool full = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (unusable_ || pending_.size() + rows.size() > kMaxPendingRows) {
+        lost = rows.size();
+      } else {
+        for (PendingRow& r : rows) pending_.push_back(std::move(r));
+      }
+      full = pending_.size() >= kRowsPerCommit;
+    }
+    if (lost) profilerCounters().unwritten.fetch_add(lost, std::memory_order_relaxed);
+    if (full) wake_.notify_one();
   }
 
  private:
   // The tuner's decision for the same communicator and call (commId joins the two roles; every
   // context of one commId decides identically, so any of them will do).
-  void addDecision(const Observation& o, const store::ObservationRow& obs) {
+  static bool findDecision(const Observation& o, const store::ObservationRow& obs, store::DecisionRow& row) {
     LoggedDecision d;
     bool found = false;
     forEachContextWithCommId(o.commId, [&](TunerContext& c) {
       if (!found) found = c.decisions.find(static_cast<int>(o.coll), o.seq, o.bytes, &d);
     });
-    if (!found) return;
-    store::DecisionRow row;
-    row.comm_row = obs.comm_row;
+    if (!found) return false;
     row.seq = obs.seq;
     row.collective = obs.collective;
     row.bytes = d.nBytes;
@@ -81,19 +116,87 @@ class StoreSink final : public WorkerSink {
     row.chunk = d.chunkBytes > 0 ? static_cast<int64_t>(d.chunkBytes) : -1;
     row.source = d.source == DecisionSource::Table ? "table" : d.source == DecisionSource::Online ? "online" : "default";
     row.ts_ns = obs.ts_ns;
-    batch_.decisions.push_back(std::move(row));
+    return true;
   }
 
-  int64_t commRow(const Observation& o) {
-    const auto key = std::make_tuple(o.commId, o.rank, o.nRanks, o.nNodes);
+  // Committer thread: opens the store (waiting for locks here, not in the worker), then commits what
+  // the worker queued every ~100 ms or ~10k rows, and once more when the sink closes.
+  void run() {
+    if (!open()) {
+      std::lock_guard lock(mutex_);
+      unusable_ = true;
+      profilerCounters().unwritten.fetch_add(pending_.size(), std::memory_order_relaxed);
+      pending_.clear();
+      return;
+    }
+    std::vector<PendingRow> rows;
+    for (;;) {
+      bool last;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, kCommitEvery, [&] { return stopping_ || pending_.size() >= kRowsPerCommit; });
+        rows.swap(pending_);
+        last = stopping_;
+      }
+      commit(rows);
+      rows.clear();
+      if (last) return;
+    }
+  }
+
+  bool open() {
+    auto db = store::Store::open(options_);
+    if (!db.ok()) {
+      logWarn("profiler: store unavailable (%s); observations are not recorded", db.error().c_str());
+      return false;
+    }
+    store::RunInfo run;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    run.host = host;
+    run.source = "plugin";
+    auto runId = db.value()->addRun(run);
+    auto writer = runId.ok() ? store::Writer::create(*db.value()) : makeError(runId.error());
+    if (!writer.ok()) {
+      logWarn("profiler: store unusable (%s); observations are not recorded", writer.error().c_str());
+      return false;
+    }
+    db_ = std::move(db.value());
+    writer_ = std::move(writer.value());
+    runId_ = runId.value();
+    return true;
+  }
+
+  void commit(std::vector<PendingRow>& rows) {
+    if (rows.empty()) return;
+    store::Batch batch;
+    uint64_t skipped = 0;
+    for (PendingRow& r : rows) {
+      const int64_t comm = commRow(r.comm);
+      if (comm == 0) {
+        ++skipped;
+        continue;
+      }
+      r.observation.comm_row = comm;
+      if (r.hasDecision) {
+        r.decision.comm_row = comm;
+        batch.decisions.push_back(std::move(r.decision));
+      }
+      batch.observations.push_back(std::move(r.observation));
+    }
+    if (skipped) profilerCounters().unwritten.fetch_add(skipped, std::memory_order_relaxed);
+    if (batch.rows() == 0) return;
+    store::WriteResult w = writer_->write(batch);
+    if (!w.committed) profilerCounters().unwritten.fetch_add(batch.observations.size(), std::memory_order_relaxed);
+    if (!w.report_once.empty()) logWarn("profiler: store: %s", w.report_once.c_str());
+  }
+
+  int64_t commRow(const CommKey& key) {
     auto it = comms_.find(key);
     if (it != comms_.end()) return it->second;
     store::CommInfo info;
     info.run_id = runId_;
-    info.comm_id = o.commId;
-    info.n_ranks = o.nRanks;
-    info.n_nodes = o.nNodes;
-    info.rank = o.rank;
+    std::tie(info.comm_id, info.rank, info.n_ranks, info.n_nodes) = key;
     auto id = db_->addCommunicator(info);
     if (!id.ok()) {
       if (!warnedComm_) logWarn("profiler: store: cannot add communicator (%s)", id.error().c_str());
@@ -103,22 +206,20 @@ class StoreSink final : public WorkerSink {
     return comms_[key] = id.value();
   }
 
-  void commit() {
-    lastCommit_ns_ = steadyNowNs();
-    if (batch_.rows() == 0) return;
-    store::WriteResult r = writer_->write(batch_);
-    if (!r.committed) profilerCounters().unwritten.fetch_add(batch_.observations.size(), std::memory_order_relaxed);
-    if (!r.report_once.empty()) logWarn("profiler: store: %s", r.report_once.c_str());
-    batch_.clear();
-  }
+  store::StoreOptions options_;
+  int64_t wallMinusSteady_ns_ = 0;
 
+  std::mutex mutex_;  // pending_, stopping_, unusable_
+  std::condition_variable wake_;
+  std::vector<PendingRow> pending_;
+  bool stopping_ = false, unusable_ = false;
+  std::thread thread_;
+
+  // Committer thread only.
   std::unique_ptr<store::Store> db_;
   std::unique_ptr<store::Writer> writer_;
-  int64_t runId_;
-  int64_t wallMinusSteady_ns_ = 0;
-  int64_t lastCommit_ns_ = 0;
-  store::Batch batch_;
-  std::map<std::tuple<uint64_t, int, int, int>, int64_t> comms_;
+  int64_t runId_ = 0;
+  std::map<CommKey, int64_t> comms_;
   bool warnedComm_ = false;
 };
 
@@ -126,28 +227,7 @@ class StoreSink final : public WorkerSink {
 
 std::unique_ptr<WorkerSink> makeStoreSink(const Settings& s, const std::atomic<bool>* giveUp) {
   if (!s.record) return nullptr;
-  store::StoreOptions options;
-  options.path = s.dbPath;
-  options.max_bytes = s.dbMaxBytes;
-  options.give_up = giveUp;
-  auto db = store::Store::open(options);
-  if (!db.ok()) {
-    logWarn("profiler: store unavailable (%s); observations are not recorded", db.error().c_str());
-    return nullptr;
-  }
-  store::RunInfo run;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  run.host = host;
-  run.source = "plugin";
-  auto runId = db.value()->addRun(run);
-  auto writer = store::Writer::create(*db.value());
-  if (!runId.ok() || !writer.ok()) {
-    logWarn("profiler: store unusable (%s); observations are not recorded",
-            (!runId.ok() ? runId.error() : writer.error()).c_str());
-    return nullptr;
-  }
-  return std::make_unique<StoreSink>(std::move(db.value()), std::move(writer.value()), runId.value());
+  return std::make_unique<StoreSink>(s, giveUp);
 }
 
 }  // namespace dynamiccl::plugin

@@ -5,6 +5,7 @@
 
 #include "plugin/guard.h"
 #include "plugin/log.h"
+#include "plugin/online/epoch_agent.h"
 #include "plugin/settings/settings.h"
 #include "plugin/profiler/worker.h"
 
@@ -28,6 +29,7 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   c->nRanks = nRanks;
   c->nNodes = nNodes;
   acquireMeasurementChannel(std::move(settings));
+  noteProfilerRoleStarted();
   // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
   if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
   *context = c.release();

@@ -92,6 +92,11 @@ void readOnline(Reader& r, const EnvReader& env, Settings& s) {
     else if (std::strcmp(v, "1") == 0) s.online = OnlineSwitch::On;
     else r.bad("DYNAMICCL_ONLINE", v, "expected 0 or 1", "unset (off)");
   }
+  if (const char* v = r.raw("DYNAMICCL_VERIFY", "auto")) {
+    if (std::strcmp(v, "0") == 0) s.verify = VerifySwitch::Off;
+    else if (std::strcmp(v, "1") == 0) s.verify = VerifySwitch::On;
+    else if (std::strcmp(v, "auto") != 0) r.bad("DYNAMICCL_VERIFY", v, "expected 0, 1 or auto", "auto");
+  }
   const char* profiler = env("NCCL_PROFILER_PLUGIN");
   s.profilerIsUs = profiler && std::strstr(profiler, "dynamiccl");
   r.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);

@@ -21,6 +21,8 @@ inline constexpr int64_t kMaxProfilerQueue = 1 << 20;
 
 // DYNAMICCL_ONLINE: unset, "0" or "1".
 enum class OnlineSwitch : uint8_t { Unset, Off, On };
+// DYNAMICCL_VERIFY: unset (auto: on wherever the profiler role is this library), "0" or "1".
+enum class VerifySwitch : uint8_t { Auto, Off, On };
 
 struct Settings {
   // Tuner role: where the profile comes from.
@@ -41,6 +43,7 @@ struct Settings {
 
   // Online updates (docs/ONLINE.md).
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE
+  VerifySwitch verify = VerifySwitch::Auto;   // DYNAMICCL_VERIFY: in-job verification of unverified rules
   bool profilerIsUs = false;                  // NCCL_PROFILER_PLUGIN (NCCL's) names this library
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
   double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5

@@ -69,6 +69,7 @@ std::string settingsDump(const Settings& s) {
   d.put("DYNAMICCL_PROFILER_QUEUE", s.profilerQueue);
   d.put("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ns / 1000000);
   d.put("DYNAMICCL_ONLINE", s.online == OnlineSwitch::On ? "1" : s.online == OnlineSwitch::Off ? "0" : "(unset)");
+  d.put("DYNAMICCL_VERIFY", s.verify == VerifySwitch::On ? "1" : s.verify == VerifySwitch::Off ? "0" : "auto");
   d.put("DYNAMICCL_EPOCH_CALLS", s.epochCalls);
   d.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget);
   d.put("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms);

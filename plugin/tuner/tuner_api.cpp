@@ -71,7 +71,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->loaded = std::move(loaded);
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
-  if (commId != 0) c->online = startOnline(c->shape, c->table, *settings);
+  if (commId != 0)
+    c->online = startOnline(c->shape, c->table, c->unverified, c->loaded->profile->hardware, *settings);
   registerContext(c.get());
   *context = c.release();
   return ncclSuccess;
@@ -80,7 +81,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
 ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !isTunable(collType) || c->table.empty()) return ncclSuccess;
+  if (!c || !isTunable(collType) || (c->table.empty() && !c->online)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   if (numAlgo != kNumAlgos || numProto != kNumProtos || !collCostTable || !nChannels) {
     if (firstTime(gWarnedBadTableShape))
@@ -111,7 +112,8 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
 ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !isTunable(collType) || c->table.empty() || !algorithm || !protocol || !nChannels) return ncclSuccess;
+  if (!c || !isTunable(collType) || (c->table.empty() && !c->online) || !algorithm || !protocol || !nChannels)
+    return ncclSuccess;
   const int coll = static_cast<int>(collType);
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr) : nullptr;
   const policy::Decision* d =

@@ -1,0 +1,92 @@
+#include "offline/verdicts/verdicts.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace dynamiccl::verdicts {
+namespace {
+
+std::string isoDate(int64_t ts_ns) {
+  const std::time_t t = static_cast<std::time_t>(ts_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string sizeText(uint64_t b) {
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  double x = static_cast<double>(b);
+  while (x >= 1024 && u < 4) x /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x == std::floor(x) ? "%.0f%s" : "%.1f%s", x, units[u]);
+  return buf;
+}
+
+template <typename T, int N, typename F>
+std::optional<T> byName(const std::string& name, F nameOf) {
+  for (int i = 0; i < N; ++i)
+    if (nameOf(static_cast<T>(i)) == name) return static_cast<T>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string describeVerdict(const store::VerdictRow& v) {
+  char buf[384];
+  std::snprintf(buf, sizeof buf, "%s %s..%s %dx%d: %s/%s vs NCCL's %s/%s: %s, %+.1f%% [%+.1f%%, %+.1f%%], %lld vs %lld samples (measured)",
+                v.collective.c_str(), sizeText(v.min_bytes).c_str(), sizeText(v.max_bytes).c_str(), v.n_ranks,
+                v.n_nodes, v.algo.c_str(), v.proto.c_str(), v.base_algo.c_str(), v.base_proto.c_str(), v.state.c_str(),
+                100 * v.gain, 100 * v.gain_low, 100 * v.gain_high, static_cast<long long>(v.n),
+                static_cast<long long>(v.base_n));
+  return buf;
+}
+
+Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& name) {
+  auto rows = db.latestVerdicts();
+  if (!rows) return makeError(rows.error());
+  VerifiedProfile out;
+  out.profile.name = name;
+  out.verdicts = *rows;
+  for (const store::VerdictRow& v : *rows) {
+    if (v.state != "promoted") continue;
+    const auto coll = byName<Collective, kNumCollectives>(v.collective, [](Collective c) { return std::string(collectiveName(c)); });
+    const auto algo = byName<Algo, kNumAlgos>(v.algo, store::algoStoredName);
+    const auto proto = byName<Proto, kNumProtos>(v.proto, store::protoStoredName);
+    if (!coll || !algo || !proto) continue;  // written by a newer build: not ours to interpret
+    policy::Rule r;
+    r.collective = *coll;
+    r.minBytes = v.min_bytes;
+    r.maxBytes = v.max_bytes;
+    r.minRanks = r.maxRanks = v.n_ranks;
+    r.minNodes = r.maxNodes = v.n_nodes;
+    r.decision = policy::Decision{*algo, *proto, v.n_channels > 0 ? v.n_channels : 0,
+                                  v.chunk > 0 ? static_cast<uint64_t>(v.chunk) : 0};
+    policy::Evidence e;
+    e.provenance = policy::Provenance::MeasuredInJob;
+    if (!v.fingerprint.empty()) {
+      auto hw = policy::parseClusterHardwareJson(v.fingerprint);
+      if (hw) e.fingerprint = *hw;
+    }
+    if (!e.fingerprint) ++out.withoutFingerprint;
+    e.ncclVersion = v.nccl_version;
+    e.samples = static_cast<int>(std::min<int64_t>(v.n, INT32_MAX));
+    e.defaultSamples = static_cast<int>(std::min<int64_t>(v.base_n, INT32_MAX));
+    if (std::isfinite(v.gain) && std::isfinite(v.gain_low) && std::isfinite(v.gain_high)) {
+      e.gain = v.gain;
+      e.gainLow = v.gain_low;
+      e.gainHigh = v.gain_high;
+    }
+    e.date = isoDate(v.ts_ns);
+    if (!policy::validateEvidence(e)) continue;
+    r.evidence = e;
+    if (!policy::validateDecision(r.decision)) continue;
+    out.profile.rules.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace dynamiccl::verdicts

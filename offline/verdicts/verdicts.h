@@ -1,0 +1,26 @@
+// verdicts: what in-job verification stored, turned into a profile of verified rules (each rule
+// carries its in-job evidence: samples, gain and interval, the hardware it was measured on).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "features/features.h"
+#include "policy/policy.h"
+#include "store/store.h"
+
+namespace dynamiccl::verdicts {
+
+struct VerifiedProfile {
+  policy::Profile profile;                 // one rule per promoted candidate
+  std::vector<store::VerdictRow> verdicts; // every latest verdict read (promoted, dropped, testing)
+  size_t withoutFingerprint = 0;           // promoted but measured on unknown hardware: unverified rules
+};
+
+// The latest verdict per key in the store; promoted ones become rules with provenance measured-in-job.
+Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& name);
+
+// One line per verdict: "allreduce 1M..2M 4x1: ring/ll128 vs tree/simple: promoted, +8.1% [+5.0%, +11.3%], 40 vs 950 samples".
+std::string describeVerdict(const store::VerdictRow& v);
+
+}  // namespace dynamiccl::verdicts

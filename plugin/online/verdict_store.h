@@ -1,0 +1,31 @@
+// In-job verification's memory: verdicts go to the store at finalize, and the next job on the same
+// hardware and shape resumes from them (its leader's learner starts with their samples). Init and
+// finalize only; every failure is one log line and the job goes on without it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "features/features.h"
+#include "plugin/settings/settings.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+struct VerdictScope {
+  std::string fingerprint;  // the communicator's hardware (clusterHardwareToJson); "" when not known
+  std::string ncclVersion;
+  int nRanks = 0, nNodes = 0;
+  std::string dbPath;       // "" : the store's per-host default
+  bool record = true;       // DYNAMICCL_RECORD=0: read nothing, write nothing
+};
+VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHardware>& declared,
+                          const Settings& settings);
+
+// Seeds the learner with the latest verdicts of this scope; returns how many keys were resumed.
+size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope);
+// Appends this job's verdicts; says in one line what was promoted, dropped and still testing.
+void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope);
+
+}  // namespace dynamiccl::plugin
