@@ -185,6 +185,28 @@ TEST(SearchByRuns, RunsAGivenProfilesConfigurationsFirst) {
   EXPECT_NE(r->log[2].find("tree/ll128"), std::string::npos) << r->log[2];
 }
 
+TEST(SearchByRuns, AFailedRunDropsItsCandidateAndTheSearchGoesOn) {
+  auto backend = runner();
+  const RunExecutor cluster7 = syntheticRunExecutor(cluster(7));
+  int failed = 0;
+  const RunExecutor flaky = [&](const RunRequest& r) -> Expected<std::string> {
+    if (r.config.algo == Algo::Tree && r.config.proto == Proto::LL) return ++failed, makeError("job killed");
+    return cluster7(r);
+  };
+  RunSearchOptions o;
+  o.prior = prior_us;
+  auto r = searchByRuns(*backend, flaky, request(), o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(failed, 1);
+  const SmoothedResult sm = smoothAll(r->tune, SmoothingOptions{});
+  // Without Tree/LL, NCCL's Ring/LL stands at 1K (no rule); Ring/LL128 still wins 128K.
+  EXPECT_EQ(sm.chosenPerCollective[0][0], keepDefault());
+  EXPECT_EQ(sm.chosenPerCollective[0][7], (Config{Algo::Ring, Proto::LL128, 0, 0}));
+  bool logged = false;
+  for (const std::string& l : r->log) logged = logged || l.find("tree/ll ch=nccl chunk=nccl failed: job killed") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
 TEST(SearchByRuns, RefusesSizesOneSweepCannotCover) {
   auto backend = runner();
   TuneRequest req = request();

@@ -72,6 +72,9 @@ class Race {
     return Ok{};
   }
 
+  // A run that failed counts as the candidate's run: it is not tried again and then again.
+  void noteFailed(const Config& c) { ++runs_[c]; }
+
   // Next candidate never run whose prior does not rule it out, or nullopt.
   std::optional<Config> nextUntried() {
     for (const Config& c : candidates_)
@@ -296,7 +299,8 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
     auto text = run(r);
     ++result.runsUsed;
     if (!text) {
-      result.log.push_back("run " + std::to_string(result.runsUsed) + " " + configLabel(c) + ": " + text.error());
+      races[ci]->noteFailed(c);
+      result.log.push_back("run " + std::to_string(result.runsUsed) + " " + configLabel(c) + " failed: " + text.error());
       return makeError(text.error());
     }
     Status st = races[ci]->record(c, parseNcclTestsOutput(*text));
@@ -310,10 +314,11 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
     for (int i = 0; i < std::max(2, o.firstDefaultRuns) && result.runsUsed < budget; ++i)
       if (Status st = doRun(ci, keepDefault(), "NCCL's default (noise, incumbents)"); !st && i == 0)
         return makeError("search by runs: NCCL's default could not be measured: " + st.error());
-    int failures = 0;
-    while (result.runsUsed < budget && failures < 3) {
+    int failures = 0;  // in a row: a cluster that fails every run is not paid for to the end of the budget
+    auto count = [&](const Status& st) { failures = st ? 0 : failures + 1; };
+    while (result.runsUsed < budget && failures < 5) {
       if (auto next = race.nextUntried()) {  // first pass, in the prior's order
-        failures += !doRun(ci, *next, "first run (prior order)");
+        count(doRun(ci, *next, "first run (prior order)"));
         continue;
       }
       // Successive halving: the arm the most undecided sizes want, the least-run first.
@@ -324,7 +329,7 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
         if (a.second != b.second) return a.second < b.second;
         return race.runsOf(a.first) > race.runsOf(b.first);
       });
-      failures += !doRun(ci, pick->first, "repeat for " + std::to_string(pick->second) + " undecided size(s)");
+      count(doRun(ci, pick->first, "repeat for " + std::to_string(pick->second) + " undecided size(s)"));
     }
     const std::vector<SizeStatus> st = race.status(nullptr);
     result.sizes.insert(result.sizes.end(), st.begin(), st.end());
