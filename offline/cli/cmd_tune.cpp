@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <fstream>
 #include <iostream>
 
@@ -21,6 +23,9 @@ struct TuneCmdOptions {
   std::string backend = "sim", topology = "dgx-h100", simParams, dataset, system, script = "scripts/measure_nccl_tests.sh";
   std::string launcher = "mpirun", ncclTestsDir, plugin, method = "tpe", out = "dynamiccl-tune.json", profile, name;
   std::string platform, pointsCsv;
+  // runner: the search by runs (one nccl-tests sweep per forced configuration)
+  std::string search = "runs", prior = "sim", priorProfile, fakeCluster, dimensions = "algo-proto";
+  int maxRuns = 0, gridRepeats = 3;
   std::vector<std::string> collectives{"allreduce"};
   int nodes = 1, nranks = 0, iterations = 27, eta = 3, share = 3, pool = 2, maxRepeats = 200;
   uint64_t minBytes = 1024, maxBytes = 1 << 30, seed = 1;
@@ -45,6 +50,58 @@ Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOpt
   return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
 }
 
+// The prior of the search by runs: the simulator's predicted time on --topology.
+std::function<double(const tune::Config&, const tune::MeasureKey&)> simPrior(const TuneCmdOptions& o) {
+  auto sim = tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
+  if (!sim) return nullptr;
+  std::shared_ptr<tune::MeasurementBackend> b(std::move(sim.value()));
+  return [b](const tune::Config& c, const tune::MeasureKey& k) {
+    return b->expected_us(c, k).value_or(std::numeric_limits<double>::infinity());
+  };
+}
+
+// --backend runner --search runs: the unit of search is one nccl-tests run over every size. With
+// --fake-cluster the runs come from a synthetic cluster (the simulator on that preset, with noise).
+Expected<tune::RunSearchResult> searchByRuns(const TuneCmdOptions& o, const tune::TuneRequest& req,
+                                             std::unique_ptr<tune::MeasurementBackend>& backend) {
+  tune::RunExecutor exec;
+  if (!o.fakeCluster.empty()) {
+    auto fake = tune::makeSimulatorBackend({o.fakeCluster, o.nodes, o.seed + 1, ""});
+    if (!fake) return makeError(fake.error());
+    backend = std::move(fake.value());  // its provenance is simulated: nothing it yields is verified
+    const tune::MeasurementBackend* truth = backend.get();
+    tune::SyntheticRunOptions so;
+    so.truth_us = [truth](const tune::Config& c, const tune::MeasureKey& k) {
+      return truth->expected_us(c, k).value_or(truth->expected_us(tune::keepDefault(), k).value_or(1.0));
+    };
+    so.seed = o.seed;
+    exec = tune::syntheticRunExecutor(so);
+  } else {
+    tune::RunnerBackendOptions ro{o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
+                                  o.nodes, {}, std::nullopt, o.ncclVersion};
+    exec = tune::commandRunExecutor(ro);
+  }
+  tune::RunSearchOptions ro;
+  ro.rule.minGain = o.minGain;
+  ro.rule.confidence = o.confidence;
+  ro.rule.poolNeighbours = o.pool;
+  ro.maxRuns = o.maxRuns;
+  ro.gridRepeats = o.gridRepeats;
+  ro.iterations = o.iterations;
+  if (o.prior == "sim") ro.prior = simPrior(o);
+  if (!o.priorProfile.empty()) {
+    auto p = policy::loadProfileFile(o.priorProfile);
+    if (!p) return makeError("--prior-profile: " + p.error());
+    for (const policy::Rule& r : p->rules)
+      if (!r.decision.keepsAlgoProto() &&
+          std::find(ro.preferred.begin(), ro.preferred.end(), r.decision) == ro.preferred.end())
+        ro.preferred.push_back(r.decision);
+  }
+  tune::TuneRequest r = req;
+  if (o.dimensions == "algo-proto") r.dimensions.channels = {0}, r.dimensions.chunks = {0};
+  return tune::searchByRuns(*backend, exec, r, ro);
+}
+
 int run(const TuneCmdOptions& o) {
   auto backend = makeBackend(o);
   if (!backend) return std::cerr << "tune: " << backend.error() << "\n", 1;
@@ -64,7 +121,18 @@ int run(const TuneCmdOptions& o) {
   req.search.seed = o.seed;
   req.warmStartTop = o.share;
   req.progress = !o.noProgress;
-  auto result = tune::tune(**backend, req);
+  const bool byRuns = o.backend == "runner" && o.search == "runs";
+  if (!o.fakeCluster.empty() && !byRuns) return std::cerr << "tune: --fake-cluster needs --backend runner --search runs\n", 1;
+  std::optional<tune::RunSearchResult> runs;
+  Expected<tune::TuneResult> result = makeError("not run");
+  if (byRuns) {
+    auto r = searchByRuns(o, req, *backend);
+    if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
+    runs = std::move(r.value());
+    result = runs->tune;
+  } else {
+    result = tune::tune(**backend, req);
+  }
   if (!result) return std::cerr << "tune: " << result.error() << "\n", 1;
 
   tune::SmoothingOptions so;
@@ -73,17 +141,36 @@ int run(const TuneCmdOptions& o) {
   so.confidence = o.confidence;
   so.poolNeighbours = o.pool;
   // Undecided sizes get the repeats that would decide them (runner, simulator), then the rule again.
-  if (const int n = tune::measureUndecided(**backend, *result, so, o.maxRepeats); n > 0)
+  if (const int n = byRuns ? 0 : tune::measureUndecided(**backend, *result, so, o.maxRepeats); n > 0)
     std::printf("measured %d undecided sizes again (up to %d repeats each)\n", n, o.maxRepeats);
   auto [all, chosen, evidence] = tune::smoothAll(*result, so);
-  auto knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
+  tune::JobKnobAdvice knobs;
+  if (byRuns) knobs.reasons.push_back("NCCL_NTHREADS/NCCL_BUFFSIZE: not searched by runs; NCCL's defaults kept");
+  else knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
   const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
 
-  std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
-              result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
-              100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
-              static_cast<long long>(result->gridIterations));
+  if (runs) {
+    std::printf("%s%s: %d ranks / %d nodes\n", result->backend.c_str(),
+                o.fakeCluster.empty() ? "" : (" (simulated cluster " + o.fakeCluster + ")").c_str(), result->nRanks,
+                result->nNodes);
+    for (const std::string& l : runs->log) std::printf("  %s\n", l.c_str());
+    int decided = 0;
+    for (const tune::SizeStatus& st : runs->sizes) {
+      decided += st.decided;
+      std::printf("  %-13s %6s  %-9s %s (%d survivor(s))\n", std::string(collectiveName(st.coll)).c_str(),
+                  tune::formatBytes(st.bytes).c_str(), st.decided ? "decided" : "UNDECIDED", st.why.c_str(), st.survivors);
+    }
+    std::printf("runs used %d vs exhaustive grid %d (%d candidates + NCCL's default, %d runs each; %d candidates run); "
+                "sizes decided %d of %zu\n",
+                runs->runsUsed, runs->gridRuns, runs->candidates, o.gridRepeats, runs->candidatesRun, decided,
+                runs->sizes.size());
+  } else {
+    std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
+                result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
+                100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
+                static_cast<long long>(result->gridIterations));
+  }
   for (const std::string& n : result->dataNotes) std::printf("  data: %s\n", n.c_str());
   for (const std::string& u : result->undecidable) std::printf("  undecidable: %s\n", u.c_str());
   std::printf("per size (the most promising candidate; bound at %.0f%% confidence, rule: upper < %.3f):\n",
@@ -167,6 +254,20 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_flag("--no-progress", o->noProgress, "no progress bar");
   cmd->add_option("--nccl-version", o->ncclVersion, "runner: NCCL version the jobs run (written into the evidence)");
   addClusterFactsOptions(cmd, o->cluster);
+  cmd->add_option("--search", o->search, "runner: runs (one nccl-tests sweep per configuration, raced across sizes) "
+                                         "or sizes (a search per size)")
+      ->check(CLI::IsMember({"runs", "sizes"}));
+  cmd->add_option("--max-runs", o->maxRuns, "runner --search runs: budget of runs (0 = the exhaustive grid's)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--grid-repeats", o->gridRepeats, "runner --search runs: runs per configuration of the exhaustive grid")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--prior", o->prior, "runner --search runs: order candidates by the simulator on --topology (sim) or not (none)")
+      ->check(CLI::IsMember({"sim", "none"}));
+  cmd->add_option("--prior-profile", o->priorProfile, "runner --search runs: run this profile's configurations first");
+  cmd->add_option("--dimensions", o->dimensions, "runner --search runs: algo-proto (NCCL's channels and chunk) or full")
+      ->check(CLI::IsMember({"algo-proto", "full"}));
+  cmd->add_option("--fake-cluster", o->fakeCluster,
+                  "runner --search runs: no cluster; runs come from the simulator on this preset with noise (simulated)");
   cmd->callback([o] {
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -6,6 +6,14 @@
 #include <tuple>
 
 namespace dynamiccl::sim {
+namespace {
+// A point's time is the median of its repeats, as every judge of measurements here takes it.
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
 
 double ReplayPoint::best_us() const {
   double b = default_us > 0 ? default_us : 1e300;
@@ -17,7 +25,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
                                      const std::string& platform) {
   ReplayData data;
   std::map<std::tuple<std::string, int, int>, Shape*> shapes;
-  struct Acc { double defSum = 0; int defN = 0; std::map<std::pair<Algo, Proto>, std::pair<double, int>> forced; };
+  struct Acc { std::vector<double> def; std::map<std::pair<Algo, Proto>, std::vector<double>> forced; };
   std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
   for (const Measurement& m : rows) {
     if (!system.empty() && m.system.find(system) == std::string::npos) continue;
@@ -43,7 +51,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     auto& [shape, a] = acc[{m.group, m.nRanks, m.nNodes, int(m.coll), m.bytes}];
     shape = it->second;
     if (!m.forced()) {
-      a.defSum += m.time_us, ++a.defN;
+      a.def.push_back(m.time_us);
       continue;
     }
     const Config c = it->second->nccl->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
@@ -51,8 +59,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
       ++data.skipped["forced configuration NCCL could not run"];
       continue;
     }
-    auto& f = a.forced[{c.algo, c.proto}];
-    f.first += m.time_us, ++f.second;
+    a.forced[{c.algo, c.proto}].push_back(m.time_us);
   }
   for (const auto& [key, sa] : acc) {
     const auto& [shape, a] = sa;
@@ -62,8 +69,8 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     p.coll = Collective(std::get<3>(key));
     p.bytes = std::get<4>(key);
     p.ncclDefault = shape->nccl->defaultConfig(p.coll, p.bytes);
-    if (a.defN) p.default_us = a.defSum / a.defN;
-    for (const auto& [k, f] : a.forced) p.forced_us[k] = f.first / f.second;
+    if (!a.def.empty()) p.default_us = medianOf(a.def);
+    for (const auto& [k, f] : a.forced) p.forced_us[k] = medianOf(f);
     data.points.push_back(std::move(p));
   }
   return data;
@@ -78,7 +85,8 @@ std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipp
   return out;
 }
 
-ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress) {
+ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress,
+                     const std::function<bool(const ReplayPoint&)>& forcedBy) {
   ReplaySummary s;
   double logBest = 0, logDefault = 0;
   size_t done = 0;
@@ -90,8 +98,10 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     const Config c = decide(p, table);
     if (c.nChannels > 0) ++s.channelOverrides;
     const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
+    const auto forcedRow = p.forced_us.find({c.algo, c.proto});
     double chosen = -1;
-    if (isDefault && p.default_us > 0) chosen = p.default_us;
+    if (forcedBy && forcedBy(p) && forcedRow != p.forced_us.end()) chosen = forcedRow->second;
+    else if (isDefault && p.default_us > 0) chosen = p.default_us;
     else if (auto it = p.forced_us.find({c.algo, c.proto}); it != p.forced_us.end()) chosen = it->second;
     if (chosen <= 0) {
       char buf[200];
@@ -104,6 +114,7 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     }
     ++s.judged;
     if (isDefault) ++s.keptDefault;
+    s.perPoint.push_back({&p, c, chosen});
     const double vsBest = chosen / p.best_us();
     logBest += std::log(vsBest);
     s.worstVsBest = std::max(s.worstVsBest, vsBest);

@@ -34,8 +34,8 @@ struct ReplayPoint {
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
   Config ncclDefault;                          // NCCL's choice per the model
-  double default_us = -1;                      // mean of the rows where NCCL chose; -1 none
-  std::map<std::pair<Algo, Proto>, double> forced_us;  // mean of forced rows, by resolved config
+  double default_us = -1;                      // median of the rows where NCCL chose; -1 none
+  std::map<std::pair<Algo, Proto>, double> forced_us;  // median of forced rows, by resolved config
   double best_us() const;
 };
 
@@ -63,7 +63,17 @@ struct ReplaySummary {
   double geomeanVsBest = 0, worstVsBest = 0, geomeanVsDefault = 0, worstVsDefault = 0;
   int vsDefaultPoints = 0;
   std::vector<std::string> unjudged;  // "allreduce 8r/1n 1048576 B: TREE/LL not measured"
+  struct Judged {
+    const ReplayPoint* point = nullptr;
+    Config choice;          // what NCCL runs after the decision
+    double chosen_us = 0;   // its measured time
+  };
+  std::vector<Judged> perPoint;  // every judged point, in data order
 };
-ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress = false);
+// forcedBy (optional): whether the decision at a point was forced by the tuner (it wrote a zero
+// cost); a forced configuration is judged by its own forced measurement where there is one, even
+// when NCCL's model says NCCL would have run it anyway (the model can be wrong; the row is not).
+ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress = false,
+                     const std::function<bool(const ReplayPoint&)>& forcedBy = nullptr);
 
 }  // namespace dynamiccl::sim

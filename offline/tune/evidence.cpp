@@ -144,7 +144,7 @@ std::vector<PointEvidence> bestCandidates(const std::vector<KeyResult>& keys, co
     best.verdict = Verdict::NotFaster;
     bool any = false;
     for (int e : keys[i].ranking(keys[i].fullIterations)) {
-      if (e == 0) continue;
+      if (e == 0 || (keys[i].ncclRan && keys[i].evaluated[e].config == *keys[i].ncclRan)) continue;
       PointEvidence ev = assessCandidate(keys, i, e, rule);
       const auto rank = [](const PointEvidence& p) { return p.verdict == Verdict::Faster ? 0 : 1; };
       if (!any || rank(ev) < rank(best) || (rank(ev) == rank(best) && ev.pooledRatio < best.pooledRatio))

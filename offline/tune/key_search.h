@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct KeyResult {
   int brackets = 0;
   bool converged = false;
   int fullIterations = 27;             // samples that count as a full evaluation
+  // What NCCL's default ran here, when the backend saw it (NCCL's TUNING lines): a candidate equal
+  // to it is no rule, since forcing it changes nothing.
+  std::optional<Config> ncclRan;
   const ConfigStats& keep() const { return evaluated[0]; }
   const ConfigStats& best() const { return evaluated[incumbent]; }
   const ConfigStats* find(const Config& c) const;

@@ -38,6 +38,8 @@ class MeasurementBackend {
   virtual Expected<std::vector<ConfigStats>> recordedArms(const MeasureKey&) const {
     return makeError(name() + " holds no recorded arms");
   }
+  // What NCCL's default runs at a key, where the backend knows it (a rule forcing it changes nothing).
+  virtual std::optional<Config> ncclDefaultRuns(const MeasureKey&) const { return std::nullopt; }
   // Lines about the data the backend could not use (rows of unknown platforms, by system).
   virtual std::vector<std::string> dataNotes() const { return {}; }
   // Sizes this backend can measure for a collective; empty = any size.

@@ -47,6 +47,13 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
+  // The data records no algorithm for its default rows: NCCL's model says what NCCL ran, as
+  // `dynamiccl replay` takes it when it judges a decision (forcing that is judged as the default).
+  std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
+    const sim::Config d = shape_->nccl->defaultConfig(k.coll, k.bytes);
+    if (d.algo == Algo::Default) return std::nullopt;
+    return Config{d.algo, d.proto, 0, 0};
+  }
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
   std::optional<ClusterHardware> measuredOn() const override {
     ClusterHardware hw = model::clusterHardwareOf(shape_->topology);

@@ -29,6 +29,7 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     s.push_back({keepDefault(), 0, 0, {}});
     for (int e : k.ranking(k.fullIterations)) {
       if (e == 0) continue;
+      if (k.ncclRan && k.evaluated[e].config == *k.ncclRan) continue;  // what NCCL runs anyway: no rule
       PointEvidence ev = assessCandidate(keys, i, e, o);
       if (ev.verdict == Verdict::Faster) s.push_back({k.evaluated[e].config, e, 0, std::move(ev)});
     }

@@ -17,6 +17,7 @@
 #include "offline/tune/measurement_backend.h"
 #include "offline/tune/profile_export.h"
 #include "offline/tune/progress_bar.h"
+#include "offline/tune/run_search.h"
 #include "offline/tune/search_space.h"
 #include "offline/tune/smoothing.h"
 #include "offline/tune/statistics.h"

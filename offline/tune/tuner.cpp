@@ -25,6 +25,7 @@ Expected<KeyResult> recordedKey(const MeasurementBackend& backend, const Measure
   r.key = key;
   r.evaluated = std::move(arms.value());
   r.fullIterations = 1;  // every recorded arm counts, however few its repeats
+  r.ncclRan = backend.ncclDefaultRuns(key);
   for (int i = 1; i < static_cast<int>(r.evaluated.size()); ++i)
     if (r.evaluated[i].median_us() < r.evaluated[r.incumbent].median_us()) r.incumbent = i;
   return r;
