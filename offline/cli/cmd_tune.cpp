@@ -13,6 +13,7 @@
 #include "offline/files/files.h"
 #include "offline/demo/demo.h"
 #include "offline/tune/tune.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -28,15 +29,23 @@ struct TuneCmdOptions {
   double switchPenalty = 0.02, minGain = 0.01, confidence = 0.95;
   bool noProgress = false;
   ClusterFactsOptions cluster;  // runner: the measured cluster's hardware, written into each rule's evidence
-  std::string ncclVersion;      // runner: the NCCL version the jobs run
+  std::string ncclVersion;      // the NCCL the rules are for (runner: also written into the evidence)
 };
+
+// --nccl-version as a release's rules: unset is the backend's version, else 2.28 (tune::targetRule).
+std::optional<abi::PickRule> ruleOf(const TuneCmdOptions& o) {
+  return o.ncclVersion.empty() ? std::nullopt : abi::parsePickRule(o.ncclVersion);
+}
 
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
   auto cluster = resolveClusterFacts(o.cluster);
   if (!cluster) return makeError(cluster.error());
   if (*cluster && o.backend != "runner")
     return makeError("--preset/--probe-host/--gpu-cc... declare the measured cluster of --backend runner only");
-  if (o.backend == "sim") return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
+  if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
+    return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
+  if (o.backend == "sim")
+    return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)});
   if (o.backend == "replay")
     return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform});
   if (o.backend == "runner")
@@ -64,6 +73,7 @@ int run(const TuneCmdOptions& o) {
   req.search.seed = o.seed;
   req.warmStartTop = o.share;
   req.progress = !o.noProgress;
+  req.ncclRule = ruleOf(o);
   auto result = tune::tune(**backend, req);
   if (!result) return std::cerr << "tune: " << result.error() << "\n", 1;
 
@@ -80,6 +90,10 @@ int run(const TuneCmdOptions& o) {
   const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
 
+  const abi::PickRule target = tune::targetRule(req, **backend);
+  if (!o.ncclVersion.empty() || target != abi::PickRule::Nccl2_28)
+    std::printf("rules for NCCL %s%s\n", abi::pickRuleName(target),
+                abi::channelsAreCap(target) ? " (channel counts above NCCL's own are not proposed: 2.31 caps them)" : "");
   std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
               result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
               100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
@@ -165,7 +179,9 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--profile", o->profile, "also write the profile JSON here");
   cmd->add_option("--name", o->name, "profile name");
   cmd->add_flag("--no-progress", o->noProgress, "no progress bar");
-  cmd->add_option("--nccl-version", o->ncclVersion, "runner: NCCL version the jobs run (written into the evidence)");
+  cmd->add_option("--nccl-version", o->ncclVersion,
+                  "NCCL the rules are for (2.28, 2.30, 2.31...): from 2.31 no channel count above NCCL's own is "
+                  "proposed; default the backend's version, else 2.28 (runner: also written into the evidence)");
   addClusterFactsOptions(cmd, o->cluster);
   cmd->callback([o] {
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
