@@ -139,19 +139,19 @@ TEST(SimNccl, From2_31AChannelCountOnlyLowersNcclsOwn) {
   ASSERT_GT(own, 1);
   const Config up{Algo::Ring, Proto::Simple, own + 8, 0}, down{Algo::Ring, Proto::Simple, 1, 0};
   EXPECT_EQ(ref->resolve(up, b).nChannels, own + 8);  // 2.28 and 2.30: the tuner's count replaces NCCL's
-  EXPECT_EQ(ref->resolve(up, b, abi::PickRule::Nccl2_30).nChannels, own + 8);
-  EXPECT_EQ(ref->resolve(up, b, abi::PickRule::Nccl2_31).nChannels, own);
-  EXPECT_EQ(ref->resolve(down, b, abi::PickRule::Nccl2_31).nChannels, 1);
-  EXPECT_EQ(ref->resolve(Config{Algo::Ring, Proto::Simple, 0, 0}, b, abi::PickRule::Nccl2_31).nChannels, own);
-  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, up, b, abi::PickRule::Nccl2_28));
-  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, up, b, abi::PickRule::Nccl2_31));
-  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, down, b, abi::PickRule::Nccl2_31));
+  EXPECT_EQ(ref->resolve(up, b, dynamiccl::abi::PickRule::Nccl2_30).nChannels, own + 8);
+  EXPECT_EQ(ref->resolve(up, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, own);
+  EXPECT_EQ(ref->resolve(down, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, 1);
+  EXPECT_EQ(ref->resolve(Config{Algo::Ring, Proto::Simple, 0, 0}, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, own);
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, up, b, dynamiccl::abi::PickRule::Nccl2_28));
+  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, up, b, dynamiccl::abi::PickRule::Nccl2_31));
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, down, b, dynamiccl::abi::PickRule::Nccl2_31));
   const int ownDefault = ref->defaultConfig(Collective::AllReduce, b).nChannels;
   Config keep;
   keep.nChannels = ownDefault + 1;
-  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, keep, b, abi::PickRule::Nccl2_31));
+  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, keep, b, dynamiccl::abi::PickRule::Nccl2_31));
   keep.nChannels = ownDefault;
-  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, keep, b, abi::PickRule::Nccl2_31));
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, keep, b, dynamiccl::abi::PickRule::Nccl2_31));
 }
 
 TEST(SimReplay, LookupLogicWithAFakeDecision) {
