@@ -131,6 +131,29 @@ TEST(SimNccl, DefaultConfigIsUsableAndInTheTable) {
   EXPECT_EQ(pcie->restrictedConfig(Collective::AllReduce, 1 << 20, std::nullopt, Proto::LL128).proto, Proto::LL128);
 }
 
+TEST(SimNccl, From2_31AChannelCountOnlyLowersNcclsOwn) {
+  auto ref = NcclReference::create(preset("dgx-h100", 1).value());
+  ASSERT_TRUE(ref.ok());
+  const uint64_t b = 1 << 20;
+  const int own = ref->channels(Algo::Ring, Proto::Simple, b);
+  ASSERT_GT(own, 1);
+  const Config up{Algo::Ring, Proto::Simple, own + 8, 0}, down{Algo::Ring, Proto::Simple, 1, 0};
+  EXPECT_EQ(ref->resolve(up, b).nChannels, own + 8);  // 2.28 and 2.30: the tuner's count replaces NCCL's
+  EXPECT_EQ(ref->resolve(up, b, dynamiccl::abi::PickRule::Nccl2_30).nChannels, own + 8);
+  EXPECT_EQ(ref->resolve(up, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, own);
+  EXPECT_EQ(ref->resolve(down, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, 1);
+  EXPECT_EQ(ref->resolve(Config{Algo::Ring, Proto::Simple, 0, 0}, b, dynamiccl::abi::PickRule::Nccl2_31).nChannels, own);
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, up, b, dynamiccl::abi::PickRule::Nccl2_28));
+  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, up, b, dynamiccl::abi::PickRule::Nccl2_31));
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, down, b, dynamiccl::abi::PickRule::Nccl2_31));
+  const int ownDefault = ref->defaultConfig(Collective::AllReduce, b).nChannels;
+  Config keep;
+  keep.nChannels = ownDefault + 1;
+  EXPECT_FALSE(ref->channelsProposable(Collective::AllReduce, keep, b, dynamiccl::abi::PickRule::Nccl2_31));
+  keep.nChannels = ownDefault;
+  EXPECT_TRUE(ref->channelsProposable(Collective::AllReduce, keep, b, dynamiccl::abi::PickRule::Nccl2_31));
+}
+
 TEST(SimReplay, LookupLogicWithAFakeDecision) {
   const std::string csv = std::filesystem::temp_directory_path() / "dynamiccl_sim_replay_test.csv";
   std::ofstream(csv) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"

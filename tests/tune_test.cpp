@@ -321,6 +321,43 @@ TEST(SimulatorBackend, TunesAFewSizesAndNeverLosesToDefault) {
   }
 }
 
+TEST(SimulatorBackend, For2_31NoChannelCountAboveNcclsOwnIsProposed) {
+  const MeasureKey key{Collective::AllReduce, 1 << 14, 8, 1};
+  auto b28 = makeSimulatorBackend({"dgx-h100", 1, 7, ""});
+  auto b31 = makeSimulatorBackend({"dgx-h100", 1, 7, "", abi::PickRule::Nccl2_31});
+  ASSERT_TRUE(b28.ok() && b31.ok());
+  auto above = [&](const MeasurementBackend& b, const Config& c, const MeasureKey& k) {
+    const std::optional<int> own = b.ncclChannels(c, k);
+    EXPECT_TRUE(own.has_value());
+    return c.nChannels > 0 && own && c.nChannels > *own;
+  };
+  auto spaceFor = [&](const MeasurementBackend& b, abi::PickRule rule) {
+    return SearchSpace(defaultDimensions(), [&](const Config& c) {
+      return b.available(c, key) && channelsProposable(c, rule, b.ncclChannels(c, key));
+    });
+  };
+  const SearchSpace s28 = spaceFor(**b28, abi::PickRule::Nccl2_28), s31 = spaceFor(**b31, abi::PickRule::Nccl2_31);
+  int above28 = 0;
+  for (int i = 0; i < s28.size(); ++i) above28 += above(**b28, s28.config(i), key);
+  EXPECT_GT(above28, 0) << "2.28's space holds counts above NCCL's own: the rule has something to remove";
+  EXPECT_LT(s31.size(), s28.size());
+  for (int i = 0; i < s31.size(); ++i) EXPECT_FALSE(above(**b31, s31.config(i), key)) << configLabel(s31.config(i));
+
+  TuneRequest req;
+  req.sizes = {1 << 12, 1 << 14, 1 << 20};
+  EXPECT_EQ(targetRule(req, **b31), abi::PickRule::Nccl2_28) << "the simulator reports no version: 2.28";
+  req.ncclRule = abi::PickRule::Nccl2_31;
+  auto r = tune(**b31, req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  int evaluated = 0;
+  for (const KeyResult& k : r->collectives[0].keys)
+    for (const ConfigStats& c : k.evaluated) {
+      ++evaluated;
+      EXPECT_FALSE(above(**b31, c.config, k.key)) << configLabel(c.config) << " at " << k.key.bytes;
+    }
+  EXPECT_GT(evaluated, 20);
+}
+
 TEST(ReplayBackend, OnlyMeasuredConfigurationsAreAvailable) {
   const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
   if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;

@@ -12,12 +12,13 @@
 #include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
 #include "offline/sim/sim.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::cli {
 namespace {
 
 struct SimCmdOptions {
-  std::string topology = "dgx-h100", collective = "allreduce", algo, proto, emitCsv, params;
+  std::string topology = "dgx-h100", collective = "allreduce", algo, proto, emitCsv, params, ncclVersion = "2.28";
   int nodes = 1, channels = 0, samples = 1;
   uint64_t bytes = 1 << 20, chunk = 0, seed = 1;
 };
@@ -33,6 +34,9 @@ int run(const SimCmdOptions& o) {
     if (!p) return std::cerr << "sim: " << o.params << ": " << p.error() << "\n", 1;
     params = p.value();
   }
+  const std::optional<abi::PickRule> rule = abi::parsePickRule(o.ncclVersion);
+  if (!rule)
+    return std::cerr << "sim: --nccl-version " << o.ncclVersion << ": expected a version such as 2.31 or 2.28.9\n", 1;
   auto ref = sim::NcclReference::create(topo.value());
   if (!ref) return std::cerr << "sim: " << ref.error() << "\n", 1;
   const sim::Simulator simulator(topo.value(), params);
@@ -83,18 +87,22 @@ int run(const SimCmdOptions& o) {
     const auto a = parseAlgo(o.algo.empty() ? "ring" : o.algo);
     const auto p = parseProto(o.proto.empty() ? "simple" : o.proto);
     if (!a || !p) return std::cerr << "sim: unknown algo/proto\n", 1;
-    const sim::Config c = ref->resolve(sim::Config{*a, *p, o.channels, o.chunk}, o.bytes);
+    const sim::Config c = ref->resolve(sim::Config{*a, *p, o.channels, o.chunk}, o.bytes, *rule);
     if (!simulator.feasible(*coll, c)) return std::cerr << "sim: " << sim::configLabel(c) << " is not feasible here\n", 1;
+    if (o.channels > c.nChannels)
+      std::printf("NCCL %s runs %d channels, not %d: the tuner's count only lowers NCCL's own\n",
+                  abi::pickRuleName(*rule), c.nChannels, o.channels);
     sim::NoiseSource noise(o.seed);
     std::printf("%s: simulated %.2f us", sim::configLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
     for (int i = 0; i < o.samples && o.samples > 1; ++i) std::printf(" %.2f", simulator.sample_us(*coll, o.bytes, c, noise));
     std::printf("\n");
     return 0;
   }
-  // Compare all feasible configurations, fastest first.
+  // Compare all feasible configurations, fastest first; from 2.31 none with more channels than NCCL's own.
   std::vector<std::pair<double, sim::Config>> all;
   for (const sim::Config& cand : simulator.candidateConfigs(*coll)) {
-    const sim::Config c = ref->resolve(cand, o.bytes);
+    if (!ref->channelsProposable(*coll, cand, o.bytes, *rule)) continue;
+    const sim::Config c = ref->resolve(cand, o.bytes, *rule);
     all.emplace_back(simulator.time_us(*coll, o.bytes, c), c);
   }
   std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -119,6 +127,9 @@ void addSimCommand(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "predict this algorithm (else compare all)");
   cmd->add_option("--proto", o->proto, "predict this protocol (else compare all)");
   cmd->add_option("--channels", o->channels, "0 = NCCL's count")->check(channelCountCheck());
+  cmd->add_option("--nccl-version", o->ncclVersion,
+                  "NCCL whose channel rule applies (2.28, 2.30, 2.31...): from 2.31 a channel count only lowers "
+                  "NCCL's own")->capture_default_str();
   cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default")->check(countCheck());
   cmd->add_option("--samples", o->samples, "also print this many noisy samples")->check(countCheck());
   cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();

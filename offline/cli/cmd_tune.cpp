@@ -15,6 +15,7 @@
 #include "offline/files/files.h"
 #include "offline/demo/demo.h"
 #include "offline/tune/tune.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -33,15 +34,23 @@ struct TuneCmdOptions {
   double switchPenalty = 0.02, minGain = 0.01, confidence = 0.95;
   bool noProgress = false;
   ClusterFactsOptions cluster;  // runner: the measured cluster's hardware, written into each rule's evidence
-  std::string ncclVersion;      // runner: the NCCL version the jobs run
+  std::string ncclVersion;      // the NCCL the rules are for (runner: also written into the evidence)
 };
+
+// --nccl-version as a release's rules: unset is the backend's version, else 2.28 (tune::targetRule).
+std::optional<abi::PickRule> ruleOf(const TuneCmdOptions& o) {
+  return o.ncclVersion.empty() ? std::nullopt : abi::parsePickRule(o.ncclVersion);
+}
 
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
   auto cluster = resolveClusterFacts(o.cluster);
   if (!cluster) return makeError(cluster.error());
   if (*cluster && o.backend != "runner")
     return makeError("--preset/--probe-host/--gpu-cc... declare the measured cluster of --backend runner only");
-  if (o.backend == "sim") return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
+  if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
+    return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
+  if (o.backend == "sim")
+    return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)});
   if (o.backend == "replay")
     return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform});
   if (o.backend == "runner")
@@ -121,6 +130,7 @@ int run(const TuneCmdOptions& o) {
   req.search.seed = o.seed;
   req.warmStartTop = o.share;
   req.progress = !o.noProgress;
+  req.ncclRule = ruleOf(o);
   const bool byRuns = o.backend == "runner" && o.search == "runs";
   if (!o.fakeCluster.empty() && !byRuns) return std::cerr << "tune: --fake-cluster needs --backend runner --search runs\n", 1;
   std::optional<tune::RunSearchResult> runs;
@@ -150,6 +160,10 @@ int run(const TuneCmdOptions& o) {
   const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
 
+  const abi::PickRule target = tune::targetRule(req, **backend);
+  if (!o.ncclVersion.empty() || target != abi::PickRule::Nccl2_28)
+    std::printf("rules for NCCL %s%s\n", abi::pickRuleName(target),
+                abi::channelsAreCap(target) ? " (channel counts above NCCL's own are not proposed: 2.31 caps them)" : "");
   if (runs) {
     std::printf("%s%s: %d ranks / %d nodes\n", result->backend.c_str(),
                 o.fakeCluster.empty() ? "" : (" (simulated cluster " + o.fakeCluster + ")").c_str(), result->nRanks,
@@ -252,7 +266,9 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--profile", o->profile, "also write the profile JSON here");
   cmd->add_option("--name", o->name, "profile name");
   cmd->add_flag("--no-progress", o->noProgress, "no progress bar");
-  cmd->add_option("--nccl-version", o->ncclVersion, "runner: NCCL version the jobs run (written into the evidence)");
+  cmd->add_option("--nccl-version", o->ncclVersion,
+                  "NCCL the rules are for (2.28, 2.30, 2.31...): from 2.31 no channel count above NCCL's own is "
+                  "proposed; default the backend's version, else 2.28 (runner: also written into the evidence)");
   addClusterFactsOptions(cmd, o->cluster);
   cmd->add_option("--search", o->search, "runner: runs (one nccl-tests sweep per configuration, raced across sizes) "
                                          "or sizes (a search per size)")

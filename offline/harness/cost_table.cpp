@@ -26,9 +26,9 @@ CostTable ncclPicks(int algo, int proto) {
   return t;
 }
 
-Choice selectLikeNccl(const CostTable& table) {
+Choice selectLikeNccl(const CostTable& table, abi::PickRule rule, const CostTable* before) {
   Choice c;
-  const int slot = abi::pickLowestCost(table[0].data());
+  const int slot = abi::pickLowestCostScalar(table[0].data(), rule, abi::filledSlots((before ? *before : table)[0].data()));
   if (slot != abi::kNoPick) c.algo = slot / kNumProtos, c.proto = slot % kNumProtos;
   return c;
 }

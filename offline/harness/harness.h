@@ -32,8 +32,20 @@ struct Choice {
   bool operator==(const Choice&) const = default;
 };
 
-// NCCL's selection after the tuner returned (abi::pickLowestCost).
-Choice selectLikeNccl(const CostTable& table);
+// NCCL's selection after the tuner returned, under the rule of the release emulated
+// (abi::pickLowestCost). `before`: the table as NCCL filled it, whose entries >= 0 are 2.31's only
+// candidates (nullptr: those of `table`).
+Choice selectLikeNccl(const CostTable& table, abi::PickRule rule = abi::PickRule::Nccl2_28,
+                      const CostTable* before = nullptr);
+
+// What one call ran: the choice plus NCCL's channel handling of the release emulated.
+struct Outcome {
+  Choice choice;
+  bool wroteNegative = false;   // the tuner left a negative cost in an entry NCCL had filled
+  bool revivedIgnored = false;  // the tuner wrote a cost >= 0 into an entry NCCL had left IGNORE
+  int channelsRun = 0;          // abi::channelsRun: what NCCL runs (0: NCCL's own count is not modelled)
+  bool channelsCapped = false;  // the tuner asked for more channels than NCCL's own count and got fewer (2.31)
+};
 
 // Captures lines logged through the ncclDebugLogger_t the harness hands to the plugin.
 class LogCapture {
@@ -72,6 +84,9 @@ class TunerComm {
                               int regBuff, int* nChannels);
   // getCollInfo on a copy of the table, then NCCL's selection: what NCCL would run.
   Choice decide(int coll, size_t nBytes, const CostTable& table, int numPipeOps = 1, int regBuff = 0);
+  // decide() with the whole outcome under the library's emulated release; ncclChannels: NCCL's own
+  // size-based channel count for this call (0: not modelled).
+  Outcome run(int coll, size_t nBytes, const CostTable& table, int ncclChannels, int numPipeOps = 1, int regBuff = 0);
   bool hasChunkSize() const;
   // v6 only; returns ncclSuccess and leaves *chunkSize alone when the plugin has no getChunkSize.
   ncclResult_t getChunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize);
@@ -87,7 +102,14 @@ class TunerComm {
 struct OpenOptions {
   int maxVersion = 6;           // probe newest first from here down to v2 (2.28.9 probes from 5)
   std::string searchDir;        // where a bare library name is looked up (stands in for LD_LIBRARY_PATH)
+  // The NCCL release emulated (major * 10000 + minor * 100 + patch): what the ncclGetVersion this
+  // process exports answers while the plugin's init runs, and whose selection rule decide() applies.
+  // 0: ncclGetVersion answers an error (a process without a visible libnccl); 2.31 rules apply.
+  int ncclVersion = 22809;      // the installed NCCL
 };
+
+// The OpenOptions::ncclVersion for a release's rule (2.28.9, 2.30.7, 2.31.2).
+int emulatedVersionOf(abi::PickRule rule);
 
 class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
  public:
@@ -97,6 +119,8 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   ~TunerLibrary();
 
   int version() const { return version_; }
+  int ncclVersion() const { return ncclVersion_; }
+  abi::PickRule pickRule() const { return ncclVersion_ > 0 ? abi::pickRuleFor(ncclVersion_) : abi::kNewestPickRule; }
   std::string name() const;
   std::string path() const { return path_; }
 
@@ -109,6 +133,7 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   TunerLibrary() = default;
   void* handle_ = nullptr;
   int version_ = 0;
+  int ncclVersion_ = 22809;
   std::string path_;
   const ncclTuner_v2_t* v2_ = nullptr;
   const ncclTuner_v3_t* v3_ = nullptr;

@@ -1,12 +1,31 @@
-// Opening a tuner library and driving its ABI versions the way NCCL 2.28/2.30 do.
+// Opening a tuner library and driving its ABI versions the way NCCL 2.28/2.30/2.31 do.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "offline/harness/harness.h"
 
+namespace {
+std::atomic<int> gEmulatedNcclVersion{22809};
+}  // namespace
+
+// NCCL's public ncclGetVersion, exported by every program linking the harness (CMake adds
+// --export-dynamic-symbol) so that a plugin's dlsym(RTLD_DEFAULT) finds the release emulated.
+extern "C" __attribute__((visibility("default"), used)) int ncclGetVersion(int* version) {
+  const int v = gEmulatedNcclVersion.load(std::memory_order_relaxed);
+  if (!version || v <= 0) return 4;  // ncclInvalidArgument
+  *version = v;
+  return 0;
+}
+
 namespace dynamiccl::harness {
+
+int emulatedVersionOf(abi::PickRule rule) {
+  return rule == abi::PickRule::Nccl2_28 ? 22809 : rule == abi::PickRule::Nccl2_30 ? 23007 : 23102;
+}
+
 namespace {
 
 // NCCL retries libnccl-tuner-<value>.so only for a bare name that is not already lib*.so.
@@ -38,6 +57,7 @@ Expected<std::shared_ptr<TunerLibrary>> TunerLibrary::open(const std::string& na
   std::shared_ptr<TunerLibrary> lib(new TunerLibrary());
   lib->handle_ = handle;
   lib->path_ = path;
+  lib->ncclVersion_ = options.ncclVersion;
   for (int v = options.maxVersion; v >= 2 && lib->version_ == 0; --v) {
     const std::string sym = "ncclTunerPlugin_v" + std::to_string(v);
     void* p = dlsym(handle, sym.c_str());
@@ -67,6 +87,7 @@ std::string TunerLibrary::name() const {
 Expected<std::unique_ptr<TunerComm>> TunerLibrary::init(const CommSpec& spec) const {
   void* ctx = nullptr;
   ncclResult_t rc = ncclSuccess;
+  gEmulatedNcclVersion.store(ncclVersion_, std::memory_order_relaxed);  // what the plugin's init may read
   const size_t nRanks = static_cast<size_t>(spec.nRanks), nNodes = static_cast<size_t>(spec.nNodes);
   if (v5_ || v6_) {
     ncclNvlDomainInfo_v5_t nvl{};
@@ -136,9 +157,31 @@ Choice TunerComm::decide(int coll, size_t nBytes, const CostTable& table, int nu
   CostTable copy = table;
   int nChannels = 0;
   getCollInfo(coll, nBytes, numPipeOps, regBuff, copy, &nChannels);
-  Choice c = selectLikeNccl(copy);
+  Choice c = selectLikeNccl(copy, lib_->pickRule(), &table);
   c.nChannels = nChannels;
   return c;
+}
+
+Outcome TunerComm::run(int coll, size_t nBytes, const CostTable& table, int ncclChannels, int numPipeOps,
+                       int regBuff) {
+  CostTable copy = table;
+  int nChannels = 0;
+  getCollInfo(coll, nBytes, numPipeOps, regBuff, copy, &nChannels);
+  const abi::PickRule rule = lib_->pickRule();
+  Outcome o;
+  o.choice = selectLikeNccl(copy, rule, &table);
+  o.choice.nChannels = nChannels;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) {
+      const bool filled = table[a][p] >= 0.0f;
+      o.wroteNegative |= filled && copy[a][p] < 0.0f;
+      o.revivedIgnored |= !filled && copy[a][p] >= 0.0f;
+    }
+  if (ncclChannels > 0) {
+    o.channelsRun = abi::channelsRun(rule, nChannels, ncclChannels);
+    o.channelsCapped = nChannels > 0 && o.channelsRun < nChannels;
+  }
+  return o;
 }
 
 bool TunerComm::hasChunkSize() const { return lib_->v6_ && lib_->v6_->getChunkSize; }

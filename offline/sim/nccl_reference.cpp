@@ -17,12 +17,18 @@ model::CostTable NcclReference::costTable(Collective coll, uint64_t nBytes) cons
   return model_->costTable(coll, nBytes);
 }
 
-Config NcclReference::resolve(const Config& c, uint64_t nBytes) const {
+Config NcclReference::resolve(const Config& c, uint64_t nBytes, abi::PickRule rule) const {
   Config r = c;
   if (r.algo == Algo::Default || r.proto == Proto::Default) return r;
-  if (r.nChannels <= 0) r.nChannels = channels(r.algo, r.proto, nBytes);
+  r.nChannels = abi::channelsRun(rule, r.nChannels, channels(r.algo, r.proto, nBytes));
   if (r.chunkBytes == 0) r.chunkBytes = Simulator::defaultChunk(r.proto);
   return r;
+}
+
+bool NcclReference::channelsProposable(Collective coll, const Config& c, uint64_t nBytes, abi::PickRule rule) const {
+  if (!abi::channelsAreCap(rule) || c.nChannels <= 0) return true;
+  if (c.algo == Algo::Default || c.proto == Proto::Default) return c.nChannels <= defaultConfig(coll, nBytes).nChannels;
+  return c.nChannels <= channels(c.algo, c.proto, nBytes);
 }
 
 Config NcclReference::defaultConfig(Collective coll, uint64_t nBytes) const {

@@ -11,6 +11,7 @@
 #include "features/features.h"
 #include "offline/model/model.h"
 #include "offline/sim/simulator.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::sim {
 
@@ -26,8 +27,13 @@ class NcclReference {
   Config restrictedConfig(Collective coll, uint64_t nBytes, std::optional<Algo> algo,
                           std::optional<Proto> proto) const;
   int channels(Algo a, Proto p, uint64_t nBytes) const { return model_->defaultChannels(a, p, nBytes); }
-  // Fills nChannels/chunk left at 0 with NCCL's values.
-  Config resolve(const Config& c, uint64_t nBytes) const;
+  // Fills nChannels/chunk left at 0 with NCCL's values; under `rule` a tuner's channel count is what
+  // that release runs: it replaces NCCL's count before 2.31 and only lowers it from 2.31 (abi::channelsRun).
+  Config resolve(const Config& c, uint64_t nBytes, abi::PickRule rule = abi::PickRule::Nccl2_28) const;
+  // Whether a tuner targeting `rule` would propose c's channel count: from 2.31 not one above NCCL's
+  // own count for c's algo/proto, or for NCCL's own choice when c keeps it (NCCL would run its own
+  // count: the same configuration as 0).
+  bool channelsProposable(Collective coll, const Config& c, uint64_t nBytes, abi::PickRule rule) const;
 
  private:
   NcclReference() = default;

@@ -12,6 +12,7 @@
 #include "features/features.h"
 #include "offline/tune/config.h"
 #include "offline/tune/statistics.h"
+#include "plugin/abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::tune {
@@ -51,6 +52,9 @@ class MeasurementBackend {
   virtual policy::Provenance provenance() const { return policy::Provenance::Simulated; }
   virtual std::optional<ClusterHardware> measuredOn() const { return std::nullopt; }
   virtual std::string ncclVersion() const { return ""; }  // "2.28.9"; empty when unknown
+  // NCCL's own channel count for config's algo/proto at key (its own choice's when config keeps
+  // it), where the backend models NCCL (simulator); nullopt: unknown.
+  virtual std::optional<int> ncclChannels(const Config&, const MeasureKey&) const { return std::nullopt; }
 };
 
 // The simulator (sim/) on a topology preset or JSON file; samples carry its seeded noise.
@@ -59,6 +63,7 @@ struct SimulatorBackendOptions {
   int nNodes = 1;
   uint64_t seed = 1;
   std::string paramsPath;  // calibrated SimParams JSON; empty = defaults
+  abi::PickRule ncclRule = abi::PickRule::Nccl2_28;  // whose channel rule the simulated NCCL follows
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const SimulatorBackendOptions& options);
 

@@ -13,6 +13,10 @@ SpaceDimensions defaultDimensions() {
   return d;
 }
 
+bool channelsProposable(const Config& c, abi::PickRule rule, std::optional<int> ncclChannels) {
+  return !abi::channelsAreCap(rule) || c.nChannels <= 0 || !ncclChannels || c.nChannels <= *ncclChannels;
+}
+
 SearchSpace::SearchSpace(SpaceDimensions dims, const std::function<bool(const Config&)>& available)
     : dims_(std::move(dims)) {
   const int na = dimensionSize(0), nc = dimensionSize(1), nk = dimensionSize(2);

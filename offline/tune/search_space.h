@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "offline/tune/config.h"
+#include "plugin/abi/abi.h"
 
 namespace dynamiccl::tune {
 
@@ -18,6 +20,11 @@ struct SpaceDimensions {
 // Every NCCL algorithm x protocol (availability is the backend's call), channels 0,1,2,4,...,32,
 // chunks 0, 64K .. 2M.
 SpaceDimensions defaultDimensions();
+
+// NCCL's channel rule for the release targeted: from 2.31 a tuner's channel count only lowers
+// NCCL's own (abi::channelsRun), so a count above it runs as NCCL's own and is not proposed.
+// ncclChannels: NCCL's count for c at the key; nullopt (unknown) keeps c.
+bool channelsProposable(const Config& c, abi::PickRule rule, std::optional<int> ncclChannels);
 
 struct SpacePoint {
   int algoProto = 0, channel = 0, chunk = 0;

@@ -11,8 +11,9 @@ namespace {
 
 class SimulatorBackend final : public MeasurementBackend {
  public:
-  SimulatorBackend(model::Topology topo, sim::SimParams params, sim::NcclReference ref, uint64_t seed)
-      : sim_(topo, params), ref_(std::move(ref)), noise_(seed) {}
+  SimulatorBackend(model::Topology topo, sim::SimParams params, sim::NcclReference ref, uint64_t seed,
+                   abi::PickRule rule)
+      : sim_(topo, params), ref_(std::move(ref)), noise_(seed), rule_(rule) {}
   std::string name() const override { return "simulator " + sim_.topology().name; }
   int nRanks() const override { return sim_.topology().nRanks(); }
   int nNodes() const override { return sim_.topology().nNodes; }
@@ -24,6 +25,10 @@ class SimulatorBackend final : public MeasurementBackend {
     const model::CostTable table = ref_.costTable(k.coll, k.bytes);
     if (table[int(c.algo)][int(c.proto)] < 0) return false;
     return sim_.feasible(k.coll, toSim(c, k));
+  }
+  std::optional<int> ncclChannels(const Config& c, const MeasureKey& k) const override {
+    if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes).nChannels;
+    return ref_.channels(c.algo, c.proto, k.bytes);
   }
   std::optional<double> expected_us(const Config& c, const MeasureKey& k) const override {
     if (!available(c, k)) return std::nullopt;
@@ -39,14 +44,16 @@ class SimulatorBackend final : public MeasurementBackend {
   }
 
  private:
-  // Keep-default resolves to NCCL's choice; 0 channels/chunk resolve to NCCL's values.
+  // Keep-default resolves to NCCL's choice; 0 channels/chunk resolve to NCCL's values, other
+  // channel counts to what the targeted release runs.
   sim::Config toSim(const Config& c, const MeasureKey& k) const {
     if (c.keepsAlgoProto()) return ref_.defaultConfig(k.coll, k.bytes);
-    return ref_.resolve(c, k.bytes);
+    return ref_.resolve(c, k.bytes, rule_);
   }
   sim::Simulator sim_;
   sim::NcclReference ref_;
   sim::NoiseSource noise_;
+  abi::PickRule rule_;
 };
 
 }  // namespace
@@ -67,7 +74,7 @@ Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const Simulat
   auto ref = sim::NcclReference::create(topo.value());
   if (!ref) return makeError("simulator backend: " + ref.error());
   return std::unique_ptr<MeasurementBackend>(
-      std::make_unique<SimulatorBackend>(topo.value(), params, std::move(ref.value()), o.seed));
+      std::make_unique<SimulatorBackend>(topo.value(), params, std::move(ref.value()), o.seed, o.ncclRule));
 }
 
 }  // namespace dynamiccl::tune

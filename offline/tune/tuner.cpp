@@ -45,7 +45,14 @@ policy::Evidence evidenceOf(const MeasurementBackend& backend) {
   return e;
 }
 
+abi::PickRule targetRule(const TuneRequest& request, const MeasurementBackend& backend) {
+  if (request.ncclRule) return *request.ncclRule;
+  if (auto r = abi::parsePickRule(backend.ncclVersion())) return *r;
+  return abi::PickRule::Nccl2_28;
+}
+
 Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
+  const abi::PickRule rule = targetRule(req, backend);
   TuneResult result;
   result.backend = backend.name();
   result.nRanks = backend.nRanks();
@@ -69,7 +76,9 @@ Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
     std::vector<Config> warm;
     for (size_t si = 0; si < sizes[ci].size(); ++si) {
       const MeasureKey key{cr.coll, sizes[ci][si], backend.nRanks(), backend.nNodes()};
-      const SearchSpace space(req.dimensions, [&](const Config& c) { return backend.available(c, key); });
+      const SearchSpace space(req.dimensions, [&](const Config& c) {
+        return backend.available(c, key) && channelsProposable(c, rule, backend.ncclChannels(c, key));
+      });
       result.gridIterations += int64_t{space.size() + 1} * req.search.maxIterations;
       SearchOptions opt = req.search;
       opt.seed = req.search.seed * 1000003 + ci * 1009 + si;

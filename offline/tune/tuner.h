@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,13 @@ struct TuneRequest {
   SpaceDimensions dimensions = defaultDimensions();
   int warmStartTop = 3;         // leaders of the previous size carried over; 0 = no sharing
   bool progress = false;        // stderr progress bar
+  // The NCCL release the rules are for (its channel rule shapes the space); nullopt: the backend's
+  // NCCL version when it reports one, else 2.28 (the NCCL installed here).
+  std::optional<abi::PickRule> ncclRule;
 };
+
+// The release a request targets (TuneRequest::ncclRule).
+abi::PickRule targetRule(const TuneRequest& request, const MeasurementBackend& backend);
 
 struct CollectiveResult {
   Collective coll = Collective::AllReduce;

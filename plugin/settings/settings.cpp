@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "plugin/abi/abi.h"
 #include "plugin/guard.h"
 
 namespace dynamiccl::plugin {
@@ -171,6 +172,10 @@ Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   if (const char* v = r.raw("DYNAMICCL_TRUST", "verified")) {
     if (auto t = policy::parseTrust(v); t && std::strlen(v) < kMaxPathChars) s.trust = *t;
     else r.bad("DYNAMICCL_TRUST", v, "expected verified or all", "verified");
+  }
+  if (const char* v = r.raw("DYNAMICCL_NCCL_VERSION", "NCCL's own version")) {
+    if (auto code = abi::parseNcclVersion(v)) s.ncclVersionCode = *code;
+    else r.bad("DYNAMICCL_NCCL_VERSION", v, "expected a version such as 2.31 or 2.28.9", "NCCL's own version");
   }
 
   r.path("DYNAMICCL_DB", s.dbPath, "the per-host default");

@@ -31,6 +31,9 @@ struct Settings {
   bool strict = false;        // DYNAMICCL_STRICT=1: a bad profile fails communicator init
   bool enabled = true;        // DYNAMICCL_ENABLE=0: keep NCCL's choices everywhere
   policy::Trust trust = policy::Trust::Verified;  // DYNAMICCL_TRUST=verified|all: which rules change NCCL's choice
+  // DYNAMICCL_NCCL_VERSION=2.28|2.30|2.31[.patch] or a code such as 23102: whose selection rules the
+  // plugin follows (tests, the harness, a libnccl it cannot see); 0: read NCCL's version at init.
+  int ncclVersionCode = 0;
 
   // Profiler role: the measurement channel and its sinks.
   std::string dbPath;               // DYNAMICCL_DB; empty: the store's per-host default

@@ -60,6 +60,11 @@ std::string settingsDump(const Settings& s) {
   d.put("DYNAMICCL_STRICT", int(s.strict));
   d.put("DYNAMICCL_ENABLE", int(s.enabled));
   d.put("DYNAMICCL_TRUST", std::string(s.trust == policy::Trust::All ? "all" : "verified"));
+  if (s.ncclVersionCode > 0)
+    d.put("DYNAMICCL_NCCL_VERSION", std::to_string(s.ncclVersionCode / 10000) + "." +
+                                        std::to_string(s.ncclVersionCode / 100 % 100) + "." +
+                                        std::to_string(s.ncclVersionCode % 100));
+  else d.put("DYNAMICCL_NCCL_VERSION", "(unset)");
   d.path("DYNAMICCL_DB", s.dbPath);
   if (s.dbMaxBytes > 0) d.real("DYNAMICCL_DB_MAX_MB", static_cast<double>(s.dbMaxBytes) / (1024 * 1024));
   else d.put("DYNAMICCL_DB_MAX_MB", "(unset)");

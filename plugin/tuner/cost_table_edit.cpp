@@ -12,17 +12,20 @@ TableVerdict inspectCostTable(abi::CostTable table) {
   return TableVerdict::Usable;
 }
 
-int ncclOwnChoice(abi::CostTable table) {
-  const int slot = abi::pickLowestCost(table[0]);  // float[7][3] is contiguous
+int ncclOwnChoice(abi::CostTable table, abi::PickRule rule) {
+  // float[7][3] is contiguous; untouched, the table's filled entries are 2.31's candidates
+  const int slot = abi::pickLowestCost(table[0], rule,
+                                       rule == abi::PickRule::Nccl2_31 ? abi::filledSlots(table[0]) : abi::kAllSlots);
   return slot == abi::kNoPick ? policy::kNcclChoiceUnknown : slot;
 }
 
-const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels) {
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels,
+                                        abi::PickRule rule) {
   int ncclSlot = -1;  // NCCL's own choice, found once and only for guarded candidates
   for (int i = 0; i < candidates.count; ++i) {
     const policy::Decision& d = candidates.decisions[i];
     if (candidates.guarded(i)) {
-      if (ncclSlot < 0) ncclSlot = ncclOwnChoice(table);
+      if (ncclSlot < 0) ncclSlot = ncclOwnChoice(table, rule);
       if (!candidates.admitted(i, ncclSlot)) continue;
     }
     if (d.keepsAlgoProto()) {
@@ -31,10 +34,13 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, ab
     }
     const int a = static_cast<int>(d.algo), p = static_cast<int>(d.proto);
     if (!(table[a][p] >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
-    // NCCL picks the strict minimum with ties to the lowest index: no earlier entry may also be 0.
-    for (int k = 0; k < a * kNumProtos + p; ++k) {
+    // The strict minimum wins; ties go to the lowest slot before 2.31 (no earlier entry may also be
+    // 0) and to the highest from 2.31 (no other entry may be 0). Entries NCCL fills in 2.31 are > 0.
+    const int chosen = a * kNumProtos + p;
+    const int last = rule == abi::PickRule::Nccl2_31 ? kNumAlgos * kNumProtos : chosen;
+    for (int k = 0; k < last; ++k) {
       float& e = table[k / kNumProtos][k % kNumProtos];
-      if (e == 0.0f) e = FLT_MIN;
+      if (k != chosen && e == 0.0f) e = FLT_MIN;
     }
     table[a][p] = 0.0f;
     if (d.nChannels > 0) *nChannels = d.nChannels;

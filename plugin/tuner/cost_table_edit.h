@@ -1,4 +1,6 @@
-// Telling NCCL a decision by editing its cost table: the chosen entry becomes 0 (the minimum).
+// Telling NCCL a decision by editing its cost table: the chosen entry becomes 0 (the minimum), under
+// the selection rule of the NCCL in the process (abi::PickRule). Never a negative cost: 2.31 would
+// select a valid slot holding one.
 #pragma once
 
 #include "plugin/abi/abi.h"
@@ -13,12 +15,14 @@ TableVerdict inspectCostTable(abi::CostTable table);
 
 // NCCL's own choice (abi::pickLowestCost) as policy::ncclChoiceSlot; policy::kNcclChoiceUnknown
 // when no entry counts.
-int ncclOwnChoice(abi::CostTable table);
+int ncclOwnChoice(abi::CostTable table, abi::PickRule rule = abi::PickRule::Nccl2_28);
 
 // Applies the first candidate NCCL can run (entry not IGNORE/negative) whose guard admits NCCL's own
 // choice for this table. Returns the decision applied or nullptr when none was feasible, in which
-// case table and nChannels are untouched.
-const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels);
+// case table and nChannels are untouched. Writes only 0 and FLT_MIN, into entries NCCL filled; a
+// decision's channels go to nChannels as they are (from 2.31 NCCL reads them as a cap).
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels,
+                                        abi::PickRule rule = abi::PickRule::Nccl2_28);
 
 // v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent
 // (NCCL 2.28's v2 shim: multi-node NVLS also needs CollNet; NVLS_TREE is off on one node). Guarded

@@ -5,6 +5,7 @@
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
 #include "plugin/tuner/cost_table_edit.h"
+#include "plugin/tuner/nccl_version.h"
 #include "plugin/online/online_start.h"
 #include "plugin/log.h"
 #include "plugin/settings/settings.h"
@@ -49,6 +50,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
   auto c = std::make_unique<TunerContext>();
   c->abiVersion = abiVersion;
+  c->pickRule = resolveNcclRules(*settings).rule;
   c->shape.commId = commId;
   c->shape.nRanks = static_cast<int>(nRanks);
   c->shape.nNodes = static_cast<int>(nNodes);
@@ -98,7 +100,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   if (candidates.count) {
     abi::CostTable table = abi::asCostTable(collCostTable);
     if (inspectCostTable(table) == TableVerdict::Usable) {
-      applied = applyCandidates(candidates, table, nChannels);
+      applied = applyCandidates(candidates, table, nChannels, c->pickRule);
     } else if (firstTime(gWarnedOddTable)) {
       logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
               collectiveName(Collective(coll)).data());

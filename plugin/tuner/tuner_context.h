@@ -18,6 +18,7 @@ struct TunerContext {
   static constexpr uint64_t kMagic = 0x44796e4943434c31ull;  // "DynICCL1": guards against foreign pointers
   uint64_t magic = kMagic;
   int abiVersion = 0;
+  abi::PickRule pickRule = abi::kNewestPickRule;  // NCCL's selection rules for this process (nccl_version.h)
   CommShape shape;
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
   policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST

@@ -1,0 +1,26 @@
+// Whose selection rules a communicator follows: NCCL's version, read at init from the process's
+// libnccl (no link against it), or DYNAMICCL_NCCL_VERSION. Init only: it may call dlsym/dlopen.
+#pragma once
+
+#include "plugin/abi/abi.h"
+#include "plugin/settings/settings.h"
+
+namespace dynamiccl::plugin {
+
+enum class VersionSource : uint8_t { Setting, Libnccl, Unknown };
+
+struct NcclRules {
+  abi::PickRule rule = abi::kNewestPickRule;
+  int versionCode = 0;  // major * 10000 + minor * 100 + patch; 0 when unknown
+  VersionSource source = VersionSource::Unknown;
+};
+
+// ncclGetVersion from the global scope, else from an already loaded libnccl.so.2 (RTLD_NOLOAD: a
+// PyTorch wheel loads it RTLD_LOCAL); 0 when neither answers (static NCCL, no NCCL at all).
+int detectNcclVersion();
+
+// DYNAMICCL_NCCL_VERSION when set, else the detected version, else the newest rules known. Logs one
+// line when the answer differs from the last one logged (so once per process in a job).
+NcclRules resolveNcclRules(const Settings& settings);
+
+}  // namespace dynamiccl::plugin
