@@ -64,7 +64,8 @@ void ensurePublished(OnlineComm& s, uint64_t boundary);
 
 // The hot path's online step: counts the call, crosses a boundary when due, then picks.
 // nullptr: the static table answers this call.
-inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nBytes, const float* costTable) {
+inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nBytes, const float* costTable,
+                                            abi::PickRule rule) {
   const uint64_t k = s.callIndex++;
   s.callsSeen.store(k + 1, std::memory_order_relaxed);
   if (!s.frozen) {
@@ -79,7 +80,7 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
       for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
       s.modelledKnown[key].store(true, std::memory_order_release);
     }
-    s.ncclDefault[key].store(static_cast<uint8_t>(abi::pickLowestCost(costTable) + 1), std::memory_order_relaxed);
+    s.ncclDefault[key].store(static_cast<uint8_t>(abi::pickLowestCost(costTable, rule) + 1), std::memory_order_relaxed);
   }
   const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
   return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;

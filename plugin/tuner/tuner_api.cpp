@@ -1,6 +1,7 @@
 #include "plugin/tuner/tuner_api.h"
 
 #include <new>
+#include <string>
 
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
@@ -50,7 +51,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
   auto c = std::make_unique<TunerContext>();
   c->abiVersion = abiVersion;
-  c->pickRule = resolveNcclRules(*settings).rule;
+  const NcclRules rules = resolveNcclRules(*settings);
+  c->pickRule = rules.rule;
   c->shape.commId = commId;
   c->shape.nRanks = static_cast<int>(nRanks);
   c->shape.nNodes = static_cast<int>(nNodes);
@@ -75,6 +77,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (commId != 0)
     c->online = startOnline(c->shape, c->table, c->unverified, *c->loaded->profile, *settings);
+  if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
+    c->online->verdictScope.ncclVersion = std::to_string(rules.versionCode / 10000) + "." +
+                                          std::to_string(rules.versionCode / 100 % 100) + "." +
+                                          std::to_string(rules.versionCode % 100);
   registerContext(c.get());
   *context = c.release();
   return ncclSuccess;
@@ -94,7 +100,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     return ncclSuccess;
   }
   const policy::Candidates* learned =
-      c->online ? onlinePick(*c->online, coll, nBytes, reinterpret_cast<const float*>(collCostTable)) : nullptr;
+      c->online ? onlinePick(*c->online, coll, nBytes, reinterpret_cast<const float*>(collCostTable), c->pickRule) : nullptr;
   const policy::Candidates& candidates = learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, regBuff);
   const policy::Decision* applied = nullptr;
   if (candidates.count) {
@@ -117,7 +123,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   if (!c || !isTunable(collType) || (c->table.empty() && !c->online) || !algorithm || !protocol || !nChannels)
     return ncclSuccess;
   const int coll = static_cast<int>(collType);
-  const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr) : nullptr;
+  const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
   const policy::Decision* d =
       firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,
                       collNetSupport != 0, c->shape.nNodes);
