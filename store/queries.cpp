@@ -62,7 +62,8 @@ Status Store::forEachMeasurement(bool include_in_place, const std::function<void
   sqlite3* db = impl_->db;
   Statement st(db,
                "SELECT r.system, o.collective, c.n_ranks, c.n_nodes, o.bytes, o.algo, o.proto, o.n_channels, "
-               "o.chunk, coalesce(o.gpu_us, o.cpu_us), o.busbw_gbps, o.note, o.in_place "
+               "o.chunk, coalesce(o.gpu_us, o.cpu_us), o.busbw_gbps, o.note, o.in_place, "
+               "coalesce(o.is_sym_coll, 0), o.kernel_variant, coalesce(o.user_tag, 0) "
                "FROM observations o JOIN communicators c ON o.comm = c.id JOIN runs r ON c.run_id = r.id "
                "WHERE ?1 OR o.in_place = 0 ORDER BY o.id");
   if (!st.ok()) return makeError(sqliteError(db, "prepare export"));
@@ -84,9 +85,52 @@ Status Store::forEachMeasurement(bool include_in_place, const std::function<void
     row.busbw_gbps = columnReal(s, 10);
     row.note = columnText(s, 11);
     row.in_place = sqlite3_column_int(s, 12) != 0;
+    row.is_sym_coll = sqlite3_column_int(s, 13) != 0;
+    row.kernel_variant = columnText(s, 14);
+    row.user_tag = static_cast<uint64_t>(sqlite3_column_int64(s, 15));
     fn(row);
   }
   if (rc != SQLITE_DONE) return makeError(sqliteError(db, "export"));
+  return Ok{};
+} catch (const std::exception& e) {
+  return makeError(e.what());
+}
+
+Status Store::forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn) try {
+  sqlite3* db = impl_->db;
+  // At most one decision per call: the first row of the same communicator, seq and collective.
+  Statement st(db,
+               "SELECT c.n_ranks, c.n_nodes, o.collective, o.bytes, o.algo, o.proto, o.n_channels, "
+               "coalesce(o.is_sym_coll, 0), o.profiler_version, o.decision_join, d.id, d.algo, d.proto, d.n_channels, "
+               "d.source, r.env_json "
+               "FROM observations o JOIN communicators c ON o.comm = c.id JOIN runs r ON c.run_id = r.id "
+               "LEFT JOIN decisions d ON d.id = (SELECT min(x.id) FROM decisions x WHERE x.comm = o.comm AND "
+               "x.seq = o.seq AND x.collective = o.collective) "
+               "WHERE r.source = 'plugin' ORDER BY o.id");
+  if (!st.ok()) return makeError(sqliteError(db, "prepare applied"));
+  AppliedRow row;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = st.get();
+    row.n_ranks = sqlite3_column_int(s, 0);
+    row.n_nodes = sqlite3_column_int(s, 1);
+    row.collective = columnText(s, 2);
+    row.bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 3));
+    row.algo = columnText(s, 4);
+    row.proto = columnText(s, 5);
+    row.n_channels = static_cast<int>(columnIntOr(s, 6, -1));
+    row.is_sym_coll = sqlite3_column_int(s, 7) != 0;
+    row.profiler_version = static_cast<int>(columnIntOr(s, 8, -1));
+    row.decision_join = columnText(s, 9);
+    row.has_decision = sqlite3_column_type(s, 10) != SQLITE_NULL;
+    row.chosen_algo = columnText(s, 11);
+    row.chosen_proto = columnText(s, 12);
+    row.chosen_channels = static_cast<int>(columnIntOr(s, 13, -1));
+    row.source = columnText(s, 14);
+    row.env_json = columnText(s, 15);
+    fn(row);
+  }
+  if (rc != SQLITE_DONE) return makeError(sqliteError(db, "applied"));
   return Ok{};
 } catch (const std::exception& e) {
   return makeError(e.what());

@@ -110,7 +110,17 @@ CREATE TABLE verdicts (
 CREATE INDEX verdicts_key ON verdicts(fingerprint, n_ranks, n_nodes, collective, min_bytes, id);
 )sql";
 
-constexpr std::array kMigrations = {Migration{1, kSchemaV1}, Migration{2, kSchemaV2}};
+// Version 3: profiler v7 (NCCL 2.31) fields and how each plugin observation found its decision. NULL
+// where unknown: rows of older profilers, of logs, and of every earlier version of this schema.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE observations ADD COLUMN kernel_variant TEXT;
+ALTER TABLE observations ADD COLUMN is_sym_coll INTEGER;
+ALTER TABLE observations ADD COLUMN user_tag INTEGER;
+ALTER TABLE observations ADD COLUMN profiler_version INTEGER;
+ALTER TABLE observations ADD COLUMN decision_join TEXT;
+)sql";
+
+constexpr std::array kMigrations = {Migration{1, kSchemaV1}, Migration{2, kSchemaV2}, Migration{3, kSchemaV3}};
 static_assert(kMigrations.back().to_version == kSchemaVersion, "kSchemaVersion must name the last migration");
 
 Expected<int> userVersion(sqlite3* db) {

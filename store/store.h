@@ -17,7 +17,7 @@
 
 namespace dynamiccl::store {
 
-inline constexpr int kSchemaVersion = 2;  // PRAGMA user_version written by this build
+inline constexpr int kSchemaVersion = 3;  // PRAGMA user_version written by this build
 
 struct StoreOptions {
   std::string path;             // empty: defaultDatabasePath()
@@ -75,6 +75,12 @@ struct ObservationRow {
   bool in_place = false;
   double busbw_gbps = NAN;
   std::string note;         // free text (interchange source_note), may be empty
+  // Profiler v7 (NCCL 2.31+): NULL (the defaults here) for older profilers and for logs.
+  std::string kernel_variant;        // symmetric kernel variant; empty: NULL
+  int is_sym_coll = -1;              // 1: symmetric-memory kernel (algo/proto "default"); -1: NULL
+  std::optional<uint64_t> user_tag;  // ncclCollConfig_t userProfilerTag, 0 untagged
+  int profiler_version = -1;         // ncclProfiler_vN of the plugin's row; -1: NULL
+  std::string decision_join;         // plugin rows: joined|no_tuner|not_asked|lost; empty: NULL
 };
 
 struct DecisionRow {
@@ -135,6 +141,26 @@ struct MeasurementRow {
   double busbw_gbps = NAN;
   std::string note;
   bool in_place = false;
+  bool is_sym_coll = false;      // a symmetric-memory kernel: not an algorithm/protocol choice
+  std::string kernel_variant;
+  uint64_t user_tag = 0;         // 0: untagged or unknown
+};
+
+// One observation of a plugin run with the decision for the same call (communicator and seq), if
+// any, and what that run's environment forced: the rows of `dynamiccl db applied`.
+struct AppliedRow {
+  int n_ranks = 0, n_nodes = 0;
+  std::string collective;
+  uint64_t bytes = 0;
+  std::string algo, proto;        // what ran (stored names)
+  int n_channels = -1;
+  bool is_sym_coll = false;
+  int profiler_version = -1;      // -1 unknown
+  std::string decision_join;      // "" unknown
+  bool has_decision = false;
+  std::string chosen_algo, chosen_proto, source;
+  int chosen_channels = -1;
+  std::string env_json;           // the run's NCCL_* knobs
 };
 
 // How one candidate rule fared against NCCL's default in a job (in-job verification). Latencies
@@ -189,6 +215,8 @@ class Store {
                                                    int n_nodes = 0);
   // Streams observations in insertion order; with in_place false, out-of-place rows only.
   Status forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn);
+  // Streams every observation of plugin runs joined with its decision, in insertion order.
+  Status forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn);
 
   struct Impl;
 

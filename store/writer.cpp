@@ -15,7 +15,8 @@ struct Writer::Statements {
         rollback(db, "ROLLBACK"),
         observation(db,
                     "INSERT INTO observations(comm, seq, collective, bytes, algo, proto, n_channels, chunk, gpu_us, "
-                    "cpu_us, timing_source, ts_ns, in_place, busbw_gbps, note) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+                    "cpu_us, timing_source, ts_ns, in_place, busbw_gbps, note, kernel_variant, is_sym_coll, user_tag, "
+                    "profiler_version, decision_join) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         decision(db,
                  "INSERT INTO decisions(comm, seq, collective, bytes, algo, proto, n_channels, chunk, source, ts_ns) "
                  "VALUES (?,?,?,?,?,?,?,?,?,?)") {}
@@ -66,6 +67,14 @@ bool insertObservation(sqlite3_stmt* st, const ObservationRow& r) {
   bindOptionalReal(st, 14, r.busbw_gbps);
   if (r.note.empty()) sqlite3_bind_null(st, 15);
   else bindStatic(st, 15, r.note);
+  if (r.kernel_variant.empty()) sqlite3_bind_null(st, 16);
+  else bindStatic(st, 16, r.kernel_variant);
+  bindOptionalInt(st, 17, r.is_sym_coll);
+  if (r.user_tag) sqlite3_bind_int64(st, 18, static_cast<int64_t>(*r.user_tag));  // bit pattern kept
+  else sqlite3_bind_null(st, 18);
+  bindOptionalInt(st, 19, r.profiler_version);
+  if (r.decision_join.empty()) sqlite3_bind_null(st, 20);
+  else bindStatic(st, 20, r.decision_join);
   return stepDone(st);
 }
 

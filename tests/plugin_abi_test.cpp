@@ -199,7 +199,7 @@ TEST(PluginAbi, ExportsOnlyPluginSymbols) {
   const int rc = pclose(f);
   if (total == 0 && rc != 0) GTEST_SKIP() << "nm not available";
   EXPECT_EQ(tuner, 5);
-  EXPECT_EQ(total - tuner, 6) << "ncclProfiler_v1..v6";
+  EXPECT_EQ(total - tuner, 7) << "ncclProfiler_v1..v7";
 }
 
 }  // namespace

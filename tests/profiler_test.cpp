@@ -159,7 +159,7 @@ TEST_P(EveryVersion, MeasuresCollectivesInBothEventOrders) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Profiler, EveryVersion, ::testing::Values(1, 2, 3, 4, 5, 6));
+INSTANTIATE_TEST_SUITE_P(Profiler, EveryVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7));
 
 TEST(Profiler, SurvivesMalformedStaleAndRepeatedEvents) {
   ChannelEnv env;
@@ -458,6 +458,183 @@ TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   EXPECT_EQ(rows, 12);
+}
+
+// ---- Profiler v7 (NCCL 2.31): symmetric kernels, user tags, KernelPhase events, and the decision join.
+
+size_t linesMentioning(const std::string& needle);
+
+// One v7 collective as NCCL 2.31 emits it: Coll start and stop, then per channel KernelCh start, its
+// KernelPhase children (initial sync, compute, final sync), KernelChStop and stop.
+void emitWithPhases(const ProfilerLibrary& lib, void* ctx, const ProfilerColl& coll, int channels) {
+  void* h = nullptr;
+  ASSERT_EQ(lib.startColl(ctx, coll, &h), ncclSuccess);
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(lib.stop(h), ncclSuccess);
+  for (int ch = 0; ch < channels; ++ch) {
+    void* k = nullptr;
+    ASSERT_EQ(lib.startKernelCh(ctx, h, ch, 1000, &k), ncclSuccess);
+    for (int phase = 0; phase < 3; ++phase)
+      ASSERT_EQ(lib.kernelPhase(ctx, k, ch, phase, 1000 + 500 * phase, 1500 + 500 * phase), ncclSuccess);
+    ASSERT_EQ(lib.kernelChStop(k, 3000 + 1000 * ch), ncclSuccess);
+    ASSERT_EQ(lib.stop(k), ncclSuccess);
+  }
+}
+
+struct ObservedRow {
+  int64_t seq;
+  std::string algo, proto, variant, join;
+  int64_t sym = -1, tag = -1, version = -1;  // -1: NULL
+  double gpu_us = 0;
+};
+
+std::vector<ObservedRow> storedObservations(const std::string& path) {
+  std::vector<ObservedRow> out;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT seq, algo, proto, coalesce(kernel_variant, ''), coalesce(decision_join, ''), "
+                               "coalesce(is_sym_coll, -1), coalesce(user_tag, -1), coalesce(profiler_version, -1), "
+                               "gpu_us FROM observations ORDER BY seq",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  auto text = [&](int i) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, i))); };
+  while (sqlite3_step(st) == SQLITE_ROW)
+    out.push_back({sqlite3_column_int64(st, 0), text(1), text(2), text(3), text(4), sqlite3_column_int64(st, 5),
+                   sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7), sqlite3_column_double(st, 8)});
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// Calls 0..3 of a communicator whose tuner chose RING/LL on 4 channels for 4 KiB allreduce: a
+// symmetric kernel, an honoured tagged call, a call NCCL ran on TREE, then a call the tuner was never
+// asked about. Returns the log lines saying a decision was not honoured.
+size_t runV7Job(int maxVersion) {
+  TempFile profile(testing::profileJson(
+      R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})"));
+  ScopedEnv profileEnv("DYNAMICCL_PROFILE", profile.path().c_str());
+  constexpr uint64_t kCommId = 0x7777;
+  auto tuner = testing::openPlugin(6);
+  auto comm = tuner->init(harness::CommSpec{kCommId, 8, 1});
+  EXPECT_TRUE(comm.ok());
+  auto lib = openProfiler(maxVersion);
+  EXPECT_TRUE(lib);
+  if (!lib || !comm.ok()) return 0;
+  EXPECT_EQ(lib->version(), maxVersion);
+  harness::LogCapture::clear();
+  int mask = 0;
+  void* ctx = nullptr;
+  ProfilerCommSpec spec;
+  spec.commId = kCommId;
+  EXPECT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  EXPECT_EQ(mask, 66) << "KernelPhase is not asked for";
+  for (int call = 0; call < 3; ++call) {
+    const harness::Choice c = (*comm)->decide(4, 4096, harness::allAvailable());
+    EXPECT_EQ(c.algo, static_cast<int>(Algo::Ring));
+    EXPECT_EQ(c.nChannels, 4);
+  }
+  ProfilerColl coll;  // 1024 float32: 4096 bytes
+  coll.seq = 0;
+  coll.kernelVariant = "AllReduce_AGxLL_R";
+  coll.isSymColl = true;
+  coll.algo = "R";  // what NCCL 2.31 puts there: the variant's suffix
+  coll.proto = "";
+  coll.nChannels = 2;
+  emitWithPhases(*lib, ctx, coll, 2);
+  coll = ProfilerColl{};
+  coll.algo = "RING";
+  coll.proto = "LL";
+  coll.nChannels = 4;
+  coll.seq = 1;
+  coll.userTag = 42;
+  emitWithPhases(*lib, ctx, coll, 4);
+  coll.seq = 2;
+  coll.userTag = 0;
+  coll.algo = "TREE";
+  emitWithPhases(*lib, ctx, coll, 4);
+  coll.seq = 3;  // e.g. a CUDA-graph replay: NCCL ran it, the tuner was asked only three times
+  coll.algo = "RING";
+  emitWithPhases(*lib, ctx, coll, 4);
+  EXPECT_EQ(lib->finalize(ctx), ncclSuccess);
+  return linesMentioning("did not run the plugin's choice");
+}
+
+TEST(ProfilerV7, SymmetricKernelsUserTagsAndPhasesRoundTripIntoTheStore) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  const size_t notHonouredLines = runV7Job(7);
+  EXPECT_EQ(notHonouredLines, 1u) << "one line per communicator, however many calls"
+                                  << ::testing::PrintToString(harness::LogCapture::lines());
+  const auto rows = storedObservations(env.db.path());
+  ASSERT_EQ(rows.size(), 4u);
+  // The symmetric kernel: kept apart (no algorithm/protocol), its variant and GPU time stored.
+  EXPECT_EQ(rows[0].sym, 1);
+  EXPECT_EQ(rows[0].variant, "AllReduce_AGxLL_R");
+  EXPECT_EQ(rows[0].algo, "default");
+  EXPECT_EQ(rows[0].proto, "default");
+  EXPECT_DOUBLE_EQ(rows[0].gpu_us, 3.0);  // channels 1000..3000 and 1000..4000 ns
+  EXPECT_EQ(rows[0].tag, 0);
+  EXPECT_EQ(rows[1].sym, 0);
+  EXPECT_EQ(rows[1].variant, "");
+  EXPECT_EQ(rows[1].tag, 42);
+  EXPECT_EQ(rows[1].algo, "RING");
+  for (const auto& r : rows) EXPECT_EQ(r.version, 7);
+  EXPECT_EQ(rows[0].join, "joined");
+  EXPECT_EQ(rows[2].join, "joined");
+  EXPECT_EQ(rows[3].join, "not_asked");
+}
+
+TEST(ProfilerV7, OlderProfilersStoreNullForTheNewFields) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  runV7Job(6);  // the same job through ncclProfiler_v6: NCCL drops the v7 fields and phases
+  const auto rows = storedObservations(env.db.path());
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.version, 6);
+    EXPECT_EQ(r.sym, -1);
+    EXPECT_EQ(r.tag, -1);
+    EXPECT_EQ(r.variant, "");
+  }
+}
+
+TEST(ProfilerV7, KernelPhaseEventsWithGarbageAreIgnoredSafely) {
+  ChannelEnv env;
+  auto lib = openProfiler(7);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;
+  coll.nChannels = 1;
+  void* h = nullptr;
+  ASSERT_EQ(lib->startColl(ctx, coll, &h), ncclSuccess);
+  void* k = nullptr;
+  ASSERT_EQ(lib->startKernelCh(ctx, h, 0, 1000, &k), ncclSuccess);
+  for (uintptr_t bad : {uintptr_t{0}, uintptr_t{1}, uintptr_t{0xdeadbeef}, reinterpret_cast<uintptr_t>(h)})
+    EXPECT_EQ(lib->kernelPhase(ctx, reinterpret_cast<void*>(bad), 0, 7, 5, 1), ncclSuccess);
+  // A KernelPhase descriptor with a null name, and its stop state sent to our channel and Coll handles.
+  ncclProfilerEventDescr_v7_t phase{};
+  phase.type = ncclProfileKernelPhase;
+  phase.parentObj = k;
+  void* ph = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(lib->startRaw(ctx, &ph, &phase), ncclSuccess);
+  EXPECT_EQ(ph, nullptr);
+  ncclProfilerEventStateArgs_v7_t args{};
+  args.kernelCh.pTimer = 1;
+  EXPECT_EQ(lib->recordStateRaw(k, ncclProfilerKernelPhaseStop, &args), ncclSuccess);
+  EXPECT_EQ(lib->recordStateRaw(h, ncclProfilerKernelPhaseStop, nullptr), ncclSuccess);
+  // An event type from the future: no handle, no crash.
+  phase.type = uint64_t{1} << 40;
+  EXPECT_EQ(lib->startRaw(ctx, &ph, &phase), ncclSuccess);
+  EXPECT_EQ(ph, nullptr);
+  ASSERT_EQ(lib->kernelChStop(k, 4000), ncclSuccess);
+  ASSERT_EQ(lib->stop(k), ncclSuccess);
+  ASSERT_EQ(lib->stop(h), ncclSuccess);
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0][kGpuUs], "3.000") << "the phase stop on a channel handle is not a channel stop";
 }
 
 // ---- Bounds: nothing the plugin opens or writes may block finalize, leak across reloads or lose

@@ -140,6 +140,106 @@ TEST(Store, WriterCommitsObservationsAndDecisionsReadableWithPlainSql) {
   EXPECT_EQ(stats->observations_per_collective["allreduce"], 100);
 }
 
+// A schema-1 file as the first release wrote it (the tables of version 1, verbatim), with rows.
+void writeVersion1Store(const std::string& path) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  const char* sql = R"sql(
+CREATE TABLE runs (id INTEGER PRIMARY KEY, host TEXT NOT NULL DEFAULT '', system TEXT NOT NULL DEFAULT '',
+  nccl_version TEXT NOT NULL DEFAULT '', fingerprint TEXT NOT NULL DEFAULT '', env_json TEXT NOT NULL DEFAULT '{}',
+  source TEXT NOT NULL DEFAULT '', source_hash TEXT NOT NULL DEFAULT '', started_at_ns INTEGER NOT NULL);
+CREATE INDEX runs_source_hash ON runs(source_hash);
+CREATE TABLE communicators (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+  comm_id INTEGER NOT NULL, n_ranks INTEGER NOT NULL, n_nodes INTEGER NOT NULL, rank INTEGER);
+CREATE INDEX communicators_run ON communicators(run_id);
+CREATE TABLE observations (id INTEGER PRIMARY KEY, comm INTEGER NOT NULL REFERENCES communicators(id),
+  seq INTEGER NOT NULL, collective TEXT NOT NULL, bytes INTEGER NOT NULL, algo TEXT NOT NULL, proto TEXT NOT NULL,
+  n_channels INTEGER, chunk INTEGER, gpu_us REAL, cpu_us REAL,
+  timing_source TEXT NOT NULL CHECK (timing_source IN ('gpu', 'host')), ts_ns INTEGER NOT NULL,
+  in_place INTEGER NOT NULL DEFAULT 0, busbw_gbps REAL, note TEXT);
+CREATE INDEX observations_training ON observations(collective, bytes, algo, proto);
+CREATE INDEX observations_comm ON observations(comm, seq);
+CREATE TABLE decisions (id INTEGER PRIMARY KEY, comm INTEGER NOT NULL REFERENCES communicators(id),
+  seq INTEGER NOT NULL, collective TEXT NOT NULL, bytes INTEGER NOT NULL, algo TEXT NOT NULL, proto TEXT NOT NULL,
+  n_channels INTEGER, chunk INTEGER, source TEXT NOT NULL, ts_ns INTEGER NOT NULL);
+CREATE INDEX decisions_training ON decisions(collective, bytes, algo, proto);
+CREATE INDEX decisions_comm ON decisions(comm, seq);
+CREATE TABLE profiles (id INTEGER PRIMARY KEY, name TEXT NOT NULL, text TEXT NOT NULL, created_ns INTEGER NOT NULL);
+INSERT INTO runs(id, host, system, source, started_at_ns) VALUES (1, 'h', 'dgx-h100', 'plugin', 5);
+INSERT INTO communicators VALUES (1, 1, 42, 8, 1, 0);
+INSERT INTO observations(comm, seq, collective, bytes, algo, proto, n_channels, gpu_us, timing_source, ts_ns)
+  VALUES (1, 0, 'allreduce', 4096, 'RING', 'LL', 4, 12.5, 'gpu', 6), (1, 1, 'allreduce', 4096, 'TREE', 'LL', 4, 13.5, 'gpu', 7);
+INSERT INTO decisions(comm, seq, collective, bytes, algo, proto, n_channels, source, ts_ns)
+  VALUES (1, 0, 'allreduce', 4096, 'RING', 'LL', 4, 'table', 6);
+PRAGMA user_version = 1;
+)sql";
+  ASSERT_EQ(sqlite3_exec(h, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  sqlite3_close(h);
+}
+
+// An existing version-1 store migrates in place: its rows stay, the new columns read NULL (unknown),
+// the verdicts table appears, and rows with profiler v7 fields can be written next to the old ones.
+TEST(Store, Version1StoreMigratesInPlaceAndKeepsItsRows) {
+  TempDir dir;
+  const std::string path = dir.path + "/old.db";
+  writeVersion1Store(path);
+  ASSERT_EQ(queryInt(path, "PRAGMA user_version"), 1);
+  {
+    StoreOptions readOnly{.path = path, .read_only = true};
+    EXPECT_FALSE(Store::open(readOnly).ok()) << "a reader must not migrate";
+    EXPECT_EQ(queryInt(path, "PRAGMA user_version"), 1);
+  }
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(queryInt(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 2);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM decisions"), 1);
+  EXPECT_EQ(queryText(path, "SELECT group_concat(algo || gpu_us, ',') FROM observations ORDER BY id"), "RING12.5,TREE13.5");
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations WHERE kernel_variant IS NULL AND is_sym_coll IS NULL "
+                           "AND user_tag IS NULL AND profiler_version IS NULL AND decision_join IS NULL"),
+            2);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM verdicts"), 0);
+
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  Batch b;
+  ObservationRow sym;
+  sym.comm_row = 1;
+  sym.seq = 2;
+  sym.collective = "allreduce";
+  sym.bytes = 4096;
+  sym.gpu_us = 9;
+  sym.kernel_variant = "AllReduce_AGxLL_R";
+  sym.is_sym_coll = 1;
+  sym.user_tag = 0xfedcba9876543210ull;  // the full 64 bits come back
+  sym.profiler_version = 7;
+  sym.decision_join = "not_asked";
+  b.observations.push_back(sym);
+  ASSERT_TRUE((*writer)->write(b).committed);
+  EXPECT_EQ(queryText(path, "SELECT kernel_variant || '/' || is_sym_coll || '/' || profiler_version || '/' || "
+                            "decision_join || '/' || algo FROM observations WHERE seq = 2"),
+            "AllReduce_AGxLL_R/1/7/not_asked/default");
+  std::vector<MeasurementRow> rows;
+  ASSERT_TRUE((*store)->forEachMeasurement(true, [&](const MeasurementRow& m) { rows.push_back(m); }).ok());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].is_sym_coll);
+  EXPECT_EQ(rows[0].user_tag, 0u);
+  EXPECT_TRUE(rows[2].is_sym_coll);
+  EXPECT_EQ(rows[2].kernel_variant, "AllReduce_AGxLL_R");
+  EXPECT_EQ(rows[2].user_tag, 0xfedcba9876543210ull);
+  // The old rows join their decisions for the applied report (no join state: an older build's rows).
+  std::vector<AppliedRow> applied;
+  ASSERT_TRUE((*store)->forEachAppliedRow([&](const AppliedRow& r) { applied.push_back(r); }).ok());
+  ASSERT_EQ(applied.size(), 3u);
+  EXPECT_TRUE(applied[0].has_decision);
+  EXPECT_EQ(applied[0].chosen_algo, "RING");
+  EXPECT_EQ(applied[0].source, "table");
+  EXPECT_FALSE(applied[1].has_decision);
+  EXPECT_EQ(applied[1].decision_join, "");
+  EXPECT_EQ(applied[2].decision_join, "not_asked");
+  EXPECT_TRUE(applied[2].is_sym_coll);
+}
+
 // What a transaction body writes lands whole or not at all: a failing body leaves no run, no
 // communicator and none of the batch it wrote through a Writer.
 TEST(Store, AtomicallyCommitsWholeOrRollsBackWhole) {

@@ -92,6 +92,51 @@ TEST(StoreSamples, ReadsObservationsWithImportanceWeights) {
   EXPECT_NEAR(rows->samples[3].logLatency_us, std::log(103.0), 1e-5);
 }
 
+// Symmetric-memory kernels never become algorithm/protocol samples, and tagged calls are weighted
+// as keys of their own (not mixed with the untagged calls of the same size).
+TEST(StoreSamples, SymmetricKernelsAreSkippedAndUserTagsKeptApart) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("dynamiccl-train-sym-" + std::to_string(::getpid()) + ".db")).string();
+  {
+    auto db = store::Store::open(store::StoreOptions{.path = path});
+    ASSERT_TRUE(db.ok()) << db.error();
+    store::RunInfo info;
+    info.system = "dgx-h100x2";
+    info.source = "plugin";
+    auto run = (*db)->addRun(info);
+    ASSERT_TRUE(run.ok()) << run.error();
+    auto comm = (*db)->addCommunicator(store::CommInfo{.run_id = *run, .n_ranks = 16, .n_nodes = 2});
+    ASSERT_TRUE(comm.ok()) << comm.error();
+    auto writer = store::Writer::create(**db);
+    ASSERT_TRUE(writer.ok()) << writer.error();
+    store::Batch batch;
+    for (int i = 0; i < 5; ++i) {
+      store::ObservationRow r;
+      r.comm_row = *comm;
+      r.seq = i;
+      r.collective = "allreduce";
+      r.bytes = 1 << 20;
+      r.algo = i < 3 ? Algo::Ring : Algo::Tree;
+      r.proto = Proto::Simple;
+      r.gpu_us = 100.0 + i;
+      r.profiler_version = 7;
+      r.is_sym_coll = i == 4 ? 1 : 0;  // even with a readable algo: a symmetric kernel is no such choice
+      r.user_tag = i == 3 ? 7 : 0;
+      batch.observations.push_back(r);
+    }
+    ASSERT_TRUE((*writer)->write(batch).committed);
+  }
+  auto rows = train::storeSamples(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  EXPECT_EQ(rows->read, 5u);
+  EXPECT_EQ(rows->skipped, 1u);
+  EXPECT_EQ(rows->symmetric, 1u);
+  ASSERT_EQ(rows->samples.size(), 4u);
+  // Untagged: RING only (weight 1 each); tagged: TREE only (weight 1). Mixed, TREE would weigh 2.
+  for (const auto& s : rows->samples) EXPECT_NEAR(s.weight, 1.0, 1e-6);
+}
+
 TEST(StoreSamples, MissingDirectoryIsAnError) {
   EXPECT_FALSE(train::storeSamples("/proc/nonexistent/x.db").ok());
 }

@@ -1,9 +1,11 @@
-// `dynamiccl db stats|export-csv [--db F]`: what the store holds, and the interchange CSV of it.
+// `dynamiccl db stats|export-csv|applied [--db F]`: what the store holds, the interchange CSV of it, and
+// whether NCCL ran what the plugin chose.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <memory>
 
+#include "offline/applied/applied.h"
 #include "offline/cli/store_location.h"
 #include "offline/cli/commands.h"
 #include "offline/files/files.h"
@@ -58,6 +60,21 @@ int runExport(const DbOptions& o) {
   return 0;
 }
 
+int runApplied(const DbOptions& o) {
+  auto store = openStore(o);
+  if (!store) return std::cerr << "dynamiccl db applied: " << store.error() << "\n", 1;
+  auto report = applied::appliedReport(**store);
+  if (!report) return std::cerr << "dynamiccl db applied: " << report.error() << "\n", 1;
+  std::cout << (*store)->path() << ": per communicator shape (ranks r / nodes n) and key, the share of calls where "
+            << "NCCL ran what the plugin chose (measured, plugin runs only)\n";
+  if (report->total.calls == 0) {
+    std::cout << "no observations from plugin runs (NCCL_PROFILER_PLUGIN must name this plugin)\n";
+    return 0;
+  }
+  std::cout << applied::formatReport(*report);
+  return 0;
+}
+
 void addDbOption(CLI::App* sub, DbOptions& o) {
   sub->add_option("--db", o.db, "database file (default: DYNAMICCL_DB or ~/.local/share/dynamiccl/<host>.db)");
 }
@@ -79,6 +96,12 @@ void addDbCommand(CLI::App& app) {
   exportCsv->add_flag("--in-place", o->in_place, "include nccl-tests in-place rows");
   exportCsv->callback([o] {
     if (int rc = runExport(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+  CLI::App* appliedCmd = db->add_subcommand(
+      "applied", "Per communicator shape and key: share of calls where NCCL ran the plugin's choice, and why not");
+  addDbOption(appliedCmd, *o);
+  appliedCmd->callback([o] {
+    if (int rc = runApplied(*o); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 

@@ -154,8 +154,9 @@ int run(TrainCmdOptions o) {
   } else if (auto s = train::storeSamples(db); !s) {
     std::printf("store: %s\n", s.error().c_str());
   } else {
-    std::printf("store: %zu observations, %zu used (importance-weighted x %.1f), %zu skipped (%zu of unknown hardware)\n",
-                s->read, s->samples.size(), o.realWeight, s->skipped, s->unknownHardware);
+    std::printf("store: %zu observations, %zu used (importance-weighted x %.1f), %zu skipped (%zu of unknown hardware, "
+                "%zu symmetric-memory kernels)\n",
+                s->read, s->samples.size(), o.realWeight, s->skipped, s->unknownHardware, s->symmetric);
     for (train::Sample& r : s->samples) r.weight *= o.realWeight;
     rows.insert(rows.end(), s->samples.begin(), s->samples.end());
   }

@@ -181,11 +181,16 @@ struct ProfilerColl {
   int nChannels = 2;
   int rank = 0;
   uint64_t commHash = 0;  // v1/v2 descriptors only
+  // v7 only (NCCL 2.31): a symmetric kernel names its variant (and puts the variant's suffix in algo, "" in proto).
+  const char* kernelVariant = nullptr;
+  bool isSymColl = false;
+  uint64_t userTag = 0;
 };
 
 class ProfilerLibrary {
  public:
-  // Path as NCCL_PROFILER_PLUGIN would name it; probes ncclProfiler_v<maxVersion> down to v1.
+  // Path as NCCL_PROFILER_PLUGIN would name it; probes ncclProfiler_v<maxVersion> down to v1
+  // (NCCL 2.28.9: 5, 2.29/2.30: 6, 2.31: 7).
   static Expected<std::shared_ptr<ProfilerLibrary>> open(const std::string& path, int maxVersion = 6);
   ~ProfilerLibrary();
   int version() const { return version_; }
@@ -197,6 +202,10 @@ class ProfilerLibrary {
   // v3 has no pTimer (ignored); v1/v2 have no KernelCh events (returns success, *handle = nullptr).
   ncclResult_t startKernelCh(void* context, void* parentColl, int channelId, uint64_t pTimer_ns, void** handle) const;
   ncclResult_t kernelChStop(void* handle, uint64_t pTimer_ns) const;  // recordEventState(KernelChStop)
+  // v7: one KernelPhase child of a KernelCh as NCCL 2.31 emits it (start, KernelPhaseStop, stop if a
+  // handle came back); earlier versions: nothing (NCCL drops the event for them).
+  ncclResult_t kernelPhase(void* context, void* parentChannel, int channelId, int phaseId, uint64_t start_ns,
+                           uint64_t stop_ns) const;
   ncclResult_t stop(void* handle) const;
   // startEvent with a raw descriptor pointer (may be null or garbage) for malformed-input tests.
   ncclResult_t startRaw(void* context, void** handle, void* descr) const;

@@ -1,4 +1,4 @@
-// Opening the profiler role of a plugin library and emitting events the way NCCL 2.23..2.29 do.
+// Opening the profiler role of a plugin library and emitting events the way NCCL 2.23..2.31 do.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -44,12 +44,22 @@ void fillNamed(Coll& out, const ProfilerColl& in) {
   if constexpr (requires { out.nChannels; }) out.nChannels = static_cast<uint8_t>(in.nChannels);
   else out.nMaxChannels = static_cast<uint8_t>(in.nChannels);
   if constexpr (requires { out.commHash; }) out.commHash = in.commHash;
+  if constexpr (requires { out.isSymColl; }) {
+    out.kernelVariant = in.kernelVariant;
+    out.isSymColl = in.isSymColl;
+    out.userTag = in.userTag;
+  }
 }
+
+template <typename T>
+constexpr bool kHasPTimer = std::is_same_v<T, ncclProfiler_v4_t> || std::is_same_v<T, ncclProfiler_v5_t> ||
+                            std::is_same_v<T, ncclProfiler_v6_t> || std::is_same_v<T, ncclProfiler_v7_t>;
 
 // Calls fn(table) with the library's table cast to its version's type.
 template <typename F>
 auto withTable(int version, const void* table, F&& fn) {
   switch (version) {
+    case 7: return fn(static_cast<const ncclProfiler_v7_t*>(table));
     case 6: return fn(static_cast<const ncclProfiler_v6_t*>(table));
     case 5: return fn(static_cast<const ncclProfiler_v5_t*>(table));
     case 4: return fn(static_cast<const ncclProfiler_v4_t*>(table));
@@ -85,7 +95,8 @@ std::string ProfilerLibrary::name() const {
 ncclResult_t ProfilerLibrary::init(const ProfilerCommSpec& spec, int* mask, void** context) const {
   return withTable(version_, table_, [&](auto* t) -> ncclResult_t {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(t)>>;
-    if constexpr (std::is_same_v<T, ncclProfiler_v5_t> || std::is_same_v<T, ncclProfiler_v6_t>)
+    if constexpr (std::is_same_v<T, ncclProfiler_v5_t> || std::is_same_v<T, ncclProfiler_v6_t> ||
+                  std::is_same_v<T, ncclProfiler_v7_t>)
       return t->init(context, spec.commId, mask, "harness", spec.nNodes, spec.nRanks, spec.rank, LogCapture::logger());
     else if constexpr (std::is_same_v<T, ncclProfiler_v4_t>)
       return t->init(context, mask, "harness", spec.commId, spec.nNodes, spec.nRanks, spec.rank, LogCapture::logger());
@@ -114,7 +125,8 @@ ncclResult_t ProfilerLibrary::startColl(void* context, const ProfilerColl& c, vo
       using Descr = std::conditional_t<std::is_same_v<T, ncclProfiler_v2_t>, ncclProfilerEventDescr_v2_t,
                     std::conditional_t<std::is_same_v<T, ncclProfiler_v3_t>, ncclProfilerEventDescr_v3_t,
                     std::conditional_t<std::is_same_v<T, ncclProfiler_v4_t>, ncclProfilerEventDescr_v4_t,
-                                       ncclProfilerEventDescr_v5_t>>>;
+                    std::conditional_t<std::is_same_v<T, ncclProfiler_v7_t>, ncclProfilerEventDescr_v7_t,
+                                       ncclProfilerEventDescr_v5_t>>>>;
       Descr d{};
       d.type = ncclProfileColl;
       d.rank = c.rank;
@@ -135,10 +147,10 @@ ncclResult_t ProfilerLibrary::startKernelCh(void* context, void* parent, int cha
       d.parentObj = parent;
       d.kernelCh.channelId = static_cast<uint8_t>(channelId);
       return t->startEvent(context, handle, &d);
-    } else if constexpr (std::is_same_v<T, ncclProfiler_v4_t> || std::is_same_v<T, ncclProfiler_v5_t> ||
-                         std::is_same_v<T, ncclProfiler_v6_t>) {
+    } else if constexpr (kHasPTimer<T>) {
       std::conditional_t<std::is_same_v<T, ncclProfiler_v4_t>, ncclProfilerEventDescr_v4_t,
-                         ncclProfilerEventDescr_v5_t> d{};
+                         std::conditional_t<std::is_same_v<T, ncclProfiler_v7_t>, ncclProfilerEventDescr_v7_t,
+                                            ncclProfilerEventDescr_v5_t>> d{};
       d.type = ncclProfileKernelCh;
       d.parentObj = parent;
       d.kernelCh.channelId = static_cast<uint8_t>(channelId);
@@ -153,14 +165,38 @@ ncclResult_t ProfilerLibrary::startKernelCh(void* context, void* parent, int cha
 ncclResult_t ProfilerLibrary::kernelChStop(void* handle, uint64_t pTimer) const {
   return withTable(version_, table_, [&](auto* t) -> ncclResult_t {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(t)>>;
-    if constexpr (std::is_same_v<T, ncclProfiler_v4_t> || std::is_same_v<T, ncclProfiler_v5_t> ||
-                  std::is_same_v<T, ncclProfiler_v6_t>) {
+    if constexpr (kHasPTimer<T>) {
       ncclProfilerEventStateArgs_v4_t a{};
       a.kernelCh.pTimer = pTimer;
       return t->recordEventState(handle, ncclProfilerKernelChStop, &a);
     } else {
       ncclProfilerEventStateArgs_v1_t a{};
       return t->recordEventState(handle, ncclProfilerKernelChStop, &a);
+    }
+  });
+}
+
+ncclResult_t ProfilerLibrary::kernelPhase(void* context, void* parent, int channelId, int phaseId, uint64_t start_ns,
+                                          uint64_t stop_ns) const {
+  static const char* kPhaseNames[] = {"initial_sync", "compute", "final_sync"};
+  return withTable(version_, table_, [&](auto* t) -> ncclResult_t {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(t)>>;
+    if constexpr (std::is_same_v<T, ncclProfiler_v7_t>) {
+      ncclProfilerEventDescr_v7_t d{};
+      d.type = ncclProfileKernelPhase;
+      d.parentObj = parent;
+      d.kernelPhase.channelId = static_cast<uint8_t>(channelId);
+      d.kernelPhase.phaseId = static_cast<uint8_t>(phaseId);
+      d.kernelPhase.phaseName = kPhaseNames[static_cast<unsigned>(phaseId) % 3];
+      d.kernelPhase.pTimer = start_ns;
+      void* h = nullptr;
+      if (ncclResult_t r = t->startEvent(context, &h, &d); r != ncclSuccess || !h) return r;
+      ncclProfilerEventStateArgs_v7_t a{};
+      a.kernelCh.pTimer = stop_ns;  // NCCL reuses the KernelCh member for the phase's stop
+      if (ncclResult_t r = t->recordEventState(h, ncclProfilerKernelPhaseStop, &a); r != ncclSuccess) return r;
+      return t->stopEvent(h);
+    } else {
+      return ncclSuccess;  // NCCL drops KernelPhase events for v6 and older profilers
     }
   });
 }

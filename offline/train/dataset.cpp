@@ -90,6 +90,11 @@ Expected<StoreRows> storeSamples(const std::string& dbPath) {
   std::map<std::string, TopologyFingerprint> fps;
   auto st = (*db)->forEachMeasurement(false, [&](const store::MeasurementRow& r) {
     ++out.read;
+    if (r.is_sym_coll) {  // kept apart: its latency says nothing about any algorithm/protocol
+      ++out.skipped;
+      ++out.symmetric;
+      return;
+    }
     auto coll = parseCollective(r.collective);
     auto algo = parseAlgo(r.algo);
     auto proto = parseProto(r.proto);
@@ -120,7 +125,7 @@ Expected<StoreRows> storeSamples(const std::string& dbPath) {
     s.logLatency_us = static_cast<float>(std::log(r.time_us));
     out.samples.push_back(s);
     keys.push_back(r.system + "/" + std::to_string(r.n_ranks) + "/" + r.collective + "/" +
-                   std::to_string(SizeBucket::of(r.bytes)));
+                   std::to_string(SizeBucket::of(r.bytes)) + (r.user_tag ? "/tag" + std::to_string(r.user_tag) : ""));
     configs.push_back(r.algo + "/" + r.proto + "/" + std::to_string(r.n_channels));
   });
   if (!st) return makeError("store " + dbPath + ": " + st.error());

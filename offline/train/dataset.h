@@ -35,8 +35,9 @@ std::vector<float> importanceWeights(const std::vector<std::string>& keys, const
 struct StoreRows {
   std::vector<Sample> samples;
   size_t read = 0;     // measurements in the store
-  size_t skipped = 0;  // unknown config/time, untunable collective, unknown hardware
+  size_t skipped = 0;  // unknown config/time, untunable collective, unknown hardware, symmetric-memory kernel
   size_t unknownHardware = 0;  // of skipped: no preset or platform matches the row's system
+  size_t symmetric = 0;  // of skipped: symmetric-memory kernels (a variant NCCL picks, not an algo/proto choice)
 };
 // Observations of a store file, each with the fingerprint of the machine it was measured on (a
 // preset machine by name, else the platform its system string names; rows of neither are skipped).

@@ -1,5 +1,6 @@
-// Our own declarations of NCCL's profiler plugin ABI (v1..v6), written from NCCL's
-// src/include/plugin/profiler/profiler_v{1..5}.h (v2.28.9-1) and profiler_v6.h (v2.29.2-1) and checked
+// Our own declarations of NCCL's profiler plugin ABI (v1..v7), written from NCCL's
+// src/include/plugin/profiler/profiler_v{1..5}.h (v2.28.9-1), profiler_v6.h (v2.29.2-1) and
+// profiler_v7.h (v2.31.2-1) and checked
 // below at compile time against the sizes/offsets those headers give on LP64 (measured with g++).
 // Only the members the profiler role reads are spelled out; the rest is kept as layout padding.
 #pragma once
@@ -30,6 +31,7 @@ enum : uint64_t {
   ncclProfileCeColl = 1u << 12,  // v6+
   ncclProfileCeSync = 1u << 13,
   ncclProfileCeBatch = 1u << 14,
+  ncclProfileKernelPhase = 1u << 15,  // v7+: per-channel phases, children of a KernelCh
 };
 
 // States; only KernelChStop matters to us, the enum just has NCCL's int width.
@@ -38,6 +40,7 @@ typedef enum {
   ncclProfilerKernelChStop = 22,
   ncclProfilerGroupEndApiStart = 24,
   ncclProfilerCeBatchComplete = 30,
+  ncclProfilerKernelPhaseStop = 31,  // v7: args.kernelCh.pTimer = the phase's stop
 } ncclProfilerEventState_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v1_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v2_t;
@@ -45,6 +48,7 @@ typedef ncclProfilerEventState_t ncclProfilerEventState_v3_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v4_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v5_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v6_t;
+typedef ncclProfilerEventState_t ncclProfilerEventState_v7_t;
 
 // ---- v1 (2.23.4): numeric func/datatype/algo/proto ----
 typedef struct {
@@ -207,6 +211,45 @@ typedef ncclProfilerEventStateArgs_v4_t ncclProfilerEventStateArgs_v5_t;
 typedef ncclProfilerEventDescr_v5_t ncclProfilerEventDescr_v6_t;
 typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v6_t;
 
+// ---- v7 (2.31.2): coll gains kernelVariant, isSymColl, userTag; KernelPhase events ----
+typedef struct {
+  uint64_t seqNumber;
+  const char* func;
+  const void* sendBuff;
+  void* recvBuff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t nChannels;
+  uint8_t nWarps;
+  const char* algo;   // symmetric kernels: the variant's suffix, not an algorithm name
+  const char* proto;  // symmetric kernels: ""
+  void* parentGroup;
+  const char* kernelVariant;  // symmetric kernels only ("AllReduce_AGxLL_R"); null otherwise
+  bool isSymColl;
+  uint64_t userTag;  // per-call ncclCollConfig_t userProfilerTag; 0 untagged
+} ncclProfilerCollDescr_v7_t;
+
+typedef struct {
+  uint8_t channelId;
+  uint8_t phaseId;  // 0 initial sync, 1 compute, 2 final sync
+  const char* phaseName;
+  uint64_t pTimer;  // GPU globaltimer (ns) at the phase's start
+} ncclProfilerKernelPhaseDescr_v7_t;
+
+typedef struct {
+  uint64_t type;
+  void* parentObj;  // KernelPhase: the KernelCh handle
+  int rank;
+  union {
+    ncclProfilerCollDescr_v7_t coll;
+    ncclProfilerKernelChDescr_v4_t kernelCh;
+    ncclProfilerKernelPhaseDescr_v7_t kernelPhase;
+    unsigned char layout_v7[112];  // collApi, p2pApi, p2p, ceColl (+userTag) ...: not read
+  };
+} ncclProfilerEventDescr_v7_t;
+typedef ncclProfilerEventStateArgs_v4_t ncclProfilerEventStateArgs_v7_t;  // KernelPhaseStop reuses kernelCh
+
 #define DYNAMICCL_PROFILER_STRUCT(V, INIT_ARGS)                                                          \
   typedef struct {                                                                                      \
     const char* name;                                                                                   \
@@ -226,6 +269,8 @@ DYNAMICCL_PROFILER_STRUCT(v4, (void** context, int* eActivationMask, const char*
 DYNAMICCL_PROFILER_STRUCT(v5, (void** context, uint64_t commId, int* eActivationMask, const char* commName,
                                int nNodes, int nranks, int rank, ncclDebugLogger_t logfn))
 DYNAMICCL_PROFILER_STRUCT(v6, (void** context, uint64_t commId, int* eActivationMask, const char* commName,
+                               int nNodes, int nranks, int rank, ncclDebugLogger_t logfn))
+DYNAMICCL_PROFILER_STRUCT(v7, (void** context, uint64_t commId, int* eActivationMask, const char* commName,
                                int nNodes, int nranks, int rank, ncclDebugLogger_t logfn))
 #undef DYNAMICCL_PROFILER_STRUCT
 
@@ -263,8 +308,20 @@ static_assert(sizeof(ncclProfilerEventDescr_v5_t) == 112 && DYNAMICCL_OFF(v5, pa
               DYNAMICCL_OFF(v5, coll.algo) == 88 && DYNAMICCL_OFF(v5, coll.proto) == 96 &&
               DYNAMICCL_OFF(v5, coll.parentGroup) == 104 && DYNAMICCL_OFF(v5, kernelCh.pTimer) == 32);
 static_assert(sizeof(ncclProfilerEventDescr_v6_t) == 112, "v6 adds CE members within the same 112 bytes");
+static_assert(sizeof(ncclProfilerEventDescr_v7_t) == 136 && DYNAMICCL_OFF(v7, parentObj) == 8 &&
+              DYNAMICCL_OFF(v7, rank) == 16 && DYNAMICCL_OFF(v7, coll.seqNumber) == 24 &&
+              DYNAMICCL_OFF(v7, coll.func) == 32 && DYNAMICCL_OFF(v7, coll.count) == 56 &&
+              DYNAMICCL_OFF(v7, coll.datatype) == 72 && DYNAMICCL_OFF(v7, coll.nChannels) == 80 &&
+              DYNAMICCL_OFF(v7, coll.algo) == 88 && DYNAMICCL_OFF(v7, coll.proto) == 96 &&
+              DYNAMICCL_OFF(v7, coll.parentGroup) == 104 && DYNAMICCL_OFF(v7, coll.kernelVariant) == 112 &&
+              DYNAMICCL_OFF(v7, coll.isSymColl) == 120 && DYNAMICCL_OFF(v7, coll.userTag) == 128);
+static_assert(DYNAMICCL_OFF(v7, kernelCh.channelId) == 24 && DYNAMICCL_OFF(v7, kernelCh.pTimer) == 32 &&
+              DYNAMICCL_OFF(v7, kernelPhase.channelId) == 24 && DYNAMICCL_OFF(v7, kernelPhase.phaseId) == 25 &&
+              DYNAMICCL_OFF(v7, kernelPhase.phaseName) == 32 && DYNAMICCL_OFF(v7, kernelPhase.pTimer) == 40);
 static_assert(sizeof(ncclProfilerEventStateArgs_v1_t) == 16 && sizeof(ncclProfilerEventStateArgs_v4_t) == 8);
 static_assert(sizeof(ncclProfiler_v1_t) == 48 && offsetof(ncclProfiler_v1_t, finalize) == 40);
 static_assert(sizeof(ncclProfiler_v5_t) == 48 && offsetof(ncclProfiler_v5_t, recordEventState) == 32);
 static_assert(sizeof(ncclProfiler_v6_t) == 48 && offsetof(ncclProfiler_v6_t, startEvent) == 16);
+static_assert(sizeof(ncclProfiler_v7_t) == 48 && offsetof(ncclProfiler_v7_t, recordEventState) == 32 &&
+              sizeof(ncclProfilerEventStateArgs_v7_t) == 8);
 #undef DYNAMICCL_OFF

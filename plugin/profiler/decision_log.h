@@ -13,6 +13,15 @@ namespace dynamiccl::plugin {
 
 enum class DecisionSource : uint8_t { NcclDefault = 0, Table = 1, Online = 2 };
 
+// How an observation found (or did not find) the decision for its call, for the store and the
+// applied-or-not report.
+enum class DecisionJoin : uint8_t {
+  Joined,    // the decision of the same call
+  NoTuner,   // no tuner context of this communicator in the process (tuner role not this library)
+  NotAsked,  // NCCL ran more calls than it asked the tuner about (CUDA-graph replays)
+  Lost,      // asked, but the log slot was reused or the size differs
+};
+
 struct LoggedDecision {
   uint64_t call = 0;  // this collective's call index on the communicator (NCCL's seqNumber for lone calls)
   uint64_t nBytes = 0;
@@ -30,7 +39,8 @@ class DecisionLog {
   // Hot path: a few stores, no lock, no allocation. Returns the call index it logged.
   uint64_t record(int coll, uint64_t nBytes, Algo algo, Proto proto, int nChannels, uint64_t chunkBytes,
                   DecisionSource source) {
-    const uint64_t call = calls_[coll]++;
+    const uint64_t call = calls_[coll].load(std::memory_order_relaxed);
+    calls_[coll].store(call + 1, std::memory_order_relaxed);  // one writer: plain moves, no locked add
     Slot& s = slots_[coll][call % kSlots];
     // Release payload stores (plain moves on x86): a reader that sees any of them also sees kWriting.
     s.call.store(kWriting, std::memory_order_relaxed);
@@ -57,6 +67,9 @@ class DecisionLog {
     return true;
   }
 
+  // Worker: how many calls of this collective the tuner was asked about so far.
+  uint64_t callsSoFar(int coll) const { return calls_[coll].load(std::memory_order_relaxed); }
+
  private:
   static constexpr uint64_t kWriting = ~uint64_t{0};
   // The seqlock's payload is atomic words (race-free under the memory model); packed: algo, proto,
@@ -77,7 +90,7 @@ class DecisionLog {
     std::atomic<uint64_t> call{kWriting};  // seqlock-style: kWriting while the payload changes
     std::atomic<uint64_t> nBytes{0}, chunkBytes{0}, packed{0};
   };
-  std::array<uint64_t, kNumCollectives> calls_{};
+  std::array<std::atomic<uint64_t>, kNumCollectives> calls_{};
   std::array<std::array<Slot, kSlots>, kNumCollectives> slots_{};
 };
 

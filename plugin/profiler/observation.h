@@ -27,7 +27,16 @@ struct Observation {
   int nNodes = 0;
   uint64_t elemBytes = 0;  // count*typeSize (per-rank share) as NCCL described it
   int64_t stop_ns = 0;   // host steady-clock time the record completed (ordering, not wall time)
+  // Profiler v7 (NCCL 2.31+); zero before. A symmetric-memory collective runs a kernel variant, not an
+  // algorithm/protocol: algo and proto are Default for it, and it must not be mixed with ordinary calls.
+  uint64_t userTag = 0;      // ncclCollConfig_t userProfilerTag; 0 untagged
+  uint8_t kernelVariant = 0; // kernelVariantName(id); 0 none
+  bool isSymColl = false;
+  uint8_t profilerVersion = 0;  // the ncclProfiler_vN NCCL loaded
 };
+
+// The name of a symmetric kernel variant as NCCL spelled it (at most 31 characters); "" for 0 or unknown.
+const char* kernelVariantName(uint8_t id);
 
 // A sink gets batches of observations on the worker thread, in completion order. It must not block
 // for long (it delays every other sink), must not throw (exceptions are caught and counted) and must

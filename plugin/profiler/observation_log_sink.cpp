@@ -20,7 +20,7 @@ class LogFileSink final : public WorkerSink {
   LogFileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~LogFileSink() override { ::close(fd_); }
 
-  void consume(const Observation* o, size_t n) override {
+  void consume(const Observation* o, const JoinedDecision*, size_t n) override {
     text_.clear();
     char line[512];
     for (size_t i = 0; i < n; ++i) {

@@ -14,9 +14,7 @@
 #include <map>
 #include <tuple>
 
-#include "plugin/context_registry.h"
 #include "plugin/log.h"
-#include "plugin/tuner/tuner_context.h"
 #include "plugin/profiler/worker.h"
 #include "store/store.h"
 
@@ -43,7 +41,8 @@ struct PendingRow {
 // never hold up the measurement feed.
 class StoreSink final : public WorkerSink {
  public:
-  StoreSink(const Settings& settings, const std::atomic<bool>* giveUp) {
+  StoreSink(const Settings& settings, const std::atomic<bool>* giveUp)
+      : ncclAlgo_(settings.ncclAlgo), ncclProto_(settings.ncclProto) {
     options_.path = settings.dbPath;
     options_.max_bytes = settings.dbMaxBytes;
     options_.give_up = giveUp;
@@ -62,7 +61,7 @@ class StoreSink final : public WorkerSink {
     thread_.join();
   }
 
-  void consume(const Observation* o, size_t n) override {
+  void consume(const Observation* o, const JoinedDecision* joins, size_t n) override {
     std::vector<PendingRow> rows;
     rows.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -79,7 +78,15 @@ class StoreSink final : public WorkerSink {
       row.cpu_us = o[i].cpu_us > 0 ? o[i].cpu_us : NAN;
       row.timing = o[i].gpuTiming ? store::TimingSource::Gpu : store::TimingSource::Host;
       row.ts_ns = o[i].stop_ns + wallMinusSteady_ns_;
-      p.hasDecision = findDecision(o[i], row, p.decision);
+      row.profiler_version = o[i].profilerVersion;
+      if (o[i].profilerVersion >= 7) {  // fields NCCL gives from v7 on; NULL before
+        row.is_sym_coll = o[i].isSymColl ? 1 : 0;
+        row.user_tag = o[i].userTag;
+        if (o[i].kernelVariant) row.kernel_variant = kernelVariantName(o[i].kernelVariant);
+      }
+      row.decision_join = joinName(joins[i].join);
+      p.hasDecision = joins[i].join == DecisionJoin::Joined;
+      if (p.hasDecision) fillDecision(joins[i].decision, row, p.decision);
       rows.push_back(std::move(p));
     }
     size_t lost = 0;
@@ -98,15 +105,17 @@ class StoreSink final : public WorkerSink {
   }
 
  private:
-  // The tuner's decision for the same communicator and call (commId joins the two roles; every
-  // context of one commId decides identically, so any of them will do).
-  static bool findDecision(const Observation& o, const store::ObservationRow& obs, store::DecisionRow& row) {
-    LoggedDecision d;
-    bool found = false;
-    forEachContextWithCommId(o.commId, [&](TunerContext& c) {
-      if (!found) found = c.decisions.find(static_cast<int>(o.coll), o.seq, o.bytes, &d);
-    });
-    if (!found) return false;
+  static const char* joinName(DecisionJoin j) {
+    switch (j) {
+      case DecisionJoin::Joined: return "joined";
+      case DecisionJoin::NotAsked: return "not_asked";
+      case DecisionJoin::Lost: return "lost";
+      default: return "no_tuner";
+    }
+  }
+
+  // The tuner's decision for the same call, as the worker joined it.
+  static void fillDecision(const LoggedDecision& d, const store::ObservationRow& obs, store::DecisionRow& row) {
     row.seq = obs.seq;
     row.collective = obs.collective;
     row.bytes = d.nBytes;
@@ -116,7 +125,6 @@ class StoreSink final : public WorkerSink {
     row.chunk = d.chunkBytes > 0 ? static_cast<int64_t>(d.chunkBytes) : -1;
     row.source = d.source == DecisionSource::Table ? "table" : d.source == DecisionSource::Online ? "online" : "default";
     row.ts_ns = obs.ts_ns;
-    return true;
   }
 
   // Committer thread: opens the store (waiting for locks here, not in the worker), then commits what
@@ -155,6 +163,7 @@ class StoreSink final : public WorkerSink {
     gethostname(host, sizeof host - 1);
     run.host = host;
     run.source = "plugin";
+    run.env_json = envJson();
     auto runId = db.value()->addRun(run);
     auto writer = runId.ok() ? store::Writer::create(*db.value()) : makeError(runId.error());
     if (!writer.ok()) {
@@ -206,7 +215,24 @@ class StoreSink final : public WorkerSink {
     return comms_[key] = id.value();
   }
 
+  // NCCL's selection knobs of this run as a JSON object (the applied report's likely causes).
+  std::string envJson() const {
+    auto quoted = [](const std::string& v) {
+      std::string out = "\"";
+      for (const char ch : v) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+      }
+      return out + "\"";
+    };
+    std::string json = "{";
+    if (!ncclAlgo_.empty()) json += "\"NCCL_ALGO\":" + quoted(ncclAlgo_);
+    if (!ncclProto_.empty()) json += std::string(json.size() > 1 ? "," : "") + "\"NCCL_PROTO\":" + quoted(ncclProto_);
+    return json + "}";
+  }
+
   store::StoreOptions options_;
+  std::string ncclAlgo_, ncclProto_;
   int64_t wallMinusSteady_ns_ = 0;
 
   std::mutex mutex_;  // pending_, stopping_, unusable_

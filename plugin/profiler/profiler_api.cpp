@@ -45,6 +45,7 @@ void* profilerStartColl(ProfilerContext& c, CollStart& start) {
     start.nNodes = c.nNodes;
   }
   if (start.rank < 0) start.rank = c.rank;
+  start.profilerVersion = static_cast<uint8_t>(c.version);
   // If NCCL never sends KernelCh (mask overridden, old core), the sweep's forced completions would
   // be the only way out; wait for channels only after one has been seen or while none was forced.
   const ProfilerCounters& counters = profilerCounters();

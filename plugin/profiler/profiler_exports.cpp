@@ -1,6 +1,6 @@
-// The exported profiler symbols, v1..v6: each decodes its version's descriptor and hands a
+// The exported profiler symbols, v1..v7: each decodes its version's descriptor and hands a
 // version-neutral CollStart to profiler_api, through the one exception boundary (plugin/guard.h).
-// NCCL 2.28.9 probes v5 first, 2.29+ v6 first.
+// NCCL 2.28.9 probes v5 first, 2.29/2.30 v6 first, 2.31+ v7 first.
 #include "plugin/abi/abi.h"
 #include "plugin/guard.h"
 #include "plugin/log.h"
@@ -28,6 +28,16 @@ bool decodeNamed(const Coll& in, dp::CollStart& out) {
   if constexpr (requires { in.nChannels; }) out.nChannels = in.nChannels;
   else out.nChannels = in.nMaxChannels;
   if constexpr (requires { in.commHash; }) out.commId = in.commHash;
+  if constexpr (requires { in.isSymColl; }) {
+    out.userTag = in.userTag;
+    out.isSymColl = in.isSymColl;
+    if (in.isSymColl) {
+      // NCCL names a symmetric kernel's variant where the algorithm would be: no algorithm/protocol ran.
+      out.algo = dynamiccl::Algo::Default;
+      out.proto = dynamiccl::Proto::Default;
+      out.kernelVariant = dp::internKernelVariant(in.kernelVariant);
+    }
+  }
   return true;
 }
 
@@ -58,6 +68,7 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* eDescr) {
       else ok = decodeNamed(eDescr->coll, start);
       if (ok) *eHandle = dp::profilerStartColl(*c, start);
     } else if constexpr (requires { eDescr->kernelCh.pTimer; }) {
+      // KernelPhase (v7) and anything newer: no handle, so NCCL sends neither its state nor its stop.
       if (eDescr->type == ncclProfileKernelCh)
         *eHandle = dp::profilerStartKernelCh(eDescr->parentObj, eDescr->kernelCh.channelId, eDescr->kernelCh.pTimer);
     }
@@ -107,6 +118,10 @@ ncclResult_t initV6(void** ctx, uint64_t commId, int* mask, const char*, int nNo
                     ncclDebugLogger_t logger) {
   return init(6, ctx, mask, commId, nNodes, nRanks, rank, logger);
 }
+ncclResult_t initV7(void** ctx, uint64_t commId, int* mask, const char*, int nNodes, int nRanks, int rank,
+                    ncclDebugLogger_t logger) {
+  return init(7, ctx, mask, commId, nNodes, nRanks, rank, logger);
+}
 
 #define DYNAMICCL_PROFILER_TABLE(V, INIT)                                                                  \
   {kName, INIT, startEvent<ncclProfilerEventDescr_##V##_t>, stopEvent,                                    \
@@ -121,6 +136,7 @@ extern __attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfil
 extern __attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4;
 extern __attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5;
 extern __attribute__((visibility("default"))) const ncclProfiler_v6_t ncclProfiler_v6;
+extern __attribute__((visibility("default"))) const ncclProfiler_v7_t ncclProfiler_v7;
 
 const ncclProfiler_v1_t ncclProfiler_v1 = DYNAMICCL_PROFILER_TABLE(v1, initV1);
 const ncclProfiler_v2_t ncclProfiler_v2 = DYNAMICCL_PROFILER_TABLE(v2, initV2);
@@ -128,4 +144,5 @@ const ncclProfiler_v3_t ncclProfiler_v3 = DYNAMICCL_PROFILER_TABLE(v3, initV3);
 const ncclProfiler_v4_t ncclProfiler_v4 = DYNAMICCL_PROFILER_TABLE(v4, initV4);
 const ncclProfiler_v5_t ncclProfiler_v5 = DYNAMICCL_PROFILER_TABLE(v5, initV5);
 const ncclProfiler_v6_t ncclProfiler_v6 = DYNAMICCL_PROFILER_TABLE(v6, initV6);
+const ncclProfiler_v7_t ncclProfiler_v7 = DYNAMICCL_PROFILER_TABLE(v7, initV7);
 }

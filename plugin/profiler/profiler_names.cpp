@@ -1,5 +1,9 @@
 #include "plugin/profiler/profiler_names.h"
 
+#include <atomic>
+
+#include "plugin/profiler/observation.h"
+
 namespace dynamiccl::plugin {
 namespace {
 
@@ -84,6 +88,42 @@ Algo algoFromIndex(unsigned algo) {
 }
 Proto protoFromIndex(unsigned proto) {
   return proto < static_cast<unsigned>(kNumProtos) ? static_cast<Proto>(proto) : Proto::Default;
+}
+
+namespace {
+constexpr unsigned kVariants = 64;
+constexpr size_t kVariantChars = 32;
+struct VariantSlot {
+  std::atomic<const char*> key{nullptr};
+  std::atomic<bool> ready{false};
+  char name[kVariantChars] = {};
+};
+constinit VariantSlot gVariants[kVariants];
+}  // namespace
+
+uint8_t internKernelVariant(const char* name) {
+  if (!name) return 0;
+  for (unsigned i = 0; i < kVariants; ++i) {
+    VariantSlot& s = gVariants[i];
+    const char* k = s.key.load(std::memory_order_acquire);
+    if (k == name) return static_cast<uint8_t>(i + 1);
+    if (k == nullptr && s.key.compare_exchange_strong(k, name, std::memory_order_acq_rel)) {
+      size_t n = 0;
+      for (; n + 1 < kVariantChars && name[n]; ++n) s.name[n] = name[n];
+      s.name[n] = '\0';
+      s.ready.store(true, std::memory_order_release);
+      return static_cast<uint8_t>(i + 1);
+    }
+    if (k == name) return static_cast<uint8_t>(i + 1);  // claimed by a racing start for the same name
+  }
+  return 255;
+}
+
+const char* kernelVariantName(uint8_t id) {
+  if (id == 255) return "(other)";
+  if (id == 0 || id > kVariants) return "";
+  const VariantSlot& s = gVariants[id - 1];
+  return s.ready.load(std::memory_order_acquire) ? s.name : "";
 }
 
 }  // namespace dynamiccl::plugin

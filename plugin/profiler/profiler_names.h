@@ -19,4 +19,8 @@ uint64_t typeSizeFromNcclType(unsigned datatype);                  // v1: ncclDa
 Algo algoFromIndex(unsigned algo);
 Proto protoFromIndex(unsigned proto);
 
+// v7 kernel variants: a small id per distinct name pointer NCCL passes (its names are static strings),
+// the text copied once on first sight. Lock-free, no allocation; 255 when the table is full, 0 for null.
+uint8_t internKernelVariant(const char* name);
+
 }  // namespace dynamiccl::plugin

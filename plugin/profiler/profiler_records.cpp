@@ -263,6 +263,10 @@ void RecordPool::complete(Record& r) {
   o.nChannels = in.nChannels;
   o.nRanks = in.nRanks;
   o.nNodes = in.nNodes;
+  o.userTag = in.userTag;
+  o.kernelVariant = in.kernelVariant;
+  o.isSymColl = in.isSymColl;
+  o.profilerVersion = in.profilerVersion;
   o.gpuTiming = in.expectedChannels > 0 && timedStops >= in.expectedChannels && minStart != UINT64_MAX &&
                 maxStop >= minStart;
   o.gpu_us = o.gpuTiming ? static_cast<double>(maxStop - minStart) / 1e3 : 0.0;

@@ -24,6 +24,10 @@ struct CollStart {
   Proto proto = Proto::Default;
   int nChannels = 0;
   int expectedChannels = 0;  // KernelCh children to wait for (v4+ with pTimer); 0: complete at Coll stop
+  uint64_t userTag = 0;        // v7
+  uint8_t kernelVariant = 0;   // v7 symmetric kernels: internKernelVariant's id; 0 none
+  bool isSymColl = false;      // v7
+  uint8_t profilerVersion = 0;
 };
 
 class RecordPool {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plugin/context_registry.h"
+#include "plugin/profiler/decision_join.h"
 #include "plugin/log.h"
 #include "plugin/tuner/tuner_context.h"
 
@@ -113,8 +114,9 @@ class ShapeCache {
   std::unordered_map<uint64_t, std::pair<int, int>> known_;
 };
 
-void deliver(std::vector<Observation>& batch, std::vector<std::unique_ptr<WorkerSink>>& owned,
-             std::vector<ObservationSink>& external, uint64_t& seenVersion) {
+void deliver(std::vector<Observation>& batch, std::vector<JoinedDecision>& joins,
+             std::vector<std::unique_ptr<WorkerSink>>& owned, std::vector<ObservationSink>& external,
+             uint64_t& seenVersion) {
   if (batch.empty()) return;
   SinkRegistry& r = registry();
   std::lock_guard calling(r.callMutex);
@@ -133,10 +135,11 @@ void deliver(std::vector<Observation>& batch, std::vector<std::unique_ptr<Worker
       profilerCounters().sinkErrors.fetch_add(1, std::memory_order_relaxed);
     }
   };
-  for (auto& s : owned) guarded([&] { s->consume(batch.data(), batch.size()); });
+  for (auto& s : owned) guarded([&] { s->consume(batch.data(), joins.data(), batch.size()); });
   for (auto& s : external) guarded([&] { s(batch.data(), batch.size()); });
   profilerCounters().delivered.fetch_add(batch.size(), std::memory_order_relaxed);
   batch.clear();
+  joins.clear();
 }
 
 void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
@@ -151,16 +154,26 @@ void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
   std::vector<ObservationSink> external;
   uint64_t seenVersion = ~0ull;
   std::vector<Observation> batch;
+  std::vector<JoinedDecision> joins;
   batch.reserve(kBatch);
+  joins.reserve(kBatch);
   ShapeCache shapes;
+  AppliedWatch applied;
   auto drain = [&] {
     Observation o;
     while (batch.size() < kBatch && pool->queue().tryPop(o)) {
       shapes.fill(o);
       batch.push_back(o);
+      joins.emplace_back();
+      try {
+        joins.back() = joinDecision(o);  // now: the decision log is a ring that moves on
+        applied.check(o, joins.back());
+      } catch (...) {
+        profilerCounters().sinkErrors.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     const bool more = batch.size() == kBatch;
-    deliver(batch, owned, external, seenVersion);
+    deliver(batch, joins, owned, external, seenVersion);
     return more;
   };
   int64_t lastSweep = steadyNowNs();

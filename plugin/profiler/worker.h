@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "plugin/profiler/decision_log.h"
 #include "plugin/profiler/observation.h"
 #include "plugin/profiler/profiler_records.h"
 #include "plugin/settings/settings.h"
@@ -20,11 +21,18 @@ RecordPool* currentRecordPool();
 RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings);
 void releaseMeasurementChannel();
 
+// The tuner's decision for an observation's call, joined by the worker (the decision log is a ring).
+struct JoinedDecision {
+  DecisionJoin join = DecisionJoin::NoTuner;
+  LoggedDecision decision;  // valid when join == Joined
+};
+
 // A sink the worker owns (store writer, log file): batches, a periodic tick, flushed on destruction.
 class WorkerSink {
  public:
   virtual ~WorkerSink() = default;
-  virtual void consume(const Observation* observations, size_t n) = 0;
+  // decisions[i] belongs to observations[i].
+  virtual void consume(const Observation* observations, const JoinedDecision* decisions, size_t n) = 0;
   virtual void tick(int64_t /*now_ns*/) {}
 };
 

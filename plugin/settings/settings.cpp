@@ -100,6 +100,8 @@ void readOnline(Reader& r, const EnvReader& env, Settings& s) {
   }
   const char* profiler = env("NCCL_PROFILER_PLUGIN");
   s.profilerIsUs = profiler && std::strstr(profiler, "dynamiccl");
+  for (auto [name, out] : {std::pair{"NCCL_ALGO", &s.ncclAlgo}, std::pair{"NCCL_PROTO", &s.ncclProto}})
+    if (const char* v = env(name); v && std::strlen(v) < kMaxPathChars) *out = v;
   r.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
   r.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget, 0, 0.5, false, "expected a number in 0..0.5", "0.01");
   r.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);

@@ -48,6 +48,8 @@ struct Settings {
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE
   VerifySwitch verify = VerifySwitch::Auto;   // DYNAMICCL_VERIFY: in-job verification of unverified rules
   bool profilerIsUs = false;                  // NCCL_PROFILER_PLUGIN (NCCL's) names this library
+  // NCCL's own selection knobs, recorded with each run in the store (they override the tuner); never acted on.
+  std::string ncclAlgo, ncclProto;            // NCCL_ALGO, NCCL_PROTO as set; empty: unset
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
   double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000

@@ -89,8 +89,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
 ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !isTunable(collType) || (c->table.empty() && !c->online)) return ncclSuccess;
+  if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
+  // Logged even with no rules: the log's call count tells an unasked call (graph replay) from a kept choice.
+  if (c->table.empty() && !c->online) return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
   if (numAlgo != kNumAlgos || numProto != kNumProtos || !collCostTable || !nChannels) {
     if (firstTime(gWarnedBadTableShape))
       logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
@@ -120,9 +122,10 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
 ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !isTunable(collType) || (c->table.empty() && !c->online) || !algorithm || !protocol || !nChannels)
-    return ncclSuccess;
+  if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
+  if ((c->table.empty() && !c->online) || !algorithm || !protocol || !nChannels)
+    return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
   const policy::Decision* d =
       firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,

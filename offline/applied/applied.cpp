@@ -1,0 +1,150 @@
+#include "offline/applied/applied.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+#include <tuple>
+
+namespace dynamiccl::applied {
+namespace {
+
+bool tunable(const std::string& collective) {
+  auto c = parseCollective(collective);
+  return c && (*c == Collective::AllReduce || *c == Collective::AllGather || *c == Collective::ReduceScatter ||
+               *c == Collective::Broadcast || *c == Collective::Reduce);
+}
+
+bool envSets(const std::string& envJson, const char* name) {
+  const nlohmann::json env = nlohmann::json::parse(envJson, nullptr, false);
+  return env.is_object() && env.contains(name);
+}
+
+std::string bytesText(uint64_t b) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && b % 1024 == 0 && u < 6) b /= 1024, ++u;
+  return std::to_string(b) + " " + kUnits[u];
+}
+
+std::string bucketText(int bucket) {
+  if (bucket <= 0) return "0 B";
+  const uint64_t low = SizeBucket::lowest(bucket);
+  return bytesText(low) + (bucket < 64 ? " .. <" + bytesText(SizeBucket::lowest(bucket + 1)) : " ..");
+}
+
+void count(KeyShare& k, const Verdict& v) {
+  ++k.calls;
+  switch (v.outcome) {
+    case Outcome::Honoured: ++k.chosen, ++k.honoured; break;
+    case Outcome::KeptNccl: ++k.keptNccl; break;
+    case Outcome::NotHonoured: ++k.chosen, ++k.causes[v.cause]; break;
+    case Outcome::NoDecision: ++k.causes[v.cause]; break;
+  }
+}
+
+}  // namespace
+
+std::string_view causeText(Cause c) {
+  switch (c) {
+    case Cause::EnvOverride: return "NCCL_ALGO/NCCL_PROTO set in the run's environment";
+    case Cause::CallOverride: return "per-call override (ncclCollConfig_t algorithm selection)";
+    case Cause::SymmetricKernel: return "symmetric-memory kernel";
+    case Cause::ChannelCap: return "channel cap (fewer channels than chosen)";
+    case Cause::MoreChannels: return "more channels than chosen";
+    case Cause::WhatRanUnknown: return "NCCL named no known algorithm/protocol";
+    case Cause::NeverConsulted: return "never consulted (NCCL does not ask tuners about it)";
+    case Cause::GraphReplay: return "never consulted for the call (likely a CUDA-graph replay: tuner asked at capture only)";
+    case Cause::NoTuner: return "never consulted (the tuner role is not this plugin)";
+    case Cause::DecisionLost: return "decision not found (log overwritten: many calls in flight)";
+    case Cause::NotRecorded: return "no decision recorded";
+  }
+  return "?";
+}
+
+Verdict classify(const store::AppliedRow& r) {
+  if (!r.has_decision) {
+    if (!tunable(r.collective)) return {Outcome::NoDecision, Cause::NeverConsulted};
+    if (r.decision_join == "not_asked") return {Outcome::NoDecision, Cause::GraphReplay};
+    if (r.decision_join == "no_tuner") return {Outcome::NoDecision, Cause::NoTuner};
+    if (r.decision_join == "lost") return {Outcome::NoDecision, Cause::DecisionLost};
+    return {Outcome::NoDecision, Cause::NotRecorded};
+  }
+  if (r.source == "default") return {Outcome::KeptNccl, {}};
+  const bool algoDiffers = r.chosen_algo != "default" && r.algo != r.chosen_algo;
+  const bool protoDiffers = r.chosen_proto != "default" && r.proto != r.chosen_proto;
+  // Channels: the used count from profiler v4 on (before: NCCL's maximum).
+  const bool channelsKnown = r.profiler_version >= 4 && r.chosen_channels > 0 && r.n_channels > 0;
+  const bool channelsDiffer = channelsKnown && r.n_channels != r.chosen_channels;
+  if (!algoDiffers && !protoDiffers && !channelsDiffer) return {Outcome::Honoured, {}};
+  if (r.is_sym_coll) return {Outcome::NotHonoured, Cause::SymmetricKernel};
+  if (algoDiffers || protoDiffers) {
+    if ((algoDiffers && envSets(r.env_json, "NCCL_ALGO")) || (protoDiffers && envSets(r.env_json, "NCCL_PROTO")))
+      return {Outcome::NotHonoured, Cause::EnvOverride};
+    if (r.algo == "default" || r.proto == "default") return {Outcome::NotHonoured, Cause::WhatRanUnknown};
+    return {Outcome::NotHonoured, Cause::CallOverride};
+  }
+  return {Outcome::NotHonoured, r.n_channels < r.chosen_channels ? Cause::ChannelCap : Cause::MoreChannels};
+}
+
+Report reportOf(const std::vector<store::AppliedRow>& rows) {
+  std::map<std::tuple<int, int, std::string, int>, KeyShare> keys;
+  Report report;
+  for (const store::AppliedRow& r : rows) {
+    const int bucket = SizeBucket::of(r.bytes);
+    KeyShare& k = keys[{r.n_ranks, r.n_nodes, r.collective, bucket}];
+    k.n_ranks = r.n_ranks;
+    k.n_nodes = r.n_nodes;
+    k.collective = r.collective;
+    k.bucket = bucket;
+    const Verdict v = classify(r);
+    count(k, v);
+    count(report.total, v);
+  }
+  for (auto& [key, share] : keys) report.keys.push_back(std::move(share));
+  return report;
+}
+
+Expected<Report> appliedReport(store::Store& store) {
+  std::vector<store::AppliedRow> rows;
+  auto s = store.forEachAppliedRow([&](const store::AppliedRow& r) { rows.push_back(r); });
+  if (!s) return makeError(s.error());
+  return reportOf(rows);
+}
+
+std::string formatReport(const Report& report) {
+  std::ostringstream out;
+  char line[512];
+  auto shareText = [](const KeyShare& k) {
+    char b[16];
+    if (k.chosen == 0) return std::string("-");
+    std::snprintf(b, sizeof b, "%.1f%%", 100.0 * k.share());
+    return std::string(b);
+  };
+  auto causes = [](const KeyShare& k) {
+    std::string s;
+    for (const auto& [cause, n] : k.causes) s += (s.empty() ? "" : "; ") + std::string(causeText(cause)) + ": " + std::to_string(n);
+    return s;
+  };
+  std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8s %8s %9s %7s %7s  %s\n", "shape", "collective", "size",
+                "calls", "chosen", "honoured", "share", "kept", "not honoured / no decision (calls)");
+  out << line;
+  for (const KeyShare& k : report.keys) {
+    const std::string shape = std::to_string(k.n_ranks) + "r/" + std::to_string(k.n_nodes) + "n";
+    std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8lld %8lld %9lld %7s %7lld  %s\n", shape.c_str(),
+                  k.collective.c_str(), bucketText(k.bucket).c_str(), static_cast<long long>(k.calls),
+                  static_cast<long long>(k.chosen), static_cast<long long>(k.honoured), shareText(k).c_str(),
+                  static_cast<long long>(k.keptNccl), causes(k).c_str());
+    out << line;
+  }
+  const KeyShare& t = report.total;
+  std::snprintf(line, sizeof line,
+                "measured: %lld calls, %lld with a plugin choice, %lld honoured (%s), %lld left to NCCL's choice\n",
+                static_cast<long long>(t.calls), static_cast<long long>(t.chosen), static_cast<long long>(t.honoured),
+                shareText(t).c_str(), static_cast<long long>(t.keptNccl));
+  out << line;
+  if (!t.causes.empty()) out << "likely causes: " << causes(t) << "\n";
+  return out.str();
+}
+
+}  // namespace dynamiccl::applied
