@@ -98,7 +98,8 @@ struct RankOutcome {
   uint64_t unmeasuredCalls = 0;   // NCCL ran a configuration nobody measured there (none expected)
   double total_us = 0;            // collective time: the drawn latencies
   double explore_us = 0;          // calls off their epoch's majority for the key: excess of that
-                                  // configuration's measured mean over the majority's
+                                  // configuration's measured mean over the majority's (0 when faster)
+  uint64_t exploreCalls = 0;      // how many calls ran off their epoch's majority
   std::vector<sim::Config> finalConfigs;  // per key (job.keys order): the majority of the final epoch
   double exploreShare() const { return total_us > 0 ? explore_us / total_us : 0; }
 };

@@ -67,12 +67,13 @@ class EpochAccount {
       const size_t majority = static_cast<size_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
       const double majority_us = key.measured[majority].mean_us;
       for (size_t c : ran_[k])
-        if (c != majority) explore_us_ += std::max(0.0, key.measured[c].mean_us - majority_us);
+        if (c != majority) explore_us_ += std::max(0.0, key.measured[c].mean_us - majority_us), ++exploreCalls_;
       finals_[k] = key.measured[majority].config;
       ran_[k].clear();
     }
   }
   double explore_us() const { return explore_us_; }
+  uint64_t exploreCalls() const { return exploreCalls_; }
   const std::vector<sim::Config>& finals() const { return finals_; }
 
  private:
@@ -80,6 +81,7 @@ class EpochAccount {
   std::vector<std::vector<size_t>> ran_;
   std::vector<sim::Config> finals_;
   double explore_us_ = 0;
+  uint64_t exploreCalls_ = 0;
 };
 
 void writeLog(const std::string& path) {
@@ -162,6 +164,7 @@ void runRank(const RankPlan& plan) {
   comm.value().reset();  // the tuner's finalize: the leader stores its verdicts here
   r.calls = plan.calls;
   r.explore_us = account.explore_us();
+  r.exploreCalls = account.exploreCalls();
 
   nlohmann::json out;
   out["calls"] = r.calls;
@@ -169,6 +172,7 @@ void runRank(const RankPlan& plan) {
   out["unmeasured"] = r.unmeasuredCalls;
   out["total_us"] = r.total_us;
   out["explore_us"] = r.explore_us;
+  out["explore_calls"] = r.exploreCalls;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
   {
     std::ofstream file(plan.resultPath + ".tmp");
@@ -203,6 +207,7 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.unmeasuredCalls = j.value("unmeasured", uint64_t{0});
   r.total_us = j.value("total_us", 0.0);
   r.explore_us = j.value("explore_us", 0.0);
+  r.exploreCalls = j.value("explore_calls", uint64_t{0});
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
   for (const auto& f : j["finals"])
     r.finalConfigs.push_back(sim::Config{Algo(f.at(0).get<int>()), Proto(f.at(1).get<int>()), 0, 0});
