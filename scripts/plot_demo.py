@@ -35,7 +35,8 @@ def plot_busbw(rows, out):
     colls = list(dict.fromkeys(r["collective"] for r in rows))
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
     fig, axes = plt.subplots(1, len(colls), figsize=(5.2 * len(colls), 4.2), squeeze=False)
-    styles = {"NCCL default": ("tab:grey", "o"), "tuned": ("tab:blue", "s"), "learned": ("tab:orange", "^")}
+    styles = {"NCCL default": ("tab:grey", "o"), "tuned": ("tab:blue", "s"), "learned": ("tab:orange", "^"),
+              "verified in job": ("tab:green", "D")}
     for ax, coll in zip(axes[0], colls):
         for prof in profiles:
             pts = sorted((r["bytes"], float(r["chosen_busbw_GBps"])) for r in rows

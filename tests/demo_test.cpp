@@ -1,5 +1,8 @@
-// The main job end to end: `dynamiccl demo --quick` writes every output, its profiles load back,
-// and the tuned table is never slower than NCCL's default (the guard's promise).
+// The main job end to end. By default (`dynamiccl demo --quick`) on the embedded L40S measurements:
+// every output written, every rank decided alike, the table is the measured means of what the job
+// ended with, the verified profile replayed alone agrees with the job, figures say measured or
+// simulated. With --simulated: every output written, its profiles load back, and the tuned table is
+// never slower than NCCL's default (the guard's promise).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +12,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "offline/jobreplay/jobreplay.h"
 #include "policy/policy.h"
 
 namespace fs = std::filesystem;
@@ -17,13 +21,13 @@ using dynamiccl::policy::loadProfileFile;
 
 namespace {
 
-// Runs the demo once for all tests of this file (it takes most of a minute).
-class DemoTest : public ::testing::Test {
+// Runs `dynamiccl demo --quick <flags>` once for all tests of a suite (ctest runs each test in a process of its own).
+class DemoRun : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  static void run(const std::string& flags) {
     out_ = new fs::path(fs::temp_directory_path() / ("dynamiccl-demo-test-" + std::to_string(::getpid())));
     fs::remove_all(*out_);
-    const std::string cmd = std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl demo --quick --out '" +
+    const std::string cmd = std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl demo --quick " + flags + " --out '" +
                             out_->string() + "' > '" + out_->string() + ".log' 2>&1";
     rc_ = std::system(cmd.c_str());
   }
@@ -41,6 +45,11 @@ class DemoTest : public ::testing::Test {
   }
   static inline fs::path* out_ = nullptr;
   static inline int rc_ = -1;
+};
+
+class DemoTest : public DemoRun {
+ protected:
+  static void SetUpTestSuite() { run("--simulated"); }
 };
 
 TEST_F(DemoTest, WritesEveryOutput) {
@@ -91,6 +100,84 @@ TEST_F(DemoTest, TunedNeverSlowerThanNcclDefault) {
   EXPECT_TRUE(sawTuned);
   EXPECT_GT(s["tuner"]["spent_iterations"].get<int64_t>(), 0);
   EXPECT_LT(s["tuner"]["spent_iterations"].get<int64_t>(), s["tuner"]["grid_iterations"].get<int64_t>());
+}
+
+// ---- the default: the replayed job on the embedded measurements ----
+
+class MeasuredDemoTest : public DemoRun {
+ protected:
+  static void SetUpTestSuite() { run(""); }
+};
+
+TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
+  ASSERT_EQ(rc_, 0) << log();
+  for (const char* f : {"sim-params.json", "tuned.json", "tune-report.json", "verified.json", "job_keys.csv",
+                        "summary.json", "replay_points.csv", "decision_map.csv", "job/store.db", "job/rank0.log",
+                        "job/rank3.log"})
+    EXPECT_TRUE(fs::exists(*out_ / f)) << f << "\n" << log();
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0)
+    EXPECT_TRUE(fs::exists(*out_ / "busbw.png")) << log();
+  const nlohmann::json s = summary();
+  EXPECT_EQ(s["mode"], "measured");
+  EXPECT_EQ(s["shape"]["nRanks"], 4);
+  EXPECT_TRUE(s["job"]["all_finished"].get<bool>()) << log();
+  EXPECT_TRUE(s["job"]["ranks_agree"].get<bool>()) << log();
+  for (const auto& r : s["job"]["per_rank"]) {
+    EXPECT_EQ(r["hash"], s["job"]["per_rank"][0]["hash"]) << r.dump();
+    EXPECT_EQ(r["unmeasured_calls"], 0) << r.dump();
+  }
+  // Candidates were tried (exploration), within the plugin's budget of the job's time (1%).
+  EXPECT_GT(s["job"]["explore_calls"].get<uint64_t>(), 0u);
+  EXPECT_LE(s["job"]["explore_share"].get<double>(), 0.01);
+  // Every figure says where it comes from; each step printed its line.
+  const std::string text = log();
+  for (const char* step : {"[1/6] Load measurements (measured)", "[2/6] Tune on the simulator (simulated)",
+                           "[3/6] Replayed job", "[4/6] Export", "[5/6] Check", "[6/6] Files"})
+    EXPECT_NE(text.find(step), std::string::npos) << step << "\n" << text;
+  EXPECT_NE(text.find("simulated (unverified)"), std::string::npos) << text;
+  EXPECT_NE(text.find("times are measured means"), std::string::npos) << text;
+}
+
+TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
+  ASSERT_EQ(rc_, 0) << log();
+  auto job = dynamiccl::jobreplay::loadMeasuredJob(std::string(DYNAMICCL_SOURCE_DIR) +
+                                                   "/offline/demo/data/l40s-pcie-cs244c/normalized.csv");
+  ASSERT_TRUE(job) << job.error();
+  const nlohmann::json s = summary();
+  ASSERT_EQ(s["keys"].size(), job->keys.size());
+  for (size_t i = 0; i < job->keys.size(); ++i) {
+    const auto& row = s["keys"][i];
+    const dynamiccl::jobreplay::JobKey& k = job->keys[i];
+    ASSERT_EQ(row["bytes"].get<uint64_t>(), k.bytes);
+    EXPECT_DOUBLE_EQ(row["default_us"].get<double>(), k.byDefault().mean_us);
+    EXPECT_DOUBLE_EQ(row["best_us"].get<double>(), k.best().mean_us);
+    const dynamiccl::jobreplay::MeasuredConfig* ran = nullptr;
+    for (const auto& m : k.measured)
+      if (dynamiccl::jobreplay::configLabel(m.config) == row["final_config"]) ran = &m;
+    ASSERT_NE(ran, nullptr) << row.dump();
+    EXPECT_DOUBLE_EQ(row["final_us"].get<double>(), ran->mean_us) << row.dump();
+    EXPECT_GE(row["vs_best"].get<double>(), 1.0 - 1e-12);
+    // Verification promotes only what beat NCCL's default in the job: never slower beyond noise.
+    EXPECT_LE(row["vs_default"].get<double>(), 1.0 + 2 * s["repeat_sigma"].get<double>()) << row.dump();
+    // The verified profile through the plugin alone runs what the job ended with.
+    EXPECT_EQ(row["verified_replay_config"], row["final_config"]) << row.dump();
+  }
+  EXPECT_EQ(s["totals"]["replay_agrees"], job->keys.size());
+  // What the tuner wrote is simulated; what the job verified is measured in the job.
+  auto tuned = loadProfileFile((*out_ / "tuned.json").string());
+  ASSERT_TRUE(tuned) << tuned.error();
+  ASSERT_FALSE(tuned->rules.empty());
+  for (const auto& r : tuned->rules) {
+    ASSERT_TRUE(r.evidence) << r.origin;
+    EXPECT_EQ(r.evidence->provenance, dynamiccl::policy::Provenance::Simulated) << r.origin;
+  }
+  auto verified = loadProfileFile((*out_ / "verified.json").string());
+  ASSERT_TRUE(verified) << verified.error();
+  EXPECT_EQ(verified->rules.size(), s["verified"]["rules"].get<size_t>());
+  for (const auto& r : verified->rules) {
+    ASSERT_TRUE(r.evidence) << r.origin;
+    EXPECT_EQ(r.evidence->provenance, dynamiccl::policy::Provenance::MeasuredInJob) << r.origin;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ P="$TMP/prefix"
 for f in lib/libnccl-tuner-dynamiccl.so bin/dynamiccl share/dynamiccl/offline/platforms/dgx-h100.json \
          share/dynamiccl/offline/platforms/calibration/h100-ib-cluster-xxrjun.json \
          share/dynamiccl/profiles/example-dgx-h100.json share/dynamiccl/scripts/plot_demo.py \
+         share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/normalized.csv \
+         share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/PROVENANCE.md \
          share/doc/dynamiccl/README.md share/doc/dynamiccl/PROFILE_FORMAT.md share/doc/dynamiccl/SCHEMA.md \
          include/dynamiccl/plugin/abi/nccl_abi.h lib/cmake/DynamICCL/DynamICCLConfig.cmake; do
   [ -f "$P/$f" ] || fail "not installed: $f"

@@ -1,6 +1,9 @@
-// dynamiccl demo: the main job, runnable on a fresh machine without a GPU. On an embedded cluster
-// (h800, 4 x 8 GPUs) it simulates NCCL's defaults, tunes a profile (TPE + Hyperband), trains the
-// learned policy, exports both, replays them through the real plugin, and plots the outcome.
+// dynamiccl demo: the main job, runnable on a fresh machine without a GPU. By default on real
+// measurements (the embedded L40S sweeps, offline/demo/demo_measured.cpp): a simulated profile is
+// verified in a job replayed through the real plugin and judged against NCCL's default and the
+// measured best. With --simulated, on a simulated cluster (h800, 4 x 8 GPUs): it simulates NCCL's
+// defaults, tunes a profile (TPE + Hyperband), trains the learned policy, exports both, replays
+// them through the real plugin, and plots the outcome.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -83,13 +86,15 @@ int fail(const std::string& what) {
   return 1;
 }
 
-int run(const DemoOptions& o) {
+// The PNGs of outDir, as the last step's status says it.
+std::string plot(const DemoOptions& o, const std::string& outDir) {
+  if (o.noPlots) return "; plots skipped (--no-plots)";
+  if (auto plotted = runPlotScript("plot_demo.py", {outDir}); !plotted) return "; could not plot: " + plotted.error();
+  return "; busbw.png, decision_map.png";
+}
+
+int runSimulated(const DemoOptions& o) {
   namespace fs = std::filesystem;
-  const auto start = std::chrono::steady_clock::now();
-  std::error_code ec;
-  fs::create_directories(o.out, ec);
-  if (ec) return fail("cannot create " + o.out + ": " + ec.message());
-  std::printf("dynamiccl demo%s: output in %s/\n", o.quick ? " (quick)" : "", o.out.c_str());
 
   auto cluster = demo::makeCluster(o);
   if (!cluster) return fail(cluster.error());
@@ -135,18 +140,26 @@ int run(const DemoOptions& o) {
   if (auto st = demo::writeReplayCsvs(*replayed, cluster->topology.nRanks(), o.out); !st) return fail(st.error());
   if (auto st = demo::writeSummaryJson(*replayed, *tuned, (fs::path(o.out) / "summary.json").string()); !st)
     return fail(st.error());
-  std::string plotStatus = "replay_points.csv, decision_map.csv, summary.json";
-  if (o.noPlots) {
-    plotStatus += "; plots skipped (--no-plots)";
-  } else if (auto plotted = runPlotScript("plot_demo.py", {o.out}); plotted) {
-    plotStatus += "; busbw.png, decision_map.png";
-  } else {
-    plotStatus += "; could not plot: " + plotted.error();
-  }
-  s6.done(plotStatus);
-  std::printf("done in %.1f s; files in %s/\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.out.c_str());
+  s6.done("replay_points.csv, decision_map.csv, summary.json" + plot(o, o.out));
   return 0;
+}
+
+int run(const DemoOptions& o) {
+  namespace fs = std::filesystem;
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) return fail("cannot create " + o.out + ": " + ec.message());
+  const std::string mode = o.simulated ? "simulated cluster " + o.preset + " x " + std::to_string(o.nodes) + " nodes"
+                                       : "on measurements (--simulated: the simulated cluster)";
+  std::printf("dynamiccl demo%s, %s: output in %s/\n", o.quick ? " (quick)" : "", mode.c_str(), o.out.c_str());
+  const int rc = o.simulated ? runSimulated(o)
+                             : demo::runMeasured(o, locatePlugin(o.plugin),
+                                                 [&o](const std::string& dir) { return plot(o, dir); });
+  if (rc == 0)
+    std::printf("done in %.1f s; files in %s/\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.out.c_str());
+  return rc;
 }
 
 }  // namespace
@@ -154,22 +167,35 @@ int run(const DemoOptions& o) {
 void addDemoCommand(CLI::App& app) {
   auto o = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "The main job: simulate, tune, train, export, replay through the real plugin, plot (no GPU needed)");
+      "demo",
+      "The main job (no GPU needed): a simulated profile verified in a job replayed through the real plugin on real "
+      "measurements (embedded L40S sweeps), judged against NCCL's default and the measured best; --simulated: "
+      "simulate, tune, train, export, replay, plot on a simulated cluster");
   addPlatformOption(cmd);
-  cmd->add_option("--preset", o->preset, "sim preset of the cluster (" + [] {
+  cmd->add_flag("--simulated", o->simulated,
+                "the simulated cluster instead of measurements (--preset and --nodes imply it)");
+  CLI::Option* presetOpt = cmd->add_option("--preset", o->preset, "--simulated: sim preset of the cluster (" + [] {
     std::string s;
     for (const auto& n : sim::presetNames()) s += (s.empty() ? "" : ", ") + n;
     return s;
   }() + ")");
-  cmd->add_option("--nodes", o->nodes, "nodes of the cluster")->check(CLI::Range(1, 512));
-  cmd->add_option("--data", o->data, "normalized.csv: tune and replay on real measurements instead of the simulator");
+  CLI::Option* nodesOpt =
+      cmd->add_option("--nodes", o->nodes, "--simulated: nodes of the cluster")->check(CLI::Range(1, 512));
+  cmd->add_option("--data", o->data,
+                  "normalized.csv: the measurements the job replays (default: the embedded L40S sweeps); with "
+                  "--simulated: tune and replay on them instead of the simulator");
+  cmd->add_option("--ranks", o->ranks, "the dataset's communicator shape by ranks (default: most measured configurations)")
+      ->check(CLI::Range(2, 512));
+  cmd->add_option("--iterations", o->iterations, "passes of the replayed job over its keys (default 4000, --quick 1000)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--db", o->db, "SQLite store of observations to train from as well");
   cmd->add_option("--out", o->out, "output folder");
   cmd->add_option("--plugin", o->plugin, "plugin library (default: the build tree's)");
   cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE, training)");
-  cmd->add_flag("--quick", o->quick, "smaller budgets (about a minute)");
+  cmd->add_flag("--quick", o->quick, "smaller budgets (what the test runs)");
   cmd->add_flag("--no-plots", o->noPlots, "skip the PNGs");
-  cmd->callback([o] {
+  cmd->callback([o, presetOpt, nodesOpt] {
+    o->simulated |= presetOpt->count() > 0 || nodesOpt->count() > 0;
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });
 }

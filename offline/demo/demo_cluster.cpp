@@ -30,8 +30,9 @@ Expected<DemoCluster> makeCluster(const DemoOptions& o) {
   return c;
 }
 
-StepTimer::StepTimer(int index, const std::string& title) : index_(index), start_(std::chrono::steady_clock::now()) {
-  std::printf("[%d/6] %s\n", index, title.c_str());
+StepTimer::StepTimer(int index, int steps, const std::string& title)
+    : index_(index), start_(std::chrono::steady_clock::now()) {
+  std::printf("[%d/%d] %s\n", index, steps, title.c_str());
   std::fflush(stdout);
 }
 

@@ -25,7 +25,7 @@ const std::string kTrustNote = std::string("DYNAMICCL_TRUST=") + kReplayTrust +
 // cluster (a learned policy's rules depend on it; they also stand in for a profile's "fingerprint"
 // in multi-node communicators). Also keeps online learning and recording off, and opts in to
 // unverified rules: the replay judges what the tuned and learned profiles would do if applied.
-EnvVars clusterEnv(const model::Topology& t) {
+EnvVars clusterEnv(const model::Topology& t, const std::string& trust = kReplayTrust) {
   EnvVars env;
   auto set = [&](const char* name, const std::string& v) { env.push_back(std::make_unique<harness::ScopedEnv>(name, v.c_str())); };
   set("DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap));
@@ -35,7 +35,7 @@ EnvVars clusterEnv(const model::Topology& t) {
   set("DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(t.gpusPerNode));
   env.push_back(std::make_unique<harness::ScopedEnv>("DYNAMICCL_ONLINE", nullptr));
   set("DYNAMICCL_RECORD", "0");
-  set("DYNAMICCL_TRUST", kReplayTrust);
+  set("DYNAMICCL_TRUST", trust);
   return env;
 }
 
@@ -145,7 +145,8 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
           ++r.unjudged;  // a decision the hardware cannot run: NCCL would fail, not time it
           continue;
         }
-        PointResult p{prof.label, coll, bytes, shortConfigLabel(decided), chosen_us, default_us, 0};
+        PointResult p{prof.label, coll, bytes, shortConfigLabel(decided), chosen_us, default_us, 0, decided,
+                      cluster.topology.nRanks()};
         p.best_us = std::min(chosen_us, bestFeasible_us(simulator, nccl, coll, bytes, table, default_us));
         r.points.push_back(p);
       }
@@ -159,19 +160,23 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
 }
 
 Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vector<ProfileToReplay>& profiles,
-                                    const std::vector<Collective>& collectives, const std::string& pluginPath) {
+                                    const std::vector<Collective>& collectives, const std::string& pluginPath,
+                                    const std::string& trust, int nRanks) {
   auto loaded = sim::loadMeasurements(csvPath);
   if (!loaded) return makeError(loaded.error());
   auto data = sim::buildReplayData(loaded->rows);
   if (!data) return makeError(data.error());
-  if (data->shapes.empty()) return makeError(csvPath + ": no measured shape with a known topology");
+  if (nRanks > 0)
+    std::erase_if(data->points, [&](const sim::ReplayPoint& p) { return p.shape->nRanks != nRanks; });
+  if (data->points.empty()) return makeError(csvPath + ": no measured shape with a known topology");
   // One process-wide host fingerprint: the first shape's machine stands in for all.
-  const EnvVars env = clusterEnv(data->shapes.front()->topology);
+  const EnvVars env = clusterEnv(data->points.front().shape->topology, trust);
   auto lib = openPlugin(pluginPath);
   if (!lib) return makeError(lib.error());
   ReplayResult r;
   r.judge = "measurements of " + csvPath;
-  r.trust = kTrustNote;
+  r.trust = trust == kReplayTrust ? kTrustNote
+                                  : "DYNAMICCL_TRUST=" + trust + ": only rules verified on this hardware applied";
   for (const ProfileToReplay& prof : profiles) {
     PluginDecider plugin(lib.value(), prof.path);
     std::string error;
@@ -192,7 +197,8 @@ Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vecto
         const auto forced = p.forced_us.find({c.algo, c.proto});
         const double chosen = isDefault && p.default_us > 0 ? p.default_us : forced != p.forced_us.end() ? forced->second : -1;
         if (chosen > 0 && p.default_us > 0)
-          r.points.push_back({prof.label, coll, p.bytes, shortConfigLabel(c), chosen, p.default_us, p.best_us()});
+          r.points.push_back({prof.label, coll, p.bytes, shortConfigLabel(c), chosen, p.default_us, p.best_us(), c,
+                              p.shape->nRanks});
         return c;
       };
       const sim::ReplaySummary s = sim::replay(sub, decide, false);

@@ -46,7 +46,7 @@ void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
               static_cast<long long>(tuned.gridIterations));
 }
 
-Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir) {
+Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir, const std::string& mapped) {
   namespace fs = std::filesystem;
   auto pointsFile = files::OutputFile::open((fs::path(outDir) / "replay_points.csv").string());
   if (!pointsFile) return makeError(pointsFile.error());
@@ -62,7 +62,7 @@ Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& out
            << p.default_us << "," << p.best_us << "," << busBw_GBps(p.coll, p.bytes, p.chosen_us, nRanks) << ","
            << busBw_GBps(p.coll, p.bytes, p.default_us, nRanks) << "," << busBw_GBps(p.coll, p.bytes, p.best_us, nRanks)
            << "\n";
-    if (p.profile == "tuned") map << name(p.coll) << "," << p.bytes << "," << p.config << "\n";
+    if (p.profile == mapped) map << name(p.coll) << "," << p.bytes << "," << p.config << "\n";
   }
   if (auto s = (*pointsFile)->close(); !s) return s;
   return (*mapFile)->close();

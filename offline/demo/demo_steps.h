@@ -1,11 +1,17 @@
-// `dynamiccl demo`, the main job: simulate -> tune -> train -> export -> replay through the real
-// plugin -> plots. Each step lives in its own demo_*.cpp; this header is what they share.
+// `dynamiccl demo`, the main job. By default on measurements (demo_measured.cpp): load a dataset's
+// forced sweeps -> tune the simulator's profile for its platform -> replay a job through the real
+// plugin verifying that profile -> export what the job verified -> the table against NCCL's default
+// and the measured best. With --simulated on the simulator alone: simulate -> tune -> train ->
+// export -> replay through the real plugin -> plots. Each step lives in its own demo_*.cpp; this
+// header is what they share.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "features/features.h"
@@ -16,9 +22,14 @@
 namespace dynamiccl::cli::demo {
 
 struct DemoOptions {
+  bool simulated = false;  // the simulated cluster (--simulated; --preset/--nodes/--platform imply it)
   std::string preset = "h800";
   int nodes = 4;
-  std::string data;    // normalized.csv: tune and replay on real measurements instead of the simulator
+  // Measured (default): the dataset the job replays (empty: the embedded L40S sweeps). With
+  // --simulated: tune and replay on it instead of the simulator.
+  std::string data;
+  int ranks = 0;            // measured: the dataset's shape (0: the one with most measured configurations)
+  uint64_t iterations = 0;  // measured: passes of the job over its keys (0: 4000, --quick 1000)
   std::string db;      // SQLite store: also train from it
   std::string out = "demo-out";
   std::string plugin;  // plugin library (default: the build tree's)
@@ -36,10 +47,11 @@ struct DemoCluster {
 };
 Expected<DemoCluster> makeCluster(const DemoOptions& o);
 
-// Prints "[i/6] title" and, on done(), the status line with the step's wall time.
+// Prints "[i/n] title" and, on done(), the status line with the step's wall time.
 class StepTimer {
  public:
-  StepTimer(int index, const std::string& title);
+  StepTimer(int index, const std::string& title) : StepTimer(index, 6, title) {}
+  StepTimer(int index, int steps, const std::string& title);
   void done(const std::string& status);
   double elapsed_s() const;
 
@@ -60,6 +72,12 @@ struct TunedProfile {
 };
 // paramsPath: the simulator parameters JSON (sim backend); ignored with --data.
 Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath);
+// On the simulator of `preset` x nodes (paramsPath: its calibrated parameters) at the given sizes.
+// candidates: a rule wherever the simulator estimates any gain (the guard left to in-job
+// verification); else the CLI's guard (a gain beyond noise).
+Expected<TunedProfile> tuneOnSimulator(const DemoOptions& o, const std::string& preset, int nodes,
+                                       const std::string& paramsPath, const std::vector<Collective>& collectives,
+                                       const std::vector<uint64_t>& sizes, bool candidates);
 
 // Step 3 (train) result; trained=false with the reason when skipped.
 struct LearnedProfile {
@@ -78,6 +96,8 @@ struct PointResult {
   uint64_t bytes = 0;
   std::string config;   // what NCCL would run after the plugin decided
   double chosen_us = 0, default_us = 0, best_us = 0;
+  sim::Config decision;  // the same as a configuration
+  int nRanks = 0;        // the communicator it was judged on
 };
 struct CollectiveScore {
   Collective coll = Collective::AllReduce;
@@ -102,14 +122,45 @@ struct ProfileToReplay {
 Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToReplay>& profiles,
                                          const std::vector<Collective>& collectives,
                                          const std::vector<uint64_t>& sizes, const std::string& pluginPath);
+// trust: DYNAMICCL_TRUST for the plugin ("all": unverified rules apply too); nRanks: only that
+// shape of the dataset (0: every shape).
 Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vector<ProfileToReplay>& profiles,
-                                    const std::vector<Collective>& collectives, const std::string& pluginPath);
+                                    const std::vector<Collective>& collectives, const std::string& pluginPath,
+                                    const std::string& trust = "all", int nRanks = 0);
 
 // Steps 4 and 6: the table, the CSVs behind the plots, summary.json, and the plots.
 void printScoreTable(const ReplayResult& r, const TunedProfile& tuned);
-Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir);
+// decision_map.csv holds the points of profile `mapped`.
+Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir,
+                       const std::string& mapped = "tuned");
 Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path);
 
 std::string shortConfigLabel(const sim::Config& c);  // "ring/ll128 ch=16 chunk=512K"
+
+// In-job verification (demo_verify.cpp, where it plugs in): every rank's settings for verifying
+// the profile at profilePath, and afterwards the store's verdicts as a profile of verified rules.
+std::vector<std::pair<std::string, std::string>> verificationEnv(const std::string& profilePath,
+                                                                 const std::string& storePath);
+struct JobVerdict {
+  Collective coll = Collective::AllReduce;
+  uint64_t minBytes = 0, maxBytes = 0;  // the size bucket it was tested on
+  int nRanks = 0;
+  std::string candidate, state;         // "tree/ll", "promoted" | "dropped" | "testing"
+  double gain = 0;                      // measured speed-up over NCCL's default minus 1
+  std::string line;                     // verdicts::describeVerdict
+};
+struct VerifiedExport {
+  std::string path;
+  size_t rules = 0, withoutFingerprint = 0;
+  std::vector<JobVerdict> verdicts;
+};
+Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath);
+
+// The default main job, on measurements (demo_measured.cpp), with the plugin at pluginPath; plot
+// writes the PNGs of outDir and says so (appended to the last step's line). Returns the exit code.
+int runMeasured(const DemoOptions& o, const std::string& pluginPath,
+                const std::function<std::string(const std::string& outDir)>& plot);
+// The dataset shipped with the project (offline/demo/data, installed under share/dynamiccl).
+std::string embeddedDataset();
 
 }  // namespace dynamiccl::cli::demo

@@ -28,42 +28,70 @@ std::vector<Collective> collectivesToTune(const DemoOptions& o, tune::Measuremen
 
 }  // namespace
 
-Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath) {
-  auto backend = makeBackend(o, paramsPath);
-  if (!backend) return makeError(backend.error());
+namespace {
+
+// The search, smoothing and guard on one backend, at `sizes` (empty: the backend's own).
+Expected<TunedProfile> tuneWith(tune::MeasurementBackend& backend, const DemoOptions& o,
+                                const std::vector<Collective>& collectives, const std::vector<uint64_t>& sizes,
+                                bool simulated, const tune::SmoothingOptions& so) {
   tune::TuneRequest req;
-  req.collectives = collectivesToTune(o, **backend);
+  req.collectives = collectives;
   if (req.collectives.empty()) return makeError("the dataset measures none of allreduce, allgather, reducescatter");
-  if (o.data.empty()) req.sizes = tune::powerOfTwoSizes(4096, uint64_t(1) << 30);
+  req.sizes = sizes;
   // --quick: a third of Hyperband's full fidelity and a per-size cap, so the ctest stays fast.
   req.search.maxIterations = o.quick ? 9 : 27;
   req.search.budgetIterations = o.quick ? 300 : 0;
   req.search.seed = o.seed;
   req.progress = ::isatty(2) != 0;  // a redrawn bar is noise in logs and pipes
-  auto result = tune::tune(**backend, req);
+  auto result = tune::tune(backend, req);
   if (!result) return makeError(result.error());
 
-  const tune::SmoothingOptions so;  // the CLI's defaults: 2% switch penalty, 1% guard
   const tune::SmoothedResult smoothed = tune::smoothAll(*result, so);
   const auto& all = smoothed.intervals;
   const auto& chosen = smoothed.chosenPerCollective;
-  const std::string name = "dynamiccl demo: tuned on " + (*backend)->name();
+  const std::string name = "dynamiccl demo: tuned on " + backend.name();
   const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, {});
 
   TunedProfile t;
   t.profile = report.profile;
   t.reportJson = tune::reportToJson(report);
   t.collectives = req.collectives;
-  std::set<uint64_t> sizes;
+  std::set<uint64_t> tunedSizes;
   for (const tune::CollectiveResult& cr : result->collectives)
-    for (const tune::KeyResult& k : cr.keys) sizes.insert(k.key.bytes);
-  t.sizes.assign(sizes.begin(), sizes.end());
+    for (const tune::KeyResult& k : cr.keys) tunedSizes.insert(k.key.bytes);
+  t.sizes.assign(tunedSizes.begin(), tunedSizes.end());
   t.spentIterations = result->spentIterations;
-  t.simulated = o.data.empty();
+  t.simulated = simulated;
   t.gridIterations = result->gridIterations;
   t.nRanks = result->nRanks;
   t.nNodes = result->nNodes;
   return t;
+}
+
+}  // namespace
+
+Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath) {
+  auto backend = makeBackend(o, paramsPath);
+  if (!backend) return makeError(backend.error());
+  return tuneWith(**backend, o, collectivesToTune(o, **backend),
+                  o.data.empty() ? tune::powerOfTwoSizes(4096, uint64_t(1) << 30) : std::vector<uint64_t>{},
+                  o.data.empty(), tune::SmoothingOptions{});  // the CLI's defaults: 2% switch penalty, 1% guard
+}
+
+Expected<TunedProfile> tuneOnSimulator(const DemoOptions& o, const std::string& preset, int nodes,
+                                       const std::string& paramsPath, const std::vector<Collective>& collectives,
+                                       const std::vector<uint64_t>& sizes, bool candidates) {
+  auto backend = tune::makeSimulatorBackend({preset, nodes, o.seed, paramsPath});
+  if (!backend) return makeError(backend.error());
+  tune::SmoothingOptions so;  // the CLI's defaults: 2% switch penalty, 1% guard
+  if (candidates) {
+    // Candidates for in-job verification: wherever the simulator's estimate is a gain, however small
+    // or uncertain; the job's measurements decide whether it stands.
+    so.confidence = 0.5;
+    so.minGain = 0;
+    so.switchPenalty = 0;
+  }
+  return tuneWith(**backend, o, collectives, sizes, true, so);
 }
 
 }  // namespace dynamiccl::cli::demo

@@ -1,0 +1,368 @@
+// `dynamiccl demo` by default: the main job on real measurements. A dataset's forced sweeps (the
+// embedded L40S ones unless --data) give every key's measured configurations; the simulator tunes
+// a profile for the dataset's platform (simulated rules: unverified); a job replayed through the
+// real plugin (forked ranks, tuner + profiler roles, latencies drawn from the measured repeats)
+// verifies that profile; the store's verdicts become verified.json; the table compares, per key,
+// what the job ended with against NCCL's default and the measured best.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "offline/demo/demo_steps.h"
+#include "offline/files/files.h"
+#include "offline/jobreplay/jobreplay.h"
+#include "offline/platforms/platforms.h"
+#include "offline/sim/sim.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli::demo {
+
+std::string embeddedDataset() {
+  return platforms::dataRoot().path + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kSteps = 6;
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "demo: %s\n", what.c_str());
+  return 1;
+}
+
+std::string fmt(const char* f, double a, double b = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+
+std::string sizeText(uint64_t b) { return tune::formatBytes(b) + (b < 1024 ? " B" : ""); }
+
+std::string pct(double g) { return std::isfinite(g) ? fmt("%+.1f%%", 100 * g) : ""; }
+
+// Step 1: the keys of one shape, with what was measured at each.
+void describeJob(const jobreplay::MeasuredJob& job) {
+  const fs::path provenance = fs::path(job.source).parent_path() / "PROVENANCE.md";
+  const std::string note = fs::exists(provenance) ? " (provenance: " + provenance.string() + ")" : "";
+  std::printf("      %s%s\n", job.source.c_str(), note.c_str());
+  size_t configs = 0, repeats = 0;
+  std::set<Collective> colls;
+  for (const jobreplay::JobKey& k : job.keys) {
+    colls.insert(k.coll);
+    configs += k.measured.size();
+    for (const jobreplay::MeasuredConfig& m : k.measured) repeats += m.samples_us.size();
+  }
+  std::string collNames;
+  for (Collective c : colls) collNames += (collNames.empty() ? "" : ", ") + std::string(collectiveName(c));
+  std::printf("      shape: %s, %d ranks on %d node(s); %zu keys (%s, %s .. %s)\n", job.system.c_str(), job.nRanks,
+              job.nNodes, job.keys.size(), collNames.c_str(), sizeText(job.keys.front().bytes).c_str(),
+              sizeText(job.keys.back().bytes).c_str());
+  std::printf("      %zu measured configurations NCCL's table allows (%zu timings); spread between repeats %.1f%% "
+              "(measured, pooled over %d configurations with repeats)\n",
+              configs, repeats, 100 * job.repeatSigma, job.repeatGroups);
+  for (const std::string& n : job.notes) std::printf("      %s\n", n.c_str());
+}
+
+// The simulator's platform for the job's shape: the one the system string names, or the platform
+// calibrated on the same dataset with the shape's GPUs per node (l40s-pcie-2 for 2 ranks).
+Expected<std::string> simulatorPlatform(const jobreplay::MeasuredJob& job) {
+  auto reg = platforms::registry();
+  if (!reg) return makeError(reg.error());
+  const platforms::Platform* named = (*reg)->forSystem(job.system);
+  if (!named) return makeError(sim::unknownSystemReason(job.system));
+  const int perNode = job.nRanks / job.nNodes;
+  if (named->topology.gpusPerNode == perNode) return named->name;
+  for (const platforms::Platform& p : (*reg)->all())
+    if (p.topology.gpusPerNode == perNode && p.calibration && named->calibration &&
+        p.calibration->dataset == named->calibration->dataset)
+      return p.name;
+  return makeError("no platform with " + std::to_string(perNode) + " GPUs per node is calibrated like " + named->name);
+}
+
+// The rule of `profile` that answers (coll, bytes) on this shape; nullptr: none (NCCL's choice).
+const policy::Rule* ruleFor(const policy::Profile& profile, Collective coll, uint64_t bytes, int nRanks, int nNodes) {
+  for (const policy::Rule& r : profile.rules) {
+    const uint64_t key = r.sizeKey == policy::SizeKey::Bytes ? bytes : bytesPerRank(bytes, nRanks);
+    if ((!r.collective || *r.collective == coll) && key >= r.minBytes && key <= r.maxBytes && nRanks >= r.minRanks &&
+        nRanks <= r.maxRanks && nNodes >= r.minNodes && nNodes <= r.maxNodes)
+      return &r;
+  }
+  return nullptr;
+}
+
+// One row of the table and of job_keys.csv.
+struct KeyRow {
+  jobreplay::KeyOutcome job;
+  std::string simRule = "-";   // the simulator's rule here ("-": none, NCCL's choice)
+  double simGain = NAN;        // its gain over NCCL's default, simulated
+  std::string verdict = "-";   // in-job verification's state for the candidate
+  double verdictGain = NAN;    // measured in the job
+  std::string replayConfig;    // verified.json through the plugin, statically
+};
+
+std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr,
+                              const TunedProfile& tuned, const VerifiedExport& verified, const ReplayResult& replayed) {
+  std::vector<KeyRow> rows;
+  for (const jobreplay::KeyOutcome& k : jr.keys) {
+    KeyRow row;
+    row.job = k;
+    if (const policy::Rule* r = ruleFor(tuned.profile, k.coll, k.bytes, job.nRanks, job.nNodes)) {
+      row.simRule = shortConfigLabel(r->decision);
+      if (r->evidence) row.simGain = r->evidence->gain;
+    }
+    for (const JobVerdict& v : verified.verdicts)
+      if (v.coll == k.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes && v.nRanks == job.nRanks)
+        row.verdict = v.candidate + " " + v.state, row.verdictGain = v.gain;
+    for (const PointResult& p : replayed.points)
+      if (p.coll == k.coll && p.bytes == k.bytes) row.replayConfig = jobreplay::configLabel(p.decision);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+struct Totals {
+  double geoVsDefault = 1, geoVsBest = 1, worstVsDefault = 0, worstVsBest = 0;
+  int withinOnePercent = 0, replayAgrees = 0, promoted = 0;
+};
+
+Totals totals(const std::vector<KeyRow>& rows) {
+  Totals t;
+  double lD = 0, lB = 0;
+  for (const KeyRow& r : rows) {
+    lD += std::log(r.job.vsDefault());
+    lB += std::log(r.job.vsBest());
+    t.worstVsDefault = std::max(t.worstVsDefault, r.job.vsDefault());
+    t.worstVsBest = std::max(t.worstVsBest, r.job.vsBest());
+    t.withinOnePercent += r.job.vsBest() <= 1.01;
+    t.replayAgrees += r.replayConfig == jobreplay::configLabel(r.job.finalConfig);
+    t.promoted += r.verdict.find("promoted") != std::string::npos;
+  }
+  if (!rows.empty()) t.geoVsDefault = std::exp(lD / rows.size()), t.geoVsBest = std::exp(lB / rows.size());
+  return t;
+}
+
+void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
+                const jobreplay::JobResult& jr) {
+  std::printf("\n  Per key on %d x %s: times are measured means (us) of the dataset; the simulator's gain is "
+              "simulated; verdicts and exploration were measured in the replayed job.\n",
+              job.nRanks, job.system.substr(0, 40).c_str());
+  std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "", "NCCL default",
+              "simulator's rule", "in-job verdict", "job's final epoch", "measured best");
+  std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "size", "config     us (meas)",
+              "config                 gain (sim)", "candidate state    gain", "config    vs NCCL", "config      us  final/best");
+  for (const KeyRow& r : rows) {
+    const jobreplay::KeyOutcome& k = r.job;
+    std::printf("  %-9s %-9s | %-11s %8.2f | %-26s %7s | %-16s %7s | %-11s %7.3fx | %-11s %8.2f %6.3fx\n",
+                std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(),
+                jobreplay::configLabel(k.ncclDefault).c_str(), k.default_us, r.simRule.c_str(), pct(r.simGain).c_str(),
+                r.verdict.c_str(), pct(r.verdictGain).c_str(), jobreplay::configLabel(k.finalConfig).c_str(),
+                k.vsDefault(), jobreplay::configLabel(k.best).c_str(), k.best_us, k.vsBest());
+  }
+  const jobreplay::RankOutcome& r0 = jr.ranks.front();
+  std::printf("  job's final epoch over %zu keys (measured): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
+              "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best\n",
+              rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent,
+              rows.size());
+  std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
+              "time (measured; %.0f of %.0f us; a faster trial costs nothing)\n",
+              static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us);
+  std::printf("  a rule that keeps NCCL's algorithm and protocol changes only channels or chunk, which no data times: "
+              "the job cannot verify it\n");
+  std::printf("  verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
+              "%d/%zu keys\n\n",
+              t.replayAgrees, rows.size());
+}
+
+Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
+  std::string csv =
+      "collective,bytes,default_config,default_us,sim_rule,sim_gain,verdict,verdict_gain,final_config,final_us,"
+      "final_vs_default,best_config,best_us,final_vs_best,verified_replay_config\n";
+  for (const KeyRow& r : rows) {
+    const jobreplay::KeyOutcome& k = r.job;
+    csv += std::string(collectiveName(k.coll)) + "," + std::to_string(k.bytes) + "," +
+           jobreplay::configLabel(k.ncclDefault) + "," + fmt("%.3f", k.default_us) + "," + r.simRule + "," +
+           (std::isfinite(r.simGain) ? fmt("%.4f", r.simGain) : "") + "," + r.verdict + "," +
+           (std::isfinite(r.verdictGain) ? fmt("%.4f", r.verdictGain) : "") + "," +
+           jobreplay::configLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
+           "," + jobreplay::configLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
+           r.replayConfig + "\n";
+  }
+  return files::writeFile(path, csv);
+}
+
+// replay_points.csv and decision_map.csv in the simulated demo's layout, for the same plots.
+Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const std::string& outDir) {
+  ReplayResult r;
+  for (const KeyRow& row : rows) {
+    const jobreplay::KeyOutcome& k = row.job;
+    r.points.push_back({"NCCL default", k.coll, k.bytes, jobreplay::configLabel(k.ncclDefault), k.default_us,
+                        k.default_us, k.best_us, k.ncclDefault, job.nRanks});
+    r.points.push_back({"verified in job", k.coll, k.bytes, jobreplay::configLabel(k.finalConfig), k.final_us, k.default_us,
+                        k.best_us, k.finalConfig, job.nRanks});
+  }
+  return writeReplayCsvs(r, job.nRanks, outDir, "verified in job");
+}
+
+Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr, const TunedProfile& tuned,
+                    const VerifiedExport& verified, const std::vector<KeyRow>& rows, const Totals& t,
+                    const std::string& path) {
+  nlohmann::json doc;
+  doc["mode"] = "measured";
+  doc["dataset"] = job.source;
+  doc["shape"] = {{"system", job.system}, {"nRanks", job.nRanks}, {"nNodes", job.nNodes}};
+  doc["repeat_sigma"] = job.repeatSigma;
+  doc["tuner"] = {{"simulated", true},
+                  {"rules", tuned.profile.rules.size()},
+                  {"spent_iterations", tuned.spentIterations},
+                  {"grid_iterations", tuned.gridIterations}};
+  const jobreplay::RankOutcome& r0 = jr.ranks.front();
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const jobreplay::RankOutcome& r : jr.ranks)
+    ranks.push_back({{"rank", r.rank}, {"finished", r.finished}, {"failure", r.failure}, {"hash", r.decisionHash},
+                     {"explore_share", r.exploreShare()}, {"explore_calls", r.exploreCalls},
+                     {"unmeasured_calls", r.unmeasuredCalls}});
+  doc["job"] = {{"ranks", job.nRanks},           {"calls_per_rank", jr.callsPerRank},
+                {"all_finished", jr.allFinished}, {"ranks_agree", jr.ranksAgree},
+                {"explore_share", r0.exploreShare()}, {"explore_calls", r0.exploreCalls}, {"total_us", r0.total_us},
+                {"wall_s", jr.wall_s},             {"per_rank", ranks}};
+  doc["verified"] = {{"path", verified.path}, {"rules", verified.rules}, {"verdicts", verified.verdicts.size()}};
+  nlohmann::json keys = nlohmann::json::array();
+  for (const KeyRow& r : rows) {
+    const jobreplay::KeyOutcome& k = r.job;
+    keys.push_back({{"collective", collectiveName(k.coll)},
+                    {"bytes", k.bytes},
+                    {"default_config", jobreplay::configLabel(k.ncclDefault)},
+                    {"default_us", k.default_us},
+                    {"sim_rule", r.simRule},
+                    {"sim_gain", std::isfinite(r.simGain) ? nlohmann::json(r.simGain) : nlohmann::json()},
+                    {"verdict", r.verdict},
+                    {"final_config", jobreplay::configLabel(k.finalConfig)},
+                    {"final_us", k.final_us},
+                    {"best_config", jobreplay::configLabel(k.best)},
+                    {"best_us", k.best_us},
+                    {"vs_default", k.vsDefault()},
+                    {"vs_best", k.vsBest()},
+                    {"verified_replay_config", r.replayConfig}});
+  }
+  doc["keys"] = keys;
+  doc["totals"] = {{"geomean_vs_default", t.geoVsDefault}, {"worst_vs_default", t.worstVsDefault},
+                   {"geomean_vs_best", t.geoVsBest},       {"worst_vs_best", t.worstVsBest},
+                   {"within_1pct_of_best", t.withinOnePercent}, {"replay_agrees", t.replayAgrees},
+                   {"keys", rows.size()}};
+  return files::writeFile(path, doc.dump(2) + "\n");
+}
+
+}  // namespace
+
+int runMeasured(const DemoOptions& o, const std::string& pluginPath,
+                const std::function<std::string(const std::string& outDir)>& plot) {
+  const std::string csv = o.data.empty() ? embeddedDataset() : o.data;
+  const fs::path out(o.out);
+
+  StepTimer s1(1, kSteps, "Load measurements (measured): " + std::string(o.data.empty() ? "the embedded L40S sweeps" : "--data"));
+  auto job = jobreplay::loadMeasuredJob(csv, {o.ranks, 0, ""});
+  if (!job) return fail(job.error());
+  describeJob(*job);
+  s1.done(std::to_string(job->keys.size()) + " keys of one communicator shape");
+
+  auto platform = simulatorPlatform(*job);
+  if (!platform) return fail(platform.error());
+  StepTimer s2(2, kSteps, "Tune on the simulator (simulated): TPE + Hyperband for " + *platform + " at the measured sizes");
+  DemoOptions so = o;
+  so.preset = *platform;
+  so.nodes = job->nNodes;
+  auto cluster = makeCluster(so);
+  if (!cluster) return fail(cluster.error());
+  const std::string paramsPath = (out / "sim-params.json").string();
+  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return fail(s.error());
+  std::set<Collective> collSet;
+  std::vector<uint64_t> sizes;
+  for (const jobreplay::JobKey& k : job->keys) collSet.insert(k.coll), sizes.push_back(k.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const std::vector<Collective> colls(collSet.begin(), collSet.end());
+  std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
+  auto tuned = tuneOnSimulator(o, *platform, job->nNodes, paramsPath, colls, sizes, true);
+  if (!tuned) return fail("tune: " + tuned.error());
+  std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
+              "verifies)\n");
+  for (const policy::Rule& r : tuned->profile.rules)
+    std::printf("      %s %s..%s: %s, %s (simulated)\n",
+                r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
+                sizeText(r.minBytes).c_str(), sizeText(r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
+                r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
+  const std::string tunedPath = (out / "tuned.json").string();
+  if (auto s = files::writeFile(tunedPath, policy::profileToJson(tuned->profile)); !s) return fail(s.error());
+  if (auto s = files::writeFile((out / "tune-report.json").string(), tuned->reportJson); !s) return fail(s.error());
+  if (auto back = policy::loadProfileFile(tunedPath); !back) return fail(tunedPath + " does not load: " + back.error());
+  s2.done("tuned.json: " + std::to_string(tuned->profile.rules.size()) + " rules, simulated (unverified); " +
+          std::to_string(tuned->spentIterations) + " simulated iterations (" +
+          fmt("%.1f%%", 100.0 * tuned->spentIterations / std::max<int64_t>(1, tuned->gridIterations)) +
+          " of the exhaustive grid)");
+
+  StepTimer s3(3, kSteps, "Replayed job: " + std::to_string(job->nRanks) +
+                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying tuned.json");
+  const fs::path workDir = out / "job";
+  const std::string storePath = (workDir / "store.db").string();
+  std::error_code ec;
+  fs::create_directories(workDir, ec);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(storePath + suffix, ec);  // every demo starts afresh
+  jobreplay::JobOptions jo;
+  jo.pluginPath = pluginPath;
+  jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
+  jo.seed = o.seed;
+  jo.env = verificationEnv(tunedPath, storePath);
+  jo.workDir = workDir.string();
+  jo.timeout_s = o.quick ? 90 : 300;
+  jo.progress = [](const std::string& line) {
+    std::printf("      %s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  std::printf("      plugin %s; %llu passes over the keys, epoch %llu calls; rank logs and store in %s/\n",
+              pluginPath.c_str(), static_cast<unsigned long long>(jo.iterations),
+              static_cast<unsigned long long>(jo.epochCalls), workDir.string().c_str());
+  std::fflush(stdout);
+  auto jr = jobreplay::replayJob(*job, jo);
+  if (!jr) return fail("job: " + jr.error());
+  for (const jobreplay::RankOutcome& r : jr->ranks)
+    if (!r.finished) std::printf("      rank %d failed: %s\n", r.rank, r.failure.c_str());
+  if (!jr->allFinished) return fail("the replayed job did not finish on every rank");
+  if (!jr->ranksAgree) return fail("ranks decided differently: the plugin broke its first invariant");
+  uint64_t unmeasured = 0;
+  for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
+  s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
+          std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
+          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (measured)" +
+          (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
+
+  StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
+  auto verified = exportVerified(storePath, (out / "verified.json").string());
+  if (!verified) return fail("export: " + verified.error());
+  for (const JobVerdict& v : verified->verdicts) std::printf("      %s\n", v.line.c_str());
+  s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
+          std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
+
+  StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
+  auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, "verified", job->nRanks);
+  if (!replayed) return fail("replay: " + replayed.error());
+  const std::vector<KeyRow> rows = tableRows(*job, *jr, *tuned, *verified, *replayed);
+  const Totals t = totals(rows);
+  s5.done(std::to_string(t.replayAgrees) + "/" + std::to_string(rows.size()) +
+          " keys run the job's final configuration (DYNAMICCL_TRUST=verified: the rules apply as verified)");
+  printTable(*job, rows, t, *jr);
+
+  StepTimer s6(6, kSteps, "Files and plots");
+  if (auto s = writeKeysCsv(rows, (out / "job_keys.csv").string()); !s) return fail(s.error());
+  if (auto s = writePlotCsvs(*job, rows, out.string()); !s) return fail(s.error());
+  if (auto s = writeSummary(*job, *jr, *tuned, *verified, rows, t, (out / "summary.json").string()); !s)
+    return fail(s.error());
+  s6.done("job_keys.csv, summary.json, replay_points.csv, decision_map.csv" + plot(out.string()));
+  return 0;
+}
+
+}  // namespace dynamiccl::cli::demo

@@ -1,0 +1,135 @@
+// jobreplay: a job replayed through the real plugin on real measurements. N forked processes are
+// the ranks of one communicator; each loads the tuner and profiler roles through offline/harness,
+// runs the same sequence of calls (collective, bytes) cycling over a dataset's measured sizes, and
+// feeds the profiler role the latency of what NCCL runs after the tuner: one of that
+// configuration's measured repeats, the same draw on every rank for the same call.
+//
+//   auto job = jobreplay::loadMeasuredJob("normalized.csv").value();
+//   auto r = jobreplay::replayJob(job, {.pluginPath = p, .env = {{"DYNAMICCL_PROFILE", f}}, .workDir = d});
+//   r->ranksAgree; r->keys[i].vsBest(); r->ranks[0].exploreShare();
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "features/features.h"
+#include "offline/model/model.h"
+#include "offline/sim/sim.h"
+
+namespace dynamiccl::jobreplay {
+
+// One configuration measured at a key, every repeat kept.
+struct MeasuredConfig {
+  sim::Config config;              // (algo, proto) NCCL ran; the data sweep neither channels nor chunk
+  std::vector<double> samples_us;  // the rows' times, in row order
+  double mean_us = 0;              // their mean: what sim::replay and `dynamiccl replay` judge by
+};
+
+// One (collective, size) of the job.
+struct JobKey {
+  Collective coll = Collective::AllReduce;
+  uint64_t bytes = 0;
+  sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
+  model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
+  std::vector<MeasuredConfig> measured;  // NCCL's default first
+
+  const MeasuredConfig* find(Algo algo, Proto proto) const;  // nullptr: never measured here
+  const MeasuredConfig& best() const;                        // lowest mean
+  const MeasuredConfig& byDefault() const { return measured.front(); }
+};
+
+// The measured keys of one communicator shape of a dataset.
+struct MeasuredJob {
+  std::string source;  // the CSV
+  std::string system;
+  int nRanks = 0, nNodes = 0;
+  model::Topology topology;  // the platform the system string names, with this shape
+  std::vector<JobKey> keys;  // by collective, then size
+  // Spread of log-latency between repeats of one configuration at one point, pooled over the
+  // dataset (every shape); repeatGroups configurations had two repeats or more. 0.03 where none had.
+  double repeatSigma = 0.03;
+  int repeatGroups = 0;
+  std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
+};
+
+// Which shape: 0 / empty picks the shape with the most keys that have two measured configurations
+// or more (ties: more ranks). Keys need NCCL's default measured (a default row, or the forced row of
+// the configuration NCCL's model picks) and at least one configuration.
+struct ShapeChoice {
+  int nRanks = 0, nNodes = 0;
+  std::string system;  // substring of the system string
+};
+Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeChoice& shape = {});
+
+// Latency of call `callIndex` running `c`: a repeat picked uniformly, times lognormal jitter of
+// `sigma` with mean 1 (so the job's mean is the measured mean). A pure function of its arguments:
+// every rank draws the same for the same call, as every rank of a real collective sees one time.
+double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex);
+
+struct JobOptions {
+  std::string pluginPath;      // the plugin library (tuner and profiler roles)
+  uint64_t iterations = 1000;  // passes over the keys; calls per rank are rounded up to whole epochs
+  uint64_t epochCalls = 1000;  // DYNAMICCL_EPOCH_CALLS in every rank, and the epoch of the accounting
+  uint64_t seed = 1;           // latency draws
+  uint64_t commId = 0;         // 0: derived from the seed
+  // Set in every rank before it loads the plugin, after jobreplay's own defaults (which they
+  // override): DYNAMICCL_TOPO_* of the job's topology, NCCL_PROFILER_PLUGIN naming the plugin,
+  // DYNAMICCL_EPOCH_CALLS, and DYNAMICCL_COORD_DIR=<workDir>/coord (fresh for every job).
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workDir;         // results, each rank's log, coordination directory; created
+  double timeout_s = 120;      // per rank: a rank still running then is killed and reported
+  // A real job's collectives take microseconds to milliseconds, these calls nanoseconds: each rank
+  // sleeps pace_us every paceEvery calls so the profiler's worker keeps up, as in a job.
+  int paceEvery = 50;
+  int pace_us = 500;
+  std::function<void(const std::string&)> progress;  // a line per event (ranks started, finished)
+};
+
+// What one rank saw.
+struct RankOutcome {
+  int rank = 0;
+  bool finished = false;  // wrote its result; else `failure` says why
+  std::string failure;
+  uint64_t calls = 0;
+  uint64_t decisionHash = 0;      // every call's (algo, proto, channels), in order
+  uint64_t unmeasuredCalls = 0;   // NCCL ran a configuration nobody measured there (none expected)
+  double total_us = 0;            // collective time: the drawn latencies
+  double explore_us = 0;          // calls off their epoch's majority for the key: excess of that
+                                  // configuration's measured mean over the majority's (0 when faster)
+  uint64_t exploreCalls = 0;      // how many calls ran off their epoch's majority
+  std::vector<sim::Config> finalConfigs;  // per key (job.keys order): the majority of the final epoch
+  double exploreShare() const { return total_us > 0 ? explore_us / total_us : 0; }
+};
+
+// The job's result per key: what ran in the final epoch against NCCL's default and the best, all
+// measured means.
+struct KeyOutcome {
+  Collective coll = Collective::AllReduce;
+  uint64_t bytes = 0;
+  sim::Config ncclDefault, finalConfig, best;
+  double default_us = 0, final_us = 0, best_us = 0;
+  double vsBest() const { return final_us / best_us; }
+  double vsDefault() const { return final_us / default_us; }
+};
+
+struct JobResult {
+  std::vector<RankOutcome> ranks;
+  std::vector<KeyOutcome> keys;  // from the first finished rank
+  bool allFinished = false;
+  bool ranksAgree = false;       // every rank finished with the same decision hash and final configs
+  uint64_t callsPerRank = 0;
+  double wall_s = 0;
+  std::string workDir;
+};
+
+// Runs the job: forks job.nRanks processes, waits for each at most o.timeout_s. Errors only when the
+// job cannot start (no work dir, fork failed, the plugin already loaded in this process: a forked
+// rank would inherit its state instead of loading it); a rank's failure or hang is in the result.
+Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o);
+
+std::string configLabel(const sim::Config& c);  // "ring/ll", "default"
+
+}  // namespace dynamiccl::jobreplay

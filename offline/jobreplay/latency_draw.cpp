@@ -1,0 +1,31 @@
+// The latency of one call: a pure function of (seed, call), so every rank draws the same.
+#include <cmath>
+#include <numbers>
+
+#include "offline/jobreplay/jobreplay.h"
+
+namespace dynamiccl::jobreplay {
+namespace {
+
+// splitmix64's finaliser: every output bit depends on every input bit.
+constexpr uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }  // in (0, 1)
+
+}  // namespace
+
+double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex) {
+  if (c.samples_us.empty()) return c.mean_us;
+  const uint64_t h = mix64(mix64(seed) ^ callIndex);
+  const double repeat = c.samples_us[h % c.samples_us.size()];
+  // Box-Muller from two more independent words; exp(sigma z - sigma^2 / 2) has mean 1.
+  const double z = std::sqrt(-2.0 * std::log(unit(mix64(h ^ 1)))) * std::cos(2 * std::numbers::pi * unit(mix64(h ^ 2)));
+  return repeat * std::exp(sigma * z - sigma * sigma / 2);
+}
+
+}  // namespace dynamiccl::jobreplay

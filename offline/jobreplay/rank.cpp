@@ -1,0 +1,217 @@
+// One rank's life, as NCCL would drive the plugin in it: tuner and profiler roles loaded through
+// the harness, then for every call the cost table, the decision, and the measured latency of what
+// NCCL runs reported through profiler events. Its accounting: per key and epoch, which
+// configuration ran most (the epoch's choice) and what the others cost beyond it (exploration).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "offline/harness/harness.h"
+#include "offline/jobreplay/rank.h"
+
+namespace dynamiccl::jobreplay {
+namespace {
+
+enum ExitCode : int { kOk = 0, kTunerOpen = 20, kProfilerOpen, kTunerInit, kProfilerInit, kResultWrite };
+
+constexpr uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// NCCL's names in profiler descriptors (ncclFuncToString).
+const char* ncclFuncName(Collective c) {
+  switch (c) {
+    case Collective::Broadcast: return "Broadcast";
+    case Collective::Reduce: return "Reduce";
+    case Collective::AllGather: return "AllGather";
+    case Collective::ReduceScatter: return "ReduceScatter";
+    case Collective::AllReduce: return "AllReduce";
+  }
+  return "AllReduce";
+}
+
+// What NCCL's Coll descriptor says of the call: element count (per rank for allgather and
+// reducescatter, whose nBytes is the gathered total) and type.
+void describeCount(Collective coll, uint64_t bytes, int nRanks, harness::ProfilerColl& pc) {
+  const bool perRank = coll == Collective::AllGather || coll == Collective::ReduceScatter;
+  const uint64_t share = perRank ? bytes / static_cast<uint64_t>(nRanks) : bytes;
+  const bool floats = share % 4 == 0;
+  pc.datatype = floats ? "ncclFloat32" : "ncclInt8";
+  pc.count = floats ? share / 4 : share;
+}
+
+// Per key: the configurations (indices into key.measured) run in the current epoch.
+class EpochAccount {
+ public:
+  explicit EpochAccount(const MeasuredJob& job) : job_(job), ran_(job.keys.size()) {
+    for (const JobKey& k : job.keys) finals_.push_back(k.ncclDefault);
+  }
+  void add(size_t key, size_t config) { ran_[key].push_back(config); }
+  // Closes the epoch: calls off the majority cost their mean's excess over the majority's.
+  void close() {
+    for (size_t k = 0; k < ran_.size(); ++k) {
+      if (ran_[k].empty()) continue;
+      const JobKey& key = job_.keys[k];
+      std::vector<uint64_t> counts(key.measured.size(), 0);
+      for (size_t c : ran_[k]) ++counts[c];
+      const size_t majority = static_cast<size_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+      const double majority_us = key.measured[majority].mean_us;
+      for (size_t c : ran_[k])
+        if (c != majority) explore_us_ += std::max(0.0, key.measured[c].mean_us - majority_us), ++exploreCalls_;
+      finals_[k] = key.measured[majority].config;
+      ran_[k].clear();
+    }
+  }
+  double explore_us() const { return explore_us_; }
+  uint64_t exploreCalls() const { return exploreCalls_; }
+  const std::vector<sim::Config>& finals() const { return finals_; }
+
+ private:
+  const MeasuredJob& job_;
+  std::vector<std::vector<size_t>> ran_;
+  std::vector<sim::Config> finals_;
+  double explore_us_ = 0;
+  uint64_t exploreCalls_ = 0;
+};
+
+void writeLog(const std::string& path) {
+  std::ofstream log(path);
+  for (const std::string& l : harness::LogCapture::lines()) log << l << "\n";
+}
+
+[[noreturn]] void leave(int code, const RankPlan& plan) {
+  writeLog(plan.logPath);
+  _exit(code);  // no destructors or atexit handlers of the parent's state
+}
+
+}  // namespace
+
+void runRank(const RankPlan& plan) {
+  const MeasuredJob& job = *plan.job;
+  const JobOptions& o = *plan.options;
+  for (const auto& [name, value] : plan.env) setenv(name.c_str(), value.c_str(), 1);
+  auto tuner = harness::TunerLibrary::open(o.pluginPath);
+  if (!tuner) leave(kTunerOpen, plan);
+  auto prof = harness::ProfilerLibrary::open(o.pluginPath);
+  if (!prof) leave(kProfilerOpen, plan);
+  ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
+  harness::CommSpec spec;
+  spec.commId = plan.commId;
+  spec.nRanks = job.nRanks;
+  spec.nNodes = job.nNodes;
+  spec.minRanksPerNode = spec.maxRanksPerNode = job.nRanks / job.nNodes;
+  spec.constants = &constants;
+  auto comm = (*tuner)->init(spec);
+  if (!comm) leave(kTunerInit, plan);
+  int mask = 0;
+  void* pctx = nullptr;
+  if ((*prof)->init(harness::ProfilerCommSpec{plan.commId, job.nRanks, job.nNodes, plan.rank}, &mask, &pctx) !=
+          ncclSuccess ||
+      !pctx)
+    leave(kProfilerInit, plan);
+
+  RankOutcome r;
+  r.rank = plan.rank;
+  EpochAccount account(job);
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < plan.calls; ++i) {
+    const size_t k = i % job.keys.size();
+    const JobKey& key = job.keys[k];
+    const harness::Choice c = (*comm)->decide(int(key.coll), key.bytes, key.costTable);
+    r.decisionHash = mix64(r.decisionHash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
+                           (static_cast<uint64_t>(c.nChannels) << 16));
+    const MeasuredConfig* ran = c.algo < 0 ? &key.byDefault() : key.find(Algo(c.algo), Proto(c.proto));
+    if (!ran) {
+      ++r.unmeasuredCalls;  // NCCL's table marked it IGNORE: a plugin that picks it anyway is a finding
+    } else {
+      const double lat_us = drawLatency_us(*ran, job.repeatSigma, o.seed, i);
+      r.total_us += lat_us;
+      account.add(k, static_cast<size_t>(ran - key.measured.data()));
+      harness::ProfilerColl pc;
+      pc.seq = i;
+      pc.func = ncclFuncName(key.coll);
+      describeCount(key.coll, key.bytes, job.nRanks, pc);
+      const std::string algo(algoNcclName(ran->config.algo)), proto(protoNcclName(ran->config.proto));
+      pc.algo = algo.c_str();
+      pc.proto = proto.c_str();
+      pc.nChannels = 1;
+      pc.rank = plan.rank;
+      const auto lat_ns = static_cast<uint64_t>(lat_us * 1000);
+      void* h = nullptr;
+      void* kernel = nullptr;
+      (*prof)->startColl(pctx, pc, &h);
+      (*prof)->startKernelCh(pctx, h, 0, clock_ns, &kernel);
+      (*prof)->kernelChStop(kernel, clock_ns + lat_ns);
+      (*prof)->stop(kernel);
+      (*prof)->stop(h);
+      clock_ns += lat_ns + 1000;
+    }
+    if ((i + 1) % o.epochCalls == 0 || i + 1 == plan.calls) account.close();
+    if (o.paceEvery > 0 && i % o.paceEvery == static_cast<uint64_t>(o.paceEvery - 1))
+      std::this_thread::sleep_for(std::chrono::microseconds(o.pace_us));
+  }
+  (*prof)->finalize(pctx);
+  comm.value().reset();  // the tuner's finalize: the leader stores its verdicts here
+  r.calls = plan.calls;
+  r.explore_us = account.explore_us();
+  r.exploreCalls = account.exploreCalls();
+
+  nlohmann::json out;
+  out["calls"] = r.calls;
+  out["hash"] = r.decisionHash;
+  out["unmeasured"] = r.unmeasuredCalls;
+  out["total_us"] = r.total_us;
+  out["explore_us"] = r.explore_us;
+  out["explore_calls"] = r.exploreCalls;
+  for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
+  {
+    std::ofstream file(plan.resultPath + ".tmp");
+    file << out.dump();
+    if (!file.flush()) leave(kResultWrite, plan);
+  }
+  if (std::rename((plan.resultPath + ".tmp").c_str(), plan.resultPath.c_str()) != 0) leave(kResultWrite, plan);
+  leave(kOk, plan);
+}
+
+std::string rankExitReason(int code) {
+  switch (code) {
+    case kTunerOpen: return "could not open the tuner role";
+    case kProfilerOpen: return "could not open the profiler role";
+    case kTunerInit: return "the tuner's init failed";
+    case kProfilerInit: return "the profiler's init failed";
+    case kResultWrite: return "could not write its result";
+    default: return "exit code " + std::to_string(code);
+  }
+}
+
+Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t nKeys) {
+  std::ifstream in(path);
+  if (!in) return makeError("wrote no result");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return makeError("wrote an unreadable result");
+  RankOutcome r;
+  r.rank = rank;
+  r.finished = true;
+  r.calls = j.value("calls", uint64_t{0});
+  r.decisionHash = j.value("hash", uint64_t{0});
+  r.unmeasuredCalls = j.value("unmeasured", uint64_t{0});
+  r.total_us = j.value("total_us", 0.0);
+  r.explore_us = j.value("explore_us", 0.0);
+  r.exploreCalls = j.value("explore_calls", uint64_t{0});
+  if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
+  for (const auto& f : j["finals"])
+    r.finalConfigs.push_back(sim::Config{Algo(f.at(0).get<int>()), Proto(f.at(1).get<int>()), 0, 0});
+  return r;
+}
+
+}  // namespace dynamiccl::jobreplay

@@ -1,0 +1,174 @@
+// The parent of a replayed job: forks the ranks, waits for each within its time limit (a rank still
+// running then is killed and reported: a job replay never hangs its caller), reads their results.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "offline/jobreplay/rank.h"
+
+namespace dynamiccl::jobreplay {
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// What every rank gets before the caller's env: the measured machine as the plugin's host probe
+// sees it (its rules' fingerprint), the profiler role, the epoch, a coordination directory of its own.
+Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& coordDir) {
+  const model::Topology& t = job.topology;
+  Env env = {
+      {"DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap)},
+      {"DYNAMICCL_TOPO_NVLINK_GBPS", std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0)},
+      {"DYNAMICCL_TOPO_NICS", std::to_string(t.nicsPerNode)},
+      {"DYNAMICCL_TOPO_NIC_GBPS", std::to_string(t.nicBw_GBps)},
+      {"DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(job.nRanks / job.nNodes)},
+      {"NCCL_PROFILER_PLUGIN", o.pluginPath},
+      {"DYNAMICCL_EPOCH_CALLS", std::to_string(o.epochCalls)},
+      {"DYNAMICCL_COORD_DIR", coordDir},
+  };
+  env.insert(env.end(), o.env.begin(), o.env.end());
+  return env;
+}
+
+bool sameConfigs(const std::vector<sim::Config>& a, const std::vector<sim::Config>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].algo != b[i].algo || a[i].proto != b[i].proto) return false;
+  return true;
+}
+
+void say(const JobOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+// Waits for every rank until the deadline; kills the rest. status[r] < 0: killed.
+std::vector<int> waitForRanks(const std::vector<pid_t>& pids, const JobOptions& o,
+                              std::chrono::steady_clock::time_point start) {
+  std::vector<int> status(pids.size(), 0);
+  std::vector<bool> done(pids.size(), false);
+  const auto deadline = start + std::chrono::duration<double>(o.timeout_s);
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (done[r]) continue;
+      int st = 0;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        done[r] = true, --left;
+        status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "rank %zu done after %.1f s", r,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        say(o, buf);
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (size_t r = 0; r < pids.size(); ++r) {
+        if (done[r]) continue;
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], nullptr, 0);
+        status[r] = -1;
+        say(o, "rank " + std::to_string(r) + " still running after the time limit: killed");
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return status;
+}
+
+}  // namespace
+
+Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
+  namespace fs = std::filesystem;
+  if (job.keys.empty()) return makeError("the job has no keys");
+  if (job.nRanks < 1 || job.nNodes < 1 || job.nRanks > 512) return makeError("the job's shape is not a communicator");
+  if (o.epochCalls < 1 || o.iterations < 1) return makeError("iterations and epoch calls must be positive");
+  if (void* h = dlopen(o.pluginPath.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(h);
+    return makeError(o.pluginPath + " is already loaded in this process: forked ranks would inherit its state");
+  }
+  std::error_code ec;
+  const fs::path dir = o.workDir;
+  const fs::path coord = dir / "coord";
+  fs::remove_all(coord, ec);  // write-once boundary records of an earlier job must not be adopted
+  fs::create_directories(coord, ec);
+  if (ec) return makeError("cannot create " + coord.string() + ": " + ec.message());
+
+  const uint64_t keys = job.keys.size();
+  JobResult result;
+  result.workDir = dir.string();
+  result.callsPerRank = (o.iterations * keys + o.epochCalls - 1) / o.epochCalls * o.epochCalls;
+  const uint64_t commId = o.commId ? o.commId : 0x10b0000000000000ull ^ o.seed;
+  const Env env = defaultEnv(job, o, coord.string());
+
+  std::vector<RankPlan> plans;
+  for (int r = 0; r < job.nRanks; ++r) {
+    const std::string stem = (dir / ("rank" + std::to_string(r))).string();
+    fs::remove(stem + ".json", ec);
+    plans.push_back(RankPlan{&job, &o, r, result.callsPerRank, commId, env, stem + ".json", stem + ".log"});
+  }
+  std::fflush(stdout);  // a child must not inherit (and later repeat) buffered output
+  std::fflush(stderr);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> pids;
+  for (const RankPlan& plan : plans) {
+    const pid_t pid = fork();
+    if (pid == 0) runRank(plan);
+    if (pid < 0) {
+      for (pid_t p : pids) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+      return makeError(std::string("fork failed: ") + std::strerror(errno));
+    }
+    pids.push_back(pid);
+  }
+  say(o, std::to_string(job.nRanks) + " ranks started, " + std::to_string(result.callsPerRank) + " calls each");
+  const std::vector<int> status = waitForRanks(pids, o, start);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  for (int r = 0; r < job.nRanks; ++r) {
+    RankOutcome out;
+    out.rank = r;
+    if (status[r] < 0) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "killed after %.0f s (the time limit)", o.timeout_s);
+      out.failure = buf;
+    } else if (status[r] != 0) {
+      out.failure = rankExitReason(status[r]) + " (log: " + plans[r].logPath + ")";
+    } else if (auto read = readRankResult(plans[r].resultPath, r, keys); !read) {
+      out.failure = read.error();
+    } else {
+      out = std::move(read.value());
+    }
+    result.ranks.push_back(std::move(out));
+  }
+  result.allFinished = true;
+  const RankOutcome* first = nullptr;
+  for (const RankOutcome& r : result.ranks) {
+    result.allFinished &= r.finished;
+    if (r.finished && !first) first = &r;
+  }
+  result.ranksAgree = result.allFinished;
+  for (const RankOutcome& r : result.ranks)
+    result.ranksAgree &= r.finished && r.decisionHash == first->decisionHash && sameConfigs(r.finalConfigs, first->finalConfigs);
+  if (first) {
+    for (size_t k = 0; k < keys; ++k) {
+      const JobKey& key = job.keys[k];
+      const sim::Config& fc = first->finalConfigs[k];
+      const MeasuredConfig* ran = key.find(fc.algo, fc.proto);
+      const MeasuredConfig& ranOrDefault = ran ? *ran : key.byDefault();
+      result.keys.push_back(KeyOutcome{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
+                                       key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us});
+    }
+  }
+  return result;
+}
+
+}  // namespace dynamiccl::jobreplay

@@ -1,0 +1,230 @@
+// A job replayed through the real plugin on the embedded L40S measurements: forked ranks load the
+// tuner and profiler roles, every rank makes the same decisions, exploration is accounted, the
+// latencies are the measured repeats, and a rank that overruns its time limit is killed, not waited on.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "offline/jobreplay/jobreplay.h"
+#include "tests/test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+namespace fs = std::filesystem;
+using jobreplay::JobKey;
+using jobreplay::MeasuredJob;
+
+const std::string kEmbedded = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
+
+class JobReplay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dynamiccl-jobreplay-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // A profile of simulated (unverified) rules: per key the fastest and the slowest measured
+  // configuration NCCL's table allows, alternating, so the job promotes some and drops others.
+  std::string candidateProfile(const MeasuredJob& job) {
+    std::string rules;
+    for (size_t i = 0; i < job.keys.size(); ++i) {
+      const JobKey& k = job.keys[i];
+      if (k.measured.size() < 2) continue;
+      const jobreplay::MeasuredConfig* pick = &k.best();
+      if (i % 2)
+        for (const auto& m : k.measured)
+          if (m.mean_us > pick->mean_us) pick = &m;
+      if (pick->config.algo == k.ncclDefault.algo && pick->config.proto == k.ncclDefault.proto) continue;
+      rules += std::string(rules.empty() ? "" : ",") + R"({"collective":"allreduce","bytes":[)" +
+               std::to_string(k.bytes) + "," + std::to_string(k.bytes) + R"(],"algo":")" +
+               std::string(algoName(pick->config.algo)) + R"(","proto":")" + std::string(protoName(pick->config.proto)) +
+               R"(","evidence":{"provenance":"simulated"}})";
+    }
+    const std::string path = dir_ + "/simulated.json";
+    std::ofstream(path) << R"({"format":"dynamiccl-profile","version":2,"name":"simulated","rules":[)" << rules << "]}";
+    return path;
+  }
+
+  jobreplay::JobOptions options(const std::string& profile, uint64_t iterations) {
+    jobreplay::JobOptions o;
+    o.pluginPath = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+    o.iterations = iterations;
+    o.epochCalls = 500;
+    o.seed = 7;
+    o.workDir = dir_ + "/job";
+    o.timeout_s = 120;
+    o.env = {{"DYNAMICCL_PROFILE", profile},
+             {"DYNAMICCL_TRUST", "verified"},
+             {"DYNAMICCL_VERIFY", "1"},
+             {"DYNAMICCL_DB", dir_ + "/store.db"}};
+    return o;
+  }
+
+  // Every rank finished, decided alike, ran only measured configurations; exploration is counted.
+  static void expectConsistent(const jobreplay::JobResult& r, int ranks) {
+    ASSERT_EQ(r.ranks.size(), static_cast<size_t>(ranks));
+    for (const jobreplay::RankOutcome& o : r.ranks) {
+      ASSERT_TRUE(o.finished) << "rank " << o.rank << ": " << o.failure;
+      EXPECT_EQ(o.decisionHash, r.ranks[0].decisionHash) << "rank " << o.rank << " decided otherwise than rank 0";
+      EXPECT_EQ(o.unmeasuredCalls, 0u) << "rank " << o.rank;
+      EXPECT_EQ(o.calls, r.callsPerRank);
+      EXPECT_GT(o.total_us, 0);
+      // The same draws and decisions: the same time and exploration on every rank.
+      EXPECT_DOUBLE_EQ(o.total_us, r.ranks[0].total_us);
+      EXPECT_DOUBLE_EQ(o.explore_us, r.ranks[0].explore_us);
+    }
+    EXPECT_TRUE(r.allFinished);
+    EXPECT_TRUE(r.ranksAgree);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(JobReplay, LoadsTheMeasuredKeysAsReplayJudgesThem) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  EXPECT_EQ(job->nRanks, 4);  // the 4-GPU L40S shape: as many choices as the 2-GPU one, more ranks
+  EXPECT_EQ(job->nNodes, 1);
+  ASSERT_EQ(job->keys.size(), 25u);  // 8 B .. 128 MiB
+  EXPECT_EQ(job->keys.front().bytes, 8u);
+  EXPECT_EQ(job->keys.back().bytes, 128u << 20);
+  EXPECT_GT(job->repeatGroups, 0);  // the default runs have 3 repeats
+  EXPECT_GT(job->repeatSigma, 0.0);
+  EXPECT_LT(job->repeatSigma, 0.2);
+  int choosable = 0;
+  for (const JobKey& k : job->keys) {
+    ASSERT_FALSE(k.measured.empty());
+    EXPECT_EQ(k.measured.front().config.algo, k.ncclDefault.algo);  // NCCL's default first
+    EXPECT_EQ(k.measured.front().config.proto, k.ncclDefault.proto);
+    EXPECT_GE(k.measured.front().samples_us.size(), 3u) << k.bytes;  // its 3 repeats
+    choosable += k.measured.size() >= 2;
+    for (int a = 0; a < kNumAlgos; ++a)
+      for (int p = 0; p < kNumProtos; ++p)
+        EXPECT_EQ(k.costTable[a][p] >= 0, k.find(Algo(a), Proto(p)) != nullptr)
+            << k.bytes << " " << a << "/" << p << ": only measured configurations are in NCCL's table";
+    for (const auto& m : k.measured) {
+      double sum = 0;
+      for (double t : m.samples_us) sum += t;
+      EXPECT_NEAR(sum / m.samples_us.size(), m.mean_us, 1e-9 * m.mean_us);  // the mean replay judges by
+    }
+  }
+  EXPECT_GE(choosable, 20);
+  // sim::replay's view of the same point: its default and best times are the key's.
+  auto rows = sim::loadMeasurements(kEmbedded);
+  ASSERT_TRUE(rows);
+  auto data = sim::buildReplayData(rows->rows);
+  ASSERT_TRUE(data);
+  int compared = 0;
+  for (const sim::ReplayPoint& p : data->points) {
+    if (p.shape->nRanks != 4) continue;
+    for (const JobKey& k : job->keys)
+      if (k.bytes == p.bytes) {
+        EXPECT_DOUBLE_EQ(k.byDefault().mean_us, p.default_us);
+        EXPECT_LE(p.best_us(), k.best().mean_us);  // replay's best may include configurations NCCL's table excludes
+        ++compared;
+      }
+  }
+  EXPECT_EQ(compared, 25);
+  EXPECT_FALSE(jobreplay::loadMeasuredJob(kEmbedded, {16, 0, ""}));  // no such shape: an error, not an empty job
+}
+
+TEST_F(JobReplay, DrawsAreMeasuredRepeatsIdenticalForACallIndex) {
+  const jobreplay::MeasuredConfig c{{Algo::Ring, Proto::LL, 0, 0}, {10.0, 11.0, 12.0}, 11.0};
+  EXPECT_EQ(jobreplay::drawLatency_us(c, 0.02, 3, 12345), jobreplay::drawLatency_us(c, 0.02, 3, 12345));
+  EXPECT_NE(jobreplay::drawLatency_us(c, 0.02, 3, 12345), jobreplay::drawLatency_us(c, 0.02, 4, 12345));
+  std::map<double, int> seen;
+  double sum = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    sum += jobreplay::drawLatency_us(c, 0.02, 3, i);
+    ++seen[jobreplay::drawLatency_us(c, 0.0, 3, i)];  // without jitter: exactly the repeats
+  }
+  EXPECT_NEAR(sum / n, 11.0, 0.01);  // the measured mean
+  ASSERT_EQ(seen.size(), 3u);
+  for (const auto& [t, count] : seen) EXPECT_NEAR(count, n / 3, n / 100) << t;
+}
+
+TEST_F(JobReplay, FourRanksDecideAlikeWhileVerifying) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = jobreplay::replayJob(*job, options(candidateProfile(*job), 400));
+  ASSERT_TRUE(r) << r.error();
+  expectConsistent(*r, 4);
+  EXPECT_EQ(r->callsPerRank, 10000u);  // 400 passes over 25 keys, whole epochs of 500
+  // Candidates were tried (exploration) and cost a small share of the job's collective time.
+  const jobreplay::RankOutcome& r0 = r->ranks[0];
+  EXPECT_GT(r0.explore_us, 0.0);
+  EXPECT_LT(r0.exploreShare(), 0.05);
+  ASSERT_EQ(r->keys.size(), job->keys.size());
+  for (const jobreplay::KeyOutcome& k : r->keys) {
+    EXPECT_GE(k.vsBest(), 1.0 - 1e-12);
+    EXPECT_GT(k.default_us, 0);
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 120.0);
+}
+
+TEST_F(JobReplay, EightRanksDecideAlike) {
+  // The 4-GPU rows as an 8-GPU node (a synthetic shape: only the rank count differs).
+  std::ifstream in(kEmbedded);
+  std::ostringstream csv;
+  std::string line;
+  std::getline(in, line);
+  csv << line << "\n";
+  while (std::getline(in, line))
+    if (line.rfind("L40S-48GB x4", 0) == 0) {
+      const size_t at = line.find(",allreduce,4,1,");
+      ASSERT_NE(at, std::string::npos) << line;
+      csv << line.substr(0, at) << ",allreduce,8,1," << line.substr(at + 15) << "\n";
+    }
+  const std::string path = dir_ + "/eight.csv";
+  std::ofstream(path) << csv.str();
+  auto job = jobreplay::loadMeasuredJob(path);
+  ASSERT_TRUE(job) << job.error();
+  ASSERT_EQ(job->nRanks, 8);
+  auto r = jobreplay::replayJob(*job, options(candidateProfile(*job), 200));
+  ASSERT_TRUE(r) << r.error();
+  expectConsistent(*r, 8);
+  EXPECT_GT(r->ranks[0].explore_us, 0.0);
+}
+
+TEST_F(JobReplay, ARankPastItsTimeLimitIsKilledAndReported) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  auto o = options(candidateProfile(*job), 1'000'000);  // far more than 0.5 s of work
+  o.timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = jobreplay::replayJob(*job, o);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_FALSE(r->allFinished);
+  EXPECT_FALSE(r->ranksAgree);
+  for (const jobreplay::RankOutcome& rank : r->ranks) {
+    EXPECT_FALSE(rank.finished);
+    EXPECT_NE(rank.failure.find("killed"), std::string::npos) << rank.failure;
+  }
+}
+
+TEST_F(JobReplay, ARankThatCannotLoadThePluginSaysSo) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  auto o = options("", 10);
+  o.pluginPath = dir_ + "/no-such-plugin.so";
+  auto r = jobreplay::replayJob(*job, o);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->allFinished);
+  for (const jobreplay::RankOutcome& rank : r->ranks)
+    EXPECT_NE(rank.failure.find("could not open the tuner role"), std::string::npos) << rank.failure;
+}
+
+}  // namespace
+}  // namespace dynamiccl
