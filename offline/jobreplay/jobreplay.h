@@ -25,7 +25,7 @@ namespace dynamiccl::jobreplay {
 struct MeasuredConfig {
   sim::Config config;              // (algo, proto) NCCL ran; the data sweep neither channels nor chunk
   std::vector<double> samples_us;  // the rows' times, in row order
-  double mean_us = 0;              // their mean: what sim::replay and `dynamiccl replay` judge by
+  double mean_us = 0;              // their median: what sim::replay and `dynamiccl replay` judge by
 };
 
 // One (collective, size) of the job.
