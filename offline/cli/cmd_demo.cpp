@@ -194,6 +194,8 @@ void addDemoCommand(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE, training)");
   cmd->add_flag("--quick", o->quick, "smaller budgets (what the test runs)");
   cmd->add_flag("--no-plots", o->noPlots, "skip the PNGs");
+  cmd->add_flag("--online", o->online,
+                "measured job: online learning too (DYNAMICCL_ONLINE=1), exploring arms the simulator did not propose");
   cmd->callback([o, presetOpt, nodesOpt] {
     o->simulated |= presetOpt->count() > 0 || nodesOpt->count() > 0;
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);

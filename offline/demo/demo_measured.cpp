@@ -148,7 +148,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
 
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
                 const jobreplay::JobResult& jr) {
-  std::printf("\n  Per key on %d x %s: times are measured means (us) of the dataset; the simulator's gain is "
+  std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
               "simulated; verdicts and exploration were measured in the replayed job.\n",
               job.nRanks, job.system.substr(0, 40).c_str());
   std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "", "NCCL default",
@@ -317,6 +317,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
   jo.seed = o.seed;
   jo.env = verificationEnv(tunedPath, storePath);
+  if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
   jo.workDir = workDir.string();
   jo.timeout_s = o.quick ? 90 : 300;
   jo.progress = [](const std::string& line) {

@@ -36,6 +36,7 @@ struct DemoOptions {
   uint64_t seed = 1;
   bool quick = false;  // smaller budgets (the ctest)
   bool noPlots = false;
+  bool online = false;  // measured job: DYNAMICCL_ONLINE=1 as well (explores beyond the simulator's candidates)
 };
 
 // The cluster the demo runs on: topology, simulator parameters and NCCL's view of it.

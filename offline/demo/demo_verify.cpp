@@ -29,9 +29,8 @@ std::vector<std::pair<std::string, std::string>> verificationEnv(const std::stri
   return {
       {"DYNAMICCL_PROFILE", profilePath},
       {"DYNAMICCL_TRUST", "verified"},  // unverified rules reach NCCL only as candidates under test
-      {"DYNAMICCL_VERIFY", "1"},        // on (its default wherever the profiler role is this library)
-      // Online learning refines verified rules; this profile has none yet, so verification acts alone.
-      {"DYNAMICCL_ONLINE", "1"},
+      // DYNAMICCL_VERIFY left at its default (auto): on, since the profiler role is this library, as a
+      // user's job gets it; no DYNAMICCL_ONLINE: verification acts alone.
       {"DYNAMICCL_DB", storePath},  // the verdicts, and the observations behind them
       {"DYNAMICCL_RECORD", "1"},    // verdicts are stored with the observations
   };

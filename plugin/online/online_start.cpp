@@ -20,7 +20,8 @@ std::atomic<bool> gLoggedVerify{false};
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
                                         const Settings& settings) {
-  const bool learn = settings.online == OnlineSwitch::On && !staticTable.empty();  // no profile: nothing changes
+  // No profile: nothing changes. A profile of unverified rules only is a prior to learn from.
+  const bool learn = settings.online == OnlineSwitch::On && (!staticTable.empty() || !unverified.empty());
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
   // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
   const bool candidates = settings.trust == policy::Trust::Verified && !unverified.empty();
