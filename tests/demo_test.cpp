@@ -135,7 +135,7 @@ TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
                            "[3/6] Replayed job", "[4/6] Export", "[5/6] Check", "[6/6] Files"})
     EXPECT_NE(text.find(step), std::string::npos) << step << "\n" << text;
   EXPECT_NE(text.find("simulated (unverified)"), std::string::npos) << text;
-  EXPECT_NE(text.find("times are measured means"), std::string::npos) << text;
+  EXPECT_NE(text.find("times are measured medians"), std::string::npos) << text;
 }
 
 TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
