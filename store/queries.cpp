@@ -8,19 +8,6 @@
 namespace dynamiccl::store {
 namespace {
 
-std::string columnText(sqlite3_stmt* st, int i) {
-  const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
-  return t != nullptr ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(st, i))) : std::string();
-}
-
-double columnReal(sqlite3_stmt* st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-int64_t columnIntOr(sqlite3_stmt* st, int i, int64_t missing) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? missing : sqlite3_column_int64(st, i);
-}
-
 // Fills name -> count from a two-column query.
 Status countInto(sqlite3* db, const char* sql, std::map<std::string, int64_t>& out) {
   Statement st(db, sql);

@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "store/store.h"
@@ -33,6 +35,18 @@ struct Store::Impl {
 
 // The owner's deadline passed (StoreOptions::give_up): stop waiting for locks.
 inline bool givenUp(const StoreOptions& o) { return o.give_up && o.give_up->load(std::memory_order_relaxed); }
+
+// Column readers: NULL reads as "", NaN or `missing`.
+inline std::string columnText(sqlite3_stmt* st, int i) {
+  const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+  return t != nullptr ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(st, i))) : std::string();
+}
+inline double columnReal(sqlite3_stmt* st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+inline int64_t columnIntOr(sqlite3_stmt* st, int i, int64_t missing) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? missing : sqlite3_column_int64(st, i);
+}
 
 // "what: sqlite message (code)" for the last error on db.
 std::string sqliteError(sqlite3* db, const char* what);

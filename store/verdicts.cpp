@@ -10,14 +10,6 @@
 namespace dynamiccl::store {
 namespace {
 
-std::string text(sqlite3_stmt* st, int i) {
-  const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
-  return t != nullptr ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(st, i))) : std::string();
-}
-double real(sqlite3_stmt* st, int i) { return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i); }
-int64_t integer(sqlite3_stmt* st, int i, int64_t missing) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? missing : sqlite3_column_int64(st, i);
-}
 void bindReal(sqlite3_stmt* st, int i, double v) {
   if (std::isfinite(v)) sqlite3_bind_double(st, i, v);
   else sqlite3_bind_null(st, i);
@@ -96,29 +88,29 @@ Expected<std::vector<VerdictRow>> Store::latestVerdicts(const std::string& finge
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
     sqlite3_stmt* s = st.get();
     VerdictRow r;
-    r.fingerprint = text(s, 0);
-    r.nccl_version = text(s, 1);
+    r.fingerprint = columnText(s, 0);
+    r.nccl_version = columnText(s, 1);
     r.n_ranks = sqlite3_column_int(s, 2);
     r.n_nodes = sqlite3_column_int(s, 3);
-    r.collective = text(s, 4);
+    r.collective = columnText(s, 4);
     r.min_bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 5));
     r.max_bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 6));
-    r.algo = text(s, 7);
-    r.proto = text(s, 8);
-    r.n_channels = static_cast<int>(integer(s, 9, -1));
-    r.chunk = integer(s, 10, -1);
-    r.base_algo = text(s, 11);
-    r.base_proto = text(s, 12);
+    r.algo = columnText(s, 7);
+    r.proto = columnText(s, 8);
+    r.n_channels = static_cast<int>(columnIntOr(s, 9, -1));
+    r.chunk = columnIntOr(s, 10, -1);
+    r.base_algo = columnText(s, 11);
+    r.base_proto = columnText(s, 12);
     r.n = sqlite3_column_int64(s, 13);
     r.mean_log_us = sqlite3_column_double(s, 14);
     r.var_log_us = sqlite3_column_double(s, 15);
     r.base_n = sqlite3_column_int64(s, 16);
     r.base_mean_log_us = sqlite3_column_double(s, 17);
     r.base_var_log_us = sqlite3_column_double(s, 18);
-    r.gain = real(s, 19);
-    r.gain_low = real(s, 20);
-    r.gain_high = real(s, 21);
-    r.state = text(s, 22);
+    r.gain = columnReal(s, 19);
+    r.gain_low = columnReal(s, 20);
+    r.gain_high = columnReal(s, 21);
+    r.state = columnText(s, 22);
     r.ts_ns = sqlite3_column_int64(s, 23);
     out.push_back(std::move(r));
   }
