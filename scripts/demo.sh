@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-# The main job: simulate, tune, train, export, replay through the real plugin, plot (into demo-out/).
+# The main job: a job replayed from the L40S measurements shipped here, verifying the simulator's
+# profile in the job through the real plugin; then the verified profile, the table and plots (demo-out/).
 "${BUILD_DIR:-build}"/offline/dynamiccl demo "$@"
