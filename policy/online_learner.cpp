@@ -161,6 +161,21 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     const int candSlot = fullCand ? slotOf(cand.decisions[0].algo, cand.decisions[0].proto) : -1;
     k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
     if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
+    // Verifying a profile: a key it offers no testable candidate for gets NCCL's own runner-up (its cost table's
+    // next-cheapest usable entry, within maxModelledRatio of its choice) as the candidate, so the
+    // model picks what to measure there too and only the measurement decides.
+    if (config_.candidatesOnly && config_.modelRunnerUp && k.candidate < 0 && k.modelled &&
+        k.ncclDefault >= 0 && k.modelled_us[k.ncclDefault] > 0) {
+      int runnerUp = -1;
+      for (int s = 0; s < kArmSlots; ++s)
+        if (s != k.ncclDefault && s != priorSlot && k.modelled_us[s] >= 0 &&
+            (runnerUp < 0 || k.modelled_us[s] < k.modelled_us[runnerUp]))
+          runnerUp = s;
+      if (runnerUp >= 0 && k.modelled_us[runnerUp] <= config_.maxModelledRatio * k.modelled_us[k.ncclDefault]) {
+        k.candidate = runnerUp;
+        k.candidateDecision = Decision{algoOf(runnerUp), protoOf(runnerUp), 0, 0};
+      }
+    }
     const std::vector<int> slots = armSlots(coll, bucket, k);
     if (slots.empty()) continue;
     auto trusted = [&](int s) {

@@ -36,6 +36,7 @@ struct OnlineConfig {
   // rule or NCCL's default), NCCL's default and the key's unverified candidate; keys without a
   // candidate are left to the static table.
   bool candidatesOnly = false;
+  bool modelRunnerUp = true;       // verifying: keys without a candidate test NCCL's model's runner-up
   double seedWeightCap = 30;       // a previous job's samples count as at most this many calls
   // Recent timings: log(observed / this arm's usual latency), the usual one a slow average (this
   // half-life, in calls of the key) so a congestion episode shows and its end shows too.

@@ -186,5 +186,52 @@ TEST(OnlineLearner, RecentTimingsReachTheLearnedRulesAndAnEpisodeEndsAsItCame) {
   EXPECT_GE(refreshes, 25u);
 }
 
+
+// Verifying, a key the profile offers nothing testable for tests NCCL's own runner-up (the model picks
+// what to measure); the measurement decides: promoted where it wins, never where the model put it
+// beyond twice NCCL's choice.
+TEST(OnlineLearner, VerificationTestsNcclsRunnerUpWhereTheProfileSaysNothing) {
+  for (const float runnerUp_us : {12.0f, 25.0f}) {
+    OnlineConfig config;
+    config.candidatesOnly = true;
+    OnlineLearner l(config, [](int, int) { return Candidates{}; }, [](int, int) { return Candidates{}; });
+    const int bucket = SizeBucket::of(kBytes);
+    l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
+    float table[kNumAlgos * kNumProtos];
+    std::fill(std::begin(table), std::end(table), -1.0f);  // IGNORE: NCCL would not run them
+    table[static_cast<int>(Algo::Ring) * kNumProtos + static_cast<int>(Proto::Simple)] = 10.0f;
+    table[static_cast<int>(Algo::Tree) * kNumProtos + static_cast<int>(Proto::Simple)] = runnerUp_us;
+    l.setModelledCost(kAllReduce, bucket, table);
+    // NCCL runs ring/simple wherever the table does not answer (an empty exploit: the static table).
+    const Decision nccl{Algo::Ring, Proto::Simple, 0, 0};
+    std::mt19937_64 rng(9);
+    std::lognormal_distribution<double> noise(0, 0.03);
+    std::unique_ptr<OnlineTable> t;
+    LoopResult r;
+    for (uint64_t k = 0; k < 20000; ++k) {
+      if (k % 500 == 0) t = l.build(k / 500);
+      const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
+      const Decision d = c ? c->decisions[0] : nccl;
+      const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
+      const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
+      auto truth = [](const Decision& y) { return y.algo == Algo::Tree ? 90.0 : 100.0; };
+      const double lat = truth(d) * noise(rng);
+      r.total_us += lat;
+      if (!(d == x)) r.exploreExtra_us += std::max(0.0, lat - truth(x));
+      l.observe(kAllReduce, kBytes, d.algo, d.proto, lat);
+      r.last = x;
+    }
+    if (runnerUp_us < 20) {
+      EXPECT_EQ(r.last.algo, Algo::Tree) << "the runner-up measures 10% faster: promoted";
+      auto v = l.verdicts();
+      ASSERT_EQ(v.size(), 1u);
+      EXPECT_EQ(v[0].state, VerdictState::Promoted);
+    } else {
+      EXPECT_TRUE(l.verdicts().empty()) << "modelled 2.5x NCCL's choice: not worth a measurement";
+    }
+    EXPECT_LT(r.exploreExtra_us / r.total_us, 0.01);
+  }
+}
+
 }  // namespace
 }  // namespace dynamiccl::policy
