@@ -26,13 +26,6 @@ std::string sizeText(uint64_t b) {
   return buf;
 }
 
-template <typename T, int N, typename F>
-std::optional<T> byName(const std::string& name, F nameOf) {
-  for (int i = 0; i < N; ++i)
-    if (nameOf(static_cast<T>(i)) == name) return static_cast<T>(i);
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string describeVerdict(const store::VerdictRow& v) {
@@ -53,10 +46,10 @@ Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& 
   out.verdicts = *rows;
   for (const store::VerdictRow& v : *rows) {
     if (v.state != "promoted") continue;
-    const auto coll = byName<Collective, kNumCollectives>(v.collective, [](Collective c) { return std::string(collectiveName(c)); });
-    const auto algo = byName<Algo, kNumAlgos>(v.algo, store::algoStoredName);
-    const auto proto = byName<Proto, kNumProtos>(v.proto, store::protoStoredName);
-    if (!coll || !algo || !proto) continue;  // written by a newer build: not ours to interpret
+    const auto coll = parseCollective(v.collective);
+    const auto algo = parseAlgo(v.algo);
+    const auto proto = parseProto(v.proto);
+    if (!coll || !algo || !proto || *algo == Algo::Default) continue;  // written by a newer build: not ours to read
     policy::Rule r;
     r.collective = *coll;
     r.minBytes = v.min_bytes;

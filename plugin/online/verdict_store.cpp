@@ -27,24 +27,6 @@ uint64_t bucketHighest(int bucket) {
   return bucket + 1 >= SizeBucket::kCount ? UINT64_MAX : SizeBucket::lowest(bucket + 1) - 1;
 }
 
-std::optional<Collective> collectiveOf(const std::string& name) {
-  for (int c = 0; c < kNumCollectives; ++c)
-    if (collectiveName(static_cast<Collective>(c)) == name) return static_cast<Collective>(c);
-  return std::nullopt;
-}
-
-std::optional<Algo> algoOf(const std::string& name) {
-  for (int a = 0; a < kNumAlgos; ++a)
-    if (store::algoStoredName(static_cast<Algo>(a)) == name) return static_cast<Algo>(a);
-  return std::nullopt;
-}
-
-std::optional<Proto> protoOf(const std::string& name) {
-  for (int p = 0; p < kNumProtos; ++p)
-    if (store::protoStoredName(static_cast<Proto>(p)) == name) return static_cast<Proto>(p);
-  return std::nullopt;
-}
-
 }  // namespace
 
 VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHardware>& declared,
@@ -86,9 +68,9 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope)
   size_t resumed = 0;
   for (const store::VerdictRow& r : *rows) {
     if (r.fingerprint != scope.fingerprint) continue;  // "" selects every fingerprint in the query
-    const auto coll = collectiveOf(r.collective);
-    const auto a = algoOf(r.algo), ba = algoOf(r.base_algo);
-    const auto p = protoOf(r.proto), bp = protoOf(r.base_proto);
+    const auto coll = parseCollective(r.collective);
+    const auto a = parseAlgo(r.algo), ba = parseAlgo(r.base_algo);
+    const auto p = parseProto(r.proto), bp = parseProto(r.base_proto);
     if (!coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
     const int bucket = SizeBucket::of(r.min_bytes);
     learner.seed(static_cast<int>(*coll), bucket,
