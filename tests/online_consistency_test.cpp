@@ -133,19 +133,9 @@ std::vector<RankResult> runCommunicator(const Scenario& s, double deadline_s) {
     pids.push_back(pid);
   }
   std::vector<RankResult> results(kRanks);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  const std::vector<int> codes = testing::waitForRanks(pids, deadline_s);
   for (int r = 0; r < kRanks; ++r) {
-    int status = 0;
-    while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], &status, 0);
-        ADD_FAILURE() << "rank " << r << " hung past " << deadline_s << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    results[r].exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    results[r].exitCode = codes[r];
     std::ifstream in(dir + "/rank" + std::to_string(r));
     unsigned long long h = 0, late = 0, first = 0;
     if (in >> h >> late >> first) {

@@ -2,11 +2,16 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "offline/harness/harness.h"
 
@@ -42,6 +47,27 @@ inline std::shared_ptr<harness::TunerLibrary> openPlugin(int maxVersion = 6) {
 // A profile with one rule per given line of rule JSON objects.
 inline std::string profileJson(const std::string& rules, const std::string& name = "test") {
   return R"({"format":"dynamiccl-profile","version":1,"name":")" + name + R"(","rules":[)" + rules + "]}";
+}
+
+// Waits for forked ranks until deadline_s, killing stragglers (a hang fails the test); their exit
+// codes, -1 for a rank that did not exit normally.
+inline std::vector<int> waitForRanks(const std::vector<pid_t>& pids, double deadline_s) {
+  std::vector<int> codes;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &status, 0);
+        ADD_FAILURE() << "rank " << r << " hung past " << deadline_s << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return codes;
 }
 
 }  // namespace dynamiccl::testing

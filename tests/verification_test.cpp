@@ -195,19 +195,9 @@ std::vector<RankResult> runJob(const Job& job, double deadline_s) {
     pids.push_back(pid);
   }
   std::vector<RankResult> results(kRanks);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  const std::vector<int> codes = testing::waitForRanks(pids, deadline_s);
   for (int r = 0; r < kRanks; ++r) {
-    int status = 0;
-    while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], &status, 0);
-        ADD_FAILURE() << "rank " << r << " hung past " << deadline_s << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    results[r].exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    results[r].exitCode = codes[r];
     std::ifstream in(dir + "/rank" + std::to_string(r));
     unsigned long long h = 0;
     if (!(in >> h >> results[r].total_us >> results[r].explore_us)) {
