@@ -90,8 +90,26 @@ void PolicyNetwork::predictLogLatency_us(const float* rows, int n, const float* 
   for (int r = 0; r < n; ++r) out[r] = weights_.targetMean + weights_.targetStd * x(r, 0);
 }
 
+int PolicyNetwork::embeddingSize() const { return static_cast<int>(layers_->w.back().cols()); }
+
+std::span<const float> PolicyNetwork::outputWeights() const {
+  return {layers_->w.back().data(), static_cast<size_t>(layers_->w.back().cols())};
+}
+
+float PolicyNetwork::outputBias() const { return layers_->b.back()(0); }
+
 void PolicyNetwork::predictPairsLogLatency_us(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
                                               std::span<const PairIndex> pairs, float* out) const {
+  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, /*embeddings=*/false, out);
+}
+
+void PolicyNetwork::embedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                               std::span<const PairIndex> pairs, float* out) const {
+  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, /*embeddings=*/true, out);
+}
+
+void PolicyNetwork::forwardPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                                 std::span<const PairIndex> pairs, bool embeddings, float* out) const {
   const Layers& L = *layers_;
   RowMatrix keyPart = Eigen::Map<const RowMatrix>(keyRows, nKeys, keyInputs()) * L.w0Key.transpose();
   keyPart.rowwise() += L.b[0];
@@ -104,6 +122,8 @@ void PolicyNetwork::predictPairsLogLatency_us(const float* keyRows, int nKeys, c
   for (const RowMatrix& w : L.w) widest = std::max(widest, static_cast<int>(w.rows()));
   std::vector<float> a(static_cast<size_t>(kBlock) * widest), b(a.size());
   const int total = static_cast<int>(pairs.size());
+  const size_t layers = embeddings ? L.w.size() - 1 : L.w.size();
+  const int width = embeddingSize();
   for (int begin = 0; begin < total; begin += kBlock) {
     const int n = std::min(kBlock, total - begin);
     const int width0 = static_cast<int>(L.w[0].rows());
@@ -113,13 +133,15 @@ void PolicyNetwork::predictPairsLogLatency_us(const float* keyRows, int nKeys, c
       first.row(r) = (keyPart.row(p.key) + configPart.row(p.config)).cwiseMax(0.0f);
     }
     float *x = a.data(), *y = b.data();
-    for (size_t i = 1; i < L.w.size(); ++i) {
+    for (size_t i = 1; i < layers; ++i) {
       const bool last = i + 1 == L.w.size();
       denseLayer(x, n, static_cast<int>(L.w[i].cols()), L.wT[i].data(), L.b[i].data(), static_cast<int>(L.w[i].rows()),
                  /*relu=*/!last, y);
       std::swap(x, y);
     }
-    for (int r = 0; r < n; ++r) out[begin + r] = weights_.targetMean + weights_.targetStd * x[r];
+    if (embeddings) std::copy(x, x + static_cast<size_t>(n) * width, out + static_cast<size_t>(begin) * width);
+    else
+      for (int r = 0; r < n; ++r) out[begin + r] = weights_.targetMean + weights_.targetStd * x[r];
   }
 }
 

@@ -41,8 +41,21 @@ class PolicyNetwork {
   void predictPairsLogLatency_us(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
                                  std::span<const PairIndex> pairs, float* out) const;
 
+  // The network as a linear model over learned features: standardized output = outputWeights() .
+  // embedding + outputBias(), where the embedding is the last hidden layer. A Bayesian last layer
+  // (in-job learning, per-key confidence) works on these.
+  int embeddingSize() const;
+  std::span<const float> outputWeights() const;
+  float outputBias() const;
+  // Each pair's embedding (embeddingSize() floats per pair), computed as predictPairsLogLatency_us does.
+  void embedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                  std::span<const PairIndex> pairs, float* out) const;
+
  private:
   explicit PolicyNetwork(PolicyWeights w);
+  // Pairs through every layer; embeddings: stop before the output layer and write its input.
+  void forwardPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                    std::span<const PairIndex> pairs, bool embeddings, float* out) const;
   PolicyWeights weights_;
   struct Layers;
   std::unique_ptr<Layers> layers_;

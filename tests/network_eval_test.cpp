@@ -119,5 +119,28 @@ TEST(PairEvaluation, APairsResultDoesNotDependOnItsBatch) {
   }
 }
 
+TEST(PairEvaluation, TheOutputLayerIsLinearInTheEmbedding) {
+  for (std::vector<int> hidden : {std::vector<int>{64, 64}, std::vector<int>{16}, std::vector<int>{24, 9, 33}}) {
+    auto net = policy::PolicyNetwork::create(randomWeights(11, hidden));
+    ASSERT_TRUE(net.ok()) << net.error();
+    const policy::PolicyNetwork& n = **net;
+    ASSERT_EQ(n.embeddingSize(), hidden.back());
+    const Grid g = randomGrid(n, 23, 12, 4);
+    std::vector<float> scores(g.pairs.size()), emb(g.pairs.size() * n.embeddingSize());
+    n.predictPairsLogLatency_us(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs, g.pairs, scores.data());
+    n.embedPairs(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs, g.pairs, emb.data());
+    const auto w = n.outputWeights();
+    for (size_t i = 0; i < g.pairs.size(); ++i) {
+      double out = n.outputBias();
+      for (int j = 0; j < n.embeddingSize(); ++j) {
+        ASSERT_GE(emb[i * n.embeddingSize() + j], 0.0f);  // after ReLU
+        out += static_cast<double>(w[j]) * emb[i * n.embeddingSize() + j];
+      }
+      const double predicted = n.weights().targetMean + n.weights().targetStd * out;
+      ASSERT_NEAR(scores[i], predicted, 1e-4 * (1.0 + std::fabs(predicted))) << "pair " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dynamiccl
