@@ -38,6 +38,10 @@ struct PolicyWeights {
   // predicted time of NCCL's own choice for the call. Absent or null: no guard (off by default:
   // a self-judged guard measured worse on held-out presets, docs/LEARNED_POLICY.md).
   std::optional<float> guardMargin;
+  // "last_layer_covariance": posterior covariance of the output layer [weights..., bias] fitted on
+  // the training embeddings (Bayesian last layer, standardized units), (embedding + 1)^2 floats
+  // row-major; empty: none (the per-key confidence and the in-job prior then assume isotropic).
+  std::vector<float> lastLayerCovariance;
   std::string description;
   // gru.weight_ih [3H,1], gru.weight_hh [3H,H], gru.bias_ih [3H], gru.bias_hh [3H] (gates r, z, n);
   // mlp.<i>.weight [out,in], mlp.<i>.bias [out] for each hidden layer, then the output layer (out 1).
