@@ -112,10 +112,13 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
     if (s >= 0 && slots.size() < kOnlineMaxArms + 1 && std::find(slots.begin(), slots.end(), s) == slots.end())
       slots.push_back(s);
   };
-  if (config_.candidatesOnly && k.candidate < 0) return slots;  // nothing to verify: the static table answers
   const Candidates prior = priorOf(coll, bucket);
-  if (prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default)
-    add(slotOf(prior.decisions[0].algo, prior.decisions[0].proto));
+  const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
+  const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto) : -1;
+  // Nothing to verify and nothing promoted: the static table answers.
+  const bool promoted = k.incumbent >= 0 && k.incumbent != priorSlot && (fullPrior || k.incumbent != k.ncclDefault);
+  if (config_.candidatesOnly && k.candidate < 0 && !promoted) return slots;
+  add(priorSlot);
   add(k.ncclDefault);
   add(k.candidate);
   if (config_.candidatesOnly) return slots;
@@ -136,12 +139,76 @@ Candidates OnlineLearner::priorOf(int coll, int bucket) const {
   return config_.learnedRulesApply ? learnedOr(prior_(coll, bucket), coll, bucket) : prior_(coll, bucket);
 }
 
+void OnlineLearner::refitModel() {
+  std::vector<MeasuredArm> measured;
+  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
+    KeyState& k = keys_[key];
+    if (!k.active) continue;
+    for (int s = 0; s < kArmSlots; ++s) {
+      ArmStats& a = k.arms[s];
+      if (a.n == 0) continue;
+      decay(k, a);
+      if (a.w > 0.05)
+        measured.push_back(MeasuredArm{static_cast<int>(key / SizeBucket::kCount), static_cast<int>(key % SizeBucket::kCount),
+                                       algoOf(s), protoOf(s), a.w, a.s / a.w});
+    }
+  }
+  model_->refit(measured, windows_);
+  modelFitAt_ = counters_.observations;
+  ++modelRefits_;
+}
+
+int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
+  const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
+  if (runs < 0) return -1;
+  const uint64_t minSamples = static_cast<uint64_t>(config_.minSamples);
+  auto meanOf = [&](const ArmStats& a) { return a.s / a.w; };
+  auto se2 = [&](const ArmStats& a) {
+    const double m = meanOf(a), var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
+    return var / std::max(a.w, 1.0);
+  };
+  // Lost to what runs: beyond noise once measured, or far behind after a sample or two.
+  auto lost = [&](int s) {
+    const ArmStats &a = k.arms[s], &r = k.arms[runs];
+    if (a.w <= 0.1 || r.w <= 0.1) return false;
+    const double behind = meanOf(a) - meanOf(r);
+    if (behind > std::log(config_.maxModelledRatio)) return true;
+    return a.n >= minSamples && r.n >= minSamples &&
+           behind > std::max(0.01, config_.guardSigmas * std::sqrt(se2(a) + se2(r)));
+  };
+  // One proposal at a time, a candidate until decided: promoted (it runs), lost, or measured
+  // proposalSamples times without a verdict. A verdict needs samples, not a moving target.
+  if (const int p = k.proposal; p >= 0 && p != runs && p != k.ncclDefault && p != priorSlot && !lost(p) &&
+                                k.arms[p].n < static_cast<uint64_t>(config_.proposalSamples))
+    return p;
+  auto eligible = [&](int s) {
+    if (s == runs || s == k.ncclDefault || s == priorSlot || k.arms[s].n >= minSamples || lost(s)) return false;
+    if (k.modelled && !(k.modelled_us[s] >= 0)) return false;  // IGNORE: NCCL would not run it
+    return model_->belief(coll, bucket, algoOf(s), protoOf(s)).has_value();
+  };
+  int best = -1;
+  double bestScore = -std::log1p(config_.minProposedGain);
+  for (int s = 0; s < kArmSlots; ++s) {
+    if (!eligible(s)) continue;
+    const auto d = model_->difference(coll, bucket, algoOf(s), protoOf(s), algoOf(runs), protoOf(runs));
+    if (!d) continue;
+    const double optimistic = d->meanLog - config_.proposalSigmas * d->sdLog;  // log(its time / what runs')
+    if (optimistic < bestScore) {
+      best = s;
+      bestScore = optimistic;
+    }
+  }
+  k.proposal = best;
+  return best;
+}
+
 std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
   if (refresh_ && windowsChanged_) {
     learned_ = refresh_(windows_);
     windowsChanged_ = false;
     ++refreshes_;
   }
+  if (model_ && modelFitAt_ != counters_.observations) refitModel();
   auto table = std::make_unique<OnlineTable>();
   table->setVersion(version);
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
@@ -161,6 +228,14 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     const int candSlot = fullCand ? slotOf(cand.decisions[0].algo, cand.decisions[0].proto) : -1;
     k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
     if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
+    // The learned policy in the job proposes first: its belief, updated by what was measured, picks
+    // what to measure next; the profile's candidate and NCCL's runner-up remain for where it has none.
+    if (model_) {
+      if (const int p = proposal(coll, bucket, k, priorSlot); p >= 0) {
+        k.candidate = p;
+        k.candidateDecision = Decision{algoOf(p), protoOf(p), 0, 0};
+      }
+    }
     // Verifying a profile: a key it offers no testable candidate for gets NCCL's own runner-up (its cost table's
     // next-cheapest usable entry, within maxModelledRatio of its choice) as the candidate, so the
     // model picks what to measure there too and only the measurement decides.
@@ -175,6 +250,10 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         k.candidate = runnerUp;
         k.candidateDecision = Decision{algoOf(runnerUp), protoOf(runnerUp), 0, 0};
       }
+    }
+    if (k.candidate >= 0) {
+      k.tested |= uint32_t{1} << k.candidate;
+      k.testedDecision[k.candidate] = k.candidateDecision;
     }
     const std::vector<int> slots = armSlots(coll, bucket, k);
     if (slots.empty()) continue;
@@ -304,31 +383,35 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
   std::vector<Verdict> out;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     const KeyState& k = keys_[key];
-    if (!k.active || k.candidate < 0) continue;
+    if (!k.active || !k.tested) continue;
     const int base = k.ncclDefault >= 0 ? k.ncclDefault : k.incumbent;
-    if (base < 0 || base == k.candidate) continue;
-    Verdict v;
-    v.coll = static_cast<int>(key / SizeBucket::kCount);
-    v.bucket = static_cast<int>(key % SizeBucket::kCount);
-    v.candidate = k.candidateDecision;
-    v.candidateArm = summary(k, k.candidate);
-    v.baselineArm = summary(k, base);
-    const ArmStats &c = k.arms[k.candidate], &b = k.arms[base];
-    auto se2 = [&](const ArmStats& a, const ArmSummary& s) {
-      return std::max(s.varLog, config_.noiseFloor * config_.noiseFloor) / std::max(a.w, 1.0);
-    };
-    if (c.w > 0 && b.w > 0) {
-      const double d = v.baselineArm.meanLog - v.candidateArm.meanLog;  // > 0: the candidate is faster
-      const double half = 1.96 * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm));
-      v.gain = std::exp(d) - 1;
-      v.gainLow = std::exp(d - half) - 1;
-      v.gainHigh = std::exp(d + half) - 1;
-      const bool settled = c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
-      const double margin = std::max(0.01, config_.guardSigmas * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm)));
-      if (k.incumbent == k.candidate) v.state = VerdictState::Promoted;
-      else if ((settled && -d > margin) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
+    for (int slot = 0; slot < kArmSlots; ++slot) {
+      if (!(k.tested >> slot & 1) || base < 0 || base == slot) continue;
+      Verdict v;
+      v.coll = static_cast<int>(key / SizeBucket::kCount);
+      v.bucket = static_cast<int>(key % SizeBucket::kCount);
+      v.candidate = k.testedDecision[slot];
+      v.candidateArm = summary(k, slot);
+      v.baselineArm = summary(k, base);
+      const ArmStats &c = k.arms[slot], &b = k.arms[base];
+      auto se2 = [&](const ArmStats& a, const ArmSummary& s) {
+        return std::max(s.varLog, config_.noiseFloor * config_.noiseFloor) / std::max(a.w, 1.0);
+      };
+      if (c.w > 0 && b.w > 0) {
+        const double d = v.baselineArm.meanLog - v.candidateArm.meanLog;  // > 0: the candidate is faster
+        const double half = 1.96 * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm));
+        v.gain = std::exp(d) - 1;
+        v.gainLow = std::exp(d - half) - 1;
+        v.gainHigh = std::exp(d + half) - 1;
+        const bool settled =
+            c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
+        const double margin =
+            std::max(0.01, config_.guardSigmas * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm)));
+        if (k.incumbent == slot) v.state = VerdictState::Promoted;
+        else if ((settled && -d > margin) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
+      }
+      out.push_back(v);
     }
-    out.push_back(v);
   }
   return out;
 }

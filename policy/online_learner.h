@@ -42,6 +42,11 @@ struct OnlineConfig {
   // half-life, in calls of the key) so a congestion episode shows and its end shows too.
   double usualHalfLifeCalls = 20000;
   bool learnedRulesApply = false;  // DYNAMICCL_TRUST=all: refreshed learned rules are the prior, else candidates
+  // The arm model proposes an arm for measurement where it believes, optimistically by this many
+  // standard deviations, that the arm beats what runs by at least minProposedGain.
+  double proposalSigmas = 1.0;
+  double minProposedGain = 0.01;
+  int proposalSamples = 30;        // a proposal neither promoted nor lost by then gives way to the next
 };
 
 // How a candidate rule stands against NCCL's default in this job (what the store keeps).
@@ -74,6 +79,33 @@ using CandidateFn = std::function<Candidates(int coll, int bucket)>;
 // or as the prior (DYNAMICCL_TRUST=all).
 using LearnedRefresh = std::function<DecisionTable(const TimingWindows& windows)>;
 
+// What this job measured of one arm of a key (discounted weight, mean log-latency in log us).
+struct MeasuredArm {
+  int coll = 0, bucket = 0;
+  Algo algo = Algo::Default;
+  Proto proto = Proto::Default;
+  double weight = 0;
+  double meanLog = 0;
+};
+
+// A model's belief about an arm's log-latency (log us): mean and standard deviation.
+struct ArmBelief {
+  double meanLog = 0;
+  double sdLog = 0;
+};
+
+// The learned policy inside the job (policy/learned_arm_model.h): refit from what the job measured
+// at each table build, then asked which arm of a key it believes in. The measurement still decides.
+class ArmModel {
+ public:
+  virtual ~ArmModel() = default;
+  virtual void refit(const std::vector<MeasuredArm>& measured, const TimingWindows& windows) = 0;
+  // nullopt: the model does not score this arm (CollNet, ...) or this key.
+  virtual std::optional<ArmBelief> belief(int coll, int bucket, Algo algo, Proto proto) const = 0;
+  // Belief in arm a's log-latency minus arm b's at the key (shared uncertainty cancels).
+  virtual std::optional<ArmBelief> difference(int coll, int bucket, Algo a, Proto pa, Algo b, Proto pb) const = 0;
+};
+
 class OnlineLearner {
  public:
   OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn candidate = {});
@@ -89,12 +121,16 @@ class OnlineLearner {
   std::unique_ptr<OnlineTable> build(uint64_t version);
   // The learned network, re-evaluated with windows() at each build where they changed.
   void setLearnedRefresh(LearnedRefresh refresh) { refresh_ = std::move(refresh); }
+  // The learned policy learning in the job: proposes the candidates (one per key at a time, kept
+  // until measured) from its belief, refit on every build's measurements.
+  void setArmModel(std::unique_ptr<ArmModel> model) { model_ = std::move(model); }
+  uint64_t modelRefits() const { return modelRefits_; }
   const TimingWindows& windows() const { return windows_; }
   uint64_t learnedRefreshes() const { return refreshes_; }
   // A previous job's measurements of one arm of a key (from the store): count as at most
   // seedWeightCap calls, so this job's own measurements can still overturn them.
   void seed(int coll, int bucket, const ArmSummary& arm);
-  // Every key with a candidate that was observed, as of the last build().
+  // One per arm that was a key's candidate in this job (the latest state of each), as of the last build().
   std::vector<Verdict> verdicts() const;
 
   struct Counters {
@@ -117,6 +153,9 @@ class OnlineLearner {
     int ncclDefault = -1;   // arm slot NCCL picks alone; -1 unknown
     int candidate = -1;     // arm slot of the key's unverified candidate; -1 none
     Decision candidateDecision;
+    int proposal = -1;      // the arm model's current proposal, kept until measured; -1 none
+    uint32_t tested = 0;    // arm slots that were candidates in this job (each gets a verdict)
+    std::array<Decision, kArmSlots> testedDecision{};
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
     std::array<double, kArmSlots> usualLog{}, usualW{};  // slow average of log-latency per arm
@@ -130,6 +169,9 @@ class OnlineLearner {
   std::optional<double> untriedRatio(const KeyState& k, int slot, std::optional<double> incumbentMean) const;
 
   ArmSummary summary(const KeyState& k, int slot) const;
+  void refitModel();
+  // The arm model's proposal for a key: -1 where it believes nothing beats what runs.
+  int proposal(int coll, int bucket, KeyState& k, int priorSlot);
   Candidates learnedOr(const Candidates& fallback, int coll, int bucket) const;
   Candidates priorOf(int coll, int bucket) const;  // the static answer, or the refreshed learned rules' (trust all)
 
@@ -141,6 +183,9 @@ class OnlineLearner {
   bool windowsChanged_ = false;
   std::optional<DecisionTable> learned_;  // the latest refresh; nullopt: the init-time rules stand
   uint64_t refreshes_ = 0;
+  std::unique_ptr<ArmModel> model_;
+  uint64_t modelFitAt_ = UINT64_MAX;  // observations at the last refit
+  uint64_t modelRefits_ = 0;
   double usualDecayPerCall_ = 1;
   double decayPerCall_;
   std::vector<KeyState> keys_;

@@ -10,3 +10,5 @@
 #include "policy/network_eval.h"
 #include "policy/network_weights.h"
 #include "policy/online_table.h"
+#include "policy/last_layer_posterior.h"
+#include "policy/learned_arm_model.h"

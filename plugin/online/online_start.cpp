@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
@@ -71,7 +72,13 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
     HostSources host = localHostSources();
     host.overrides = settings.topo;
     const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, host);
-    if (fp.fingerprint)
+    if (fp.fingerprint) {
+      // The network learns in the job too: its belief, refit on the measurements, proposes candidates.
+      policy::ArmModelOptions armOptions;
+      armOptions.workload = settings.workload;
+      if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
+        armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
+      c->learner->setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, *fp.fingerprint, armOptions));
       c->learner->setLearnedRefresh([net = profile.network, f = *fp.fingerprint, workload = settings.workload,
                                      shape](const TimingWindows& windows) {
         policy::PolicyRuleOptions options;
@@ -81,6 +88,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
         rules.rules = policy::policyRules(*net, f, options);
         return policy::DecisionTable::compile(rules, shape);
       });
+    }
   }
   if (verify) {
     c->verifying = true;
@@ -101,17 +109,20 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
   removeFromEpochAgent(comm);
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
   std::vector<policy::Verdict> verdicts;
-  uint64_t refreshes = 0;
+  uint64_t refreshes = 0, refits = 0;
   {
     std::lock_guard lock(comm->mutex);
     if (comm->learner) {
       if (comm->verifying) verdicts = comm->learner->verdicts();
       refreshes = comm->learner->learnedRefreshes();
+      refits = comm->learner->modelRefits();
     }
   }
-  if (refreshes)
-    logInfo("online: communicator %016llx re-evaluated its learned rules with recent timings %llu time(s)",
-            static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(refreshes));
+  if (refreshes || refits)
+    logInfo("online: communicator %016llx re-evaluated its learned rules with recent timings %llu time(s) and refit "
+            "the network's last layer on this job's measurements %llu time(s)",
+            static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(refreshes),
+            static_cast<unsigned long long>(refits));
   saveVerdicts(verdicts, comm->verdictScope);
 }
 
