@@ -137,6 +137,54 @@ void BM_EpochBoundaryLearnedRefresh(benchmark::State& state) {
 }
 BENCHMARK(BM_EpochBoundaryLearnedRefresh)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// The leader's whole epoch boundary with a learned profile, verifying: the learner's build with
+// the network re-evaluated on recent timings (refresh) and its last layer refit on the job's
+// measurements (40 keys x 3 arms measured) proposing candidates. Budget: <= 2 ms.
+void BM_EpochBoundaryLearnerBuild(benchmark::State& state) {
+  auto& f = fixture();
+  TopologyFingerprint fp;
+  fp.nRanks = 16;
+  fp.nNodes = 2;
+  fp.ranksPerNode = 8;
+  fp.computeCap = 90;
+  const CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2};
+  policy::OnlineConfig config;
+  config.candidatesOnly = true;
+  policy::OnlineLearner learner(config, [](int, int) { return policy::Candidates{}; },
+                                [](int, int) { return policy::Candidates{}; });
+  learner.setArmModel(std::make_unique<policy::LearnedArmModel>(f.net, fp, policy::ArmModelOptions{}));
+  learner.setLearnedRefresh([&](const TimingWindows& windows) {
+    policy::PolicyRuleOptions options;
+    options.windows = &windows;
+    policy::Profile rules;
+    rules.rules = policy::policyRules(*f.net, fp, options);
+    return policy::DecisionTable::compile(rules, shape);
+  });
+  std::mt19937 rng(5);
+  std::lognormal_distribution<double> noise(0, 0.1);
+  const Algo algos[] = {Algo::Ring, Algo::Ring, Algo::Tree};
+  const Proto protos[] = {Proto::LL, Proto::Simple, Proto::LL128};
+  uint64_t version = 0;
+  auto observeAll = [&] {
+    for (int c = 0; c < 5; ++c)
+      for (int b = 8; b < 16; ++b)
+        for (int a = 0; a < 3; ++a)
+          learner.observe(c, policy::policyProbeBytes(b), algos[a], protos[a], 10.0 * b * (a + 1) * noise(rng));
+  };
+  for (int i = 0; i < 10; ++i) observeAll();  // every arm trusted, every window filled
+  for (int c = 0; c < 5; ++c)
+    for (int b = 8; b < 16; ++b) learner.setNcclDefault(c, b, Algo::Ring, Proto::Simple);
+  for (auto _ : state) {
+    state.PauseTiming();
+    observeAll();  // new measurements: the boundary refits and refreshes
+    state.ResumeTiming();
+    auto table = learner.build(++version);
+    benchmark::DoNotOptimize(table);
+  }
+  state.counters["refits"] = static_cast<double>(learner.modelRefits());
+}
+BENCHMARK(BM_EpochBoundaryLearnerBuild)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
 // The hot path with the network's guarded rules: NCCL's own choice (cheapest entry) is found once
 // per call before the guard is read. Budget as for any profile: ~50 ns median.
 void BM_GetCollInfoGuarded(benchmark::State& state) {
