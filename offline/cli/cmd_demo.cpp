@@ -136,6 +136,18 @@ int runSimulated(const DemoOptions& o) {
           " (unverified rules applied: DYNAMICCL_TRUST=all)");
   demo::printScoreTable(*replayed, *tuned);
 
+  // The learned profile's rules are unverified: the profile the main job emits is what a job
+  // verified of them (the simulator standing in for measurements here).
+  if (learned.trained && o.data.empty()) {
+    demo::StepTimer s5b(5, "Learned, as the job emits it: its rules verified in a job on the simulated cluster while "
+                           "the network learns in the job (simulated)");
+    auto lj = demo::verifyLearnedInSimulatedJob(o, *cluster, learned.profilePath, tuned->collectives, tuned->sizes,
+                                                plugin);
+    if (!lj) return fail("learned job: " + lj.error());
+    demo::printLearnedJob(*lj);
+    s5b.done(lj->verifiedPath + ": " + std::to_string(lj->promoted) + " rules verified in the job (simulated)");
+  }
+
   demo::StepTimer s6(6, "Plots and the CSVs behind them");
   if (auto st = demo::writeReplayCsvs(*replayed, cluster->topology.nRanks(), o.out); !st) return fail(st.error());
   if (auto st = demo::writeSummaryJson(*replayed, *tuned, (fs::path(o.out) / "summary.json").string()); !st)

@@ -18,6 +18,7 @@
 #include "offline/model/model.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
+#include "offline/jobreplay/jobreplay.h"
 
 namespace dynamiccl::cli::demo {
 
@@ -156,6 +157,26 @@ struct VerifiedExport {
   std::vector<JobVerdict> verdicts;
 };
 Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath);
+
+// --simulated: the learned profile verified in a job on the simulated cluster while the network
+// learns in the job (demo_learned_job.cpp); the promoted rules are the profile the job emits.
+struct LearnedJobResult {
+  std::vector<jobreplay::KeyOutcome> keys;
+  int processes = 0, nRanks = 0;
+  double exploreShare = 0;
+  std::string verifiedPath;  // learned-verified.json
+  size_t promoted = 0;
+  int dropped = 0;
+  double geoVsDefault = 1, worstVsDefault = 0, worstVsBest = 0;
+  int offBestKeys = 0;              // keys where NCCL's default is >= 5% off the best
+  double geoVsDefaultWhereOff = 1;  // geomean vs NCCL's default over those keys
+};
+Expected<LearnedJobResult> verifyLearnedInSimulatedJob(const DemoOptions& o, const DemoCluster& cluster,
+                                                       const std::string& learnedPath,
+                                                       const std::vector<Collective>& collectives,
+                                                       const std::vector<uint64_t>& sizes,
+                                                       const std::string& pluginPath);
+void printLearnedJob(const LearnedJobResult& r);
 
 // The default main job, on measurements (demo_measured.cpp), with the plugin at pluginPath; plot
 // writes the PNGs of outDir and says so (appended to the last step's line). Returns the exit code.

@@ -64,6 +64,13 @@ struct ShapeChoice {
 };
 Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeChoice& shape = {});
 
+// A job on the simulated cluster (every figure from it is simulated): at each (collective, size)
+// the configurations NCCL's table allows and the simulator can run, (algo, proto) with NCCL's
+// channel count, `repeats` noisy samples each; NCCL's default from NCCL's model.
+Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimParams& params,
+                                   const sim::NcclReference& nccl, const std::vector<Collective>& collectives,
+                                   const std::vector<uint64_t>& sizes, int repeats = 8, uint64_t seed = 1);
+
 // Latency of call `callIndex` running `c`: a repeat picked uniformly, times lognormal jitter of
 // `sigma` with mean 1 (so the job's mean is the measured mean). A pure function of its arguments:
 // every rank draws the same for the same call, as every rank of a real collective sees one time.
@@ -86,6 +93,9 @@ struct JobOptions {
   int paceEvery = 50;
   int pace_us = 500;
   std::function<void(const std::string&)> progress;  // a line per event (ranks started, finished)
+  // Run only the first this many ranks (0: all), the leader among them: a 32-rank simulated job on
+  // a 2-core machine. The leader never waits for the others, so what they decide is unchanged.
+  int processes = 0;
 };
 
 // What one rank saw.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -110,8 +111,9 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   const uint64_t commId = o.commId ? o.commId : 0x10b0000000000000ull ^ o.seed;
   const Env env = defaultEnv(job, o, coord.string());
 
+  const int processes = o.processes > 0 ? std::min(o.processes, job.nRanks) : job.nRanks;
   std::vector<RankPlan> plans;
-  for (int r = 0; r < job.nRanks; ++r) {
+  for (int r = 0; r < processes; ++r) {
     const std::string stem = (dir / ("rank" + std::to_string(r))).string();
     fs::remove(stem + ".json", ec);
     plans.push_back(RankPlan{&job, &o, r, result.callsPerRank, commId, env, stem + ".json", stem + ".log"});
@@ -129,11 +131,12 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
     }
     pids.push_back(pid);
   }
-  say(o, std::to_string(job.nRanks) + " ranks started, " + std::to_string(result.callsPerRank) + " calls each");
+  say(o, std::to_string(processes) + " ranks started" +
+             (processes < job.nRanks ? " (of " + std::to_string(job.nRanks) + ")" : std::string()) + ", " + std::to_string(result.callsPerRank) + " calls each");
   const std::vector<int> status = waitForRanks(pids, o, start);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  for (int r = 0; r < job.nRanks; ++r) {
+  for (int r = 0; r < processes; ++r) {
     RankOutcome out;
     out.rank = r;
     if (status[r] < 0) {

@@ -25,14 +25,22 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   const bool learn = settings.online == OnlineSwitch::On && (!staticTable.empty() || !unverified.empty());
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
   // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
-  const bool candidates = settings.trust == policy::Trust::Verified && !unverified.empty();
+  // A learned network proposes candidates in the job even where its init-time rules are none (its
+  // confidence margin keeps them out until measured): it needs a fingerprint every rank shares.
+  std::optional<TopologyFingerprint> networkFp;
+  if (profile.network) {
+    HostSources host = localHostSources();
+    host.overrides = settings.topo;
+    networkFp = fingerprintForRules(shape, profile.hardware, host).fingerprint;
+  }
+  const bool candidates = settings.trust == policy::Trust::Verified && (!unverified.empty() || networkFp);
   bool verify = candidates && settings.verify != VerifySwitch::Off;
   if (verify && !settings.profilerIsUs) {
     verify = false;
     if (settings.verify == VerifySwitch::On ? firstTime(gWarnedNoProfiler) : firstTime(gLoggedVerifyNeedsProfiler))
-      logInfo("%zu unverified rule(s) wait for in-job verification, which needs NCCL_PROFILER_PLUGIN to name this "
-              "library (it measures them); NCCL's choices stand",
-              unverified.ruleCount());
+      logInfo("%zu unverified rule(s)%s wait for in-job verification, which needs NCCL_PROFILER_PLUGIN to name "
+              "this library (it measures them); NCCL's choices stand",
+              unverified.ruleCount(), networkFp ? " and the learned policy's proposals" : "");
   }
   if (!learn && !verify) return nullptr;
   // Without the profiler role no rank measures, no leader ever publishes, and every rank would wait
@@ -67,28 +75,23 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
       config,
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
-  // Its rules are unverified: they can only be candidates (verification) or, opted in, the prior.
-  if (profile.network && (verify || settings.trust == policy::Trust::All)) {
-    HostSources host = localHostSources();
-    host.overrides = settings.topo;
-    const RuleFingerprint fp = fingerprintForRules(shape, profile.hardware, host);
-    if (fp.fingerprint) {
-      // The network learns in the job too: its belief, refit on the measurements, proposes candidates.
-      policy::ArmModelOptions armOptions;
-      armOptions.workload = settings.workload;
-      if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
-        armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
-      c->learner->setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, *fp.fingerprint, armOptions));
-      c->learner->setLearnedRefresh([net = profile.network, f = *fp.fingerprint, workload = settings.workload,
-                                     shape](const TimingWindows& windows) {
-        policy::PolicyRuleOptions options;
-        options.windows = &windows;
-        options.workload = workload;
-        policy::Profile rules;
-        rules.rules = policy::policyRules(*net, f, options);
-        return policy::DecisionTable::compile(rules, shape);
-      });
-    }
+  // The network's rules are unverified: candidates (verification) or, opted in, the prior. It learns
+  // in the job too: its belief, refit on the measurements, proposes what to measure.
+  if (networkFp && (verify || learn)) {
+    policy::ArmModelOptions armOptions;
+    armOptions.workload = settings.workload;
+    if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
+      armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
+    c->learner->setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, *networkFp, armOptions));
+    c->learner->setLearnedRefresh([net = profile.network, f = *networkFp, workload = settings.workload,
+                                   shape](const TimingWindows& windows) {
+      policy::PolicyRuleOptions options;
+      options.windows = &windows;
+      options.workload = workload;
+      policy::Profile rules;
+      rules.rules = policy::policyRules(*net, f, options);
+      return policy::DecisionTable::compile(rules, shape);
+    });
   }
   if (verify) {
     c->verifying = true;
