@@ -176,6 +176,21 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
     return a.n >= minSamples && r.n >= minSamples &&
            behind > std::max(0.01, config_.guardSigmas * std::sqrt(se2(a) + se2(r)));
   };
+  auto trusted = [&](int s) { return k.arms[s].n >= minSamples && k.arms[s].w > 0.5; };
+  // An arm already measured faster than what runs beyond noise (this job's samples, or a previous
+  // job's seeded from the store) is the candidate, so the build promotes it now.
+  if (trusted(runs)) {
+    int winner = -1;
+    for (int s = 0; s < kArmSlots; ++s) {
+      if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(s) || (k.modelled && !(k.modelled_us[s] >= 0)))
+        continue;
+      const double ahead = meanOf(k.arms[runs]) - meanOf(k.arms[s]);
+      if (ahead > std::max(0.01, config_.guardSigmas * std::sqrt(se2(k.arms[s]) + se2(k.arms[runs]))) &&
+          (winner < 0 || meanOf(k.arms[s]) < meanOf(k.arms[winner])))
+        winner = s;
+    }
+    if (winner >= 0) return k.proposal = winner;
+  }
   // One proposal at a time, a candidate until decided: promoted (it runs), lost, or measured
   // proposalSamples times without a verdict. A verdict needs samples, not a moving target.
   if (const int p = k.proposal; p >= 0 && p != runs && p != k.ncclDefault && p != priorSlot && !lost(p) &&

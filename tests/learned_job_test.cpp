@@ -81,6 +81,22 @@ TEST(LearnedJob, TheNetworkProposesWhatTheJobVerifiesAndOnlyMeasuredWinnersRun) 
     faster += k.vsDefault() < 0.98;
   }
   EXPECT_EQ(faster > 0, promoted > 0);
+  ASSERT_GT(promoted, 0) << "a random network still proposes something the simulated cluster runs faster";
+
+  // The next job on the same hardware resumes from the store: what was promoted runs again, with
+  // less exploring (the verdicts' samples count as a head start).
+  o.workDir = dir + "/job2";
+  auto again = jobreplay::replayJob(*job, o);
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_TRUE(again->ranksAgree);
+  int kept = 0;
+  for (size_t i = 0; i < r->keys.size(); ++i)
+    if (r->keys[i].vsDefault() < 0.98) {
+      EXPECT_LT(again->keys[i].vsDefault(), 0.98) << collectiveName(r->keys[i].coll) << " " << r->keys[i].bytes;
+      ++kept;
+    }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(again->ranks[0].exploreCalls, r->ranks[0].exploreCalls);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
