@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "features/features.h"
 #include "offline/model/model.h"
 #include "offline/sim/sim.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::jobreplay {
 
@@ -76,6 +78,21 @@ Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimPa
 // every rank draws the same for the same call, as every rank of a real collective sees one time.
 double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex);
 
+// A congestion episode: during calls [fromCall, toCall) of the job (the call index every rank
+// shares), at the keys of [minBytes, maxBytes], the listed configurations (empty: every one) run
+// `factor` times slower than measured. A pure function of the call, so every rank sees the same.
+struct CongestionEpisode {
+  uint64_t fromCall = 0, toCall = 0;
+  double factor = 1;
+  std::vector<sim::Config> configs;  // matched on (algo, proto)
+  uint64_t minBytes = 0, maxBytes = UINT64_MAX;
+
+  bool hits(uint64_t callIndex, const JobKey& key, const sim::Config& ran) const;
+};
+// The latency factor of call `callIndex` running `ran` at `key`: the product of the episodes' that hit it.
+double congestionFactor(const std::vector<CongestionEpisode>& episodes, uint64_t callIndex, const JobKey& key,
+                        const sim::Config& ran);
+
 struct JobOptions {
   std::string pluginPath;      // the plugin library (tuner and profiler roles)
   uint64_t iterations = 1000;  // passes over the keys; calls per rank are rounded up to whole epochs
@@ -96,6 +113,7 @@ struct JobOptions {
   // Run only the first this many ranks (0: all), the leader among them: a 32-rank simulated job on
   // a 2-core machine. The leader never waits for the others, so what they decide is unchanged.
   int processes = 0;
+  std::vector<CongestionEpisode> congestion;  // none: the measurements as they are
 };
 
 // What one rank saw.
@@ -111,6 +129,8 @@ struct RankOutcome {
                                   // configuration's measured mean over the majority's (0 when faster)
   uint64_t exploreCalls = 0;      // how many calls ran off their epoch's majority
   std::vector<sim::Config> finalConfigs;  // per key (job.keys order): the majority of the final epoch
+  // Per epoch, per key: the configuration that ran most (Algo::Default where the key had no call).
+  std::vector<std::vector<sim::Config>> epochConfigs;
   double exploreShare() const { return total_us > 0 ? explore_us / total_us : 0; }
 };
 
@@ -129,10 +149,12 @@ struct JobResult {
   std::vector<RankOutcome> ranks;
   std::vector<KeyOutcome> keys;  // from the first finished rank
   bool allFinished = false;
-  bool ranksAgree = false;       // every rank finished with the same decision hash and final configs
+  bool ranksAgree = false;       // every rank finished with the same decision hash and per-epoch configs
   uint64_t callsPerRank = 0;
   double wall_s = 0;
   std::string workDir;
+  uint64_t commId = 0;           // the communicator the ranks formed
+  uint64_t epochCalls = 0;
 };
 
 // Runs the job: forks job.nRanks processes, waits for each at most o.timeout_s. Errors only when the
@@ -141,5 +163,15 @@ struct JobResult {
 Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o);
 
 std::string configLabel(const sim::Config& c);  // "ring/ll", "default"
+
+// A table the leader published for the job: in force from call `boundary` on.
+struct PublishedTable {
+  uint64_t boundary = 0;
+  bool frozen = false;                          // the FROZEN record: no more versions
+  std::shared_ptr<const policy::OnlineTable> table;  // nullptr when frozen
+};
+// Every record of the job's coordination directory, by boundary, up to the first missing one; read
+// after the job. Errors when a record cannot be read or does not parse.
+Expected<std::vector<PublishedTable>> publishedTables(const JobResult& result);
 
 }  // namespace dynamiccl::jobreplay

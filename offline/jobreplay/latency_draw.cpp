@@ -1,4 +1,4 @@
-// The latency of one call: a pure function of (seed, call), so every rank draws the same.
+// The latency of one call: a pure function of (seed, call, congestion episodes), so every rank draws the same.
 #include <cmath>
 #include <numbers>
 
@@ -26,6 +26,22 @@ double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint
   // Box-Muller from two more independent words; exp(sigma z - sigma^2 / 2) has mean 1.
   const double z = std::sqrt(-2.0 * std::log(unit(mix64(h ^ 1)))) * std::cos(2 * std::numbers::pi * unit(mix64(h ^ 2)));
   return repeat * std::exp(sigma * z - sigma * sigma / 2);
+}
+
+bool CongestionEpisode::hits(uint64_t callIndex, const JobKey& key, const sim::Config& ran) const {
+  if (callIndex < fromCall || callIndex >= toCall || key.bytes < minBytes || key.bytes > maxBytes) return false;
+  if (configs.empty()) return true;
+  for (const sim::Config& c : configs)
+    if (c.algo == ran.algo && c.proto == ran.proto) return true;
+  return false;
+}
+
+double congestionFactor(const std::vector<CongestionEpisode>& episodes, uint64_t callIndex, const JobKey& key,
+                        const sim::Config& ran) {
+  double f = 1;
+  for (const CongestionEpisode& e : episodes)
+    if (e.hits(callIndex, key, ran)) f *= e.factor;
+  return f;
 }
 
 }  // namespace dynamiccl::jobreplay

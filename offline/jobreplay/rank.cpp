@@ -59,6 +59,7 @@ class EpochAccount {
   void add(size_t key, size_t config) { ran_[key].push_back(config); }
   // Closes the epoch: calls off the majority cost their mean's excess over the majority's.
   void close() {
+    std::vector<sim::Config> epoch(ran_.size());  // Algo::Default: the key had no call
     for (size_t k = 0; k < ran_.size(); ++k) {
       if (ran_[k].empty()) continue;
       const JobKey& key = job_.keys[k];
@@ -69,17 +70,21 @@ class EpochAccount {
       for (size_t c : ran_[k])
         if (c != majority) explore_us_ += std::max(0.0, key.measured[c].mean_us - majority_us), ++exploreCalls_;
       finals_[k] = key.measured[majority].config;
+      epoch[k] = key.measured[majority].config;
       ran_[k].clear();
     }
+    epochs_.push_back(std::move(epoch));
   }
   double explore_us() const { return explore_us_; }
   uint64_t exploreCalls() const { return exploreCalls_; }
   const std::vector<sim::Config>& finals() const { return finals_; }
+  const std::vector<std::vector<sim::Config>>& epochs() const { return epochs_; }
 
  private:
   const MeasuredJob& job_;
   std::vector<std::vector<size_t>> ran_;
   std::vector<sim::Config> finals_;
+  std::vector<std::vector<sim::Config>> epochs_;
   double explore_us_ = 0;
   uint64_t exploreCalls_ = 0;
 };
@@ -134,7 +139,8 @@ void runRank(const RankPlan& plan) {
     if (!ran) {
       ++r.unmeasuredCalls;  // NCCL's table marked it IGNORE: a plugin that picks it anyway is a finding
     } else {
-      const double lat_us = drawLatency_us(*ran, job.repeatSigma, o.seed, i);
+      const double lat_us =
+          drawLatency_us(*ran, job.repeatSigma, o.seed, i) * congestionFactor(o.congestion, i, key, ran->config);
       r.total_us += lat_us;
       account.add(k, static_cast<size_t>(ran - key.measured.data()));
       harness::ProfilerColl pc;
@@ -174,6 +180,12 @@ void runRank(const RankPlan& plan) {
   out["explore_us"] = r.explore_us;
   out["explore_calls"] = r.exploreCalls;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
+  out["epochs"] = nlohmann::json::array();
+  for (const auto& epoch : account.epochs()) {
+    nlohmann::json e = nlohmann::json::array();
+    for (const sim::Config& c : epoch) e.push_back({int(c.algo), int(c.proto)});
+    out["epochs"].push_back(std::move(e));
+  }
   {
     std::ofstream file(plan.resultPath + ".tmp");
     file << out.dump();
@@ -209,8 +221,13 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.explore_us = j.value("explore_us", 0.0);
   r.exploreCalls = j.value("explore_calls", uint64_t{0});
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
-  for (const auto& f : j["finals"])
-    r.finalConfigs.push_back(sim::Config{Algo(f.at(0).get<int>()), Proto(f.at(1).get<int>()), 0, 0});
+  auto config = [](const nlohmann::json& c) { return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), 0, 0}; };
+  for (const auto& f : j["finals"]) r.finalConfigs.push_back(config(f));
+  for (const auto& e : j.value("epochs", nlohmann::json::array())) {
+    if (e.size() != nKeys) return makeError("wrote an epoch for other keys");
+    r.epochConfigs.emplace_back();
+    for (const auto& c : e) r.epochConfigs.back().push_back(config(c));
+  }
   return r;
 }
 

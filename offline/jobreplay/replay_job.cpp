@@ -46,6 +46,13 @@ bool sameConfigs(const std::vector<sim::Config>& a, const std::vector<sim::Confi
   return true;
 }
 
+bool sameEpochs(const std::vector<std::vector<sim::Config>>& a, const std::vector<std::vector<sim::Config>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!sameConfigs(a[i], b[i])) return false;
+  return true;
+}
+
 void say(const JobOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
@@ -109,6 +116,8 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   result.workDir = dir.string();
   result.callsPerRank = (o.iterations * keys + o.epochCalls - 1) / o.epochCalls * o.epochCalls;
   const uint64_t commId = o.commId ? o.commId : 0x10b0000000000000ull ^ o.seed;
+  result.commId = commId;
+  result.epochCalls = o.epochCalls;
   const Env env = defaultEnv(job, o, coord.string());
 
   const int processes = o.processes > 0 ? std::min(o.processes, job.nRanks) : job.nRanks;
@@ -160,7 +169,8 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   }
   result.ranksAgree = result.allFinished;
   for (const RankOutcome& r : result.ranks)
-    result.ranksAgree &= r.finished && r.decisionHash == first->decisionHash && sameConfigs(r.finalConfigs, first->finalConfigs);
+    result.ranksAgree &= r.finished && r.decisionHash == first->decisionHash &&
+                         sameConfigs(r.finalConfigs, first->finalConfigs) && sameEpochs(r.epochConfigs, first->epochConfigs);
   if (first) {
     for (size_t k = 0; k < keys; ++k) {
       const JobKey& key = job.keys[k];
