@@ -3,7 +3,9 @@
 // change that worsens fidelity fails here. Bounds = measured figures plus a small margin.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <iterator>
 
 #include "offline/sim/sim.h"
 
@@ -33,15 +35,22 @@ constexpr Pin kPins[] = {
 
 TEST(SimCalibration, CommittedParametersKeepTheirFidelity) {
   const std::filesystem::path data = std::filesystem::path(DYNAMICCL_SHARED_DIR) / "data";
-  if (!std::filesystem::exists(data)) GTEST_SKIP() << "no shared/data at " << data;
+  // The L40S dataset ships in the source tree; the others are pinned where shared/data is beside the clone.
+  const std::filesystem::path shipped = std::filesystem::path(DYNAMICCL_SOURCE_DIR) / "offline/demo/data";
+  int absent = 0;
   for (const Pin& pin : kPins) {
     SCOPED_TRACE(pin.dataset);
+    const std::filesystem::path dir = std::filesystem::exists(shipped / pin.dataset) ? shipped / pin.dataset : data / pin.dataset;
+    if (!std::filesystem::exists(dir)) {
+      ++absent;
+      continue;
+    }
     auto stored = loadCalibrationFile(std::string(DYNAMICCL_SOURCE_DIR) + "/offline/platforms/calibration/" + pin.dataset + ".json");
     ASSERT_TRUE(stored.ok()) << stored.error();
     CalibrateOptions o;
     o.fit = false;
     o.progress = false;
-    auto cal = calibrateDataset((data / pin.dataset).string(), o, &stored.value());
+    auto cal = calibrateDataset(dir.string(), o, &stored.value());
     ASSERT_TRUE(cal.ok()) << cal.error();
     EXPECT_GT(cal->rows, 0);
     EXPECT_LE(cal->mape, pin.maxMape);
@@ -52,4 +61,5 @@ TEST(SimCalibration, CommittedParametersKeepTheirFidelity) {
       EXPECT_GE(double(cal->agreementExact) / cal->agreementPoints, pin.minExact);
     }
   }
+  if (absent) std::printf("%d of %zu datasets not pinned: no shared/data at %s\n", absent, std::size(kPins), data.c_str());
 }

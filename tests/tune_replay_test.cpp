@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "offline/tune/tune.h"
+#include "tests/shipped_data.h"
 
 namespace dynamiccl::tune {
 namespace {
@@ -141,10 +142,9 @@ TEST(DecisionRule, UndecidedSizesAreMeasuredUntilDecided) {
   EXPECT_EQ(assessCandidate(r.collectives[0].keys, 0, 1, strict).verdict, Verdict::Faster);
 }
 
-std::string l40s() { return std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv"; }
+std::string l40s() { return dynamiccl::testing::shippedL40sCsv(); }
 
 TEST(ReplayRepeats, EveryRepeatIsASampleAndHalfForcedRowsStayTheirOwnArm) {
-  if (!std::filesystem::exists(l40s())) GTEST_SKIP() << "no shared data at " << l40s();
   auto b = makeReplayBackend({l40s(), "L40S", 2, 1, ""});
   ASSERT_TRUE(b.ok()) << b.error();
   ASSERT_TRUE((*b)->recorded());
@@ -199,7 +199,6 @@ TEST(ReplayRepeats, SizesWithoutADefaultRowUseNcclsModelPickOrSayWhyNot) {
 }
 
 TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAndKeepsGains) {
-  if (!std::filesystem::exists(l40s())) GTEST_SKIP() << "no shared data at " << l40s();
   CrossvalOptions o;
   o.csvPath = l40s();
   o.system = "L40S";

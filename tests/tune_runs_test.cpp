@@ -9,6 +9,7 @@
 #include <set>
 
 #include "offline/tune/tune.h"
+#include "tests/shipped_data.h"
 
 namespace dynamiccl::tune {
 namespace {
@@ -217,8 +218,7 @@ TEST(SearchByRuns, RefusesSizesOneSweepCannotCover) {
 // Rule emission on measurements: every rule of a replay-tuned profile covers only sizes whose own
 // verdict is Faster (bound below 1 - min-gain); none replaces the default with a slower measurement.
 TEST(RuleEmission, ReplayTunedRulesStandOnlyOnGainsBeyondNoiseAndMinGain) {
-  const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
-  if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;
+  const std::string csv = dynamiccl::testing::shippedL40sCsv();
   for (int ranks : {2, 4})
     for (double minGain : {0.01, 0.05}) {
       auto b = makeReplayBackend({csv, "L40S", ranks, 1, ""});

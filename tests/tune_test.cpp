@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "offline/tune/tune.h"
+#include "tests/shipped_data.h"
 
 namespace dynamiccl::tune {
 namespace {
@@ -359,8 +360,7 @@ TEST(SimulatorBackend, For2_31NoChannelCountAboveNcclsOwnIsProposed) {
 }
 
 TEST(ReplayBackend, OnlyMeasuredConfigurationsAreAvailable) {
-  const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
-  if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;
+  const std::string csv = dynamiccl::testing::shippedL40sCsv();
   auto b = makeReplayBackend({csv, "", 0, 0, ""});
   ASSERT_TRUE(b.ok()) << b.error();
   const auto sizes = (*b)->measurableSizes(Collective::AllReduce);
@@ -397,8 +397,7 @@ TEST(Evidence, BackendsSayWhatTheirTimingsAre) {
   EXPECT_EQ(e.fingerprint, o.cluster);
   EXPECT_EQ(e.ncclVersion, "2.28.9");
   EXPECT_EQ(e.date.size(), 10u);  // YYYY-MM-DD
-  const std::string csv = std::string(DYNAMICCL_SHARED_DIR) + "/data/l40s-pcie-cs244c/normalized.csv";
-  if (!std::filesystem::exists(csv)) GTEST_SKIP() << "no shared data at " << csv;
+  const std::string csv = dynamiccl::testing::shippedL40sCsv();
   auto replay = makeReplayBackend({csv, "", 0, 0});
   ASSERT_TRUE(replay.ok()) << replay.error();
   EXPECT_EQ((*replay)->provenance(), policy::Provenance::MeasuredOffline);
