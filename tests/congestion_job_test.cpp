@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -232,6 +233,11 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
       if (algoProto(published(e, key)) == ringSimple) back = e;
     ASSERT_TRUE(back) << "the end of the episode moves it back";
     EXPECT_LE(*back, kTo + 45);
+    std::printf("%llu MiB: episode in epochs %llu-%llu; the published table runs tree/simple from epoch %llu, "
+                "ring/simple again from epoch %llu\n",
+                static_cast<unsigned long long>(key.bytes >> 20), static_cast<unsigned long long>(kFrom),
+                static_cast<unsigned long long>(kTo - 1), static_cast<unsigned long long>(*switched),
+                static_cast<unsigned long long>(*back));
     for (uint64_t e = *back + 1; e < kEpochs; ++e) {
       EXPECT_EQ(algoProto(published(e, key)), ringSimple) << "epoch " << e;
       EXPECT_TRUE(same(epochs[e][k], Algo::Ring, Proto::Simple)) << "epoch " << e;
