@@ -8,8 +8,8 @@
 //
 // Verification (the default trust) rather than DYNAMICCL_TRUST=all: trust all needs online learning,
 // whose learner explores every arm itself and keeps the incumbent it took from the prior at a key's
-// first build, so a refreshed prior changes only the table's fall-backs and measurement alone would
-// switch. Verified, the re-evaluated network's congested choice becomes the key's candidate, the only
+// first build, so a refreshed prior changes only the table's fall-backs and measurement alone
+// switches (this job with trust all switches the same with the re-evaluation removed). Verified, the re-evaluated network's congested choice becomes the key's candidate, the only
 // way tree/simple is measured during the episode: NCCL's runner-up at these keys is ring/LL,
 // congested too, and the in-job model (which reads the windows as well) does not propose again an
 // arm it measured six times: its calm proposal of tree/simple was measured and lost long before.
