@@ -84,6 +84,15 @@ Expected<std::string> simulatorPlatform(const jobreplay::MeasuredJob& job) {
   return makeError("no platform with " + std::to_string(perNode) + " GPUs per node is calibrated like " + named->name);
 }
 
+// --learned: the platform the system string names (the machine held out of training).
+Expected<std::string> namedPlatform(const jobreplay::MeasuredJob& job) {
+  auto reg = platforms::registry();
+  if (!reg) return makeError(reg.error());
+  const platforms::Platform* named = (*reg)->forSystem(job.system);
+  if (!named) return makeError(sim::unknownSystemReason(job.system));
+  return named->name;
+}
+
 // The rule of `profile` that answers (coll, bytes) on this shape; nullptr: none (NCCL's choice).
 const policy::Rule* ruleFor(const policy::Profile& profile, Collective coll, uint64_t bytes, int nRanks, int nNodes) {
   for (const policy::Rule& r : profile.rules) {
@@ -239,8 +248,12 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
   nlohmann::json keys = nlohmann::json::array();
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
+    size_t measuredConfigs = 0;  // 1: NCCL's default alone, nothing to choose
+    for (const jobreplay::JobKey& jk : job.keys)
+      if (jk.coll == k.coll && jk.bytes == k.bytes) measuredConfigs = jk.measured.size();
     keys.push_back({{"collective", collectiveName(k.coll)},
                     {"bytes", k.bytes},
+                    {"measured_configs", measuredConfigs},
                     {"default_config", jobreplay::configLabel(k.ncclDefault)},
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
@@ -295,6 +308,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   s1.done(std::to_string(job->keys.size()) + " keys of one communicator shape");
 
   auto platform = simulatorPlatform(*job);
+  if (!platform && o.learned) platform = namedPlatform(*job);  // no simulator tuning: the machine's name suffices
   if (!platform) return fail(platform.error());
   DemoOptions so = o;
   so.preset = *platform;
