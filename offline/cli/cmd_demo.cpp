@@ -208,8 +208,14 @@ void addDemoCommand(CLI::App& app) {
   cmd->add_flag("--no-plots", o->noPlots, "skip the PNGs");
   cmd->add_flag("--online", o->online,
                 "measured job: online learning too (DYNAMICCL_ONLINE=1), exploring arms the simulator did not propose");
+  cmd->add_flag("--learned", o->learned,
+                "measured job: the learned network's profile (trained with the dataset's machine held out) instead of "
+                "the simulator's, its proposals verified in the job");
+  cmd->add_option("--train-data", o->trainData,
+                  "--learned: other machines' normalized.csv to train on too (the replayed machine's rows are skipped)");
   cmd->callback([o, presetOpt, nodesOpt] {
     o->simulated |= presetOpt->count() > 0 || nodesOpt->count() > 0;
+    if (o->learned && o->simulated) throw CLI::ValidationError("--learned", "is for the measured job (without --simulated)");
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -84,6 +84,15 @@ Expected<std::string> simulatorPlatform(const jobreplay::MeasuredJob& job) {
   return makeError("no platform with " + std::to_string(perNode) + " GPUs per node is calibrated like " + named->name);
 }
 
+// --learned: the platform the system string names (the machine held out of training).
+Expected<std::string> namedPlatform(const jobreplay::MeasuredJob& job) {
+  auto reg = platforms::registry();
+  if (!reg) return makeError(reg.error());
+  const platforms::Platform* named = (*reg)->forSystem(job.system);
+  if (!named) return makeError(sim::unknownSystemReason(job.system));
+  return named->name;
+}
+
 // The rule of `profile` that answers (coll, bytes) on this shape; nullptr: none (NCCL's choice).
 const policy::Rule* ruleFor(const policy::Profile& profile, Collective coll, uint64_t bytes, int nRanks, int nNodes) {
   for (const policy::Rule& r : profile.rules) {
@@ -209,14 +218,15 @@ Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow
 }
 
 Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr, const TunedProfile& tuned,
-                    const VerifiedExport& verified, const std::vector<KeyRow>& rows, const Totals& t,
+                    const VerifiedExport& verified, const std::vector<KeyRow>& rows, const Totals& t, bool learned,
                     const std::string& path) {
   nlohmann::json doc;
   doc["mode"] = "measured";
   doc["dataset"] = job.source;
   doc["shape"] = {{"system", job.system}, {"nRanks", job.nRanks}, {"nNodes", job.nNodes}};
   doc["repeat_sigma"] = job.repeatSigma;
-  doc["tuner"] = {{"simulated", true},
+  if (!learned)
+    doc["tuner"] = {{"simulated", true},
                   {"rules", tuned.profile.rules.size()},
                   {"spent_iterations", tuned.spentIterations},
                   {"grid_iterations", tuned.gridIterations}};
@@ -230,12 +240,20 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                 {"all_finished", jr.allFinished}, {"ranks_agree", jr.ranksAgree},
                 {"explore_share", r0.exploreShare()}, {"explore_calls", r0.exploreCalls}, {"total_us", r0.total_us},
                 {"wall_s", jr.wall_s},             {"per_rank", ranks}};
-  doc["verified"] = {{"path", verified.path}, {"rules", verified.rules}, {"verdicts", verified.verdicts.size()}};
+  int promoted = 0, dropped = 0;
+  for (const JobVerdict& v : verified.verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
+  doc["profile"] = learned ? "learned" : "tuned";
+  doc["verified"] = {{"path", verified.path},         {"rules", verified.rules}, {"verdicts", verified.verdicts.size()},
+                     {"promoted", promoted},           {"dropped", dropped}};
   nlohmann::json keys = nlohmann::json::array();
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
+    size_t measuredConfigs = 0;  // 1: NCCL's default alone, nothing to choose
+    for (const jobreplay::JobKey& jk : job.keys)
+      if (jk.coll == k.coll && jk.bytes == k.bytes) measuredConfigs = jk.measured.size();
     keys.push_back({{"collective", collectiveName(k.coll)},
                     {"bytes", k.bytes},
+                    {"measured_configs", measuredConfigs},
                     {"default_config", jobreplay::configLabel(k.ncclDefault)},
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
@@ -257,6 +275,25 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
   return files::writeFile(path, doc.dump(2) + "\n");
 }
 
+// --learned, step 2: the learned network's profile for the dataset's hardware, trained on simulator
+// rollouts and the other datasets' measurements with the dataset's machine held out (never trained on
+// what the job judges it by). Its rules are generated per communicator; the job verifies them.
+Expected<std::string> trainLearnedForJob(const DemoOptions& o, const jobreplay::MeasuredJob& job,
+                                         const std::string& csv, const std::string& platform) {
+  StepTimer s2(2, kSteps, "Train the learned policy (simulator rollouts + other machines' measurements), holding out " +
+                              platform + "'s machine");
+  DemoOptions to = o;
+  to.preset = platform;
+  to.nodes = job.nNodes;
+  to.data = csv;  // the fingerprint of the hardware the job runs on, and its machine held out
+  const LearnedProfile learned = trainProfile(to, o.out, model::clusterHardwareOf(job.topology));
+  for (const std::string& n : learned.notes) std::printf("      %s\n", n.c_str());
+  if (!learned.failed.empty()) return makeError(learned.failed);
+  if (!learned.trained) return makeError("learned profile not trained: " + learned.skipped);
+  s2.done("learned.json: the network's rules only (unverified), fingerprint of " + job.system.substr(0, 40));
+  return learned.profilePath;
+}
+
 }  // namespace
 
 int runMeasured(const DemoOptions& o, const std::string& pluginPath,
@@ -271,42 +308,54 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   s1.done(std::to_string(job->keys.size()) + " keys of one communicator shape");
 
   auto platform = simulatorPlatform(*job);
+  if (!platform && o.learned) platform = namedPlatform(*job);  // no simulator tuning: the machine's name suffices
   if (!platform) return fail(platform.error());
-  StepTimer s2(2, kSteps, "Tune on the simulator (simulated): TPE + Hyperband for " + *platform + " at the measured sizes");
   DemoOptions so = o;
   so.preset = *platform;
   so.nodes = job->nNodes;
-  auto cluster = makeCluster(so);
-  if (!cluster) return fail(cluster.error());
-  const std::string paramsPath = (out / "sim-params.json").string();
-  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return fail(s.error());
   std::set<Collective> collSet;
   std::vector<uint64_t> sizes;
   for (const jobreplay::JobKey& k : job->keys) collSet.insert(k.coll), sizes.push_back(k.bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   const std::vector<Collective> colls(collSet.begin(), collSet.end());
-  std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
-  auto tuned = tuneOnSimulator(o, *platform, job->nNodes, paramsPath, colls, sizes, true);
-  if (!tuned) return fail("tune: " + tuned.error());
-  std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
-              "verifies)\n");
-  for (const policy::Rule& r : tuned->profile.rules)
-    std::printf("      %s %s..%s: %s, %s (simulated)\n",
-                r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
-                sizeText(r.minBytes).c_str(), sizeText(r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
-                r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
-  const std::string tunedPath = (out / "tuned.json").string();
-  if (auto s = files::writeFile(tunedPath, policy::profileToJson(tuned->profile)); !s) return fail(s.error());
-  if (auto s = files::writeFile((out / "tune-report.json").string(), tuned->reportJson); !s) return fail(s.error());
-  if (auto back = policy::loadProfileFile(tunedPath); !back) return fail(tunedPath + " does not load: " + back.error());
-  s2.done("tuned.json: " + std::to_string(tuned->profile.rules.size()) + " rules, simulated (unverified); " +
-          std::to_string(tuned->spentIterations) + " simulated iterations (" +
-          fmt("%.1f%%", 100.0 * tuned->spentIterations / std::max<int64_t>(1, tuned->gridIterations)) +
-          " of the exhaustive grid)");
+  TunedProfile tuned;  // the simulator's rules (none with --learned: the network's are generated in the job)
+  std::string profilePath, profileName;
+  if (o.learned) {
+    auto learned = trainLearnedForJob(o, *job, csv, *platform);
+    if (!learned) return fail(learned.error());
+    profilePath = *learned;
+    profileName = "learned.json";
+  } else {
+    StepTimer s2(2, kSteps, "Tune on the simulator (simulated): TPE + Hyperband for " + *platform + " at the measured sizes");
+    auto cluster = makeCluster(so);
+    if (!cluster) return fail(cluster.error());
+    const std::string paramsPath = (out / "sim-params.json").string();
+    if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return fail(s.error());
+    std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
+    auto tunedOr = tuneOnSimulator(o, *platform, job->nNodes, paramsPath, colls, sizes, true);
+    if (!tunedOr) return fail("tune: " + tunedOr.error());
+    tuned = std::move(*tunedOr);
+    std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
+                "verifies)\n");
+    for (const policy::Rule& r : tuned.profile.rules)
+      std::printf("      %s %s..%s: %s, %s (simulated)\n",
+                  r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
+                  sizeText(r.minBytes).c_str(), sizeText(r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
+                  r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
+    profilePath = (out / "tuned.json").string();
+    profileName = "tuned.json";
+    if (auto s = files::writeFile(profilePath, policy::profileToJson(tuned.profile)); !s) return fail(s.error());
+    if (auto s = files::writeFile((out / "tune-report.json").string(), tuned.reportJson); !s) return fail(s.error());
+    if (auto back = policy::loadProfileFile(profilePath); !back) return fail(profilePath + " does not load: " + back.error());
+    s2.done("tuned.json: " + std::to_string(tuned.profile.rules.size()) + " rules, simulated (unverified); " +
+            std::to_string(tuned.spentIterations) + " simulated iterations (" +
+            fmt("%.1f%%", 100.0 * tuned.spentIterations / std::max<int64_t>(1, tuned.gridIterations)) +
+            " of the exhaustive grid)");
+  }
 
   StepTimer s3(3, kSteps, "Replayed job: " + std::to_string(job->nRanks) +
-                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying tuned.json");
+                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying " + profileName);
   const fs::path workDir = out / "job";
   const std::string storePath = (workDir / "store.db").string();
   std::error_code ec;
@@ -316,7 +365,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   jo.pluginPath = pluginPath;
   jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
   jo.seed = o.seed;
-  jo.env = verificationEnv(tunedPath, storePath);
+  jo.env = verificationEnv(profilePath, storePath);
   if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
   jo.workDir = workDir.string();
   jo.timeout_s = o.quick ? 90 : 300;
@@ -351,16 +400,23 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
   auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, "verified", job->nRanks);
   if (!replayed) return fail("replay: " + replayed.error());
-  const std::vector<KeyRow> rows = tableRows(*job, *jr, *tuned, *verified, *replayed);
+  const std::vector<KeyRow> rows = tableRows(*job, *jr, tuned, *verified, *replayed);
   const Totals t = totals(rows);
   s5.done(std::to_string(t.replayAgrees) + "/" + std::to_string(rows.size()) +
           " keys run the job's final configuration (DYNAMICCL_TRUST=verified: the rules apply as verified)");
   printTable(*job, rows, t, *jr);
+  if (o.learned) {
+    int promoted = 0, dropped = 0;
+    for (const JobVerdict& v : verified->verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
+    std::printf("  learned profile (no simulator rules: the column above is empty), verified in the job (measured): %d "
+                "candidates promoted, %d dropped, %zu verdicts; ranks agree: %s\n\n",
+                promoted, dropped, verified->verdicts.size(), jr->ranksAgree ? "yes" : "no");
+  }
 
   StepTimer s6(6, kSteps, "Files and plots");
   if (auto s = writeKeysCsv(rows, (out / "job_keys.csv").string()); !s) return fail(s.error());
   if (auto s = writePlotCsvs(*job, rows, out.string()); !s) return fail(s.error());
-  if (auto s = writeSummary(*job, *jr, *tuned, *verified, rows, t, (out / "summary.json").string()); !s)
+  if (auto s = writeSummary(*job, *jr, tuned, *verified, rows, t, o.learned, (out / "summary.json").string()); !s)
     return fail(s.error());
   s6.done("job_keys.csv, summary.json, replay_points.csv, decision_map.csv" + plot(out.string()));
   return 0;

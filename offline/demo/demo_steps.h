@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,10 @@ struct DemoOptions {
   bool quick = false;  // smaller budgets (the ctest)
   bool noPlots = false;
   bool online = false;  // measured job: DYNAMICCL_ONLINE=1 as well (explores beyond the simulator's candidates)
+  // Measured job: the learned network's profile instead of the simulator's (trained with the replayed
+  // dataset's machine held out), its proposals verified in the job.
+  bool learned = false;
+  std::vector<std::string> trainData;  // interchange CSVs of other machines' measurements to train on too
 };
 
 // The cluster the demo runs on: topology, simulator parameters and NCCL's view of it.
@@ -89,7 +94,9 @@ struct LearnedProfile {
   std::string profilePath;    // learned.json
   std::vector<std::string> notes;  // held-out figures, rows used
 };
-LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir);
+// forHardware: the fingerprint to declare (the replayed shape's machine), whatever the data span.
+LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir,
+                            const std::optional<ClusterHardware>& forHardware = std::nullopt);
 
 // Step 5 (replay): one row per (profile, collective, size).
 struct PointResult {

@@ -43,7 +43,8 @@ std::string countsLine(const char* what, size_t a, size_t b) {
 
 }  // namespace
 
-LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
+LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir,
+                            const std::optional<ClusterHardware>& forHardware) {
   LearnedProfile out;
   if (!train::torchAvailable()) {
     out.skipped = "this build has no LibTorch (install libtorch-dev, configure with DYNAMICCL_WITH_TORCH=ON)";
@@ -56,7 +57,8 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
     auto data = train::loadReplayData(o.data);
     if (!data) return out.skipped = data.error(), out;
     for (const auto& shape : data->shapes) holdOut.push_back(shape->topology.name);  // never trained on what it replays
-    if (auto hw = train::measuredHardware(*data)) hardware = *hw;
+    if (forHardware) hardware = *forHardware;
+    else if (auto hw = train::measuredHardware(*data)) hardware = *hw;
     else out.notes.push_back("no fingerprint written: " + hw.error());
   } else if (auto topo = sim::loadTopology(o.preset, o.nodes)) {
     hardware = model::clusterHardwareOf(*topo);
@@ -87,6 +89,24 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
       out.notes.push_back(countsLine(("store " + o.db).c_str(), s->read, s->samples.size()));
       rows.insert(rows.end(), s->samples.begin(), s->samples.end());
     }
+  }
+  // Other machines' measurements (never the held-out or calibration machines'), weighed above rollouts.
+  std::vector<std::string> measuredTrainedOn;
+  for (const std::string& csv : o.trainData) {
+    auto d = train::loadReplayData(csv);
+    if (!d) {
+      out.notes.push_back("measurements " + csv + " not used: " + d.error());
+      continue;
+    }
+    const auto keep = [&](const sim::Shape& s) { return !train::machineMatches(s.topology.name, outOfTraining); };
+    const auto used = train::measuredSamples(*d, 4.0f, keep);
+    for (const auto& shape : d->shapes)
+      if (keep(*shape) && std::find(measuredTrainedOn.begin(), measuredTrainedOn.end(), shape->topology.name) ==
+                              measuredTrainedOn.end())
+        measuredTrainedOn.push_back(shape->topology.name);
+    out.notes.push_back(countsLine(("measured " + csv + " (weight 4, machines held out skipped)").c_str(),
+                                   d->points.size(), used.size()));
+    rows.insert(rows.end(), used.begin(), used.end());
   }
   std::mt19937_64 rng(o.seed);
   std::shuffle(rows.begin(), rows.end(), rng);
@@ -132,7 +152,8 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir) {
   doc["rules"] = nlohmann::json::array();
   doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(*weights));
   doc["meta"] = {{"trained_on", namesOf(trainSystems)}, {"held_out", namesOf(heldSystems)},
-                 {"epochs", to.epochs}, {"seed", to.seed}, {"rows", rows.size()}};
+                 {"epochs", to.epochs}, {"seed", to.seed}, {"rows", rows.size()},
+                 {"measured_trained_on", measuredTrainedOn}};
   out.profilePath = (std::filesystem::path(outDir) / "learned.json").string();
   if (auto s = files::writeFile(out.profilePath, doc.dump() + "\n"); !s) return out.failed = s.error(), out;
   if (auto check = policy::loadProfileFile(out.profilePath); !check)
