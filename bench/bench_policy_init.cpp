@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "bench/get_coll_info_loop.h"
 #include "offline/harness/harness.h"
@@ -21,10 +22,24 @@ namespace {
 
 using namespace dynamiccl;
 
-// With the guard on (it is off by default), so BM_GetCollInfoGuarded times its per-call check.
+// With the guard on (it is off by default), so BM_GetCollInfoGuarded times its per-call check, and a
+// last-layer covariance small enough that most margin-passing pairs also need the per-key check (its
+// worst case for rule generation).
 policy::PolicyWeights randomWeights() {
   policy::PolicyWeights w = fixture::randomPolicyWeights(7);
   w.guardMargin = 0.05f;
+  const int d = w.embeddingSize() + 1;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> n(0.0, 0.01);
+  std::vector<double> m(static_cast<size_t>(d) * d);
+  for (double& v : m) v = n(rng);
+  w.lastLayerCovariance.assign(m.size(), 0.0f);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double s = 0;
+      for (int k = 0; k < d; ++k) s += m[i * d + k] * m[j * d + k];
+      w.lastLayerCovariance[i * d + j] = w.lastLayerCovariance[j * d + i] = static_cast<float>(s);
+    }
   return w;
 }
 

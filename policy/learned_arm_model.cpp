@@ -49,8 +49,10 @@ LearnedArmModel::LearnedArmModel(std::shared_ptr<const PolicyNetwork> net, const
   for (int k = 0; k < keys; ++k) all[k] = k;
   embedKeys(all, nullptr);
 
-  // The prior: the trained output layer; its spread such that an arm-vs-arm difference at a key is
-  // off by about priorErrorLog (the network's measured error on unseen machines), on average.
+  // The prior: the trained output layer. Its spread: the trained covariance where the weights carry
+  // one (already scaled to the error on held-out machines, so the isotropic part only keeps it
+  // invertible); else isotropic, such that an arm-vs-arm difference at a key is off by about
+  // priorErrorLog (the network's measured error on unseen machines), on average.
   std::vector<float> mean(net_->outputWeights().begin(), net_->outputWeights().end());
   mean.push_back(net_->outputBias());
   double sum = 0;
@@ -66,8 +68,10 @@ LearnedArmModel::LearnedArmModel(std::shared_ptr<const PolicyNetwork> net, const
   const double spread = pairs && sum > 0 ? sum / pairs : 1.0;
   const double errorStd = options_.priorErrorLog / targetStd_;
   const double noiseStd = options_.callNoiseLog / targetStd_;
+  const bool trained = !net_->weights().lastLayerCovariance.empty();
   posterior_ = std::make_unique<LastLayerPosterior>(mean, net_->weights().lastLayerCovariance,
-                                                    errorStd * errorStd / spread, noiseStd * noiseStd);
+                                                    (trained ? 0.01 : 1.0) * errorStd * errorStd / spread,
+                                                    noiseStd * noiseStd);
   posterior_->solve();
 }
 

@@ -16,7 +16,8 @@ namespace dynamiccl::policy {
 
 struct ArmModelOptions {
   // The network's error in log-latency on machines it never saw (its profile's confidence margin):
-  // the prior's spread of an arm-vs-arm difference. Without a measured one, this default.
+  // the prior's spread of an arm-vs-arm difference where the weights carry no trained covariance.
+  // Without a measured one, this default.
   double priorErrorLog = 0.5;
   // Spread of one measured call's log-latency around the linear model (noise and misfit).
   double callNoiseLog = 0.1;

@@ -46,6 +46,7 @@ PolicyNetwork::PolicyNetwork(PolicyWeights w) : weights_(std::move(w)), layers_(
   layers_->w0Key << w0.leftCols(ctx), w0.rightCols(h);
   layers_->w0Config = w0.middleCols(ctx, cfg);
   for (const RowMatrix& w : layers_->w) layers_->wT.push_back(w.transpose());
+  covariance_ = PredictionCovariance::of(weights_);
 }
 
 PolicyNetwork::~PolicyNetwork() = default;
@@ -100,16 +101,21 @@ float PolicyNetwork::outputBias() const { return layers_->b.back()(0); }
 
 void PolicyNetwork::predictPairsLogLatency_us(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
                                               std::span<const PairIndex> pairs, float* out) const {
-  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, /*embeddings=*/false, out);
+  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, out, nullptr);
 }
 
 void PolicyNetwork::embedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
                                std::span<const PairIndex> pairs, float* out) const {
-  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, /*embeddings=*/true, out);
+  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, nullptr, out);
+}
+
+void PolicyNetwork::predictAndEmbedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                                         std::span<const PairIndex> pairs, float* scores, float* embeddings) const {
+  forwardPairs(keyRows, nKeys, configRows, nConfigs, pairs, scores, embeddings);
 }
 
 void PolicyNetwork::forwardPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
-                                 std::span<const PairIndex> pairs, bool embeddings, float* out) const {
+                                 std::span<const PairIndex> pairs, float* scores, float* embeddings) const {
   const Layers& L = *layers_;
   RowMatrix keyPart = Eigen::Map<const RowMatrix>(keyRows, nKeys, keyInputs()) * L.w0Key.transpose();
   keyPart.rowwise() += L.b[0];
@@ -122,7 +128,7 @@ void PolicyNetwork::forwardPairs(const float* keyRows, int nKeys, const float* c
   for (const RowMatrix& w : L.w) widest = std::max(widest, static_cast<int>(w.rows()));
   std::vector<float> a(static_cast<size_t>(kBlock) * widest), b(a.size());
   const int total = static_cast<int>(pairs.size());
-  const size_t layers = embeddings ? L.w.size() - 1 : L.w.size();
+  const size_t layers = L.w.size() - 1;  // the hidden layers; the output layer below
   const int width = embeddingSize();
   for (int begin = 0; begin < total; begin += kBlock) {
     const int n = std::min(kBlock, total - begin);
@@ -134,14 +140,15 @@ void PolicyNetwork::forwardPairs(const float* keyRows, int nKeys, const float* c
     }
     float *x = a.data(), *y = b.data();
     for (size_t i = 1; i < layers; ++i) {
-      const bool last = i + 1 == L.w.size();
       denseLayer(x, n, static_cast<int>(L.w[i].cols()), L.wT[i].data(), L.b[i].data(), static_cast<int>(L.w[i].rows()),
-                 /*relu=*/!last, y);
+                 /*relu=*/true, y);
       std::swap(x, y);
     }
-    if (embeddings) std::copy(x, x + static_cast<size_t>(n) * width, out + static_cast<size_t>(begin) * width);
-    else
-      for (int r = 0; r < n; ++r) out[begin + r] = weights_.targetMean + weights_.targetStd * x[r];
+    if (embeddings) std::copy(x, x + static_cast<size_t>(n) * width, embeddings + static_cast<size_t>(begin) * width);
+    if (scores) {
+      denseLayer(x, n, static_cast<int>(L.w[layers].cols()), L.wT[layers].data(), L.b[layers].data(), 1, /*relu=*/false, y);
+      for (int r = 0; r < n; ++r) scores[begin + r] = weights_.targetMean + weights_.targetStd * y[r];
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "features/features.h"
 #include "policy/network_weights.h"
+#include "policy/prediction_covariance.h"
 
 namespace dynamiccl::policy {
 
@@ -50,13 +51,19 @@ class PolicyNetwork {
   // Each pair's embedding (embeddingSize() floats per pair), computed as predictPairsLogLatency_us does.
   void embedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
                   std::span<const PairIndex> pairs, float* out) const;
+  // Both at once: scores as predictPairsLogLatency_us gives them, and each pair's embedding.
+  void predictAndEmbedPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
+                            std::span<const PairIndex> pairs, float* scores, float* embeddings) const;
+  // The per-key confidence; null when the weights carry no last-layer covariance.
+  const PredictionCovariance* covariance() const { return covariance_ ? &*covariance_ : nullptr; }
 
  private:
   explicit PolicyNetwork(PolicyWeights w);
-  // Pairs through every layer; embeddings: stop before the output layer and write its input.
+  // Pairs through every layer; writes the scores and/or the output layer's input where not null.
   void forwardPairs(const float* keyRows, int nKeys, const float* configRows, int nConfigs,
-                    std::span<const PairIndex> pairs, bool embeddings, float* out) const;
+                    std::span<const PairIndex> pairs, float* scores, float* embeddings) const;
   PolicyWeights weights_;
+  std::optional<PredictionCovariance> covariance_;
   struct Layers;
   std::unique_ptr<Layers> layers_;
 };

@@ -67,6 +67,20 @@ Status validatePolicyWeights(const PolicyWeights& w) {
     return makeError("target mean/std must be finite with std > 0");
   if (w.guardMargin && !(*w.guardMargin >= 0.0f && *w.guardMargin < 1.0f))
     return makeError("guard_margin must be in [0, 1) (null: no guard)");
+  if (!w.lastLayerCovariance.empty()) {
+    const size_t n = static_cast<size_t>(w.embeddingSize()) + 1;
+    if (w.lastLayerCovariance.size() != n * n)
+      return makeError("last_layer_covariance must hold (last hidden width + 1)^2 = " + std::to_string(n * n) + " values");
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j) {
+        const float v = w.lastLayerCovariance[i * n + j], t = w.lastLayerCovariance[j * n + i];
+        if (!std::isfinite(v)) return makeError("last_layer_covariance holds a NaN or infinite value");
+        if (i == j && v < 0) return makeError("last_layer_covariance has a negative variance");
+        if (std::abs(v - t) > 1e-4f * (std::abs(v) + std::abs(t)) + 1e-12f)
+          return makeError("last_layer_covariance is not symmetric");
+      }
+  }
+  if (!(w.keyErrorSigmas >= 0.0f && w.keyErrorSigmas <= 10.0f)) return makeError("key_error_sigmas must be in [0, 10]");
   const auto expected = expectedTensors(w);
   if (w.tensors.size() != expected.size()) return makeError("expected " + std::to_string(expected.size()) + " tensors");
   for (const auto& [name, shape] : expected) {
@@ -108,6 +122,16 @@ Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
     if (doc.contains("guard_margin"))
       w.guardMargin = doc["guard_margin"].is_null() ? std::nullopt : std::optional<float>(floatField(doc, "guard_margin"));
     if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"];
+    if (doc.contains("last_layer_covariance") && !doc["last_layer_covariance"].is_null()) {
+      const json& c = doc["last_layer_covariance"];
+      if (!c.is_array()) throw ParseError{"last_layer_covariance must be an array of numbers"};
+      w.lastLayerCovariance.reserve(c.size());
+      for (const json& v : c) {
+        if (!v.is_number()) throw ParseError{"last_layer_covariance holds a non-number"};
+        w.lastLayerCovariance.push_back(v.get<float>());
+      }
+    }
+    if (doc.contains("key_error_sigmas")) w.keyErrorSigmas = floatField(doc, "key_error_sigmas");
     if (!doc.contains("tensors") || !doc["tensors"].is_object()) throw ParseError{"tensors must be an object"};
     for (auto it = doc["tensors"].begin(); it != doc["tensors"].end(); ++it) {
       const json& t = it.value();
@@ -150,6 +174,10 @@ std::string policyWeightsToJson(const PolicyWeights& w) {
   doc["target_std"] = w.targetStd;
   doc["guard_margin"] = w.guardMargin ? json(*w.guardMargin) : json(nullptr);
   if (!w.description.empty()) doc["description"] = w.description;
+  if (!w.lastLayerCovariance.empty()) {
+    doc["last_layer_covariance"] = w.lastLayerCovariance;
+    doc["key_error_sigmas"] = w.keyErrorSigmas;
+  }
   json tensors = json::object();
   for (const auto& [name, t] : w.tensors) tensors[name] = json{{"shape", t.shape}, {"data", t.data}};
   doc["tensors"] = std::move(tensors);

@@ -39,15 +39,20 @@ struct PolicyWeights {
   // a self-judged guard measured worse on held-out presets, docs/LEARNED_POLICY.md).
   std::optional<float> guardMargin;
   // "last_layer_covariance": posterior covariance of the output layer [weights..., bias] fitted on
-  // the training embeddings (Bayesian last layer, standardized units), (embedding + 1)^2 floats
-  // row-major; empty: none (the per-key confidence and the in-job prior then assume isotropic).
+  // the training embeddings (Bayesian last layer, standardized units) and scaled so that its standard
+  // deviations match the errors measured on held-out machines; (embedding + 1)^2 floats row-major.
+  // Empty: none (no per-key confidence; the in-job prior then assumes an isotropic spread).
   std::vector<float> lastLayerCovariance;
+  // "key_error_sigmas": a rule needs a predicted gain (log) above this many of the key's standard
+  // deviations (the held-out error quantile the covariance was scaled to, in standard deviations).
+  float keyErrorSigmas = 1.645f;
   std::string description;
   // gru.weight_ih [3H,1], gru.weight_hh [3H,H], gru.bias_ih [3H], gru.bias_hh [3H] (gates r, z, n);
   // mlp.<i>.weight [out,in], mlp.<i>.bias [out] for each hidden layer, then the output layer (out 1).
   std::map<std::string, Tensor> tensors;
 
   int mlpInputs() const { return contextFeatures + configFeatures + gruHidden; }
+  int embeddingSize() const { return mlpHidden.empty() ? 0 : mlpHidden.back(); }
 };
 
 // Checks every expected tensor's presence, shape and finiteness, and that the encoding matches

@@ -45,25 +45,55 @@ namespace {
 
 constexpr int kSlots = kNumAlgos * kNumProtos;
 
-// Which of NCCL's possible own choices a configuration predicted at `score` may replace: those whose
-// prediction with NCCL's own channel count (reference, NaN where not scored) is slower beyond the
-// margin. NCCL choices the network did not score (CollNet, ...) are never replaced.
-GuardMask guardMask(float score, const std::array<float, kSlots>& reference, float logKeep) {
-  GuardMask mask = 0;
-  for (int s = 0; s < kSlots; ++s)
-    if (score < reference[s] + logKeep) mask |= GuardMask{1} << s;  // false for NaN
-  return mask;
-}
+// The guard at one key: which of NCCL's possible own choices (its (algo, proto) with NCCL's channels,
+// the reference configurations) a configuration may replace. It must be predicted faster by the
+// margin and, with a covariance, by the key's own error: keyErrorSigmas standard deviations of the
+// predicted difference. NCCL choices the network did not score (CollNet, ...) are never replaced.
+struct KeyGuard {
+  std::optional<float> logKeep;             // log(1 - margin); none: no margin
+  const PredictionCovariance* covariance;   // none: no per-key confidence
+  float sigmas = 0;
+  std::span<const float> scores;
+  std::span<const float> embeddings;        // scores.size() x covariance->width(), with a covariance
+  std::array<int, kSlots> reference;        // the configuration NCCL's own choice is, per slot; -1: not scored
+  std::vector<double> projected;            // lazily, per configuration
+  std::vector<bool> hasProjection;
+
+  bool on() const { return logKeep || covariance; }  // admits() is called only then
+  const double* projection(size_t i) {
+    const int w = covariance->width();
+    if (!hasProjection[i]) {
+      covariance->project(embeddings.subspan(i * w, w), projected.data() + i * w);
+      hasProjection[i] = true;
+    }
+    return projected.data() + i * w;
+  }
+  GuardMask admits(size_t i) {
+    GuardMask mask = 0;
+    for (int s = 0; s < kSlots; ++s) {
+      if (reference[s] < 0) continue;
+      const float gain = scores[reference[s]] - scores[i];  // predicted log gain; false below for NaN
+      if (logKeep && !(gain > -*logKeep)) continue;
+      if (covariance && !(gain > sigmas * covariance->differenceSd_log(projection(i), projection(reference[s]))))
+        continue;
+      mask |= GuardMask{1} << s;
+    }
+    return mask;
+  }
+};
 
 // Up to candidatesPerKey rules for one key: the best configuration per distinct (algo, proto), best
 // first, as fall-through candidates; with a guard, each admits only the NCCL choices it beats.
-void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs, std::span<const float> scores,
-                  std::optional<float> guardMargin, int candidatesPerKey, std::vector<Rule>& rules) {
-  std::array<float, kSlots> reference;
-  reference.fill(NAN);
+void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs, KeyGuard& guard,
+                  int candidatesPerKey, std::vector<Rule>& rules) {
+  const std::span<const float> scores = guard.scores;
+  guard.reference.fill(-1);
   for (size_t i = 0; i < configs.size(); ++i)
-    if (configs[i].nChannels == 0) reference[ncclChoiceSlot(configs[i].algo, configs[i].proto)] = scores[i];
-  const float logKeep = guardMargin ? static_cast<float>(std::log1p(-static_cast<double>(*guardMargin))) : 0.0f;
+    if (configs[i].nChannels == 0) guard.reference[ncclChoiceSlot(configs[i].algo, configs[i].proto)] = static_cast<int>(i);
+  if (guard.covariance) {
+    guard.projected.assign(configs.size() * guard.covariance->width(), 0.0);
+    guard.hasProjection.assign(configs.size(), false);
+  }
   std::vector<size_t> order(configs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return scores[x] < scores[y]; });
@@ -75,8 +105,13 @@ void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs
     const int slot = ncclChoiceSlot(d.algo, d.proto);
     if (seen[slot]) continue;
     seen[slot] = true;
-    const GuardMask admits = guardMargin ? guardMask(scores[i], reference, logKeep) : kAdmitsAny;
-    if (admits == 0) break;  // later candidates score worse: they admit no more than this one
+    const GuardMask admits = guard.on() ? guard.admits(i) : kAdmitsAny;
+    // Without a covariance later candidates score worse and admit no more; with one a later candidate
+    // may be predicted with less spread, so the search goes on.
+    if (admits == 0) {
+      if (guard.covariance) continue;
+      break;
+    }
     Rule r;
     r.collective = coll;
     r.minBytes = SizeBucket::lowest(bucket);
@@ -139,16 +174,33 @@ std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprin
     }
   }
   std::vector<float> scores(pairs.size());
-  net.predictPairsLogLatency_us(keyRows.data(), static_cast<int>(keys.size()), configRows.data(),
-                                static_cast<int>(configs.size()), pairs, scores.data());
+  const PredictionCovariance* covariance = net.covariance();
+  std::vector<float> embeddings;
+  if (covariance) {
+    embeddings.resize(pairs.size() * static_cast<size_t>(covariance->width()));
+    net.predictAndEmbedPairs(keyRows.data(), static_cast<int>(keys.size()), configRows.data(),
+                             static_cast<int>(configs.size()), pairs, scores.data(), embeddings.data());
+  } else {
+    net.predictPairsLogLatency_us(keyRows.data(), static_cast<int>(keys.size()), configRows.data(),
+                                  static_cast<int>(configs.size()), pairs, scores.data());
+  }
 
   std::vector<Rule> rules;
-  const std::optional<float> margin = net.weights().guardMargin;
+  KeyGuard guard;
+  if (const std::optional<float> margin = net.weights().guardMargin)
+    guard.logKeep = static_cast<float>(std::log1p(-static_cast<double>(*margin)));
+  guard.covariance = covariance;
+  guard.sigmas = net.weights().keyErrorSigmas;
   for (const Key& k : keys) {
     const int c = static_cast<int>(k.coll);
     const size_t n = configStart[c + 1] - configStart[c];
-    emitKeyRules(k.coll, k.bucket, std::span<const Decision>(configs.data() + configStart[c], n),
-                 std::span<const float>(scores.data() + k.firstPair, n), margin, o.candidatesPerKey, rules);
+    guard.scores = std::span<const float>(scores.data() + k.firstPair, n);
+    if (covariance) {
+      const size_t w = static_cast<size_t>(covariance->width());
+      guard.embeddings = std::span<const float>(embeddings.data() + k.firstPair * w, n * w);
+    }
+    emitKeyRules(k.coll, k.bucket, std::span<const Decision>(configs.data() + configStart[c], n), guard,
+                 o.candidatesPerKey, rules);
   }
   return rules;
 }

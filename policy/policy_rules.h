@@ -32,7 +32,8 @@ struct PolicyRuleOptions {
 
 // Rules for this fingerprint, in lookup order; empty on internal failure. With the network's guard
 // margin set (PolicyWeights::guardMargin), each rule admits only the NCCL choices (algo, proto with
-// NCCL's channels) it is predicted to beat by the margin, and a key gets no rule where it beats none;
+// NCCL's channels) it is predicted to beat by the margin, and, with a last-layer covariance, by
+// keyErrorSigmas standard deviations of that prediction at the key; a key gets no rule where it beats none;
 // the plugin falls through to the next rule, then to NCCL's own choice.
 std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprint& fp, const PolicyRuleOptions& options);
 

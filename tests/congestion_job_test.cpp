@@ -122,7 +122,9 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
     ASSERT_TRUE(k.find(Algo::Tree, Proto::Simple)) << k.bytes;
     // Calm, NCCL's choice is the fastest; under the episode (ring x3) tree/simple is.
     EXPECT_LT(k.byDefault().mean_us, k.find(Algo::Tree, Proto::Simple)->mean_us) << k.bytes;
-    if (k.bytes > kMiB) EXPECT_GT(3 * k.byDefault().mean_us, 1.2 * k.find(Algo::Tree, Proto::Simple)->mean_us) << k.bytes;
+    if (k.bytes > kMiB) {
+      EXPECT_GT(3 * k.byDefault().mean_us, 1.2 * k.find(Algo::Tree, Proto::Simple)->mean_us) << k.bytes;
+    }
   }
 
   const std::string profile = dir + "/learned.json";

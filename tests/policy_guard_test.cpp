@@ -43,6 +43,25 @@ policy::PolicyWeights handMadeWeights(std::optional<float> margin) {
   return w;
 }
 
+// The same predictions with a second hidden unit the output ignores but the covariance does not:
+// relu(Ring + AllReduce - 1.5) is 0.5 for Ring configurations of an AllReduce and 0 elsewhere, so
+// with variance v on it the network is unsure of Ring against Tree at AllReduce keys only (sd of
+// that difference 0.5 sqrt(v) in log), and sure of everything else.
+policy::PolicyWeights unsureOfRingAgainstTree(std::optional<float> margin, float v) {
+  policy::PolicyWeights w = handMadeWeights(margin);
+  w.mlpHidden = {2};
+  const int in = w.mlpInputs();
+  policy::Tensor first = fixture::zeroTensor({2, in});
+  std::copy(w.tensors["mlp.0.weight"].data.begin(), w.tensors["mlp.0.weight"].data.end(), first.data.begin());
+  first.data[in + kContextFeatures + kRing] = 1.0f;
+  first.data[in + 2 + static_cast<int>(Collective::AllReduce)] = 1.0f;
+  w.tensors["mlp.0.weight"] = first;
+  w.tensors["mlp.0.bias"] = policy::Tensor{{2}, {10.0f, -1.5f}};
+  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 2}, {1.0f, 0.0f}};
+  w.lastLayerCovariance = {0, 0, 0, 0, v, 0, 0, 0, 0};  // [unit 1, unit 2, bias]^2
+  return w;
+}
+
 // Declares the cluster (A100-like, no NVLS): multi-node communicators get learned rules only then.
 std::string profileWithPolicy(const policy::PolicyWeights& w) {
   return R"({"format":"dynamiccl-profile","version":1,"name":"guarded","rules":[],)"
@@ -136,6 +155,80 @@ TEST(PolicyGuard, RulesAdmitOnlyTheNcclChoicesTheyBeatByTheMargin) {
   for (const policy::Rule& r : all) EXPECT_EQ(r.admits, policy::kAdmitsAny);
 }
 
+TEST(PolicyGuard, CovarianceIsReadWrittenAndChecked) {
+  policy::PolicyWeights w = unsureOfRingAgainstTree(0.05f, 4.0f);
+  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->lastLayerCovariance, w.lastLayerCovariance);
+  EXPECT_FLOAT_EQ(back->keyErrorSigmas, w.keyErrorSigmas);
+
+  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  j.erase("last_layer_covariance");  // weights written before the covariance existed: no per-key confidence
+  back = policy::parsePolicyWeights(j.dump());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_TRUE(back->lastLayerCovariance.empty());
+  auto net = policy::PolicyNetwork::create(*back);
+  ASSERT_TRUE(net.ok());
+  EXPECT_EQ((*net)->covariance(), nullptr);
+
+  const nlohmann::json good = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"last_layer_covariance", nlohmann::json::array({0, 0, 0, 0})},                 // not (2 + 1)^2
+      {"last_layer_covariance", nlohmann::json::array({0, 0, 0, 0, -1, 0, 0, 0, 0})},  // a negative variance
+      {"last_layer_covariance", nlohmann::json::array({0, 1, 0, 0, 4, 0, 0, 0, 0})},   // not symmetric
+      {"last_layer_covariance", nlohmann::json::array({0, 0, 0, 0, 1e300, 0, 0, 0, 0})},  // not a float
+      {"last_layer_covariance", "4"},
+      {"key_error_sigmas", -1},
+      {"key_error_sigmas", 11}};
+  for (const auto& [key, value] : bad) {
+    nlohmann::json b = good;
+    b[key] = value;
+    EXPECT_FALSE(policy::parsePolicyWeights(b.dump()).ok()) << key << " = " << value.dump();
+  }
+}
+
+TEST(PolicyGuard, ARuleNeedsAGainBeyondTheKeysOwnError) {
+  auto slot = [](int a, int p) { return policy::ncclChoiceSlot(Algo(a), Proto(p)); };
+  const uint64_t probe = policy::policyProbeBytes(20);
+  auto firstRule = [&](const policy::PolicyWeights& w, Collective coll) -> std::optional<policy::Rule> {
+    auto net = policy::PolicyNetwork::create(w);
+    EXPECT_TRUE(net.ok()) << net.error();
+    if (!net.ok()) return std::nullopt;
+    for (const policy::Rule& r : policy::policyRules(**net, twoNodesOfEight(), {}))
+      if (r.collective == coll && r.minBytes <= probe && probe <= r.maxBytes) return r;
+    return std::nullopt;
+  };
+  const auto marginOnly = firstRule(handMadeWeights(0.05f), Collective::AllReduce);
+  ASSERT_TRUE(marginOnly);
+  ASSERT_TRUE((marginOnly->admits >> slot(kTree, kLL)) & 1u);
+
+  // Sure (tiny variance): the margin alone decides, as without a covariance.
+  const auto sure = firstRule(unsureOfRingAgainstTree(0.05f, 1e-8f), Collective::AllReduce);
+  ASSERT_TRUE(sure);
+  EXPECT_EQ(sure->decision, marginOnly->decision);
+  EXPECT_EQ(sure->admits, marginOnly->admits);
+
+  // Unsure of Ring against Tree at AllReduce keys (sd 1.0 in log: Tree/LL's gain of 1.0 is below 1.645
+  // of it): Ring/LL128 still replaces Ring/LL, which it is sure of, and no longer any Tree choice.
+  const auto unsure = firstRule(unsureOfRingAgainstTree(0.05f, 4.0f), Collective::AllReduce);
+  ASSERT_TRUE(unsure);
+  EXPECT_EQ(unsure->decision, (policy::Decision{Algo::Ring, Proto::LL128, 0, 0}));
+  EXPECT_EQ(unsure->admits, policy::GuardMask{1} << slot(kRing, kLL));
+  // ... and the same network is sure elsewhere: another collective's rule admits what the margin does.
+  EXPECT_EQ(firstRule(unsureOfRingAgainstTree(0.05f, 4.0f), Collective::AllGather)->admits,
+            firstRule(handMadeWeights(0.05f), Collective::AllGather)->admits);
+  // Less unsure (sd 0.5): Tree/LL (gain 1.0 > 1.645 x 0.5) is replaced again, Tree/Simple (0.52) is not.
+  const auto less = firstRule(unsureOfRingAgainstTree(0.05f, 1.0f), Collective::AllReduce);
+  ASSERT_TRUE(less);
+  EXPECT_TRUE((less->admits >> slot(kTree, kLL)) & 1u);
+  EXPECT_FALSE((less->admits >> slot(kTree, kSimple)) & 1u);
+
+  // A covariance guards without a margin too: Ring/Simple (gain 0.02, sure of it) is replaced then.
+  const auto noMargin = firstRule(unsureOfRingAgainstTree(std::nullopt, 4.0f), Collective::AllReduce);
+  ASSERT_TRUE(noMargin);
+  EXPECT_EQ(noMargin->admits, (policy::GuardMask{1} << slot(kRing, kLL)) | (policy::GuardMask{1} << slot(kRing, kSimple)));
+}
+
 TEST(PolicyGuard, TableKeepsGuardsAndDropsOnlyRedundantRepeats) {
   policy::Profile p;
   policy::Rule guarded;
@@ -158,8 +251,8 @@ TEST(PolicyGuard, TableKeepsGuardsAndDropsOnlyRedundantRepeats) {
 }
 
 // Through the real library: what NCCL ends up running for an AllReduce of 1 MiB on 2 x 8 ranks.
-harness::Choice runs(const std::optional<float>& margin, const harness::CostTable& table, int maxVersion = 6) {
-  TempFile file(profileWithPolicy(handMadeWeights(margin)));
+harness::Choice runsWith(const policy::PolicyWeights& w, const harness::CostTable& table, int maxVersion = 6) {
+  TempFile file(profileWithPolicy(w));
   ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
   ScopedEnv strict("DYNAMICCL_STRICT", "1");
   auto lib = testing::openPlugin(maxVersion);
@@ -169,6 +262,9 @@ harness::Choice runs(const std::optional<float>& margin, const harness::CostTabl
   EXPECT_TRUE(comm.ok()) << comm.error();
   if (!comm.ok()) return {};
   return (*comm)->decide(4, size_t{1} << 20, table);
+}
+harness::Choice runs(const std::optional<float>& margin, const harness::CostTable& table, int maxVersion = 6) {
+  return runsWith(handMadeWeights(margin), table, maxVersion);
 }
 
 TEST(PolicyGuard, PluginAppliesTheChoiceOnlyWhereItBeatsNcclsOwn) {
@@ -193,6 +289,17 @@ TEST(PolicyGuard, PluginAppliesTheChoiceOnlyWhereItBeatsNcclsOwn) {
   EXPECT_EQ(runs(0.05f, unusable), (harness::Choice{}));
   // Without the guard the network decides everywhere, as before the guard existed.
   EXPECT_EQ(runs(std::nullopt, ncclPicks(kRing, kSimple)), ringLL128);
+}
+
+TEST(PolicyGuard, PluginKeepsNcclsChoiceWhereTheKeysErrorCoversTheGain) {
+  // NCCL would run Tree/LL: Ring/LL128 replaces it where the network is sure of Ring against Tree;
+  // where it is not, the fall-through candidate it is sure of (Tree/LL128, same algorithm) does.
+  EXPECT_EQ(runsWith(unsureOfRingAgainstTree(0.05f, 1e-8f), ncclPicks(kTree, kLL)), (harness::Choice{kRing, kLL128, 0}));
+  EXPECT_EQ(runsWith(unsureOfRingAgainstTree(0.05f, 4.0f), ncclPicks(kTree, kLL)), (harness::Choice{kTree, kLL128, 0}));
+  // NCCL would run Tree/LL128: nothing beats it surely by the margin, so it stands.
+  EXPECT_EQ(runsWith(unsureOfRingAgainstTree(0.05f, 4.0f), ncclPicks(kTree, kLL128)), (harness::Choice{kTree, kLL128, 0}));
+  // NCCL would run Ring/LL, which the network is sure it beats.
+  EXPECT_EQ(runsWith(unsureOfRingAgainstTree(0.05f, 4.0f), ncclPicks(kRing, kLL)), (harness::Choice{kRing, kLL128, 0}));
 }
 
 TEST(PolicyGuard, V2WithoutACostTableKeepsNcclsChoiceForGuardedRules) {

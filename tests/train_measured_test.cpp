@@ -165,5 +165,90 @@ TEST(Confidence, MeasuredMarginSendsConfidentlyWrongKeysBackToNccl) {
   EXPECT_FALSE(train::measuredGains(**unguarded, *data).empty());
 }
 
+TEST(Confidence, LastLayerCovarianceShrinksWithTheData) {
+  auto sys = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
+  ASSERT_TRUE(sys.ok()) << sys.error();
+  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  const std::vector<train::Sample> rows = train::simulatorRollouts({*sys}, {.keysPerSystem = 60});
+  ASSERT_GT(rows.size(), 500u);
+  std::vector<train::Sample> fourTimes;
+  for (int i = 0; i < 4; ++i) fourTimes.insert(fourTimes.end(), rows.begin(), rows.end());
+  auto once = train::fitLastLayerCovariance(w, rows, rows.size());
+  auto more = train::fitLastLayerCovariance(w, fourTimes, fourTimes.size());
+  ASSERT_TRUE(once.ok()) << once.error();
+  ASSERT_TRUE(more.ok()) << more.error();
+  const size_t d = static_cast<size_t>(w.embeddingSize()) + 1;
+  ASSERT_EQ(once->size(), d * d);
+  ASSERT_EQ(more->size(), d * d);
+  // The same rows four times: the same residual variance over four times the evidence, so on the
+  // machine the rows come from the predicted gains' standard deviations shrink, by at most half (the
+  // part the unit prior holds does not).
+  auto sdAtKeys = [&](const std::vector<float>& covariance) {
+    policy::PolicyWeights with = w;
+    with.lastLayerCovariance = covariance;
+    auto net = policy::PolicyNetwork::create(with);
+    EXPECT_TRUE(net.ok()) << net.error();
+    std::vector<double> sd;
+    if (!net.ok()) return sd;
+    EXPECT_NE((*net)->covariance(), nullptr);
+    for (const train::GainPair& g : train::simulatedGains(**net, *sys, 0.0))
+      if (g.changes) sd.push_back(g.sdLog);
+    return sd;
+  };
+  const std::vector<double> sdOnce = sdAtKeys(*once), sdMore = sdAtKeys(*more);
+  ASSERT_EQ(sdOnce.size(), sdMore.size());
+  ASSERT_GT(sdOnce.size(), 10u);
+  for (size_t i = 0; i < sdOnce.size(); ++i) {
+    EXPECT_GT(sdOnce[i], 0.0);
+    EXPECT_GT(sdMore[i] / sdOnce[i], 0.49) << i;
+    EXPECT_LT(sdMore[i] / sdOnce[i], 0.85) << i;
+  }
+  EXPECT_FALSE(train::fitLastLayerCovariance(w, {}).ok());
+}
+
+TEST(Confidence, TheKeysErrorIsScaledToTheHeldOutQuantile) {
+  auto trainedOn = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
+  auto heldOut = train::SimSystem::make(*train::findPreset("h800x4"));
+  ASSERT_TRUE(trainedOn.ok() && heldOut.ok());
+  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  auto cov = train::fitLastLayerCovariance(w, train::simulatorRollouts({*trainedOn}, {.keysPerSystem = 60}));
+  ASSERT_TRUE(cov.ok()) << cov.error();
+  w.lastLayerCovariance = *cov;
+  auto conf = train::measureConfidence(w, {*heldOut}, {}, 0.9);
+  ASSERT_TRUE(conf.ok()) << conf.error();
+  ASSERT_GT(conf->covarianceScale, 0.0);
+  train::applyConfidence(w, *conf);
+  EXPECT_EQ(w.guardMargin, std::optional<float>(conf->margin));
+  // After scaling, keyErrorSigmas standard deviations cover the error at 90% of the changing keys.
+  int changing = 0, covered = 0;
+  for (const train::GainPair& g : conf->gains) {
+    if (!g.changes || !(g.sdLog > 0)) continue;
+    ++changing;
+    covered += std::abs(std::log(g.predicted / g.observed)) <= w.keyErrorSigmas * g.sdLog;
+  }
+  ASSERT_GT(changing, 20);
+  EXPECT_NEAR(static_cast<double>(covered) / changing, 0.9, 0.05);
+  // The per-key guard keeps a subset of what the margin alone keeps, and policy-eval's table has rows.
+  int marginKeeps = 0, bothKeep = 0;
+  for (const train::GainPair& g : conf->gains) {
+    if (!g.changes) continue;
+    marginKeeps += train::guardKeeps(train::GainPair{.predicted = g.predicted, .observed = g.observed, .changes = true},
+                                     w.guardMargin, w.keyErrorSigmas);
+    bothKeep += train::guardKeeps(g, w.guardMargin, w.keyErrorSigmas);
+  }
+  EXPECT_LE(bothKeep, marginKeeps);
+  const auto bins = train::confidenceBins(conf->gains);
+  ASSERT_EQ(bins.size(), 5u);
+  int binned = 0;
+  for (const auto& b : bins) binned += b.n;
+  EXPECT_EQ(binned, changing);
+  // Nothing measurable: the covariance is dropped rather than left unscaled.
+  train::Confidence none = *conf;
+  none.covarianceScale = 0;
+  policy::PolicyWeights dropped = w;
+  train::applyConfidence(dropped, none);
+  EXPECT_TRUE(dropped.lastLayerCovariance.empty());
+}
+
 }  // namespace
 }  // namespace dynamiccl

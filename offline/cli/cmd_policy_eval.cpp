@@ -75,17 +75,26 @@ void printCalibration(const std::string& what, const std::vector<train::GainPair
   std::printf("-- calibration of predicted gains (%s; gain = NCCL default's time / the network's first choice's):\n",
               what.c_str());
   std::printf("%s", train::formatCalibration(train::calibrationBins(gains), "   ").c_str());
+  if (const auto bins = train::confidenceBins(gains); !bins.empty()) {
+    std::printf("   by confidence (z = log predicted gain / the key's standard deviation; a rule needs z > %.3f):\n",
+                net.weights().keyErrorSigmas);
+    std::printf("%s", train::formatCalibration(bins, "   ", "z (sd of key)").c_str());
+  }
   const std::optional<float> m = net.weights().guardMargin;
   const double keep = m ? 1.0 / (1.0 - *m) : 1.0;
   int kept = 0, keptSlower = 0, changed = 0;
+  double keptObserved = 0;
   for (const train::GainPair& g : gains) {
     if (!g.changes) continue;
     ++changed;
-    if (g.predicted > keep) ++kept, keptSlower += g.observed < 1.0 / 1.02;
+    if (train::guardKeeps(g, m, net.weights().keyErrorSigmas))
+      ++kept, keptSlower += g.observed < 1.0 / 1.02, keptObserved += std::log(g.observed);
   }
-  std::printf("   error of log gain: median %.3f, 0.9 quantile %.3f; the guard (predicted gain > x%.3f) keeps %d of %d "
-              "changes, %d of them observed > 2%% slower than NCCL\n",
-              train::gainError(gains, 0.5), train::gainError(gains, 0.9), keep, kept, changed, keptSlower);
+  std::printf("   error of log gain: median %.3f, 0.9 quantile %.3f; the guard (predicted gain > x%.3f%s) keeps %d of %d "
+              "changes (observed gain geomean %.3f), %d of them observed > 2%% slower than NCCL\n",
+              train::gainError(gains, 0.5), train::gainError(gains, 0.9), keep,
+              net.covariance() ? " and the key's confidence" : "", kept, changed,
+              kept ? std::exp(keptObserved / kept) : 1.0, keptSlower);
 }
 
 void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {

@@ -196,17 +196,28 @@ int run(TrainCmdOptions o) {
     return 1;
   }
   if (!o.noConfidence) {
+    if (auto cov = train::fitLastLayerCovariance(*weights, rows)) weights->lastLayerCovariance = std::move(*cov);
+    else std::printf("confidence: no last-layer covariance (%s); no per-key confidence\n", cov.error().c_str());
     auto conf = train::measureConfidence(*weights, calibrationSystems, calibrationData, o.confidence);
     if (!conf) {
+      weights->lastLayerCovariance.clear();
       std::printf("confidence: not measured (%s); the guard stays off\n", conf.error().c_str());
     } else {
-      weights->guardMargin = conf->margin;
+      train::applyConfidence(*weights, *conf);
       std::printf("confidence: held-out error of the predicted gain (quantile %.2f over %zu keys) %.3f in log -> "
                   "guard margin %.3f: a rule only where its predicted gain exceeds x%.3f\n",
                   conf->quantile, conf->gains.size(), conf->logError, conf->margin, std::exp(conf->logError));
+      if (conf->covarianceScale > 0)
+        std::printf("confidence per key: the last layer's covariance scaled x%.3f so that %.3f of its standard "
+                    "deviations are that quantile of the error; a rule also needs a predicted gain beyond them\n",
+                    conf->covarianceScale, weights->keyErrorSigmas);
+      else
+        std::printf("confidence per key: none measurable; the margin alone guards\n");
       std::printf("calibration on the calibration machines (gain = NCCL's time / the choice's; simulated, and measured "
                   "where --data has them):\n%s",
                   train::formatCalibration(train::calibrationBins(conf->gains), "  ").c_str());
+      if (const auto bins = train::confidenceBins(conf->gains); !bins.empty())
+        std::printf("%s", train::formatCalibration(bins, "  ", "z (sd of key)").c_str());
       net = policy::PolicyNetwork::create(*weights);
       if (!net) {
         std::cerr << "exported weights rejected: " << net.error() << "\n";

@@ -132,13 +132,17 @@ LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir,
   if (!weights) return out.skipped = "training failed: " + weights.error(), out;
   weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + namesOf(trainSystems);
   // Confidence: a rule only where the predicted gain exceeds the error measured on calibration machines.
+  if (auto cov = train::fitLastLayerCovariance(*weights, rows)) weights->lastLayerCovariance = std::move(*cov);
   if (auto conf = train::measureConfidence(*weights, calibrationSystems, {}, 0.9)) {
-    weights->guardMargin = conf->margin;
-    char line[200];
-    std::snprintf(line, sizeof line, "guard margin %.3f from the error of predicted gains on %s (quantile 0.9, %zu keys, simulated)",
-                  conf->margin, namesOf(calibrationSystems).c_str(), conf->gains.size());
+    train::applyConfidence(*weights, *conf);
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "guard margin %.3f from the error of predicted gains on %s (quantile 0.9, %zu keys, simulated); "
+                  "per-key confidence: covariance scale %.3f (0: none)",
+                  conf->margin, namesOf(calibrationSystems).c_str(), conf->gains.size(), conf->covarianceScale);
     out.notes.push_back(line);
   } else {
+    weights->lastLayerCovariance.clear();
     out.notes.push_back("no confidence measured (" + conf.error() + "): the network's choice applies everywhere");
   }
 

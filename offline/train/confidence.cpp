@@ -10,20 +10,47 @@
 namespace dynamiccl::train {
 namespace {
 
-// Predicted log latency of every configuration at one key, given the key's window.
-std::vector<float> scoreKey(const policy::PolicyNetwork& net, const TopologyFingerprint& fp, Collective coll,
-                            uint64_t bytes, const std::vector<policy::Decision>& configs, const float* window) {
-  const int width = net.inputs();
-  std::vector<float> rows(configs.size() * width);
-  for (size_t i = 0; i < configs.size(); ++i) {
-    float* row = rows.data() + i * width;
-    encodeContext(fp, coll, bytes, {}, std::span<float, kContextFeatures>(row, kContextFeatures));
-    encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
-                 std::span<float, kConfigFeatures>(row + kContextFeatures, kConfigFeatures));
+// Predicted log latency of every configuration at one key, given the key's window, and (with a
+// covariance) each configuration's projection for the key's confidence.
+struct KeyScores {
+  std::vector<float> scores;
+  std::vector<double> projected;  // configs x covariance width
+  int width = 0;
+
+  // The predicted log gain's standard deviation of configuration a against b; 0 without a covariance.
+  double sd(const policy::PolicyNetwork& net, size_t a, size_t b) const {
+    if (!width) return 0.0;
+    return net.covariance()->differenceSd_log(projected.data() + a * width, projected.data() + b * width);
   }
-  std::vector<float> hidden(net.gruHidden()), out(configs.size());
-  net.encodeWindow(window, hidden.data());
-  net.predictLogLatency_us(rows.data(), static_cast<int>(configs.size()), hidden.data(), out.data());
+};
+
+KeyScores scoreKey(const policy::PolicyNetwork& net, const TopologyFingerprint& fp, Collective coll, uint64_t bytes,
+                   const std::vector<policy::Decision>& configs, const float* window) {
+  std::vector<float> key(net.keyInputs());
+  encodeContext(fp, coll, bytes, {}, std::span<float, kContextFeatures>(key.data(), kContextFeatures));
+  net.encodeWindow(window, key.data() + kContextFeatures);
+  std::vector<float> configRows(configs.size() * kConfigFeatures);
+  std::vector<policy::PairIndex> pairs;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
+                 std::span<float, kConfigFeatures>(configRows.data() + i * kConfigFeatures, kConfigFeatures));
+    pairs.push_back(policy::PairIndex{0, static_cast<int>(i)});
+  }
+  KeyScores out;
+  out.scores.resize(configs.size());
+  const policy::PredictionCovariance* cov = net.covariance();
+  if (!cov) {
+    net.predictPairsLogLatency_us(key.data(), 1, configRows.data(), static_cast<int>(configs.size()), pairs,
+                                  out.scores.data());
+    return out;
+  }
+  out.width = cov->width();
+  std::vector<float> embeddings(configs.size() * out.width);
+  net.predictAndEmbedPairs(key.data(), 1, configRows.data(), static_cast<int>(configs.size()), pairs, out.scores.data(),
+                           embeddings.data());
+  out.projected.resize(embeddings.size());
+  for (size_t i = 0; i < configs.size(); ++i)
+    cov->project(std::span<const float>(embeddings.data() + i * out.width, out.width), out.projected.data() + i * out.width);
   return out;
 }
 
@@ -34,11 +61,12 @@ std::vector<size_t> bestFirst(const std::vector<float>& scores) {
   return order;
 }
 
-// The score of NCCL's own (algo, proto) with NCCL's channels; NaN when the network does not score it.
-float ownScore(const std::vector<policy::Decision>& configs, const std::vector<float>& scores, Algo a, Proto p) {
+// Which configuration is NCCL's own (algo, proto) with NCCL's channels; none when the network does not score it.
+std::optional<size_t> ownIndex(const std::vector<policy::Decision>& configs, const std::vector<float>& scores, Algo a,
+                               Proto p) {
   for (size_t i = 0; i < configs.size(); ++i)
-    if (configs[i].algo == a && configs[i].proto == p && configs[i].nChannels == 0) return scores[i];
-  return NAN;
+    if (configs[i].algo == a && configs[i].proto == p && configs[i].nChannels == 0 && std::isfinite(scores[i])) return i;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -59,9 +87,11 @@ std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const Sim
         for (int i = 0; i < kTimingWindowLength; ++i) ring.push(*ncclTime, sys.predicted_us(coll, bytes, own));
       float window[kTimingWindowLength];
       ring.snapshot(window);
-      const std::vector<float> scores = scoreKey(net, fp, coll, bytes, configs, window);
-      const float reference = ownScore(configs, scores, own.algo, own.proto);
-      if (!std::isfinite(reference)) continue;  // NCCL's choice is one the network does not score
+      const KeyScores key = scoreKey(net, fp, coll, bytes, configs, window);
+      const std::vector<float>& scores = key.scores;
+      const auto ownAt = ownIndex(configs, scores, own.algo, own.proto);
+      if (!ownAt) continue;  // NCCL's choice is one the network does not score
+      const float reference = scores[*ownAt];
       for (size_t i : bestFirst(scores)) {
         const auto t = sys.trueLatency_us(coll, bytes, configs[i], congestion);
         if (!t) continue;  // NCCL marks it IGNORE: the plugin falls through to the next candidate
@@ -69,6 +99,7 @@ std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const Sim
         g.predicted = std::exp(static_cast<double>(reference) - scores[i]);
         g.observed = *ncclTime / *t;
         g.changes = !(configs[i].algo == own.algo && configs[i].proto == own.proto && configs[i].nChannels == 0);
+        g.sdLog = key.sd(net, i, *ownAt);
         out.push_back(g);
         break;
       }
@@ -93,10 +124,13 @@ std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const sim:
     if (configs.size() < 2) continue;
     // The plugin scores a bucket at its probe size.
     const uint64_t probe = policy::policyProbeBytes(SizeBucket::of(p.bytes));
-    const std::vector<float> scores = scoreKey(net, fp, p.coll, probe, configs, window);
-    const float reference = ownScore(configs, scores, own.algo, own.proto);
-    if (!std::isfinite(reference)) continue;
-    const policy::Decision& choice = configs[bestFirst(scores).front()];
+    const KeyScores key = scoreKey(net, fp, p.coll, probe, configs, window);
+    const std::vector<float>& scores = key.scores;
+    const auto ownAt = ownIndex(configs, scores, own.algo, own.proto);
+    if (!ownAt) continue;
+    const float reference = scores[*ownAt];
+    const size_t best = bestFirst(scores).front();
+    const policy::Decision& choice = configs[best];
     const bool same = choice.algo == own.algo && choice.proto == own.proto;
     const auto it = p.forced_us.find({choice.algo, choice.proto});
     const double chosen_us = same ? p.default_us : it->second;
@@ -104,6 +138,7 @@ std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const sim:
     g.predicted = std::exp(static_cast<double>(reference) - *std::min_element(scores.begin(), scores.end()));
     g.observed = p.default_us / chosen_us;
     g.changes = !same;
+    g.sdLog = key.sd(net, best, *ownAt);
     out.push_back(g);
   }
   return out;
@@ -147,15 +182,51 @@ std::vector<CalibrationBin> calibrationBins(const std::vector<GainPair>& pairs) 
   return bins;
 }
 
-std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std::string& indent) {
+std::vector<CalibrationBin> confidenceBins(const std::vector<GainPair>& pairs) {
+  const double edges[] = {-INFINITY, 0.0, 1.0, 1.645, 3.0, INFINITY};
+  std::vector<CalibrationBin> bins;
+  bool any = false;
+  for (const GainPair& g : pairs) any = any || g.sdLog > 0;
+  if (!any) return bins;
+  for (size_t e = 0; e + 1 < std::size(edges); ++e) {
+    CalibrationBin bin{.lo = edges[e], .hi = edges[e + 1]};
+    double lp = 0, lo = 0;
+    bin.worstObserved = INFINITY;
+    for (const GainPair& g : pairs) {
+      if (!g.changes || !(g.sdLog > 0) || !(g.predicted > 0) || !(g.observed > 0)) continue;
+      const double z = std::log(g.predicted) / g.sdLog;
+      if (z < bin.lo || z >= bin.hi) continue;
+      ++bin.n;
+      lp += std::log(g.predicted);
+      lo += std::log(g.observed);
+      bin.worstObserved = std::min(bin.worstObserved, g.observed);
+    }
+    if (bin.n) {
+      bin.predicted = std::exp(lp / bin.n);
+      bin.observed = std::exp(lo / bin.n);
+    }
+    bins.push_back(bin);
+  }
+  return bins;
+}
+
+bool guardKeeps(const GainPair& g, std::optional<float> margin, double sigmas) {
+  if (!(g.predicted > 0)) return false;
+  const double gain = std::log(g.predicted);
+  if (margin && !(gain > -std::log1p(-static_cast<double>(*margin)))) return false;
+  return !(g.sdLog > 0) || gain > sigmas * g.sdLog;
+}
+
+std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std::string& indent, const char* binnedBy) {
   std::string s;
   char line[200];
-  std::snprintf(line, sizeof line, "%s%-14s %5s %10s %10s %10s\n", indent.c_str(), "predicted gain", "keys",
+  std::snprintf(line, sizeof line, "%s%-14s %5s %10s %10s %10s\n", indent.c_str(), binnedBy, "keys",
                 "predicted", "observed", "worst obs");
   s += line;
   for (const CalibrationBin& b : bins) {
     char range[32];
-    std::snprintf(range, sizeof range, std::isinf(b.hi) ? "> %.2f" : "%.2f-%.2f", b.lo, b.hi);
+    if (std::isinf(b.lo) && b.lo < 0) std::snprintf(range, sizeof range, "< %.2f", b.hi);
+    else std::snprintf(range, sizeof range, std::isinf(b.hi) ? "> %.2f" : "%.2f-%.2f", b.lo, b.hi);
     if (b.n) std::snprintf(line, sizeof line, "%s%-14s %5d %10.3f %10.3f %10.3f\n", indent.c_str(), range, b.n, b.predicted,
                            b.observed, b.worstObserved);
     else std::snprintf(line, sizeof line, "%s%-14s %5d %10s %10s %10s\n", indent.c_str(), range, 0, "-", "-", "-");
@@ -190,7 +261,29 @@ Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, con
   if (c.gains.empty()) return makeError("no calibration keys (no calibration machine or measurement)");
   c.logError = gainError(c.gains, quantile);
   c.margin = marginForError(c.logError);
+  // The covariance's scale: the same quantile of the error in units of the key's standard deviation.
+  std::vector<double> z;
+  for (const GainPair& g : c.gains)
+    if (g.changes && g.sdLog > 0 && g.predicted > 0 && g.observed > 0)
+      z.push_back(std::abs(std::log(g.predicted / g.observed)) / g.sdLog);
+  if (!z.empty()) {
+    std::sort(z.begin(), z.end());
+    const double q = z[std::min(z.size() - 1, static_cast<size_t>(quantile * static_cast<double>(z.size())))];
+    if (std::isfinite(q) && q > 0) c.covarianceScale = q / std::max(1e-3, static_cast<double>(weights.keyErrorSigmas));
+  }
   return c;
+}
+
+void applyConfidence(policy::PolicyWeights& weights, Confidence& confidence) {
+  weights.guardMargin = confidence.margin;
+  const double scale = confidence.covarianceScale;
+  if (!(scale > 0)) {
+    weights.lastLayerCovariance.clear();
+    for (GainPair& g : confidence.gains) g.sdLog = 0;
+    return;
+  }
+  for (float& v : weights.lastLayerCovariance) v = static_cast<float>(v * scale * scale);
+  for (GainPair& g : confidence.gains) g.sdLog *= scale;
 }
 
 }  // namespace dynamiccl::train

@@ -3,10 +3,12 @@
 // emitted only where the predicted gain exceeds that error; elsewhere NCCL's choice stands.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "offline/sim/sim.h"
+#include "offline/train/dataset.h"
 #include "offline/train/sim_adapter.h"
 #include "policy/policy.h"
 
@@ -17,6 +19,7 @@ namespace dynamiccl::train {
 struct GainPair {
   double predicted = 1, observed = 1;
   bool changes = false;  // the choice differs from what NCCL runs (a rule would act here)
+  double sdLog = 0;      // the network's standard deviation of log(predicted) at the key; 0: no covariance
 };
 
 // The network's first choice (no guard) at every key of the evaluation grid; congestion > 0 fills the
@@ -39,7 +42,14 @@ struct CalibrationBin {
 };
 // Pairs that change NCCL's choice, binned by predicted gain (< 1, 1-1.05, 1.05-1.2, 1.2-1.5, 1.5-3, > 3).
 std::vector<CalibrationBin> calibrationBins(const std::vector<GainPair>& pairs);
-std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std::string& indent);
+// The same binned by confidence, z = log(predicted gain) / the key's standard deviation (< 0, 0-1,
+// 1-1.645, 1.645-3, > 3); empty without a covariance. lo/hi are z.
+std::vector<CalibrationBin> confidenceBins(const std::vector<GainPair>& pairs);
+std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std::string& indent,
+                              const char* binnedBy = "predicted gain");
+// Whether the guard keeps the change at this pair: predicted gain beyond the margin and, with a
+// covariance, beyond sigmas of the key's standard deviation.
+bool guardKeeps(const GainPair& g, std::optional<float> margin, double sigmas);
 
 }  // namespace dynamiccl::train
 
@@ -48,14 +58,28 @@ namespace dynamiccl::train {
 // Machines kept out of training to measure the error on (unless evaluated: then they are held out).
 std::vector<std::string> defaultCalibrationPrefixes();
 
+// The Bayesian last layer on the training rows (at most maxRows, evenly spaced): the output layer's
+// posterior covariance in standardized units, s2 (Phi^T W Phi + s2 I)^-1 with Phi the embeddings plus
+// a 1, W the rows' weights, s2 the trained network's weighted residual variance and a unit prior.
+// Unscaled: measureConfidence scales it to the error on held-out machines.
+Expected<std::vector<float>> fitLastLayerCovariance(const policy::PolicyWeights& weights,
+                                                    const std::vector<Sample>& rows, size_t maxRows = 20000);
+
 struct Confidence {
   double quantile = 0.9;
   double logError = 0;  // the quantile of |log predicted gain - log observed gain|
   float margin = 0;     // the guard margin it gives
+  // With a covariance: the factor on its standard deviations such that keyErrorSigmas of them are
+  // the same quantile of |log predicted - log observed| / sd; 0: none measurable (covariance dropped).
+  double covarianceScale = 0;
   std::vector<GainPair> gains;  // every calibration key (simulated at congestion 0 and 1, then measured)
 };
-// The network's error on calibration machines (simulated) and calibration measurements.
+// The network's error on calibration machines (simulated) and calibration measurements; with a
+// covariance in the weights, also its per-key scale.
 Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
                                        const std::vector<const sim::ReplayData*>& measured, double quantile);
+// Sets the guard margin and scales the covariance (or drops it when no scale was measured); the
+// calibration pairs' sdLog are scaled with it.
+void applyConfidence(policy::PolicyWeights& weights, Confidence& confidence);
 
 }  // namespace dynamiccl::train

@@ -1,0 +1,33 @@
+// The learned network's per-key confidence: the standard deviation of its predicted log-latency
+// difference between two configurations at one key, from the last layer's calibrated covariance
+// (PolicyWeights::lastLayerCovariance). Off the hot path (rule generation). Plain scalar loops in a
+// fixed order, compiled without multiply-add contraction: every rank must get the same bits.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "policy/network_weights.h"
+
+namespace dynamiccl::policy {
+
+class PredictionCovariance {
+ public:
+  // None when the weights carry no covariance.
+  static std::optional<PredictionCovariance> of(const PolicyWeights& w);
+
+  int width() const { return width_; }
+  // The embedding's coordinates in the covariance's factor (width() doubles): differences of two
+  // projections measure the spread of the difference of their predictions.
+  void project(std::span<const float> embedding, double* out) const;
+  // Standard deviation (log us) of prediction(a) - prediction(b), from their projections.
+  double differenceSd_log(const double* a, const double* b) const;
+
+ private:
+  int width_ = 0;
+  double targetStd_ = 1;
+  std::vector<double> factor_;  // lower-triangular L (row-major) with L L^T = the weights' block of the covariance
+};
+
+}  // namespace dynamiccl::policy
