@@ -56,17 +56,17 @@ struct KeyGuard {
   std::span<const float> scores;
   std::span<const float> embeddings;        // scores.size() x covariance->width(), with a covariance
   std::array<int, kSlots> reference;        // the configuration NCCL's own choice is, per slot; -1: not scored
-  std::vector<double> projected;            // lazily, per configuration
+  std::vector<float> projected;             // lazily, per configuration
   std::vector<bool> hasProjection;
 
   bool on() const { return logKeep || covariance; }  // admits() is called only then
-  const double* projection(size_t i) {
-    const int w = covariance->width();
+  const float* projection(size_t i) {
+    const size_t w = static_cast<size_t>(covariance->width()), p = static_cast<size_t>(covariance->projectionSize());
     if (!hasProjection[i]) {
-      covariance->project(embeddings.subspan(i * w, w), projected.data() + i * w);
+      covariance->project(embeddings.subspan(i * w, w), projected.data() + i * p);
       hasProjection[i] = true;
     }
-    return projected.data() + i * w;
+    return projected.data() + i * p;
   }
   GuardMask admits(size_t i) {
     GuardMask mask = 0;
@@ -91,7 +91,7 @@ void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs
   for (size_t i = 0; i < configs.size(); ++i)
     if (configs[i].nChannels == 0) guard.reference[ncclChoiceSlot(configs[i].algo, configs[i].proto)] = static_cast<int>(i);
   if (guard.covariance) {
-    guard.projected.assign(configs.size() * guard.covariance->width(), 0.0);
+    guard.projected.assign(configs.size() * guard.covariance->projectionSize(), 0.0f);
     guard.hasProjection.assign(configs.size(), false);
   }
   std::vector<size_t> order(configs.size());

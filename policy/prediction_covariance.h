@@ -1,7 +1,8 @@
 // The learned network's per-key confidence: the standard deviation of its predicted log-latency
 // difference between two configurations at one key, from the last layer's calibrated covariance
-// (PolicyWeights::lastLayerCovariance). Off the hot path (rule generation). Plain scalar loops in a
-// fixed order, compiled without multiply-add contraction: every rank must get the same bits.
+// (PolicyWeights::lastLayerCovariance). Off the hot path (rule generation). Every CPU runs the same
+// instructions in the same order (4-lane SSE vectors, no multiply-add contraction): every rank must
+// get the same bits.
 #pragma once
 
 #include <optional>
@@ -17,17 +18,18 @@ class PredictionCovariance {
   // None when the weights carry no covariance.
   static std::optional<PredictionCovariance> of(const PolicyWeights& w);
 
-  int width() const { return width_; }
-  // The embedding's coordinates in the covariance's factor (width() doubles): differences of two
-  // projections measure the spread of the difference of their predictions.
-  void project(std::span<const float> embedding, double* out) const;
+  int width() const { return width_; }                    // the embedding's
+  int projectionSize() const { return padded_; }          // floats per projection
+  // The embedding's coordinates in the covariance's factor (projectionSize() floats): differences of
+  // two projections measure the spread of the difference of their predictions.
+  void project(std::span<const float> embedding, float* out) const;
   // Standard deviation (log us) of prediction(a) - prediction(b), from their projections.
-  double differenceSd_log(const double* a, const double* b) const;
+  double differenceSd_log(const float* a, const float* b) const;
 
  private:
-  int width_ = 0;
+  int width_ = 0, padded_ = 0;
   double targetStd_ = 1;
-  std::vector<double> factor_;  // lower-triangular L (row-major) with L L^T = the weights' block of the covariance
+  std::vector<float> factor_;  // lower-triangular L (rows padded to padded_) with L L^T = the weights' block
 };
 
 }  // namespace dynamiccl::policy

@@ -308,5 +308,39 @@ TEST(PolicyGuard, V2WithoutACostTableKeepsNcclsChoiceForGuardedRules) {
   EXPECT_EQ(runs(std::nullopt, ncclPicks(kTree, kLL), 2), (harness::Choice{kRing, kLL128, 0}));
 }
 
+// The per-key spread is sqrt(d' S d) x the target's scale, S the weights' block of the covariance, for
+// an embedding width that is not a multiple of the projection's vector lanes.
+TEST(PolicyGuard, PredictionSpreadIsTheCovariancesQuadraticForm) {
+  policy::PolicyWeights w = fixture::randomPolicyWeights(3, {16, 13});
+  w.targetStd = 0.7f;
+  const int e = w.embeddingSize(), n = e + 1;
+  ASSERT_EQ(e, 13);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> g(0.0, 0.2);
+  std::vector<double> m(static_cast<size_t>(n) * n), cov(m.size());
+  for (double& v : m) v = g(rng);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = i == j ? 1e-3 : 0.0;
+      for (int k = 0; k < n; ++k) s += m[i * n + k] * m[j * n + k];
+      cov[i * n + j] = s;
+    }
+  w.lastLayerCovariance.assign(cov.begin(), cov.end());
+  const auto c = policy::PredictionCovariance::of(w);
+  ASSERT_TRUE(c);
+  ASSERT_GE(c->projectionSize(), e);
+  std::vector<float> a(e), b(e);
+  for (int trial = 0; trial < 20; ++trial) {
+    for (int i = 0; i < e; ++i) a[i] = static_cast<float>(g(rng)), b[i] = static_cast<float>(g(rng));
+    std::vector<float> pa(c->projectionSize()), pb(c->projectionSize());
+    c->project(a, pa.data());
+    c->project(b, pb.data());
+    double q = 0;
+    for (int i = 0; i < e; ++i)
+      for (int j = 0; j < e; ++j) q += (double(a[i]) - b[i]) * static_cast<float>(cov[i * n + j]) * (double(a[j]) - b[j]);
+    EXPECT_NEAR(c->differenceSd_log(pa.data(), pb.data()), 0.7 * std::sqrt(q), 1e-4 * (1 + std::sqrt(q))) << trial;
+  }
+}
+
 }  // namespace
 }  // namespace dynamiccl
