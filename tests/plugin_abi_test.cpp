@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "test_support.h"
 #include "trust_opt_in.h"
@@ -200,6 +202,24 @@ TEST(PluginAbi, ExportsOnlyPluginSymbols) {
   if (total == 0 && rc != 0) GTEST_SKIP() << "nm not available";
   EXPECT_EQ(tuner, 5);
   EXPECT_EQ(total - tuner, 7) << "ncclProfiler_v1..v7";
+}
+
+// The learned policy is evaluated with Eigen in the plugin: LibTorch stays in the offline tool.
+TEST(PluginAbi, NeedsNoLibTorch) {
+  const std::string cmd = "objdump -p " + harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR) + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  std::vector<std::string> needed;
+  while (fgets(line, sizeof line, f)) {
+    std::string s(line);
+    if (s.find("NEEDED") != std::string::npos) needed.push_back(s.substr(s.find_last_of(' ') + 1));
+  }
+  const int rc = pclose(f);
+  if (needed.empty() && rc != 0) GTEST_SKIP() << "objdump not available";
+  ASSERT_FALSE(needed.empty());
+  for (const std::string& lib : needed)
+    for (const char* torch : {"torch", "c10"}) EXPECT_EQ(lib.find(torch), std::string::npos) << "needs " << lib;
 }
 
 }  // namespace
