@@ -61,12 +61,12 @@ struct KeyGuard {
 
   bool on() const { return logKeep || covariance; }  // admits() is called only then
   const float* projection(size_t i) {
-    const size_t w = static_cast<size_t>(covariance->width()), p = static_cast<size_t>(covariance->projectionSize());
+    const size_t w = static_cast<size_t>(covariance->width());
     if (!hasProjection[i]) {
-      covariance->project(embeddings.subspan(i * w, w), projected.data() + i * p);
+      covariance->project(embeddings.subspan(i * w, w), projected.data() + i * w);
       hasProjection[i] = true;
     }
-    return projected.data() + i * p;
+    return projected.data() + i * w;
   }
   GuardMask admits(size_t i) {
     GuardMask mask = 0;
@@ -91,7 +91,7 @@ void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs
   for (size_t i = 0; i < configs.size(); ++i)
     if (configs[i].nChannels == 0) guard.reference[ncclChoiceSlot(configs[i].algo, configs[i].proto)] = static_cast<int>(i);
   if (guard.covariance) {
-    guard.projected.assign(configs.size() * guard.covariance->projectionSize(), 0.0f);
+    guard.projected.assign(configs.size() * guard.covariance->width(), 0.0f);
     guard.hasProjection.assign(configs.size(), false);
   }
   std::vector<size_t> order(configs.size());

@@ -309,7 +309,7 @@ TEST(PolicyGuard, V2WithoutACostTableKeepsNcclsChoiceForGuardedRules) {
 }
 
 // The per-key spread is sqrt(d' S d) x the target's scale, S the weights' block of the covariance, for
-// an embedding width that is not a multiple of the projection's vector lanes.
+// an embedding width that is not a multiple of the kernel's vector lanes.
 TEST(PolicyGuard, PredictionSpreadIsTheCovariancesQuadraticForm) {
   policy::PolicyWeights w = fixture::randomPolicyWeights(3, {16, 13});
   w.targetStd = 0.7f;
@@ -328,11 +328,11 @@ TEST(PolicyGuard, PredictionSpreadIsTheCovariancesQuadraticForm) {
   w.lastLayerCovariance.assign(cov.begin(), cov.end());
   const auto c = policy::PredictionCovariance::of(w);
   ASSERT_TRUE(c);
-  ASSERT_GE(c->projectionSize(), e);
+  ASSERT_EQ(c->width(), e);
   std::vector<float> a(e), b(e);
   for (int trial = 0; trial < 20; ++trial) {
     for (int i = 0; i < e; ++i) a[i] = static_cast<float>(g(rng)), b[i] = static_cast<float>(g(rng));
-    std::vector<float> pa(c->projectionSize()), pb(c->projectionSize());
+    std::vector<float> pa(e), pb(e);
     c->project(a, pa.data());
     c->project(b, pb.data());
     double q = 0;

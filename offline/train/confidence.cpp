@@ -14,13 +14,13 @@ namespace {
 // covariance) each configuration's projection for the key's confidence.
 struct KeyScores {
   std::vector<float> scores;
-  std::vector<float> projected;  // configs x projection size
-  int width = 0, size = 0;
+  std::vector<float> projected;  // configs x covariance width
+  int width = 0;
 
   // The predicted log gain's standard deviation of configuration a against b; 0 without a covariance.
   double sd(const policy::PolicyNetwork& net, size_t a, size_t b) const {
     if (!width) return 0.0;
-    return net.covariance()->differenceSd_log(projected.data() + a * size, projected.data() + b * size);
+    return net.covariance()->differenceSd_log(projected.data() + a * width, projected.data() + b * width);
   }
 };
 
@@ -45,13 +45,11 @@ KeyScores scoreKey(const policy::PolicyNetwork& net, const TopologyFingerprint& 
     return out;
   }
   out.width = cov->width();
-  out.size = cov->projectionSize();
   std::vector<float> embeddings(configs.size() * out.width);
   net.predictAndEmbedPairs(key.data(), 1, configRows.data(), static_cast<int>(configs.size()), pairs, out.scores.data(),
                            embeddings.data());
-  out.projected.resize(configs.size() * out.size);
-  for (size_t i = 0; i < configs.size(); ++i)
-    cov->project(std::span<const float>(embeddings.data() + i * out.width, out.width), out.projected.data() + i * out.size);
+  out.projected.resize(embeddings.size());
+  cov->project(embeddings, out.projected.data());
   return out;
 }
 
