@@ -11,6 +11,7 @@
 
 #include "offline/applied/applied.h"
 #include "store/store.h"
+#include "test_support.h"
 
 namespace dynamiccl {
 namespace {
@@ -197,13 +198,9 @@ TEST(Applied, CommandPrintsTheShares) {
   }
   const std::string cmd = std::string("env -u DYNAMICCL_DB ") + DYNAMICCL_BINARY_DIR + "/offline/dynamiccl db applied --db '" +
                           tmp.path + "' 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const testing::ShellResult r = testing::runShell(cmd);
+  const std::string& out = r.output;
+  ASSERT_EQ(r.rc, 0) << out;
   EXPECT_NE(out.find("80.0%"), std::string::npos) << out;
   EXPECT_NE(out.find("NCCL_ALGO/NCCL_PROTO set in the run's environment: 4"), std::string::npos) << out;
   EXPECT_NE(out.find("channel cap (fewer channels than chosen): 1"), std::string::npos) << out;

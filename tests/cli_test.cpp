@@ -17,28 +17,18 @@
 #include <thread>
 #include <vector>
 
+#include "test_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 const std::string kDynamiccl = std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl";
 
-struct Result {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = dynamiccl::testing::ShellResult;  // stdout and stderr together
 
 // Runs `dynamiccl ARGS` through the shell (so ARGS may redirect), without DYNAMICCL_DB.
 Result dynamiccl(const std::string& args) {
-  Result r;
-  const std::string cmd = "env -u DYNAMICCL_DB " + kDynamiccl + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return r;
+  return dynamiccl::testing::runShell("env -u DYNAMICCL_DB " + kDynamiccl + " " + args + " 2>&1");
 }
 
 struct TempDir {

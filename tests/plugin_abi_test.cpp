@@ -1,7 +1,7 @@
 // The built library driven through dlopen exactly as NCCL drives it, for every tuner ABI version.
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -185,40 +185,38 @@ TEST(PluginAbi, EveryRankOfACommunicatorDecidesTheSame) {
   }
 }
 
+// The last word of each line of a tool's output about the built plugin that contains `having`.
+struct ToolWords {
+  int rc = -1;
+  std::vector<std::string> words;
+};
+ToolWords pluginToolWords(const std::string& tool, const std::string& having = "") {
+  const testing::ShellResult r = testing::runShell(tool + " " + harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR) + " 2>/dev/null");
+  ToolWords out{r.rc, {}};
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(having) != std::string::npos && !line.empty()) out.words.push_back(line.substr(line.find_last_of(' ') + 1));
+  return out;
+}
+
 TEST(PluginAbi, ExportsOnlyPluginSymbols) {
-  const std::string cmd = "nm -D --defined-only " + harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR) + " 2>/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  char line[512];
-  int tuner = 0, total = 0;
-  while (fgets(line, sizeof line, f)) {
-    std::string s(line);
-    const std::string sym = s.substr(s.find_last_of(' ') + 1, s.find_last_not_of("\n") - s.find_last_of(' '));
-    ++total;
+  const ToolWords nm = pluginToolWords("nm -D --defined-only");
+  if (nm.words.empty() && nm.rc != 0) GTEST_SKIP() << "nm not available";
+  int tuner = 0;
+  for (const std::string& sym : nm.words) {
     tuner += sym.rfind("ncclTunerPlugin_v", 0) == 0;
     EXPECT_TRUE(sym.rfind("ncclTunerPlugin_v", 0) == 0 || sym.rfind("ncclProfiler_v", 0) == 0) << "exported: " << sym;
   }
-  const int rc = pclose(f);
-  if (total == 0 && rc != 0) GTEST_SKIP() << "nm not available";
   EXPECT_EQ(tuner, 5);
-  EXPECT_EQ(total - tuner, 7) << "ncclProfiler_v1..v7";
+  EXPECT_EQ(static_cast<int>(nm.words.size()) - tuner, 7) << "ncclProfiler_v1..v7";
 }
 
 // The learned policy is evaluated with Eigen in the plugin: LibTorch stays in the offline tool.
 TEST(PluginAbi, NeedsNoLibTorch) {
-  const std::string cmd = "objdump -p " + harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR) + " 2>/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  char line[512];
-  std::vector<std::string> needed;
-  while (fgets(line, sizeof line, f)) {
-    std::string s(line);
-    if (s.find("NEEDED") != std::string::npos) needed.push_back(s.substr(s.find_last_of(' ') + 1));
-  }
-  const int rc = pclose(f);
-  if (needed.empty() && rc != 0) GTEST_SKIP() << "objdump not available";
-  ASSERT_FALSE(needed.empty());
-  for (const std::string& lib : needed)
+  const ToolWords needed = pluginToolWords("objdump -p", "NEEDED");
+  if (needed.words.empty() && needed.rc != 0) GTEST_SKIP() << "objdump not available";
+  ASSERT_FALSE(needed.words.empty());
+  for (const std::string& lib : needed.words)
     for (const char* torch : {"torch", "c10"}) EXPECT_EQ(lib.find(torch), std::string::npos) << "needs " << lib;
 }
 

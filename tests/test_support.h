@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -68,6 +69,22 @@ inline std::vector<int> waitForRanks(const std::vector<pid_t>& pids, double dead
     codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }
   return codes;
+}
+
+// A shell command's exit status (-1: not run, 128: no normal exit) and its standard output.
+struct ShellResult {
+  int rc = -1;
+  std::string output;
+};
+inline ShellResult runShell(const std::string& cmd) {
+  ShellResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return r;
 }
 
 }  // namespace dynamiccl::testing
