@@ -22,11 +22,12 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Both versions, checked against each other; returns the scalar answer.
 int pickBoth(const Table& t) {
-  const int scalar = pickLowestCostScalar(t.data());
+  const int scalar = pickLowestCostScalar(t.data(), PickRule::Nccl2_28, kAllSlots);
 #if defined(__SSE2__)
-  EXPECT_EQ(pickLowestCostSse2(t.data()), scalar);
+  EXPECT_EQ(pickLowestCostSse2(t.data(), PickRule::Nccl2_28, kAllSlots), scalar);
 #endif
-  EXPECT_EQ(pickLowestCost(t.data()), scalar);
+  EXPECT_EQ(pickLowestCost(t.data(), PickRule::Nccl2_28, kAllSlots), scalar);
+  EXPECT_EQ(ncclChoice(t.data(), PickRule::Nccl2_28), scalar);
   return scalar;
 }
 
@@ -228,4 +229,31 @@ TEST(PickRule, VersionTextAndCodes) {
   EXPECT_EQ(kNewestPickRule, PickRule::Nccl2_31);
 }
 
+// NCCL's own choice on a table NCCL filled with IGNORE around a few slots: the filled-slot mask is
+// computed inside ncclChoice, so no rule can return an IGNORE slot as what NCCL runs. Without the mask
+// 2.31's rule counts -1 as the lowest cost and answers slot 20, which NCCL can never run.
+TEST(PickRule, NcclsOwnChoiceOnATableWithIgnoreEntriesIsAFilledSlotUnderEveryRelease) {
+  Table t = filled(-1.0f);
+  t[2] = 30.0f, t[3] = 10.0f, t[5] = 20.0f;
+  for (int version : {22809, 23007, 23102, 23206}) {
+    const PickRule rule = pickRuleFor(version);
+    EXPECT_EQ(ncclChoice(t.data(), rule), 3) << version;
+  }
+  EXPECT_EQ(pickLowestCost(t.data(), PickRule::Nccl2_31, kAllSlots), 20) << "the raw rule without NCCL's mask";
+  Table after = t;  // a tuner forcing slot 5 by a zero: 2.31 runs it, a revived IGNORE slot never
+  after[5] = 0.0f, after[20] = -5.0f;
+  EXPECT_EQ(ncclChoice(after.data(), PickRule::Nccl2_31, t.data()), 5);
+  EXPECT_EQ(ncclChoice(after.data(), PickRule::Nccl2_28, t.data()), 5);
+}
+
+TEST(PickRule, EachReleaseProbesItsNewestTunerInterface) {
+  EXPECT_EQ(tunerProbeFrom(22809), 5);
+  EXPECT_EQ(tunerProbeFrom(23007), 6);
+  EXPECT_EQ(tunerProbeFrom(23102), 6);
+  EXPECT_EQ(tunerProbeFrom(23203), 6) << "2.32.3 still probes v6 down";
+  EXPECT_EQ(tunerProbeFrom(23206), 7) << "2.32.6 looks up ncclTunerPlugin_v7 first";
+  EXPECT_EQ(pickRuleFor(23206), PickRule::Nccl2_31) << "2.32 keeps 2.31's selection rules";
+}
+
 }  // namespace
+

@@ -1,6 +1,7 @@
 // The built library driven through dlopen exactly as NCCL drives it, for every tuner ABI version.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,7 +47,7 @@ TEST_P(EveryAbiVersion, ForcesTheRuleAndKeepsNcclElsewhere) {
   EXPECT_EQ((*comm)->getCollInfo(kAllReduce, 65536, 1, 0, copy, &nChannels), ncclSuccess);
   EXPECT_EQ(copy, table);
   EXPECT_EQ(nChannels, 0);
-  EXPECT_EQ((*comm)->decide(kAllGather, 4096, table), harness::selectLikeNccl(table));
+  EXPECT_EQ((*comm)->decide(kAllGather, 4096, table), harness::selectLikeNccl(table, lib->pickRule()));
 }
 
 TEST_P(EveryAbiVersion, NoProfileLeavesEverythingToNccl) {
@@ -67,7 +68,7 @@ TEST_P(EveryAbiVersion, NoProfileLeavesEverythingToNccl) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tuner, EveryAbiVersion, ::testing::Values(2, 3, 4, 5, 6),
+INSTANTIATE_TEST_SUITE_P(Tuner, EveryAbiVersion, ::testing::Values(2, 3, 4, 5, 6, 7),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
 
 TEST(PluginAbi, NameResolutionLikeNccl) {
@@ -76,7 +77,7 @@ TEST(PluginAbi, NameResolutionLikeNccl) {
   auto byName = harness::TunerLibrary::open("dynamiccl", options);
   ASSERT_TRUE(byName.ok()) << byName.error();
   EXPECT_EQ(byName.value()->path(), "libnccl-tuner-dynamiccl.so");
-  EXPECT_EQ(byName.value()->version(), 6);
+  EXPECT_EQ(byName.value()->version(), 7);  // NCCL 2.32.6 probes v7 first
   auto missing = harness::TunerLibrary::open("nosuchtuner", options);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("libnccl-tuner-nosuchtuner.so"), std::string::npos);
@@ -95,8 +96,57 @@ TEST(PluginAbi, FallsThroughToTheNextRuleWhenNcclIgnoresTheEntry) {
     table[4][2] = table[5][2] = -1.0f;  // no NVLS here
     EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{1, 1, 0})) << "v" << v;
     table[1][1] = -1.0f;  // nothing the profile names is possible: NCCL's choice stands
-    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), harness::selectLikeNccl(table)) << "v" << v;
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), harness::selectLikeNccl(table, lib->pickRule())) << "v" << v;
   }
+}
+
+// Each release loads the library through the newest tuner interface it probes: 2.32.6 through v7,
+// 2.32.3 and 2.30/2.31 through v6, 2.28 through v5; the decision is the same through each.
+TEST(PluginAbi, EachNcclReleaseLoadsItsNewestInterface) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll128","channels":4})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  for (const auto& [release, version] : std::vector<std::pair<int, int>>{{22809, 5}, {23007, 6}, {23102, 6},
+                                                                          {23203, 6}, {23206, 7}}) {
+    auto lib = harness::TunerLibrary::open(path, harness::asRelease(release));
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    EXPECT_EQ(lib.value()->version(), version) << release;
+    auto comm = lib.value()->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok()) << release;
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, harness::allAvailable()), (Choice{1, 1, 4})) << release;
+    EXPECT_EQ((*comm)->hasChunkSize(), version >= 6) << release;
+  }
+}
+
+// NCCL 2.32.6's constants carry a fifth compute-capability row (Rubin). A v7 init receives all five
+// and may edit the fifth; a v6 library loaded by 2.32.6 gets four (converted) and cannot reach it.
+// DynamICCL edits no constant: every row comes back as NCCL wrote it.
+TEST(PluginAbi, AV7InitSeesAndMayEditTheRubinRow) {
+  auto filled = [] {
+    ncclTunerConstants_v7_t k{};
+    for (int cc = 0; cc < DYNAMICCL_NCCL_NUM_COMPCAPS_V7; ++cc) k.perChMaxTreeBws[cc][0] = 10.0 * (cc + 1);
+    return k;
+  };
+  for (const auto& [release, editedRow] : std::vector<std::pair<int, int>>{{23206, 4}, {23203, 3}}) {
+    auto stand = harness::TunerLibrary::open(RUBIN_ROW_TUNER, harness::asRelease(release));
+    ASSERT_TRUE(stand.ok()) << stand.error();
+    ncclTunerConstants_v7_t k = filled();
+    harness::CommSpec spec;
+    spec.constantsV7 = &k;
+    ASSERT_TRUE(stand.value()->init(spec).ok());
+    for (int cc = 0; cc < DYNAMICCL_NCCL_NUM_COMPCAPS_V7; ++cc)
+      EXPECT_EQ(k.perChMaxTreeBws[cc][0], 10.0 * (cc + 1) + (cc == editedRow ? 1.0 : 0.0))
+          << "NCCL " << release << ", row " << cc;
+  }
+  auto ours = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR), harness::asRelease(23206));
+  ASSERT_TRUE(ours.ok());
+  ASSERT_EQ(ours.value()->version(), 7);
+  ncclTunerConstants_v7_t k = filled();
+  harness::CommSpec spec;
+  spec.constantsV7 = &k;
+  ASSERT_TRUE(ours.value()->init(spec).ok());
+  const ncclTunerConstants_v7_t untouched = filled();
+  EXPECT_EQ(std::memcmp(&k, &untouched, sizeof k), 0);
 }
 
 TEST(PluginAbi, ChosenEntryWinsEvenAgainstAnEarlierZero) {
@@ -207,7 +257,7 @@ TEST(PluginAbi, ExportsOnlyPluginSymbols) {
     tuner += sym.rfind("ncclTunerPlugin_v", 0) == 0;
     EXPECT_TRUE(sym.rfind("ncclTunerPlugin_v", 0) == 0 || sym.rfind("ncclProfiler_v", 0) == 0) << "exported: " << sym;
   }
-  EXPECT_EQ(tuner, 5);
+  EXPECT_EQ(tuner, 6) << "ncclTunerPlugin_v2..v7";
   EXPECT_EQ(static_cast<int>(nm.words.size()) - tuner, 7) << "ncclProfiler_v1..v7";
 }
 

@@ -37,7 +37,7 @@ class TempFile {
   std::string dir_, path_;
 };
 
-inline std::shared_ptr<harness::TunerLibrary> openPlugin(int maxVersion = 6) {
+inline std::shared_ptr<harness::TunerLibrary> openPlugin(int maxVersion = 7) {
   harness::OpenOptions options;
   options.maxVersion = maxVersion;
   auto lib = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR), options);

@@ -374,5 +374,78 @@ TEST_F(Verification, AProfilerRoleNcclNeverStartedCostsAHiccupNotAHang) {
   EXPECT_EQ(froze, 1u);
 }
 
+// NCCL's own choice on a cost table NCCL filled with IGNORE (-1) around three slots, in online mode
+// through the real library, as each release loads it: the verdict's baseline is the slot NCCL runs
+// (ring/ll), never an IGNORE slot that 2.31's rule would pick were -1 a candidate, and the faster
+// filled candidate is promoted against it.
+[[noreturn]] void runIgnoreTableRank(int release, const std::string& dir) {
+  setHardwareEnv();
+  setenv("DYNAMICCL_PROFILE", (dir + "/simulated.json").c_str(), 1);
+  setenv("DYNAMICCL_TRUST", "verified", 1);
+  setenv("DYNAMICCL_DB", (dir + "/store.db").c_str(), 1);
+  setenv("DYNAMICCL_COORD_DIR", (dir + "/coord").c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", "100", 1);
+  setenv("DYNAMICCL_NCCL_VERSION", std::to_string(release).c_str(), 1);
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
+  auto tuner = harness::TunerLibrary::open(path, harness::asRelease(release));
+  auto prof = harness::ProfilerLibrary::open(path);
+  if (!tuner.ok() || !prof.ok()) _exit(10);
+  const uint64_t commId = 0x16a0 + static_cast<uint64_t>(release);
+  auto comm = (*tuner)->init(harness::CommSpec{.commId = commId, .nRanks = 2, .nNodes = 1});
+  if (!comm.ok()) _exit(11);
+  int mask = 0;
+  void* pctx = nullptr;
+  if ((*prof)->init(harness::ProfilerCommSpec{commId, 2, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  harness::CostTable table = harness::allIgnored();
+  table[kTree][kLL] = 30.0f, table[kRing][kLL] = 10.0f, table[kRing][kSimple] = 20.0f;  // NCCL runs ring/ll
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> noise(0.0, 0.02);
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    const Choice c = (*comm)->decide(4, kSmall, table);
+    if (c.algo < 0 || table[c.algo][c.proto] < 0) _exit(14);  // NCCL can never run an IGNORE slot
+    const double lat_us = (c.algo == kTree ? 80.0 : c.proto == kLL ? 100.0 : 130.0) * noise(rng);
+    harness::ProfilerColl pc;
+    pc.seq = i;
+    pc.count = kSmall / 4;
+    const std::string a = algoName(c.algo), p = protoName(c.proto);
+    pc.algo = a.c_str();
+    pc.proto = p.c_str();
+    pc.nChannels = 1;
+    void* h = nullptr;
+    void* k = nullptr;
+    (*prof)->startColl(pctx, pc, &h);
+    (*prof)->startKernelCh(pctx, h, 0, clock_ns, &k);
+    (*prof)->kernelChStop(k, clock_ns + static_cast<uint64_t>(lat_us * 1000));
+    (*prof)->stop(k);
+    (*prof)->stop(h);
+    clock_ns += static_cast<uint64_t>(lat_us * 1000) + 1000;
+    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  (*prof)->finalize(pctx);
+  comm.value().reset();
+  _exit(0);
+}
+
+TEST_F(Verification, NcclsChoiceOnAnIgnoreTableIsTheBaselineUnderEveryRelease) {
+  std::ofstream(job_.profile) << R"({"format":"dynamiccl-profile","version":2,"name":"simulated","rules":[)" +
+                                     simulatedRule(kSmall, "tree", "ll") + "]}";
+  for (int release : {22809, 23007, 23102, 23206}) {
+    const pid_t pid = fork();
+    if (pid == 0) runIgnoreTableRank(release, dir_);
+    ASSERT_EQ(testing::waitForRanks({pid}, 120)[0], 0) << "NCCL " << release;
+    const auto rows = verdicts();
+    const store::VerdictRow* row = nullptr;
+    for (const store::VerdictRow& r : rows)
+      if (r.nccl_version.rfind(std::to_string(release / 10000) + "." + std::to_string(release / 100 % 100) + ".", 0) == 0)
+        row = &r;
+    ASSERT_NE(row, nullptr) << "no verdict for NCCL " << release << " among " << rows.size();
+    EXPECT_EQ(row->base_algo + "/" + row->base_proto, "RING/LL") << "NCCL " << release;
+    EXPECT_EQ(row->algo + "/" + row->proto, "TREE/LL") << "NCCL " << release;
+    EXPECT_EQ(row->state, "promoted") << "NCCL " << release << ": " << verdicts::describeVerdict(*row);
+  }
+}
+
 }  // namespace
 }  // namespace dynamiccl

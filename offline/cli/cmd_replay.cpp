@@ -17,6 +17,7 @@
 #include "offline/cli/platform_option.h"
 #include "offline/files/files.h"
 #include "offline/cli/plugin_locator.h"
+#include "offline/cli/value_checks.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
 
@@ -26,9 +27,19 @@ namespace {
 struct ReplayCmdOptions {
   std::string data, system, profile, plugin, makeProfiles, calibration, json;
   std::string trust = "verified";  // the plugin's default (DYNAMICCL_TRUST unset)
+  std::string ncclVersion;  // "": the release the data names (every row alike), else 2.28.9
   int maxUnjudged = 8;
   bool asMeasured = true;
 };
+
+// The NCCL release the plugin is loaded as: --nccl-version, else the one every measured row names.
+int replayNcclVersion(const ReplayCmdOptions& o, const std::vector<sim::Measurement>& rows) {
+  if (!o.ncclVersion.empty()) return *abi::parseNcclVersion(o.ncclVersion);
+  std::set<int> named;
+  for (const sim::Measurement& m : rows)
+    if (m.ncclVersion > 0) named.insert(m.ncclVersion);
+  return named.size() == 1 ? *named.begin() : 22809;
+}
 
 std::string slug(const std::string& s) {
   std::string out;
@@ -107,8 +118,9 @@ int run(const ReplayCmdOptions& o) {
     const size_t eq = kv.find('=');
     hwVars.push_back(std::make_unique<harness::ScopedEnv>(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str()));
   }
-  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin));
+  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin), harness::asRelease(replayNcclVersion(o, loaded->rows)));
   if (!lib) return std::cerr << "replay: " << lib.error() << "\n", 1;
+  const abi::PickRule rule = lib.value()->pickRule();
   ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
   std::map<const sim::Shape*, std::unique_ptr<harness::TunerComm>> comms;
   std::string initError;
@@ -135,7 +147,7 @@ int run(const ReplayCmdOptions& o) {
     for (const auto& row : edited)
       for (float x : row) zero = zero || x == 0.0f;
     if (zero) forced.insert(&p);
-    const harness::Choice ch = harness::selectLikeNccl(edited);
+    const harness::Choice ch = harness::selectLikeNccl(edited, rule, &table);
     return sim::Config{Algo(ch.algo), Proto(ch.proto), nChannels, 0};
   };
   const sim::ReplaySummary s =
@@ -204,6 +216,9 @@ void addReplayCommand(CLI::App& app) {
       ->check(CLI::IsMember({"verified", "all"}));
   cmd->add_flag("!--host-hardware", o->asMeasured,
                 "the plugin sees this host's hardware (default: the data's, through DYNAMICCL_TOPO_*, when it is one)");
+  cmd->add_option("--nccl-version", o->ncclVersion,
+                  "the NCCL release to load the plugin as (default: the one the data names, else 2.28.9)")
+      ->check(ncclVersionCheck());
   cmd->add_option("--json", o->json, "write every judged point (decision, chosen/default/best times) here");
   cmd->callback([o] {
     if (const int rc = run(*o)) throw CLI::RuntimeError(rc);

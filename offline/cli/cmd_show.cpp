@@ -20,6 +20,7 @@ struct ShowOptions {
   int nodes = 1, ranks = 8;
   uint64_t minBytes = 1, maxBytes = uint64_t{1} << 32;
   std::vector<std::string> collectives;
+  std::string ncclVersion = "2.28.9";  // the NCCL installed here
 };
 
 std::string humanBytes(uint64_t n) {
@@ -36,7 +37,7 @@ std::string humanBytes(uint64_t n) {
 }
 
 // What the plugin told NCCL for one call, as a short label ("RING/LL128 ch=16" or "NCCL's choice").
-std::string label(harness::TunerComm& comm, int coll, uint64_t nBytes) {
+std::string label(harness::TunerComm& comm, abi::PickRule rule, int coll, uint64_t nBytes) {
   const harness::CostTable table = harness::allAvailable();
   harness::CostTable edited = table;
   int nChannels = 0;
@@ -45,7 +46,7 @@ std::string label(harness::TunerComm& comm, int coll, uint64_t nBytes) {
   std::string s;
   if (edited == table) s = "NCCL's algo/proto";
   else {
-    const harness::Choice c = harness::selectLikeNccl(edited);
+    const harness::Choice c = harness::selectLikeNccl(edited, rule, &table);
     s = std::string(algoNcclName(Algo(c.algo))) + "/" + std::string(protoNcclName(Proto(c.proto)));
   }
   s += nChannels ? " channels=" + std::to_string(nChannels) : "";
@@ -61,7 +62,7 @@ void run(const ShowOptions& o) {
   harness::ScopedEnv env("DYNAMICCL_PROFILE", o.profile.c_str());
   harness::ScopedEnv strict("DYNAMICCL_STRICT", "1");
   harness::ScopedEnv trust("DYNAMICCL_TRUST", o.trust.c_str());
-  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin));
+  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin), harness::asRelease(*abi::parseNcclVersion(o.ncclVersion)));
   if (!lib) {
     std::cerr << lib.error() << "\n";
     throw CLI::RuntimeError(1);
@@ -76,7 +77,8 @@ void run(const ShowOptions& o) {
   }
   std::cout << "profile " << (profile->name.empty() ? "(unnamed)" : profile->name) << " (" << profile->rules.size()
             << " rules) from " << o.profile << "\ncommunicator: " << o.nodes << " node(s), " << o.ranks
-            << " ranks; plugin " << lib.value()->path() << " (tuner v" << lib.value()->version() << ")\n"
+            << " ranks; plugin " << lib.value()->path() << " (tuner v" << lib.value()->version() << ", loaded as NCCL "
+            << o.ncclVersion << " does; its selection rules: " << abi::pickRuleName(lib.value()->pickRule()) << ")\n"
             << "sizes are NCCL's nBytes (total buffer for AllGather/ReduceScatter); powers of two from "
             << humanBytes(o.minBytes) << " to " << humanBytes(o.maxBytes) << "\n";
   // Each rule's evidence, and whether it is verified for this communicator (as the plugin decides).
@@ -103,7 +105,7 @@ void run(const ShowOptions& o) {
     std::string current;
     uint64_t from = o.minBytes, last = o.minBytes;
     for (uint64_t n = o.minBytes; n <= o.maxBytes && n != 0; n *= 2) {
-      const std::string l = label(**comm, c, n);
+      const std::string l = label(**comm, lib.value()->pickRule(), c, n);
       if (n != o.minBytes && l != current) {
         std::printf("  %10s .. %-10s  %s\n", humanBytes(from).c_str(), humanBytes(last).c_str(), current.c_str());
         from = n;
@@ -130,6 +132,10 @@ void addShowCommand(CLI::App& app) {
   cmd->add_option("--plugin", o->plugin, "plugin library to drive (default: the one built with this command)");
   cmd->add_option("--trust", o->trust, "verified (the plugin's default) or all (as DYNAMICCL_TRUST=all)")
       ->check(CLI::IsMember({"verified", "all"}));
+  cmd->add_option("--nccl-version", o->ncclVersion,
+                  "the NCCL release to load the plugin as (its tuner interface and selection rules)")
+      ->capture_default_str()
+      ->check(ncclVersionCheck());
   cmd->callback([o] { run(*o); });
 }
 

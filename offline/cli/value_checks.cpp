@@ -6,6 +6,7 @@
 #include <string>
 
 #include "features/features.h"
+#include "plugin/abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {
@@ -36,6 +37,16 @@ const CLI::Validator& collectiveCheck() {
         return parseCollective(s) ? std::string() : "unknown collective '" + s + "' (" + collectiveNames() + ")";
       },
       "COLLECTIVE");
+  return check;
+}
+
+const CLI::Validator& ncclVersionCheck() {
+  static const CLI::Validator check(
+      [](std::string& s) {
+        return abi::parseNcclVersion(s) ? std::string()
+                                        : "'" + s + "' is not an NCCL version (expected e.g. 2.32.6, 2.28 or 23206)";
+      },
+      "VERSION");
   return check;
 }
 

@@ -10,5 +10,6 @@ const CLI::Validator& collectiveCheck();    // a collective NCCL lets a tuner de
 const CLI::Validator& byteCountCheck();     // a size in bytes: a whole number, 1 .. 2^62
 const CLI::Validator& channelCountCheck();  // 0 (NCCL's count) .. NCCL's MAXCHANNELS
 const CLI::Validator& countCheck();         // a count that may be zero: a whole number, 0 .. 2^31-1
+const CLI::Validator& ncclVersionCheck();   // an NCCL release: 2.31, 2.32.6 or a code such as 23206
 
 }  // namespace dynamiccl::cli

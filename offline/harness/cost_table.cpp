@@ -28,7 +28,7 @@ CostTable ncclPicks(int algo, int proto) {
 
 Choice selectLikeNccl(const CostTable& table, abi::PickRule rule, const CostTable* before) {
   Choice c;
-  const int slot = abi::pickLowestCostScalar(table[0].data(), rule, abi::filledSlots((before ? *before : table)[0].data()));
+  const int slot = abi::ncclChoice(table[0].data(), rule, before ? (*before)[0].data() : nullptr);
   if (slot != abi::kNoPick) c.algo = slot / kNumProtos, c.proto = slot % kNumProtos;
   return c;
 }

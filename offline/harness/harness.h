@@ -33,10 +33,9 @@ struct Choice {
 };
 
 // NCCL's selection after the tuner returned, under the rule of the release emulated
-// (abi::pickLowestCost). `before`: the table as NCCL filled it, whose entries >= 0 are 2.31's only
+// (abi::ncclChoice). `before`: the table as NCCL filled it, whose entries >= 0 are 2.31's only
 // candidates (nullptr: those of `table`).
-Choice selectLikeNccl(const CostTable& table, abi::PickRule rule = abi::PickRule::Nccl2_28,
-                      const CostTable* before = nullptr);
+Choice selectLikeNccl(const CostTable& table, abi::PickRule rule, const CostTable* before = nullptr);
 
 // What one call ran: the choice plus NCCL's channel handling of the release emulated.
 struct Outcome {
@@ -62,7 +61,10 @@ struct CommSpec {
   int nNodes = 1;
   int minRanksPerNode = 0;  // 0: derived as nRanks / nNodes
   int maxRanksPerNode = 0;
-  ncclTunerConstants_v5_t* constants = nullptr;  // v5+: in/out at init; nullptr: zeros
+  // In/out at init, as the release emulated hands them over: a v7 library gets five compute-capability
+  // rows, a v5/v6 library four (2.32.6 converts v7 -> v5 for it and back). Give either; nullptr: zeros.
+  ncclTunerConstants_v5_t* constants = nullptr;
+  ncclTunerConstants_v7_t* constantsV7 = nullptr;
 };
 
 class TunerLibrary;
@@ -100,7 +102,7 @@ class TunerComm {
 };
 
 struct OpenOptions {
-  int maxVersion = 6;           // probe newest first from here down to v2 (2.28.9 probes from 5)
+  int maxVersion = 7;           // probe newest first from here down to v2 (abi::tunerProbeFrom: 2.32.6 from 7, 2.28.9 from 5)
   std::string searchDir;        // where a bare library name is looked up (stands in for LD_LIBRARY_PATH)
   // The NCCL release emulated (major * 10000 + minor * 100 + patch): what the ncclGetVersion this
   // process exports answers while the plugin's init runs, and whose selection rule decide() applies.
@@ -110,6 +112,8 @@ struct OpenOptions {
 
 // The OpenOptions::ncclVersion for a release's rule (2.28.9, 2.30.7, 2.31.2).
 int emulatedVersionOf(abi::PickRule rule);
+// OpenOptions that load a library as that NCCL release does (its version, probed from its newest tuner).
+OpenOptions asRelease(int ncclVersion);
 
 class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
  public:
@@ -140,6 +144,7 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   const ncclTuner_v4_t* v4_ = nullptr;
   const ncclTuner_v5_t* v5_ = nullptr;
   const ncclTuner_v6_t* v6_ = nullptr;
+  const ncclTuner_v7_t* v7_ = nullptr;
   mutable std::atomic<ncclResult_t> lastInitResult_{ncclSuccess};  // init may run on several threads
 };
 

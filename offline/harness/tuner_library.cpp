@@ -1,4 +1,4 @@
-// Opening a tuner library and driving its ABI versions the way NCCL 2.28/2.30/2.31 do.
+// Opening a tuner library and driving its ABI versions the way NCCL 2.28/2.30/2.31/2.32 do.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -26,7 +26,27 @@ int emulatedVersionOf(abi::PickRule rule) {
   return rule == abi::PickRule::Nccl2_28 ? 22809 : rule == abi::PickRule::Nccl2_30 ? 23007 : 23102;
 }
 
+OpenOptions asRelease(int ncclVersion) {
+  OpenOptions o;
+  o.ncclVersion = ncclVersion;
+  o.maxVersion = abi::tunerProbeFrom(ncclVersion);
+  return o;
+}
+
 namespace {
+
+// 2.32.6's v7 -> v5 conversion for an older plugin and back: the rows up to Blackwell.
+template <class To, class From>
+void copyCommonRows(To& to, const From& from) {
+  std::memcpy(to.baseLatencies, from.baseLatencies, sizeof to.baseLatencies);
+  std::memcpy(to.hwLatencies, from.hwLatencies, sizeof to.hwLatencies);
+  constexpr size_t kRows = DYNAMICCL_NCCL_NUM_COMPCAPS_V5 * sizeof(double[3]);
+  std::memcpy(to.llMaxBws, from.llMaxBws, kRows);
+  std::memcpy(to.perChMaxRingLL128Bws, from.perChMaxRingLL128Bws, kRows);
+  std::memcpy(to.perChMaxTreeLL128Bws, from.perChMaxTreeLL128Bws, kRows);
+  std::memcpy(to.perChMaxTreeBws, from.perChMaxTreeBws, kRows);
+  std::memcpy(to.perChMaxNVLSTreeBws, from.perChMaxNVLSTreeBws, kRows);
+}
 
 // NCCL retries libnccl-tuner-<value>.so only for a bare name that is not already lib*.so.
 bool looksLikeLibraryFile(const std::string& v) {
@@ -64,6 +84,7 @@ Expected<std::shared_ptr<TunerLibrary>> TunerLibrary::open(const std::string& na
     if (!p) continue;
     lib->version_ = v;
     switch (v) {
+      case 7: lib->v7_ = static_cast<const ncclTuner_v7_t*>(p); break;
       case 6: lib->v6_ = static_cast<const ncclTuner_v6_t*>(p); break;
       case 5: lib->v5_ = static_cast<const ncclTuner_v5_t*>(p); break;
       case 4: lib->v4_ = static_cast<const ncclTuner_v4_t*>(p); break;
@@ -80,7 +101,7 @@ TunerLibrary::~TunerLibrary() {
 }
 
 std::string TunerLibrary::name() const {
-  const char* n = v6_ ? v6_->name : v5_ ? v5_->name : v4_ ? v4_->name : v3_ ? v3_->name : v2_->name;
+  const char* n = v7_ ? v7_->name : v6_ ? v6_->name : v5_ ? v5_->name : v4_ ? v4_->name : v3_ ? v3_->name : v2_->name;
   return n ? n : "";
 }
 
@@ -89,16 +110,27 @@ Expected<std::unique_ptr<TunerComm>> TunerLibrary::init(const CommSpec& spec) co
   ncclResult_t rc = ncclSuccess;
   gEmulatedNcclVersion.store(ncclVersion_, std::memory_order_relaxed);  // what the plugin's init may read
   const size_t nRanks = static_cast<size_t>(spec.nRanks), nNodes = static_cast<size_t>(spec.nNodes);
-  if (v5_ || v6_) {
+  if (v5_ || v6_ || v7_) {
     ncclNvlDomainInfo_v5_t nvl{};
     const int perNode = spec.nNodes > 0 ? spec.nRanks / spec.nNodes : spec.nRanks;
     nvl.nNvlDomains = spec.nNodes;
     nvl.minRanksPerNvlDomain = spec.minRanksPerNode ? spec.minRanksPerNode : perNode;
     nvl.maxRanksPerNvlDomain = spec.maxRanksPerNode ? spec.maxRanksPerNode : perNode;
-    ncclTunerConstants_v5_t zeros{};
-    ncclTunerConstants_v5_t* constants = spec.constants ? spec.constants : &zeros;
-    rc = v6_ ? v6_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, constants)
-             : v5_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, constants);
+    ncclTunerConstants_v5_t v5{};
+    ncclTunerConstants_v7_t v7{};
+    if (spec.constantsV7) v7 = *spec.constantsV7;
+    else if (spec.constants) copyCommonRows(v7, *spec.constants);
+    if (v7_) {
+      rc = v7_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v7);
+    } else {
+      if (spec.constants && !spec.constantsV7) v5 = *spec.constants;
+      else copyCommonRows(v5, v7);
+      rc = v6_ ? v6_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v5)
+               : v5_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v5);
+      copyCommonRows(v7, v5);  // the fifth row stays as NCCL wrote it: an older plugin never sees it
+    }
+    if (spec.constantsV7) *spec.constantsV7 = v7;
+    if (spec.constants) copyCommonRows(*spec.constants, v7);
   } else if (v4_) {
     rc = v4_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
   } else if (v3_) {
@@ -113,7 +145,8 @@ Expected<std::unique_ptr<TunerComm>> TunerLibrary::init(const CommSpec& spec) co
 
 TunerComm::~TunerComm() {
   const TunerLibrary& l = *lib_;
-  if (l.v6_) l.v6_->finalize(context_);
+  if (l.v7_) l.v7_->finalize(context_);
+  else if (l.v6_) l.v6_->finalize(context_);
   else if (l.v5_) l.v5_->finalize(context_);
   else if (l.v4_) l.v4_->destroy(context_);
   else if (l.v3_) l.v3_->destroy(context_);
@@ -146,6 +179,7 @@ ncclResult_t TunerComm::getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, 
                                        int numProto, int regBuff, int* nChannels) {
   const TunerLibrary& l = *lib_;
   const auto fn = static_cast<ncclFunc_t>(coll);
+  if (l.v7_) return l.v7_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
   if (l.v6_) return l.v6_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
   if (l.v5_) return l.v5_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
   if (l.v4_) return l.v4_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
@@ -184,11 +218,15 @@ Outcome TunerComm::run(int coll, size_t nBytes, const CostTable& table, int nccl
   return o;
 }
 
-bool TunerComm::hasChunkSize() const { return lib_->v6_ && lib_->v6_->getChunkSize; }
+bool TunerComm::hasChunkSize() const {
+  return (lib_->v7_ && lib_->v7_->getChunkSize) || (lib_->v6_ && lib_->v6_->getChunkSize);
+}
 
 ncclResult_t TunerComm::getChunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
   if (!hasChunkSize()) return ncclSuccess;
-  return lib_->v6_->getChunkSize(context_, static_cast<ncclFunc_t>(coll), nBytes, algo, proto, nChannels, chunkSize);
+  const auto fn = static_cast<ncclFunc_t>(coll);
+  return lib_->v7_ ? lib_->v7_->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize)
+                   : lib_->v6_->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize);
 }
 
 std::string builtPluginPath(const char* pluginDir) {

@@ -68,7 +68,7 @@ CostTable NcclModel::costTable(Collective c, uint64_t nBytes, int numPipeOps, co
 
 DefaultChoice selectFromTable(const CostTable& table) {
   DefaultChoice choice;
-  const int slot = abi::pickLowestCost(table[0].data());
+  const int slot = abi::ncclChoice(table[0].data(), abi::PickRule::Nccl2_28);  // the model is 2.28.9's
   if (slot == abi::kNoPick) return choice;
   choice.algo = static_cast<Algo>(slot / kNumProtos);
   choice.proto = static_cast<Proto>(slot % kNumProtos);

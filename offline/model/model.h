@@ -34,7 +34,7 @@ namespace dynamiccl::model {
 
 // NCCL's cost table [algo][proto] in microseconds; -1.0 marks an unusable entry (IGNORE).
 using CostTable = std::array<std::array<float, kNumProtos>, kNumAlgos>;
-static_assert(sizeof(CostTable) == sizeof(float[abi::kCostSlots]), "contiguous, as abi::pickLowestCost reads it");
+static_assert(sizeof(CostTable) == sizeof(float[abi::kCostSlots]), "contiguous, as abi::ncclChoice reads it");
 inline constexpr float kIgnore = -1.0f;
 
 // What NCCL would run by itself.
@@ -57,7 +57,7 @@ struct CallTraits {
 ncclTunerConstants_v5_t defaultTunerConstants();
 void fillDefaultTunerConstants(ncclTunerConstants_v5_t* out);
 
-// Selection over a filled table exactly as NCCL (abi::pickLowestCost). Returns
+// Selection over a filled table exactly as NCCL (abi::ncclChoice). Returns
 // Algo::Default/Proto::Default when nothing is usable.
 DefaultChoice selectFromTable(const CostTable& table);
 

@@ -1,5 +1,5 @@
-// Our own declarations of NCCL's tuner plugin ABI (v2..v6), written from shared/NCCL_FACTS.md and
-// checked below at compile time (sizes and member offsets on LP64). Header-only; no NCCL header needed.
+// Our own declarations of NCCL's tuner plugin ABI (v2..v7), written from shared/NCCL_FACTS.md and NCCL's
+// tuner_v*.h (v7: 2.32.6), checked below at compile time (sizes and member offsets on LP64). Header-only; no NCCL header needed.
 #pragma once
 
 #include <cstddef>
@@ -123,6 +123,33 @@ typedef struct {
                                int proto, int nChannels, size_t* chunkSize);
 } ncclTuner_v6_t;
 
+// ---- tuner v7 (2.32.6+): a fifth compute-capability row (Rubin) in the constants; calls as v6 ----
+#define DYNAMICCL_NCCL_NUM_COMPCAPS_V5 4
+#define DYNAMICCL_NCCL_NUM_COMPCAPS_V7 5  // Volta, Ampere, Hopper, Blackwell, Rubin
+#define DYNAMICCL_NCCL_RUBIN_COMPCAP_IDX 4
+typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_v7_t;
+typedef struct {
+  double baseLatencies[7][3];
+  double hwLatencies[3][7][3];
+  double llMaxBws[DYNAMICCL_NCCL_NUM_COMPCAPS_V7][3];
+  double perChMaxRingLL128Bws[DYNAMICCL_NCCL_NUM_COMPCAPS_V7][3];
+  double perChMaxTreeLL128Bws[DYNAMICCL_NCCL_NUM_COMPCAPS_V7][3];
+  double perChMaxTreeBws[DYNAMICCL_NCCL_NUM_COMPCAPS_V7][3];
+  double perChMaxNVLSTreeBws[DYNAMICCL_NCCL_NUM_COMPCAPS_V7][3];
+} ncclTunerConstants_v7_t;
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v7_t* nvlDomainInfo,
+                       ncclTunerConstants_v7_t* constants);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff,
+                              int* nChannels);
+  ncclResult_t (*finalize)(void* context);
+  ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algo,
+                               int proto, int nChannels, size_t* chunkSize);
+} ncclTuner_v7_t;
+
 }  // extern "C"
 
 // ---- compile-time checks of the layout NCCL expects (LP64) ----
@@ -141,6 +168,17 @@ static_assert(offsetof(ncclTunerConstants_v5_t, perChMaxRingLL128Bws) == 96 * 8)
 static_assert(offsetof(ncclTunerConstants_v5_t, perChMaxTreeLL128Bws) == 108 * 8);
 static_assert(offsetof(ncclTunerConstants_v5_t, perChMaxTreeBws) == 120 * 8);
 static_assert(offsetof(ncclTunerConstants_v5_t, perChMaxNVLSTreeBws) == 132 * 8);
+static_assert(sizeof(ncclTuner_v7_t) == 40 && offsetof(ncclTuner_v7_t, init) == 8 &&
+              offsetof(ncclTuner_v7_t, getCollInfo) == 16 && offsetof(ncclTuner_v7_t, finalize) == 24 &&
+              offsetof(ncclTuner_v7_t, getChunkSize) == 32);
+static_assert(sizeof(ncclNvlDomainInfo_v7_t) == 12);
+static_assert(sizeof(ncclTunerConstants_v7_t) == 1272, "2.32.6: (21 + 63 + 5*15) doubles");
+static_assert(offsetof(ncclTunerConstants_v7_t, hwLatencies) == 21 * 8);
+static_assert(offsetof(ncclTunerConstants_v7_t, llMaxBws) == 84 * 8);
+static_assert(offsetof(ncclTunerConstants_v7_t, perChMaxRingLL128Bws) == 99 * 8);
+static_assert(offsetof(ncclTunerConstants_v7_t, perChMaxTreeLL128Bws) == 114 * 8);
+static_assert(offsetof(ncclTunerConstants_v7_t, perChMaxTreeBws) == 129 * 8);
+static_assert(offsetof(ncclTunerConstants_v7_t, perChMaxNVLSTreeBws) == 144 * 8);
 
 namespace dynamiccl::abi {
 // NCCL's cost table is a contiguous float[7][3]; index it through this type, never as float**.
@@ -150,4 +188,4 @@ inline float** asNcclArgument(float (*table)[DYNAMICCL_NCCL_NUM_PROTOCOLS]) {
   return reinterpret_cast<float**>(table);
 }
 }  // namespace dynamiccl::abi
-#include "plugin/abi/nccl_profiler_abi.h"  // profiler ABI v1..v6 (needs ncclResult_t, ncclDebugLogger_t above)
+#include "plugin/abi/nccl_profiler_abi.h"  // profiler ABI v1..v7 (needs ncclResult_t, ncclDebugLogger_t above)

@@ -19,9 +19,9 @@ namespace dynamiccl::abi {
 // - 2.28 (and older): strict minimum below 3.6e9 over entries >= 0, ties to the lowest slot; the
 //   tuner's nChannels replaces NCCL's count (an upper bound the scheduler still clips).
 // - 2.30: as 2.28 but the minimum starts at FLT_MAX (costs up to FLT_MAX can win).
-// - 2.31: only slots NCCL filled before the tuner ran are candidates; among them the lowest cost,
-//   negatives included (-1 written into a valid slot selects it), ties to the HIGHEST slot (NCCL
-//   walks a list built front-first), below FLT_MAX; nChannels is a cap: min(tuner's, NCCL's own).
+// - 2.31 (and 2.32, unchanged): only slots NCCL filled before the tuner ran are candidates; among them
+//   the lowest cost, negatives included (-1 written into a valid slot selects it), ties to the HIGHEST
+//   slot (NCCL walks a list built front-first), below FLT_MAX; nChannels is a cap: min(tuner's, NCCL's own).
 enum class PickRule : uint8_t { Nccl2_28, Nccl2_30, Nccl2_31 };
 inline constexpr PickRule kNewestPickRule = PickRule::Nccl2_31;  // an unknown NCCL gets the newest rules
 
@@ -40,10 +40,10 @@ inline uint32_t filledSlots(const float* cost) {
   return m;
 }
 
-// The rule's choice. cost: the contiguous float[7][3] after the tuner; candidates: filledSlots()
-// of the table before the tuner (read by 2.31 only). Returns the slot algo * 3 + proto, or kNoPick.
-inline int pickLowestCostScalar(const float* cost, PickRule rule = PickRule::Nccl2_28,
-                                uint32_t candidates = kAllSlots) {
+// The rule's raw choice, for ncclChoice below and the tests that compare the two builds of it.
+// cost: the contiguous float[7][3] after the tuner; candidates: filledSlots() of the table before the
+// tuner (read by 2.31 only). Returns the slot algo * 3 + proto, or kNoPick.
+inline int pickLowestCostScalar(const float* cost, PickRule rule, uint32_t candidates) {
   int best = kNoPick;
   float least = pickCap(rule);
   if (rule == PickRule::Nccl2_31) {
@@ -58,8 +58,7 @@ inline int pickLowestCostScalar(const float* cost, PickRule rule = PickRule::Ncc
 
 #if defined(__SSE2__)
 // The same rules in SSE2 (x86-64's baseline): no chain of 21 dependent compares on the hot path.
-inline int pickLowestCostSse2(const float* cost, PickRule rule = PickRule::Nccl2_28,
-                              uint32_t candidates = kAllSlots) {
+inline int pickLowestCostSse2(const float* cost, PickRule rule, uint32_t candidates) {
   static_assert(kCostSlots == 21, "five full vectors and one lane");
   const float capValue = pickCap(rule);
   const bool byMask = rule == PickRule::Nccl2_31;
@@ -91,13 +90,23 @@ inline int pickLowestCostSse2(const float* cost, PickRule rule = PickRule::Nccl2
 }
 #endif
 
-// The rule as NCCL applies it, the fastest way this build has.
-inline int pickLowestCost(const float* cost, PickRule rule = PickRule::Nccl2_28, uint32_t candidates = kAllSlots) {
+// The raw rule, the fastest way this build has.
+inline int pickLowestCost(const float* cost, PickRule rule, uint32_t candidates) {
 #if defined(__SSE2__)
   return pickLowestCostSse2(cost, rule, candidates);
 #else
   return pickLowestCostScalar(cost, rule, candidates);
 #endif
+}
+
+// What NCCL runs for this table: the one answer for every caller (tuner, online path, harness,
+// replay, show, simulator). table: the contiguous float[7][3] as NCCL selects from it (after the
+// tuner, or untouched for NCCL's own choice); filledBefore: the table as NCCL filled it before the
+// tuner ran (nullptr: `table` is that table). Under 2.31 only the slots filled then are candidates, so
+// an IGNORE (-1) entry never counts as NCCL's choice. Returns algo * 3 + proto, or kNoPick.
+inline int ncclChoice(const float* table, PickRule rule, const float* filledBefore = nullptr) {
+  const uint32_t candidates = rule == PickRule::Nccl2_31 ? filledSlots(filledBefore ? filledBefore : table) : kAllSlots;
+  return pickLowestCost(table, rule, candidates);
 }
 
 // Channels NCCL runs for a call: tunerChannels is what the tuner wrote (0: untouched), ncclChannels
@@ -111,8 +120,15 @@ constexpr int channelsRun(PickRule rule, int tunerChannels, int ncclChannels) {
 constexpr bool channelsAreCap(PickRule rule) { return rule == PickRule::Nccl2_31; }
 
 // NCCL's version code (major * 10000 + minor * 100 + patch, as ncclGetVersion gives it since 2.9).
+// Selection rules: 2.28 up to 2.29, 2.30, then 2.31's (2.32 keeps them).
 constexpr PickRule pickRuleFor(int versionCode) {
   return versionCode >= 23100 ? PickRule::Nccl2_31 : versionCode >= 23000 ? PickRule::Nccl2_30 : PickRule::Nccl2_28;
+}
+// The newest tuner interface a release probes first: v7 from 2.32.6, v6 from 2.30.3, v5 from 2.28.3,
+// v4 from 2.24.3, v3 from 2.22.3, else v2 (NCCL_FACTS.md). The harness loads a library as that release.
+constexpr int tunerProbeFrom(int versionCode) {
+  return versionCode >= 23206 ? 7 : versionCode >= 23003 ? 6 : versionCode >= 22803 ? 5 : versionCode >= 22403 ? 4
+         : versionCode >= 22203 ? 3 : 2;
 }
 constexpr const char* pickRuleName(PickRule r) {
   return r == PickRule::Nccl2_28 ? "2.28" : r == PickRule::Nccl2_30 ? "2.30" : "2.31";

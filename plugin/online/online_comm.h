@@ -80,7 +80,7 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
       for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
       s.modelledKnown[key].store(true, std::memory_order_release);
     }
-    s.ncclDefault[key].store(static_cast<uint8_t>(abi::pickLowestCost(costTable, rule) + 1), std::memory_order_relaxed);
+    s.ncclDefault[key].store(static_cast<uint8_t>(abi::ncclChoice(costTable, rule) + 1), std::memory_order_relaxed);
   }
   const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
   return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;

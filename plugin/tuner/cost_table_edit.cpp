@@ -13,9 +13,7 @@ TableVerdict inspectCostTable(abi::CostTable table) {
 }
 
 int ncclOwnChoice(abi::CostTable table, abi::PickRule rule) {
-  // float[7][3] is contiguous; untouched, the table's filled entries are 2.31's candidates
-  const int slot = abi::pickLowestCost(table[0], rule,
-                                       rule == abi::PickRule::Nccl2_31 ? abi::filledSlots(table[0]) : abi::kAllSlots);
+  const int slot = abi::ncclChoice(table[0], rule);  // float[7][3] is contiguous; untouched: as NCCL filled it
   return slot == abi::kNoPick ? policy::kNcclChoiceUnknown : slot;
 }
 

@@ -13,7 +13,7 @@ enum class TableVerdict : uint8_t { Usable, NonFinite };
 // A table with NaN or infinite entries is not one we trust to edit (NCCL's choice stands).
 TableVerdict inspectCostTable(abi::CostTable table);
 
-// NCCL's own choice (abi::pickLowestCost) as policy::ncclChoiceSlot; policy::kNcclChoiceUnknown
+// NCCL's own choice (abi::ncclChoice) as policy::ncclChoiceSlot; policy::kNcclChoiceUnknown
 // when no entry counts.
 int ncclOwnChoice(abi::CostTable table, abi::PickRule rule = abi::PickRule::Nccl2_28);
 

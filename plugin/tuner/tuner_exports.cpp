@@ -1,5 +1,6 @@
-// The exported tuner symbols, v2..v6: thin adapters onto tuner_api, each through the one exception
-// boundary (plugin/guard.h). NCCL probes newest first.
+// The exported tuner symbols, v2..v7: thin adapters onto tuner_api, each through the one exception
+// boundary (plugin/guard.h). NCCL probes newest first (2.32.6: v7). The plugin reads no tuning constant
+// and edits none, so every compute-capability row (v7's fifth, Rubin, too) reaches NCCL as NCCL wrote it.
 #include <cstring>
 
 #include "plugin/abi/abi.h"
@@ -46,6 +47,10 @@ ncclResult_t initV6(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, n
                     ncclNvlDomainInfo_v6_t* nvl, ncclTunerConstants_v6_t*) {
   return init(6, ctx, commId, nRanks, nNodes, logger, nvl);
 }
+ncclResult_t initV7(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
+                    ncclNvlDomainInfo_v7_t* nvl, ncclTunerConstants_v7_t*) {
+  return init(7, ctx, commId, nRanks, nNodes, logger, nvl);
+}
 ncclResult_t getCollInfoV2(void* ctx, ncclFunc_t coll, size_t nBytes, int collNetSupport, int nvlsSupport,
                            int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
   const int c = collAsInt(coll);
@@ -88,10 +93,12 @@ extern __attribute__((visibility("default"))) const ncclTuner_v3_t ncclTunerPlug
 extern __attribute__((visibility("default"))) const ncclTuner_v4_t ncclTunerPlugin_v4;
 extern __attribute__((visibility("default"))) const ncclTuner_v5_t ncclTunerPlugin_v5;
 extern __attribute__((visibility("default"))) const ncclTuner_v6_t ncclTunerPlugin_v6;
+extern __attribute__((visibility("default"))) const ncclTuner_v7_t ncclTunerPlugin_v7;
 
 const ncclTuner_v2_t ncclTunerPlugin_v2 = {kName, initV2, getCollInfoV2, finalize};
 const ncclTuner_v3_t ncclTunerPlugin_v3 = {kName, initV3, getCollInfoV3, finalize};
 const ncclTuner_v4_t ncclTunerPlugin_v4 = {kName, initV4, getCollInfo, finalize};
 const ncclTuner_v5_t ncclTunerPlugin_v5 = {kName, initV5, getCollInfo, finalize};
 const ncclTuner_v6_t ncclTunerPlugin_v6 = {kName, initV6, getCollInfo, finalize, getChunkSize};
+const ncclTuner_v7_t ncclTunerPlugin_v7 = {kName, initV7, getCollInfo, finalize, getChunkSize};
 }
