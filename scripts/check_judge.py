@@ -55,11 +55,14 @@ def compare(ours, theirs):
     mine = {(r["coll"], r["nranks"], r["nnodes"], r["bytes"]): r for r in ours}
     agree, differ, approx = 0, [], []
     for t in theirs:
-        if "chosen_us" not in t:
-            differ.append(f"{t['coll']} {t['nranks']}r/{t['nnodes']}n {t['bytes']} B: judge could not judge {t['choice']}")
-            continue
         k = (t["coll"], t["nranks"], t["nnodes"], t["bytes"])
         m = mine.get(k)
+        if "chosen_us" not in t:
+            # The choice was never measured there: agreement only if replay did not judge it either.
+            if m is not None and "chosen_us" in m and m["choice"] == t["choice"]:
+                differ.append(f"{t['coll']} {t['nranks']}r/{t['nnodes']}n {t['bytes']} B: judge could not judge "
+                              f"{t['choice']}, replay did")
+            continue
         if m is None:
             differ.append(f"{k}: not judged by dynamiccl replay")
             continue

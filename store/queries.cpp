@@ -89,7 +89,7 @@ Status Store::forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn
   Statement st(db,
                "SELECT c.n_ranks, c.n_nodes, o.collective, o.bytes, o.algo, o.proto, o.n_channels, "
                "coalesce(o.is_sym_coll, 0), o.profiler_version, o.decision_join, d.id, d.algo, d.proto, d.n_channels, "
-               "d.source, r.env_json "
+               "d.source, r.env_json, r.nccl_version "
                "FROM observations o JOIN communicators c ON o.comm = c.id JOIN runs r ON c.run_id = r.id "
                "LEFT JOIN decisions d ON d.id = (SELECT min(x.id) FROM decisions x WHERE x.comm = o.comm AND "
                "x.seq = o.seq AND x.collective = o.collective) "
@@ -115,6 +115,7 @@ Status Store::forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn
     row.chosen_channels = static_cast<int>(columnIntOr(s, 13, -1));
     row.source = columnText(s, 14);
     row.env_json = columnText(s, 15);
+    row.nccl_version = columnText(s, 16);
     fn(row);
   }
   if (rc != SQLITE_DONE) return makeError(sqliteError(db, "applied"));

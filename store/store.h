@@ -161,6 +161,7 @@ struct AppliedRow {
   std::string chosen_algo, chosen_proto, source;
   int chosen_channels = -1;
   std::string env_json;           // the run's NCCL_* knobs
+  std::string nccl_version;       // the run's NCCL ("" unknown): whose channel semantics hold
 };
 
 // How one candidate rule fared against NCCL's default in a job (in-job verification). Latencies

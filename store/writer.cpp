@@ -127,8 +127,13 @@ WriteResult Writer::write(const Batch& batch) {
     began = stepDone(statements_->begin.get());
     if (!began && !isBusy(db)) break;
   }
+  // SQLite's own message says "not an error" when the owner's deadline, not SQLite, stopped the wait.
+  const auto why = [&](const char* what) {
+    return givenUp(options) ? std::string(what) + ": the owner's time bound passed (finalize does not wait longer)"
+                            : sqliteError(db, what);
+  };
   if (!began) {
-    failure = sqliteError(db, "begin");
+    failure = why("begin");
   } else {
     bool ok = true;
     for (const ObservationRow& r : batch.observations)
@@ -153,7 +158,7 @@ WriteResult Writer::write(const Batch& batch) {
         return {true, {}};
       }
     }
-    failure = sqliteError(db, "write batch");
+    failure = why("write batch");
     if (!joined) stepDone(statements_->rollback.get());
   }
 

@@ -41,10 +41,12 @@ class StoreBuilder {
     db_ = std::move(db.value());
     writer_ = std::move(store::Writer::create(*db_).value());
   }
-  int64_t comm(const std::string& source, const std::string& env, int nRanks, int nNodes) {
+  int64_t comm(const std::string& source, const std::string& env, int nRanks, int nNodes,
+               const std::string& ncclVersion = "2.31.2") {
     store::RunInfo run;
     run.source = source;
     run.env_json = env;
+    run.nccl_version = ncclVersion;
     store::CommInfo c;
     c.run_id = db_->addRun(run).value();
     c.comm_id = 0xabc;
@@ -135,7 +137,30 @@ const applied::KeyShare* find(const applied::Report& r, int nRanks, const std::s
 
 int64_t causeCount(const applied::KeyShare& k, Cause c) {
   auto it = k.causes.find(c);
-  return it == k.causes.end() ? 0 : it->second;
+  auto un = k.unattributed.find(c);
+  return (it == k.causes.end() ? 0 : it->second) + (un == k.unattributed.end() ? 0 : un->second);
+}
+
+// Fewer channels than chosen is NCCL's cap only where the run's NCCL caps (2.31+); before, the
+// tuner's count replaced NCCL's, and an unknown version says neither.
+TEST(Applied, ChannelCapOnlyUnderReleasesThatCap) {
+  TempDb tmp;
+  StoreBuilder b(tmp.path);
+  for (const auto& [version, nRanks] : std::vector<std::pair<std::string, int>>{
+           {"2.28.9", 2}, {"2.30.7", 3}, {"", 4}, {"2.31.2", 5}, {"2.32.6", 6}}) {
+    const int64_t c = b.comm("plugin", "{}", nRanks, 1, version);
+    b.call(c, "allreduce", 4096, Algo::Ring, Proto::LL, 2, "table", Algo::Ring, Proto::LL, 4);
+  }
+  b.commit();
+  auto report = applied::appliedReport(b.db());
+  ASSERT_TRUE(report.ok()) << report.error();
+  for (int nRanks : {2, 3, 4, 5, 6}) {
+    const auto* k = find(*report, nRanks, "allreduce", 4096);
+    ASSERT_NE(k, nullptr);
+    const bool caps = nRanks >= 5;
+    EXPECT_EQ(causeCount(*k, Cause::ChannelCap), caps ? 1 : 0) << nRanks;
+    EXPECT_EQ(causeCount(*k, Cause::FewerChannels), caps ? 0 : 1) << nRanks;
+  }
 }
 
 TEST(Applied, SharesAndCausesPerShapeAndKey) {
@@ -203,7 +228,7 @@ TEST(Applied, CommandPrintsTheShares) {
   ASSERT_EQ(r.rc, 0) << out;
   EXPECT_NE(out.find("80.0%"), std::string::npos) << out;
   EXPECT_NE(out.find("NCCL_ALGO/NCCL_PROTO set in the run's environment: 4"), std::string::npos) << out;
-  EXPECT_NE(out.find("channel cap (fewer channels than chosen): 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("channel cap (fewer channels than chosen: NCCL 2.31+ only lowers its own count): 1"), std::string::npos) << out;
   EXPECT_NE(out.find("16r/2n"), std::string::npos) << out;
   EXPECT_NE(out.find("measured: 24 calls, 16 with a plugin choice, 9 honoured (56.2%)"), std::string::npos) << out;
 }

@@ -12,7 +12,9 @@
 #include <map>
 #include <sstream>
 
+#include "offline/applied/applied.h"
 #include "offline/jobreplay/jobreplay.h"
+#include "store/store.h"
 #include "tests/test_support.h"
 
 namespace dynamiccl {
@@ -175,6 +177,58 @@ TEST_F(JobReplay, FourRanksDecideAlikeWhileVerifying) {
     EXPECT_GT(k.default_us, 0);
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 120.0);
+}
+
+// CUDA graphs: NCCL asks the tuner once at capture, then replays the plan without asking while eager
+// calls go on. Replays timed 20x faster than the eager call would promote whatever was captured if
+// they were evidence: the verdicts must be those of the same job without graphs, every replay must be
+// counted as never consulted (not as "not honoured"), and every eager call joined to its decision.
+TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  const std::string profile = candidateProfile(*job);
+  std::map<std::string, std::string> states[2];
+  uint64_t replays = 0;
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    jobreplay::JobOptions o = options(profile, 400);
+    const std::string db = dir_ + "/store" + std::to_string(graphs) + ".db";
+    o.env.back() = {"DYNAMICCL_DB", db};
+    o.workDir = dir_ + "/job" + std::to_string(graphs);
+    if (graphs) o.graphs = {.every = 7, .replays = 5, .latencyFactor = 0.05};
+    auto r = jobreplay::replayJob(*job, o);
+    ASSERT_TRUE(r) << r.error();
+    expectConsistent(*r, 4);
+    store::StoreOptions so;
+    so.path = db;
+    auto s = store::Store::open(so);
+    ASSERT_TRUE(s.ok()) << s.error();
+    auto verdicts = (*s)->latestVerdicts();
+    ASSERT_TRUE(verdicts.ok());
+    for (const store::VerdictRow& v : *verdicts)
+      states[graphs][std::to_string(v.min_bytes) + " " + v.algo + "/" + v.proto] = v.state;
+    auto applied = applied::appliedReport(**s);
+    ASSERT_TRUE(applied.ok()) << applied.error();
+    const applied::KeyShare& t = applied->total;
+    EXPECT_TRUE(t.causes.empty()) << applied::formatReport(*applied);
+    EXPECT_EQ(t.honoured, t.chosen) << applied::formatReport(*applied);
+    const auto unattributed = [&](applied::Cause c) { return t.unattributed.count(c) ? t.unattributed.at(c) : 0; };
+    EXPECT_EQ(unattributed(applied::Cause::DecisionLost), 0) << applied::formatReport(*applied);
+    // Every stored call is a joined eager call or a replay. The store may drop whole batches when a
+    // loaded machine keeps finalize past its bound: then the replays' share holds, not their count.
+    if (graphs)
+      for (const jobreplay::RankOutcome& rank : r->ranks) replays += rank.graphReplays;
+    EXPECT_EQ(t.calls, t.chosen + t.keptNccl + unattributed(applied::Cause::GraphReplay)) << applied::formatReport(*applied);
+    EXPECT_LE(t.calls, static_cast<int64_t>(4 * r->callsPerRank + replays));
+    if (graphs) {
+      EXPECT_GT(replays, 0u);
+      const double share = static_cast<double>(replays) / static_cast<double>(4 * r->callsPerRank + replays);
+      EXPECT_NEAR(static_cast<double>(unattributed(applied::Cause::GraphReplay)) / static_cast<double>(t.calls), share,
+                  0.02)
+          << applied::formatReport(*applied);
+    }
+  }
+  EXPECT_FALSE(states[0].empty());
+  EXPECT_EQ(states[1], states[0]) << "graph replays changed a verdict";
 }
 
 TEST_F(JobReplay, EightRanksDecideAlike) {

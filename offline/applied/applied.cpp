@@ -1,5 +1,7 @@
 #include "offline/applied/applied.h"
 
+#include "plugin/abi/abi.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -39,7 +41,7 @@ void count(KeyShare& k, const Verdict& v) {
     case Outcome::Honoured: ++k.chosen, ++k.honoured; break;
     case Outcome::KeptNccl: ++k.keptNccl; break;
     case Outcome::NotHonoured: ++k.chosen, ++k.causes[v.cause]; break;
-    case Outcome::NoDecision: ++k.causes[v.cause]; break;
+    case Outcome::NoDecision: ++k.unattributed[v.cause]; break;
   }
 }
 
@@ -50,7 +52,8 @@ std::string_view causeText(Cause c) {
     case Cause::EnvOverride: return "NCCL_ALGO/NCCL_PROTO set in the run's environment";
     case Cause::CallOverride: return "per-call override (ncclCollConfig_t algorithm selection)";
     case Cause::SymmetricKernel: return "symmetric-memory kernel";
-    case Cause::ChannelCap: return "channel cap (fewer channels than chosen)";
+    case Cause::ChannelCap: return "channel cap (fewer channels than chosen: NCCL 2.31+ only lowers its own count)";
+    case Cause::FewerChannels: return "fewer channels than chosen (the communicator has fewer, or NCCL's version unknown)";
     case Cause::MoreChannels: return "more channels than chosen";
     case Cause::WhatRanUnknown: return "NCCL named no known algorithm/protocol";
     case Cause::NeverConsulted: return "never consulted (NCCL does not ask tuners about it)";
@@ -84,7 +87,11 @@ Verdict classify(const store::AppliedRow& r) {
     if (r.algo == "default" || r.proto == "default") return {Outcome::NotHonoured, Cause::WhatRanUnknown};
     return {Outcome::NotHonoured, Cause::CallOverride};
   }
-  return {Outcome::NotHonoured, r.n_channels < r.chosen_channels ? Cause::ChannelCap : Cause::MoreChannels};
+  if (r.n_channels > r.chosen_channels) return {Outcome::NotHonoured, Cause::MoreChannels};
+  // Only 2.31's rules cap the tuner's count at NCCL's own; before, the count replaced NCCL's.
+  const std::optional<int> version = abi::parseNcclVersion(r.nccl_version);
+  const bool capped = version && abi::channelsAreCap(abi::pickRuleFor(*version));
+  return {Outcome::NotHonoured, capped ? Cause::ChannelCap : Cause::FewerChannels};
 }
 
 Report reportOf(const std::vector<store::AppliedRow>& rows) {
@@ -121,13 +128,18 @@ std::string formatReport(const Report& report) {
     std::snprintf(b, sizeof b, "%.1f%%", 100.0 * k.share());
     return std::string(b);
   };
-  auto causes = [](const KeyShare& k) {
+  auto list = [](const std::map<Cause, int64_t>& m) {
     std::string s;
-    for (const auto& [cause, n] : k.causes) s += (s.empty() ? "" : "; ") + std::string(causeText(cause)) + ": " + std::to_string(n);
+    for (const auto& [cause, n] : m) s += (s.empty() ? "" : "; ") + std::string(causeText(cause)) + ": " + std::to_string(n);
+    return s;
+  };
+  auto causes = [&](const KeyShare& k) {
+    std::string s = list(k.causes);
+    if (!k.unattributed.empty()) s += (s.empty() ? "" : "; ") + std::string("unattributed: ") + list(k.unattributed);
     return s;
   };
   std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8s %8s %9s %7s %7s  %s\n", "shape", "collective", "size",
-                "calls", "chosen", "honoured", "share", "kept", "not honoured / no decision (calls)");
+                "calls", "chosen", "honoured", "share", "kept", "not honoured; unattributed (calls)");
   out << line;
   for (const KeyShare& k : report.keys) {
     const std::string shape = std::to_string(k.n_ranks) + "r/" + std::to_string(k.n_nodes) + "n";
@@ -143,7 +155,12 @@ std::string formatReport(const Report& report) {
                 static_cast<long long>(t.calls), static_cast<long long>(t.chosen), static_cast<long long>(t.honoured),
                 shareText(t).c_str(), static_cast<long long>(t.keptNccl));
   out << line;
-  if (!t.causes.empty()) out << "likely causes: " << causes(t) << "\n";
+  if (!t.causes.empty()) out << "not honoured, likely causes: " << list(t.causes) << "\n";
+  int64_t unattributed = 0;
+  for (const auto& [cause, n] : t.unattributed) unattributed += n;
+  if (unattributed > 0)
+    out << unattributed << " calls could not be attributed to a decision (counted neither honoured nor not): "
+        << list(t.unattributed) << "\n";
   return out.str();
 }
 

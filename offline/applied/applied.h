@@ -19,7 +19,8 @@ enum class Cause : uint8_t {
   EnvOverride,      // NCCL_ALGO/NCCL_PROTO set in the run's environment
   CallOverride,     // another algorithm/protocol without those: per-call ncclCollConfig_t selection
   SymmetricKernel,  // NCCL ran a symmetric-memory kernel (no algorithm/protocol)
-  ChannelCap,       // fewer channels than chosen (NCCL 2.31 caps at its own count)
+  ChannelCap,       // fewer channels than chosen, NCCL 2.31+: the tuner's count only lowers NCCL's own
+  FewerChannels,    // fewer channels than chosen before 2.31 (the communicator has fewer) or NCCL unknown
   MoreChannels,
   WhatRanUnknown,   // NCCL named no algorithm/protocol we know
   NeverConsulted,   // a collective NCCL never asks tuners about (alltoall, p2p)
@@ -30,6 +31,7 @@ enum class Cause : uint8_t {
 };
 std::string_view causeText(Cause c);
 
+// NoDecision: the call could not be attributed to a decision; it counts neither as honoured nor not.
 enum class Outcome : uint8_t { Honoured, KeptNccl, NotHonoured, NoDecision };
 struct Verdict {
   Outcome outcome = Outcome::Honoured;
@@ -45,7 +47,8 @@ struct KeyShare {
   int64_t chosen = 0;         // calls with a plugin decision other than NCCL's own choice
   int64_t honoured = 0;       // of chosen: NCCL ran it
   int64_t keptNccl = 0;       // calls where the plugin left NCCL's choice
-  std::map<Cause, int64_t> causes;  // chosen but not honoured, and calls without a decision
+  std::map<Cause, int64_t> causes;      // chosen but not honoured
+  std::map<Cause, int64_t> unattributed;  // calls without a decision, by reason
   double share() const { return chosen ? static_cast<double>(honoured) / static_cast<double>(chosen) : NAN; }
 };
 

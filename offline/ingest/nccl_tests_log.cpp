@@ -102,7 +102,27 @@ auto searchAt(std::string_view line, std::string_view anchor, Match match) -> de
 
 struct DeviceLine {
   std::string_view rank, host, gpu;
+  std::string_view lastRank;  // a condensed line's range end ("Rank 0-7 ... devices 0-7"); empty otherwise
 };
+
+// A device list condensed to one line per host, as some archives keep it:
+// Rank\s+(\d+)-(\d+)\s+Group\s+\d+\s+on\s+(\S+)\s+devices\s+\S+\s+(.*\S)
+std::optional<DeviceLine> matchCondensedDevices(std::string_view line) {
+  return searchAt(line, "Rank", [](Scan s) -> std::optional<DeviceLine> {
+    DeviceLine d;
+    if (!s.ws() || (d.rank = s.digits()).empty() || !s.lit("-") || (d.lastRank = s.digits()).empty() || !s.ws() ||
+        !s.lit("Group") || !s.ws() || s.digits().empty() || !s.ws() || !s.lit("on") || !s.ws() ||
+        (d.host = s.nonSpace()).empty() || !s.ws() || !s.lit("devices") || !s.ws() || s.nonSpace().empty() || !s.ws() ||
+        s.done())
+      return std::nullopt;
+    std::string_view tail = s.rest();
+    tail = tail.substr(0, tail.find_first_of("\r\n"));
+    size_t end = tail.size();
+    while (end > 0 && isSpace(tail[end - 1])) --end;
+    d.gpu = tail.substr(0, end);
+    return d;
+  });
+}
 
 // Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)
 std::optional<DeviceLine> matchDevice(std::string_view line) {
@@ -501,6 +521,10 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
     } else if (auto dev = matchDevice(line)) {
       b.rank_hosts[countFrom(dev->rank)] = std::string(dev->host);
       b.section.gpu_name = std::string(dev->gpu);
+    } else if (auto devs = matchCondensedDevices(line)) {
+      const int first = countFrom(devs->rank), last = countFrom(devs->lastRank);
+      for (int r = first; r <= last && r - first < 4096; ++r) b.rank_hosts[r] = std::string(devs->host);
+      b.section.gpu_name = std::string(devs->gpu);
     } else if (auto ver = matchNcclVersion(line)) {
       b.section.nccl_version = std::string(*ver);
     } else if (auto thr = matchThreads(line)) {

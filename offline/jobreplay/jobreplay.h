@@ -28,6 +28,7 @@ struct MeasuredConfig {
   sim::Config config;              // (algo, proto) NCCL ran; the data sweep neither channels nor chunk
   std::vector<double> samples_us;  // the rows' times, in row order
   double mean_us = 0;              // their median: what sim::replay and `dynamiccl replay` judge by
+  int ncclChannels = 0;            // NCCL's own channel count for it at this size (the platform's model: simulated)
 };
 
 // One (collective, size) of the job.
@@ -114,6 +115,13 @@ struct JobOptions {
   // a 2-core machine. The leader never waits for the others, so what they decide is unchanged.
   int processes = 0;
   std::vector<CongestionEpisode> congestion;  // none: the measurements as they are
+  // CUDA graphs: every `every`-th call is also captured, and NCCL replays its plan `replays` times
+  // without asking the tuner (the profiler sees each replay, timed latencyFactor x the eager call).
+  struct GraphReplays {
+    uint64_t every = 0;  // 0: no graphs
+    int replays = 0;
+    double latencyFactor = 1.0;
+  } graphs;
 };
 
 // What one rank saw.
@@ -128,6 +136,7 @@ struct RankOutcome {
   double explore_us = 0;          // calls off their epoch's majority for the key: excess of that
                                   // configuration's measured mean over the majority's (0 when faster)
   uint64_t exploreCalls = 0;      // how many calls ran off their epoch's majority
+  uint64_t graphReplays = 0;      // profiler calls of CUDA-graph replays (JobOptions::graphs): never consulted
   std::vector<sim::Config> finalConfigs;  // per key (job.keys order): the majority of the final epoch
   // Per epoch, per key: the configuration that ran most (Algo::Default where the key had no call).
   std::vector<std::vector<sim::Config>> epochConfigs;

@@ -71,6 +71,7 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, const sim::MeasuredPoin
       continue;
     }
     mc.config = arm == def ? p.ncclDefault : sim::Config{arm.first, arm.second, 0, 0};
+    mc.ncclChannels = p.shape->nccl->channels(arm.first, arm.second, p.bytes);
     if (mc.samples_us.empty()) mc.samples_us.push_back(mc.mean_us);
     if (arm == def) k.measured.insert(k.measured.begin(), mc);
     else k.measured.push_back(mc);

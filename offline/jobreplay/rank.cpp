@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 
 namespace dynamiccl::jobreplay {
 namespace {
+
+constexpr int kMaxReportedChannels = 64;  // NCCL's MAXCHANNELS
 
 enum ExitCode : int { kOk = 0, kTunerOpen = 20, kProfilerOpen, kTunerInit, kProfilerInit, kResultWrite };
 
@@ -118,6 +121,7 @@ void runRank(const RankPlan& plan) {
   spec.constants = &constants;
   auto comm = (*tuner)->init(spec);
   if (!comm) leave(kTunerInit, plan);
+  const abi::PickRule rule = (*tuner)->pickRule();
   int mask = 0;
   void* pctx = nullptr;
   if ((*prof)->init(harness::ProfilerCommSpec{plan.commId, job.nRanks, job.nNodes, plan.rank}, &mask, &pctx) !=
@@ -129,6 +133,30 @@ void runRank(const RankPlan& plan) {
   r.rank = plan.rank;
   EpochAccount account(job);
   uint64_t clock_ns = 1'000'000;
+  std::array<uint64_t, kNumCollectives> ncclSeq{};  // NCCL's seqNumber per collective: graph replays advance it too
+  // One Coll as NCCL's profiler events give it: every channel spans the call (the profiler waits for each).
+  auto emitColl = [&](const JobKey& key, const MeasuredConfig& ran, int nChannels, double lat_us) {
+    harness::ProfilerColl pc;
+    pc.seq = ncclSeq[static_cast<size_t>(key.coll)]++;
+    pc.func = ncclFuncName(key.coll);
+    describeCount(key.coll, key.bytes, job.nRanks, pc);
+    const std::string algo(algoNcclName(ran.config.algo)), proto(protoNcclName(ran.config.proto));
+    pc.algo = algo.c_str();
+    pc.proto = proto.c_str();
+    pc.nChannels = nChannels;
+    pc.rank = plan.rank;
+    const auto lat_ns = static_cast<uint64_t>(lat_us * 1000);
+    void* h = nullptr;
+    (*prof)->startColl(pctx, pc, &h);
+    for (int ch = 0; ch < nChannels; ++ch) {
+      void* kernel = nullptr;
+      (*prof)->startKernelCh(pctx, h, ch, clock_ns, &kernel);
+      (*prof)->kernelChStop(kernel, clock_ns + lat_ns);
+      (*prof)->stop(kernel);
+    }
+    (*prof)->stop(h);
+    clock_ns += lat_ns + 1000;
+  };
   for (uint64_t i = 0; i < plan.calls; ++i) {
     const size_t k = i % job.keys.size();
     const JobKey& key = job.keys[k];
@@ -143,24 +171,16 @@ void runRank(const RankPlan& plan) {
           drawLatency_us(*ran, job.repeatSigma, o.seed, i) * congestionFactor(o.congestion, i, key, ran->config);
       r.total_us += lat_us;
       account.add(k, static_cast<size_t>(ran - key.measured.data()));
-      harness::ProfilerColl pc;
-      pc.seq = i;
-      pc.func = ncclFuncName(key.coll);
-      describeCount(key.coll, key.bytes, job.nRanks, pc);
-      const std::string algo(algoNcclName(ran->config.algo)), proto(protoNcclName(ran->config.proto));
-      pc.algo = algo.c_str();
-      pc.proto = proto.c_str();
-      pc.nChannels = 1;
-      pc.rank = plan.rank;
-      const auto lat_ns = static_cast<uint64_t>(lat_us * 1000);
-      void* h = nullptr;
-      void* kernel = nullptr;
-      (*prof)->startColl(pctx, pc, &h);
-      (*prof)->startKernelCh(pctx, h, 0, clock_ns, &kernel);
-      (*prof)->kernelChStop(kernel, clock_ns + lat_ns);
-      (*prof)->stop(kernel);
-      (*prof)->stop(h);
-      clock_ns += lat_ns + 1000;
+      // The channels NCCL runs under the release emulated: the plugin's count replaces NCCL's own
+      // before 2.31 and only lowers it from 2.31 (its own: the platform model's, else the plugin's).
+      const int channels = std::clamp(
+          abi::channelsRun(rule, c.nChannels, ran->ncclChannels > 0 ? ran->ncclChannels : std::max(c.nChannels, 1)), 1,
+          kMaxReportedChannels);
+      emitColl(key, *ran, channels, lat_us);
+      // This call was also captured into a CUDA graph: NCCL replays its plan without asking the tuner.
+      if (o.graphs.every > 0 && i % o.graphs.every == o.graphs.every - 1)
+        for (int g = 0; g < o.graphs.replays; ++g, ++r.graphReplays)
+          emitColl(key, *ran, channels, lat_us * o.graphs.latencyFactor);
     }
     if ((i + 1) % o.epochCalls == 0 || i + 1 == plan.calls) account.close();
     if (o.paceEvery > 0 && i % o.paceEvery == static_cast<uint64_t>(o.paceEvery - 1))
@@ -179,6 +199,7 @@ void runRank(const RankPlan& plan) {
   out["total_us"] = r.total_us;
   out["explore_us"] = r.explore_us;
   out["explore_calls"] = r.exploreCalls;
+  out["graph_replays"] = r.graphReplays;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
   out["epochs"] = nlohmann::json::array();
   for (const auto& epoch : account.epochs()) {
@@ -220,6 +241,7 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.total_us = j.value("total_us", 0.0);
   r.explore_us = j.value("explore_us", 0.0);
   r.exploreCalls = j.value("explore_calls", uint64_t{0});
+  r.graphReplays = j.value("graph_replays", uint64_t{0});
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
   auto config = [](const nlohmann::json& c) { return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), 0, 0}; };
   for (const auto& f : j["finals"]) r.finalConfigs.push_back(config(f));

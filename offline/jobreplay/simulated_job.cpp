@@ -34,6 +34,7 @@ Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimPa
         if (!simulator.feasible(coll, c) || !(simulator.time_us(coll, bytes, c) > 0)) return std::nullopt;
         MeasuredConfig m;
         m.config = sim::Config{a, p, 0, 0};
+        m.ncclChannels = c.nChannels;
         for (int i = 0; i < n; ++i) m.samples_us.push_back(simulator.sample_us(coll, bytes, c, noise));
         std::vector<double> sorted = m.samples_us;
         std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());

@@ -100,9 +100,12 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
     const auto forcedRow = p.forced_us.find({c.algo, c.proto});
     double chosen = -1;
-    if (forcedBy && forcedBy(p) && forcedRow != p.forced_us.end()) chosen = forcedRow->second;
-    else if (isDefault && p.default_us > 0) chosen = p.default_us;
-    else if (auto it = p.forced_us.find({c.algo, c.proto}); it != p.forced_us.end()) chosen = it->second;
+    // A forced choice is judged by the rows that forced it: the default rows ran what NCCL chose, which
+    // the model's guess names but no row says, so they judge only a call the plugin left to NCCL.
+    const bool forced = forcedBy && forcedBy(p);
+    if (forced && forcedRow != p.forced_us.end()) chosen = forcedRow->second;
+    else if (isDefault && p.default_us > 0 && !forced) chosen = p.default_us;
+    else if (forcedRow != p.forced_us.end()) chosen = forcedRow->second;
     if (chosen <= 0) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "%s %s %dr/%dn %llu B: %s/%s not measured", p.group.substr(0, 40).c_str(),

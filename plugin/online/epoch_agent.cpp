@@ -54,6 +54,9 @@ class Agent {
   void consume(const Observation* o, size_t n) {
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < n; ++i) {
+      // A call NCCL ran without asking the tuner (a CUDA-graph replay) is no arm's evidence: its timing
+      // is a graph's, and no epoch chose it.
+      if (o[i].join == DecisionJoin::NotAsked) continue;
       for (auto& c : comms_) {
         if (c->commId != o[i].commId) continue;
         c->measured.store(true, std::memory_order_relaxed);

@@ -26,8 +26,8 @@ JoinedDecision joinDecision(const Observation& o) {
   forEachContextWithCommId(o.commId, [&](TunerContext& c) {
     if (j.join == DecisionJoin::Joined) return;
     anyContext = true;
-    if (c.decisions.find(coll, o.seq, o.bytes, &j.decision)) j.join = DecisionJoin::Joined;
-    else if (o.seq < c.decisions.callsSoFar(coll)) asked = true;
+    if (c.decisions->find(coll, o.seq, o.bytes, &j.decision)) j.join = DecisionJoin::Joined;
+    else if (o.seq < c.decisions->callsSoFar(coll)) asked = true;
   });
   if (j.join != DecisionJoin::Joined && anyContext) j.join = asked ? DecisionJoin::Lost : DecisionJoin::NotAsked;
   return j;

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "features/features.h"
+#include "plugin/profiler/decision_log.h"
 
 namespace dynamiccl::plugin {
 
@@ -33,6 +34,12 @@ struct Observation {
   uint8_t kernelVariant = 0; // kernelVariantName(id); 0 none
   bool isSymColl = false;
   uint8_t profilerVersion = 0;  // the ncclProfiler_vN NCCL loaded
+  // How this call found the tuner's decision: at NCCL's start of the call where the profiler context is
+  // linked to this communicator's tuner (the log is a ring a fast job outruns), else by the worker.
+  // join == NotAsked: NCCL never consulted the tuner (a CUDA-graph replay): no arm's evidence.
+  bool joinedAtStart = false;
+  DecisionJoin join = DecisionJoin::NoTuner;
+  LoggedDecision decision;  // valid when join == Joined
 };
 
 // The name of a symmetric kernel variant as NCCL spelled it (at most 31 characters); "" for 0 or unknown.

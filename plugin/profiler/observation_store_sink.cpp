@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "plugin/log.h"
+#include "plugin/nccl_version.h"
 #include "plugin/profiler/worker.h"
 #include "store/store.h"
 
@@ -43,6 +44,8 @@ class StoreSink final : public WorkerSink {
  public:
   StoreSink(const Settings& settings, const std::atomic<bool>* giveUp)
       : ncclAlgo_(settings.ncclAlgo), ncclProto_(settings.ncclProto) {
+    // Whose channel semantics the applied report reads these rows under (the worker thread: dlopen is fine).
+    if (const int code = ncclVersionInForce(settings)) ncclVersion_ = ncclVersionText(code);
     options_.path = settings.dbPath;
     options_.max_bytes = settings.dbMaxBytes;
     options_.give_up = giveUp;
@@ -164,6 +167,7 @@ class StoreSink final : public WorkerSink {
     run.host = host;
     run.source = "plugin";
     run.env_json = envJson();
+    run.nccl_version = ncclVersion_;
     auto runId = db.value()->addRun(run);
     auto writer = runId.ok() ? store::Writer::create(*db.value()) : makeError(runId.error());
     if (!writer.ok()) {
@@ -232,7 +236,7 @@ class StoreSink final : public WorkerSink {
   }
 
   store::StoreOptions options_;
-  std::string ncclAlgo_, ncclProto_;
+  std::string ncclAlgo_, ncclProto_, ncclVersion_;
   int64_t wallMinusSteady_ns_ = 0;
 
   std::mutex mutex_;  // pending_, stopping_, unusable_

@@ -28,12 +28,34 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   c->rank = rank;
   c->nRanks = nRanks;
   c->nNodes = nNodes;
+  if (commId != 0) registerProfilerContext(c.get());
   acquireMeasurementChannel(std::move(settings));
   noteProfilerRoleStarted();
   // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
   if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
   *context = c.release();
   return ncclSuccess;
+}
+
+// NCCL starts a call right after asking the tuner about it, in the order it asked; a start with no
+// decision left to match is a call NCCL ran without asking (a CUDA-graph replay, whose seqNumber NCCL
+// still advances, so seq alone cannot join once graphs replay). A few atomics: no lock, no allocation.
+void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
+  const int coll = static_cast<int>(start.coll);
+  if (coll < 0 || coll >= kNumCollectives) return;
+  const uint64_t asked = log.callsSoFar(coll);
+  uint64_t next = c.nextCall[coll].load(std::memory_order_relaxed);
+  start.joinedAtStart = true;
+  if (next >= asked) {
+    start.join = DecisionJoin::NotAsked;
+    return;
+  }
+  const uint64_t bytes = start.ncclBytes();
+  // A start NCCL never sent (or one beyond the ring) leaves the cursor behind: catch up to the newest.
+  bool found = log.find(coll, next, bytes, &start.decision);
+  if (!found && log.find(coll, asked - 1, bytes, &start.decision)) found = true, next = asked - 1;
+  c.nextCall[coll].store(next + 1, std::memory_order_relaxed);
+  start.join = found ? DecisionJoin::Joined : DecisionJoin::Lost;
 }
 
 void* profilerStartColl(ProfilerContext& c, CollStart& start) {
@@ -52,6 +74,7 @@ void* profilerStartColl(ProfilerContext& c, CollStart& start) {
   const bool waitForChannels = c.version >= 4 && (counters.channelsSeen.load(std::memory_order_relaxed) ||
                                                   counters.forcedCompletions.load(std::memory_order_relaxed) < 16);
   start.expectedChannels = waitForChannels ? start.nChannels : 0;
+  if (const DecisionLog* log = c.decisions.load(std::memory_order_acquire)) joinAtStart(c, *log, start);
   return pool->startColl(start);
 }
 

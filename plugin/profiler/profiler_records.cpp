@@ -37,7 +37,6 @@ void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
   }
 }
 
-bool isPerRankCount(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter; }
 
 }  // namespace
 
@@ -256,8 +255,7 @@ void RecordPool::complete(Record& r) {
   o.seq = in.seq;
   o.coll = in.coll;
   o.elemBytes = in.elemBytes;
-  o.bytes = isPerRankCount(in.coll) && in.nRanks > 0 ? in.elemBytes * static_cast<uint64_t>(in.nRanks)
-                                                      : in.elemBytes;
+  o.bytes = in.ncclBytes();
   o.algo = in.algo;
   o.proto = in.proto;
   o.nChannels = in.nChannels;
@@ -267,6 +265,9 @@ void RecordPool::complete(Record& r) {
   o.kernelVariant = in.kernelVariant;
   o.isSymColl = in.isSymColl;
   o.profilerVersion = in.profilerVersion;
+  o.joinedAtStart = in.joinedAtStart;
+  o.join = in.join;
+  o.decision = in.decision;
   o.gpuTiming = in.expectedChannels > 0 && timedStops >= in.expectedChannels && minStart != UINT64_MAX &&
                 maxStop >= minStart;
   o.gpu_us = o.gpuTiming ? static_cast<double>(maxStop - minStart) / 1e3 : 0.0;

@@ -28,6 +28,15 @@ struct CollStart {
   uint8_t kernelVariant = 0;   // v7 symmetric kernels: internKernelVariant's id; 0 none
   bool isSymColl = false;      // v7
   uint8_t profilerVersion = 0;
+  bool joinedAtStart = false;  // join and decision below were settled at the start (Observation's)
+  DecisionJoin join = DecisionJoin::NoTuner;
+  LoggedDecision decision;
+
+  // NCCL's nBytes as the tuner saw it (nccl-tests "size"): the whole buffer for AllGather/ReduceScatter.
+  uint64_t ncclBytes() const {
+    const bool perRank = coll == Collective::AllGather || coll == Collective::ReduceScatter;
+    return perRank && nRanks > 0 ? elemBytes * static_cast<uint64_t>(nRanks) : elemBytes;
+  }
 };
 
 class RecordPool {

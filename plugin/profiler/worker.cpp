@@ -166,7 +166,11 @@ void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
       batch.push_back(o);
       joins.emplace_back();
       try {
-        joins.back() = joinDecision(o);  // now: the decision log is a ring that moves on
+        // Read at the call's start where the tuner of this communicator was linked; else now, from a ring
+        // that may have moved on.
+        joins.back() = o.joinedAtStart ? JoinedDecision{o.join, o.decision} : joinDecision(o);
+        batch.back().join = joins.back().join;  // external sinks (the online learner) skip calls never consulted
+        batch.back().decision = joins.back().decision;
         applied.check(o, joins.back());
       } catch (...) {
         profilerCounters().sinkErrors.fetch_add(1, std::memory_order_relaxed);

@@ -6,7 +6,7 @@
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
 #include "plugin/tuner/cost_table_edit.h"
-#include "plugin/tuner/nccl_version.h"
+#include "plugin/nccl_version.h"
 #include "plugin/online/online_start.h"
 #include "plugin/log.h"
 #include "plugin/settings/settings.h"
@@ -31,10 +31,10 @@ void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
 
 void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
   if (!d) {
-    c.decisions.record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
+    c.decisions->record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
     return;
   }
-  c.decisions.record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
+  c.decisions->record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
                      online ? DecisionSource::Online : DecisionSource::Table);
 }
 
@@ -78,9 +78,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   if (commId != 0)
     c->online = startOnline(c->shape, c->table, c->unverified, *c->loaded->profile, *settings);
   if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
-    c->online->verdictScope.ncclVersion = std::to_string(rules.versionCode / 10000) + "." +
-                                          std::to_string(rules.versionCode / 100 % 100) + "." +
-                                          std::to_string(rules.versionCode % 100);
+    c->online->verdictScope.ncclVersion = ncclVersionText(rules.versionCode);
   registerContext(c.get());
   *context = c.release();
   return ncclSuccess;

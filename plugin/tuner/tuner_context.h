@@ -33,8 +33,9 @@ struct TunerContext {
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
 
-  // What was decided per call, for the profiler's join of observations to decisions.
-  DecisionLog decisions;
+  // What was decided per call, for the profiler's join of observations to decisions. Shared: the
+  // profiler contexts of this communicator read it at each Coll start and keep it past our finalize.
+  std::shared_ptr<DecisionLog> decisions = std::make_shared<DecisionLog>();
 
   // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;

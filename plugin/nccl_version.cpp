@@ -1,4 +1,4 @@
-#include "plugin/tuner/nccl_version.h"
+#include "plugin/nccl_version.h"
 
 #include <dlfcn.h>
 
@@ -20,11 +20,15 @@ int callGetVersion(void* symbol) {
 
 std::atomic<uint64_t> gLastLogged{~uint64_t{0}};
 
-std::string versionText(int code) {
+}  // namespace
+
+std::string ncclVersionText(int code) {
   return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
 }
 
-}  // namespace
+int ncclVersionInForce(const Settings& settings) {
+  return settings.ncclVersionCode > 0 ? settings.ncclVersionCode : detectNcclVersion();
+}
 
 int detectNcclVersion() {
   if (int code = callGetVersion(dlsym(RTLD_DEFAULT, "ncclGetVersion"))) return code;
@@ -52,7 +56,7 @@ NcclRules resolveNcclRules(const Settings& settings) {
       logInfo("NCCL version unknown (no ncclGetVersion in this process): following the newest selection rules "
               "known, NCCL %s's", rule);
     else
-      logInfo("NCCL %s (%s): following NCCL %s's selection rules%s", versionText(r.versionCode).c_str(),
+      logInfo("NCCL %s (%s): following NCCL %s's selection rules%s", ncclVersionText(r.versionCode).c_str(),
               r.source == VersionSource::Setting ? "DYNAMICCL_NCCL_VERSION" : "ncclGetVersion", rule,
               abi::channelsAreCap(r.rule) ? " (channel counts only lower NCCL's)" : "");
   }

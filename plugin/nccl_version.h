@@ -2,6 +2,8 @@
 // libnccl (no link against it), or DYNAMICCL_NCCL_VERSION. Init only: it may call dlsym/dlopen.
 #pragma once
 
+#include <string>
+
 #include "plugin/abi/abi.h"
 #include "plugin/settings/settings.h"
 
@@ -18,6 +20,10 @@ struct NcclRules {
 // ncclGetVersion from the global scope, else from an already loaded libnccl.so.2 (RTLD_NOLOAD: a
 // PyTorch wheel loads it RTLD_LOCAL); 0 when neither answers (static NCCL, no NCCL at all).
 int detectNcclVersion();
+// The version NCCL's rules are read from without logging: DYNAMICCL_NCCL_VERSION, else detected; 0 unknown.
+int ncclVersionInForce(const Settings& settings);
+// "2.28.9" for 22809.
+std::string ncclVersionText(int versionCode);
 
 // DYNAMICCL_NCCL_VERSION when set, else the detected version, else the newest rules known. Logs one
 // line when the answer differs from the last one logged (so once per process in a job).
