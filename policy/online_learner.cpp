@@ -1,6 +1,7 @@
 #include "policy/online_learner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace dynamiccl::policy {
@@ -129,6 +130,55 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
   return slots;
 }
 
+bool OnlineLearner::decided(const KeyState& k, int slot, int runs) const {
+  if (slot < 0) return true;
+  const ArmStats& a = k.arms[slot];
+  if (runs < 0 || runs == slot || a.w <= 0.1 || k.arms[runs].w <= 0.1) return false;
+  const ArmStats& r = k.arms[runs];
+  const double gap = a.s / a.w - r.s / r.w;  // > 0: behind what runs
+  if (gap > std::log(config_.maxModelledRatio)) return true;  // far behind after a sample or two
+  if (a.n < static_cast<uint64_t>(config_.minSamples) || r.n < static_cast<uint64_t>(config_.minSamples)) return false;
+  auto se2 = [&](const ArmStats& x) {
+    const double m = x.s / x.w, var = std::max(x.ss / x.w - m * m, config_.noiseFloor * config_.noiseFloor);
+    return var / std::max(x.w, 1.0);
+  };
+  return std::abs(gap) > std::max(0.01, config_.guardSigmas * std::sqrt(se2(a) + se2(r)));
+}
+
+int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
+  if (runs < 0 || k.arms[runs].n < static_cast<uint64_t>(config_.minSamples) || k.arms[runs].w <= 0.5) return -1;
+  int winner = -1;
+  for (int s = 0; s < kArmSlots; ++s) {
+    const ArmStats& a = k.arms[s];
+    if (s == runs || !(k.tested >> s & 1) || a.n < static_cast<uint64_t>(config_.minSamples) || a.w <= 0.5) continue;
+    if (k.modelled && !(k.modelled_us[s] >= 0)) continue;
+    if (!decided(k, s, runs) || a.s / a.w >= k.arms[runs].s / k.arms[runs].w) continue;
+    if (winner < 0 || a.s / a.w < k.arms[winner].s / k.arms[winner].w) winner = s;
+  }
+  return winner;
+}
+
+// Successive halving over the job's calls: a first round gives each allowed arm up to
+// proposalSamples measurements, cheapest by NCCL's cost first, dropping those that fall behind beyond
+// noise; then the undecided survivors are measured further, the best-measured first, until decided.
+int OnlineLearner::nextArm(const KeyState& k, int priorSlot, int runs) const {
+  if (!k.modelled || k.ncclDefault < 0 || !(k.modelled_us[k.ncclDefault] > 0)) return -1;
+  const double cap = config_.maxTrialRatio * k.modelled_us[k.ncclDefault];
+  int fresh = -1, survivor = -1;
+  auto meanOf = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
+  for (int s = 0; s < kArmSlots; ++s) {
+    if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0) || k.modelled_us[s] > cap)
+      continue;
+    if (decided(k, s, runs)) continue;
+    if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
+      if (fresh < 0 || k.modelled_us[s] < k.modelled_us[fresh]) fresh = s;
+    } else if (k.arms[s].w > 0 && (survivor < 0 || meanOf(s) < meanOf(survivor))) {
+      survivor = s;
+    }
+  }
+  return fresh >= 0 ? fresh : survivor;
+}
+
 Candidates OnlineLearner::learnedOr(const Candidates& fallback, int coll, int bucket) const {
   if (!learned_) return fallback;
   const Candidates& c = learned_->lookup(coll, SizeBucket::lowest(bucket), 1, 0);
@@ -251,10 +301,13 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         k.candidateDecision = Decision{algoOf(p), protoOf(p), 0, 0};
       }
     }
-    // Verifying a profile: a key it offers no testable candidate for gets NCCL's own runner-up (its cost table's
-    // next-cheapest usable entry, within maxModelledRatio of its choice) as the candidate, so the
-    // model picks what to measure there too and only the measurement decides.
-    if (config_.candidatesOnly && config_.modelRunnerUp && k.candidate < 0 && k.modelled &&
+    // Verifying a profile: where it offers no testable candidate, or once its candidate is decided,
+    // every other configuration NCCL's table allows is tried in turn, cheapest by NCCL's own cost first:
+    // the model orders what to measure, the measurement decides. With the learned arm model in the
+    // job, it ranks instead, and NCCL's runner-up stands in only where it proposes nothing.
+    const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
+    const bool search = config_.candidatesOnly && config_.modelRunnerUp && !model_;
+    if (config_.candidatesOnly && config_.modelRunnerUp && model_ && k.candidate < 0 && k.modelled &&
         k.ncclDefault >= 0 && k.modelled_us[k.ncclDefault] > 0) {
       int runnerUp = -1;
       for (int s = 0; s < kArmSlots; ++s)
@@ -266,7 +319,20 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         k.candidateDecision = Decision{algoOf(runnerUp), protoOf(runnerUp), 0, 0};
       }
     }
+    const bool roundDone = k.candidate >= 0 && k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples);
+    // An arm measured ahead of what runs beyond noise stays the candidate, so this build promotes it.
+    const int winner = search ? aheadOf(k, runs) : -1;
+    if (winner >= 0) {
+      k.candidate = winner;
+      k.candidateDecision = k.tested >> winner & 1 ? k.testedDecision[winner] : Decision{algoOf(winner), protoOf(winner), 0, 0};
+    } else if (search && (k.candidate < 0 || roundDone || decided(k, k.candidate, runs))) {
+      if (const int next = nextArm(k, priorSlot, runs); next >= 0) {
+        k.candidate = next;
+        k.candidateDecision = Decision{algoOf(next), protoOf(next), 0, 0};
+      }
+    }
     if (k.candidate >= 0) {
+      if (!(k.tested >> k.candidate & 1)) k.trialOrder[k.candidate] = static_cast<uint8_t>(std::popcount(k.tested) + 1);
       k.tested |= uint32_t{1} << k.candidate;
       k.testedDecision[k.candidate] = k.candidateDecision;
     }

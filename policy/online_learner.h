@@ -36,7 +36,12 @@ struct OnlineConfig {
   // rule or NCCL's default), NCCL's default and the key's unverified candidate; keys without a
   // candidate are left to the static table.
   bool candidatesOnly = false;
-  bool modelRunnerUp = true;       // verifying: keys without a candidate test NCCL's model's runner-up
+  // Verifying: once a key's candidate is decided (or where it has none), every other configuration
+  // NCCL's cost table allows there is tried in turn, cheapest first by NCCL's own cost (the prior),
+  // each until decided: ahead or behind beyond noise, far behind after a sample or two, or measured
+  // proposalSamples times. Arms NCCL prices beyond maxTrialRatio x its choice are never tried.
+  bool modelRunnerUp = true;
+  double maxTrialRatio = 3.0;
   double seedWeightCap = 30;       // a previous job's samples count as at most this many calls
   // Recent timings: log(observed / this arm's usual latency), the usual one a slow average (this
   // half-life, in calls of the key) so a congestion episode shows and its end shows too.
@@ -155,6 +160,7 @@ class OnlineLearner {
     Decision candidateDecision;
     int proposal = -1;      // the arm model's current proposal, kept until measured; -1 none
     uint32_t tested = 0;    // arm slots that were candidates in this job (each gets a verdict)
+    std::array<uint8_t, kArmSlots> trialOrder{};  // 1-based order in which arms became candidates; 0 never
     std::array<Decision, kArmSlots> testedDecision{};
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
@@ -164,6 +170,12 @@ class OnlineLearner {
   };
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
+  // Verifying: whether an arm tried as a candidate has its answer against `runs`.
+  bool decided(const KeyState& k, int slot, int runs) const;
+  // The tried arm measured faster than `runs` beyond noise (the fastest such), -1 none.
+  int aheadOf(const KeyState& k, int runs) const;
+  // The next configuration to try at a key (NCCL's cost order), -1 when every allowed one is decided.
+  int nextArm(const KeyState& k, int priorSlot, int runs) const;
   // Expected time of an untried arm relative to the incumbent; nullopt: not worth exploring.
   // incumbentMean: the incumbent's measured mean log-latency when trusted.
   std::optional<double> untriedRatio(const KeyState& k, int slot, std::optional<double> incumbentMean) const;

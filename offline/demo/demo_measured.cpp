@@ -124,9 +124,14 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
       row.simRule = shortConfigLabel(r->decision);
       if (r->evidence) row.simGain = r->evidence->gain;
     }
+    // Several arms were tried per key: show the one that decided the key (promoted, else the fastest).
+    auto rank = [](const JobVerdict& v) { return v.state == "promoted" ? 2 : v.state == "testing" ? 1 : 0; };
+    const JobVerdict* shown = nullptr;
     for (const JobVerdict& v : verified.verdicts)
-      if (v.coll == k.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes && v.nRanks == job.nRanks)
-        row.verdict = v.candidate + " " + v.state, row.verdictGain = v.gain;
+      if (v.coll == k.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes && v.nRanks == job.nRanks &&
+          (!shown || rank(v) > rank(*shown) || (rank(v) == rank(*shown) && v.gain > shown->gain)))
+        shown = &v;
+    if (shown) row.verdict = shown->candidate + " " + shown->state, row.verdictGain = shown->gain;
     for (const PointResult& p : replayed.points)
       if (p.coll == k.coll && p.bytes == k.bytes) row.replayConfig = jobreplay::configLabel(p.decision);
     rows.push_back(std::move(row));
@@ -180,6 +185,21 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
   std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
               "time (measured; %.0f of %.0f us; a faster trial costs nothing)\n",
               static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us);
+  {  // The search per key: trials until the measured best had been tried, against trying every arm.
+    int keys = 0, atDefault = 0, never = 0, trials = 0, every = 0, tried = 0;
+    for (const KeyRow& row : rows) {
+      const jobreplay::KeyOutcome& k = row.job;
+      if (k.alternatives <= 0) continue;
+      ++keys, every += k.alternatives, tried += k.tried;
+      if (k.trialsToBest == 0) ++atDefault;
+      else if (k.trialsToBest < 0) ++never;
+      else trials += k.trialsToBest;
+    }
+    std::printf("  search (measured, per rank): %d keys with alternatives; the best is NCCL's default at %d, found after "
+                "%d trial(s) in all at %d, never tried at %d; %d of %d alternatives tried (trying every arm: %d "
+                "trials)\n",
+                keys, atDefault, trials, keys - atDefault - never, never, tried, every, every);
+  }
   std::printf("  a rule that keeps NCCL's algorithm and protocol changes only channels or chunk, which no data times: "
               "the job cannot verify it\n");
   std::printf("  verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
@@ -190,7 +210,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
 Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
   std::string csv =
       "collective,bytes,default_config,default_us,sim_rule,sim_gain,verdict,verdict_gain,final_config,final_us,"
-      "final_vs_default,best_config,best_us,final_vs_best,verified_replay_config\n";
+      "final_vs_default,best_config,best_us,final_vs_best,verified_replay_config,alternatives,tried,trials_to_best\n";
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
     csv += std::string(collectiveName(k.coll)) + "," + std::to_string(k.bytes) + "," +
@@ -199,7 +219,8 @@ Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
            (std::isfinite(r.verdictGain) ? fmt("%.4f", r.verdictGain) : "") + "," +
            jobreplay::configLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
            "," + jobreplay::configLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
-           r.replayConfig + "\n";
+           r.replayConfig + "," + std::to_string(k.alternatives) + "," + std::to_string(k.tried) + "," +
+           std::to_string(k.trialsToBest) + "\n";
   }
   return files::writeFile(path, csv);
 }

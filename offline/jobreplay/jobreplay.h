@@ -140,6 +140,7 @@ struct RankOutcome {
   std::vector<sim::Config> finalConfigs;  // per key (job.keys order): the majority of the final epoch
   // Per epoch, per key: the configuration that ran most (Algo::Default where the key had no call).
   std::vector<std::vector<sim::Config>> epochConfigs;
+  std::vector<std::vector<size_t>> triedOrder;  // per key: indices into JobKey::measured, in the order first run
   double exploreShare() const { return total_us > 0 ? explore_us / total_us : 0; }
 };
 
@@ -150,6 +151,10 @@ struct KeyOutcome {
   uint64_t bytes = 0;
   sim::Config ncclDefault, finalConfig, best;
   double default_us = 0, final_us = 0, best_us = 0;
+  // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
+  // allows), how many the job tried, and after how many trials it had tried the measured best (0: the
+  // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.
+  int alternatives = 0, tried = 0, trialsToBest = -1;
   double vsBest() const { return final_us / best_us; }
   double vsDefault() const { return final_us / default_us; }
 };

@@ -56,10 +56,15 @@ void describeCount(Collective coll, uint64_t bytes, int nRanks, harness::Profile
 // Per key: the configurations (indices into key.measured) run in the current epoch.
 class EpochAccount {
  public:
-  explicit EpochAccount(const MeasuredJob& job) : job_(job), ran_(job.keys.size()) {
+  explicit EpochAccount(const MeasuredJob& job) : job_(job), ran_(job.keys.size()), tried_(job.keys.size()) {
     for (const JobKey& k : job.keys) finals_.push_back(k.ncclDefault);
   }
-  void add(size_t key, size_t config) { ran_[key].push_back(config); }
+  void add(size_t key, size_t config) {
+    ran_[key].push_back(config);
+    if (std::find(tried_[key].begin(), tried_[key].end(), config) == tried_[key].end()) tried_[key].push_back(config);
+  }
+  // Per key, the measured configurations in the order the job first ran them (the search's trials).
+  const std::vector<std::vector<size_t>>& tried() const { return tried_; }
   // Closes the epoch: calls off the majority cost their mean's excess over the majority's.
   void close() {
     std::vector<sim::Config> epoch(ran_.size());  // Algo::Default: the key had no call
@@ -85,7 +90,7 @@ class EpochAccount {
 
  private:
   const MeasuredJob& job_;
-  std::vector<std::vector<size_t>> ran_;
+  std::vector<std::vector<size_t>> ran_, tried_;
   std::vector<sim::Config> finals_;
   std::vector<std::vector<sim::Config>> epochs_;
   double explore_us_ = 0;
@@ -201,6 +206,7 @@ void runRank(const RankPlan& plan) {
   out["explore_calls"] = r.exploreCalls;
   out["graph_replays"] = r.graphReplays;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
+  out["tried"] = account.tried();
   out["epochs"] = nlohmann::json::array();
   for (const auto& epoch : account.epochs()) {
     nlohmann::json e = nlohmann::json::array();
@@ -245,6 +251,7 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
   auto config = [](const nlohmann::json& c) { return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), 0, 0}; };
   for (const auto& f : j["finals"]) r.finalConfigs.push_back(config(f));
+  for (const auto& t : j.value("tried", nlohmann::json::array())) r.triedOrder.push_back(t.get<std::vector<size_t>>());
   for (const auto& e : j.value("epochs", nlohmann::json::array())) {
     if (e.size() != nKeys) return makeError("wrote an epoch for other keys");
     r.epochConfigs.emplace_back();

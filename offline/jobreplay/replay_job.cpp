@@ -177,8 +177,21 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
       const sim::Config& fc = first->finalConfigs[k];
       const MeasuredConfig* ran = key.find(fc.algo, fc.proto);
       const MeasuredConfig& ranOrDefault = ran ? *ran : key.byDefault();
-      result.keys.push_back(KeyOutcome{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
-                                       key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us});
+      KeyOutcome o{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
+                   key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us};
+      o.alternatives = static_cast<int>(key.measured.size()) - 1;
+      const size_t best = static_cast<size_t>(&key.best() - key.measured.data());
+      o.trialsToBest = best == 0 ? 0 : -1;
+      if (k < first->triedOrder.size()) {
+        int trial = 0;
+        for (size_t c : first->triedOrder[k]) {
+          if (c == 0) continue;  // NCCL's default (measured.front()) is no trial
+          ++trial;
+          if (c == best && o.trialsToBest < 0) o.trialsToBest = trial;
+        }
+        o.tried = trial;
+      }
+      result.keys.push_back(o);
     }
   }
   return result;
