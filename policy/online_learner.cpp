@@ -132,6 +132,7 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
 
 bool OnlineLearner::decided(const KeyState& k, int slot, int runs) const {
   if (slot < 0) return true;
+  if (k.modelled && !(k.modelled_us[slot] >= 0)) return true;  // NCCL's table forbids it here: nothing to measure
   const ArmStats& a = k.arms[slot];
   if (runs < 0 || runs == slot || a.w <= 0.1 || k.arms[runs].w <= 0.1) return false;
   const ArmStats& r = k.arms[runs];

@@ -181,3 +181,45 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
 }
 
 }  // namespace
+
+// ---- measured data no calibrated platform describes: the simulator's proposals are skipped, said so,
+// and the job searches NCCL's own alternatives at every key (DYNAMICCL_VERIFY=1) ----
+
+class UncalibratedDemoTest : public DemoRun {
+ protected:
+  // The embedded 4-GPU L40S rows as a 3-GPU node: no platform is calibrated with 3 GPUs per node.
+  static void SetUpTestSuite() {
+    csv_ = new std::string(fs::temp_directory_path() / ("dynamiccl-demo-3gpu-" + std::to_string(::getpid()) + ".csv"));
+    std::ifstream in(std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv");
+    std::ofstream out(*csv_);
+    std::string line;
+    std::getline(in, line);
+    out << line << "\n";
+    while (std::getline(in, line))
+      if (line.rfind("L40S-48GB x4", 0) == 0) {
+        const size_t at = line.find(",allreduce,4,1,");
+        if (at != std::string::npos) out << line.substr(0, at) << ",allreduce,3,1," << line.substr(at + 15) << "\n";
+      }
+    out.close();
+    run("--data '" + *csv_ + "'");
+  }
+  static void TearDownTestSuite() {
+    fs::remove(*csv_);
+    delete csv_;
+    DemoRun::TearDownTestSuite();
+  }
+  static inline std::string* csv_ = nullptr;
+};
+
+TEST_F(UncalibratedDemoTest, SearchesEveryArmWithoutASimulatorAndReachesTheMeasuredBest) {
+  ASSERT_EQ(rc_, 0) << log();
+  const std::string text = log();
+  EXPECT_NE(text.find("Tune on the simulator: skipped (no platform with 3 GPUs per node"), std::string::npos) << text;
+  const nlohmann::json s = summary();
+  EXPECT_TRUE(s["job"]["ranks_agree"].get<bool>()) << text;
+  EXPECT_LE(s["job"]["explore_share"].get<double>(), 0.01);
+  size_t within = 0;
+  for (const auto& row : s["keys"]) within += row["vs_best"].get<double>() <= 1.01;
+  EXPECT_GE(within * 10, s["keys"].size() * 9) << "at least 90% of keys within 1.01x of the measured best\n" << text;
+  EXPECT_NE(text.find("search (measured, per rank)"), std::string::npos) << text;
+}

@@ -198,6 +198,7 @@ void addDemoCommand(CLI::App& app) {
                   "--simulated: tune and replay on them instead of the simulator");
   cmd->add_option("--ranks", o->ranks, "the dataset's communicator shape by ranks (default: most measured configurations)")
       ->check(CLI::Range(2, 512));
+  cmd->add_option("--system", o->system, "the dataset's communicator shape by its system text (a substring; default: any)");
   cmd->add_option("--iterations", o->iterations, "passes of the replayed job over its keys (default 4000, --quick 1000)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--db", o->db, "SQLite store of observations to train from as well");

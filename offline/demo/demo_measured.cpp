@@ -323,16 +323,18 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   const fs::path out(o.out);
 
   StepTimer s1(1, kSteps, "Load measurements (measured): " + std::string(o.data.empty() ? "the embedded L40S sweeps" : "--data"));
-  auto job = jobreplay::loadMeasuredJob(csv, {o.ranks, 0, ""});
+  auto job = jobreplay::loadMeasuredJob(csv, {o.ranks, 0, o.system});
   if (!job) return fail(job.error());
   describeJob(*job);
   s1.done(std::to_string(job->keys.size()) + " keys of one communicator shape");
 
   auto platform = simulatorPlatform(*job);
   if (!platform && o.learned) platform = namedPlatform(*job);  // no simulator tuning: the machine's name suffices
-  if (!platform) return fail(platform.error());
+  // No calibrated platform for this shape: the measurements still decide. The simulator's proposals
+  // are skipped and the job searches NCCL's own alternatives at every key (DYNAMICCL_VERIFY=1).
+  const bool searchOnly = !platform;
   DemoOptions so = o;
-  so.preset = *platform;
+  so.preset = platform ? *platform : "";
   so.nodes = job->nNodes;
   std::set<Collective> collSet;
   std::vector<uint64_t> sizes;
@@ -342,7 +344,14 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   const std::vector<Collective> colls(collSet.begin(), collSet.end());
   TunedProfile tuned;  // the simulator's rules (none with --learned: the network's are generated in the job)
   std::string profilePath, profileName;
-  if (o.learned) {
+  if (searchOnly) {
+    StepTimer s2(2, kSteps, "Tune on the simulator: skipped (" + platform.error() + ")");
+    profilePath = (out / "tuned.json").string();
+    profileName = "no profile (the job searches NCCL's alternatives: DYNAMICCL_VERIFY=1)";
+    tuned.profile.name = "none";
+    if (auto s = files::writeFile(profilePath, policy::profileToJson(tuned.profile)); !s) return fail(s.error());
+    s2.done("no simulated rule: every configuration NCCL's table allows is a candidate the job measures");
+  } else if (o.learned) {
     auto learned = trainLearnedForJob(o, *job, csv, *platform);
     if (!learned) return fail(learned.error());
     profilePath = *learned;
@@ -387,6 +396,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
   jo.seed = o.seed;
   jo.env = verificationEnv(profilePath, storePath);
+  if (searchOnly) jo.env.emplace_back("DYNAMICCL_VERIFY", "1");  // asked for: no rule to verify, the search alone
   if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
   jo.workDir = workDir.string();
   jo.timeout_s = o.quick ? 90 : 300;

@@ -31,6 +31,7 @@ struct DemoOptions {
   // --simulated: tune and replay on it instead of the simulator.
   std::string data;
   int ranks = 0;            // measured: the dataset's shape (0: the one with most measured configurations)
+  std::string system;       // measured: only rows whose system contains this text (several systems share a shape)
   uint64_t iterations = 0;  // measured: passes of the job over its keys (0: 4000, --quick 1000)
   std::string db;      // SQLite store: also train from it
   std::string out = "demo-out";

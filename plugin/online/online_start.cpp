@@ -33,7 +33,11 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
     host.overrides = settings.topo;
     networkFp = fingerprintForRules(shape, profile.hardware, host).fingerprint;
   }
-  const bool candidates = settings.trust == policy::Trust::Verified && (!unverified.empty() || networkFp);
+  // DYNAMICCL_VERIFY=1 asks for the search even without a profile: the job then tries what NCCL's own
+  // cost table allows at every key (hardware no profile describes yet, on day one).
+  const bool searchAsked = settings.verify == VerifySwitch::On;
+  const bool candidates =
+      settings.trust == policy::Trust::Verified && (!unverified.empty() || networkFp || searchAsked);
   bool verify = candidates && settings.verify != VerifySwitch::Off;
   if (verify && !settings.profilerIsUs) {
     verify = false;
@@ -101,7 +105,10 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   if (learn ? firstTime(gLoggedOnline) : firstTime(gLoggedVerify))
     logInfo("%s: epoch %llu calls, exploration budget %.3f of time, backend %s",
             learn ? (verify ? "online updates and in-job verification on" : "online updates on")
-                  : "in-job verification of unverified rules on (DYNAMICCL_VERIFY=0 turns it off)",
+                  : unverified.empty() && !networkFp
+                        ? "in-job search of NCCL's alternatives on (DYNAMICCL_VERIFY=1, no unverified rule: every "
+                          "configuration NCCL's table allows is measured against its choice)"
+                        : "in-job verification of unverified rules on (DYNAMICCL_VERIFY=0 turns it off)",
             static_cast<unsigned long long>(c->epochCalls), config.exploreTimeShare, c->store->describe().c_str());
   addToEpochAgent(c);
   return c;
