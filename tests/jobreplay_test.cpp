@@ -231,6 +231,56 @@ TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
   EXPECT_EQ(states[1], states[0]) << "graph replays changed a verdict";
 }
 
+// Only default rows are NCCL's default. A forced run of the configuration NCCL's model guesses NCCL
+// picks is its own arm when it measures otherwise (NCCL really ran something else): here forced LL
+// (ring/ll by the model, its guess of the default at 8 B) measured 30% faster than the default rows.
+// Folded into "NCCL's default", it vanished and every figure claimed the best was reached.
+TEST_F(JobReplay, AForcedArmOfTheModelsGuessedDefaultIsKept) {
+  std::ifstream in(kEmbedded);
+  std::ostringstream csv;
+  std::string line;
+  std::getline(in, line);
+  csv << line << "\n";
+  while (std::getline(in, line)) {
+    if (line.rfind("L40S-48GB x4", 0) != 0) continue;
+    if (line.find(",allreduce,4,1,8,default,LL,,,") != std::string::npos) {
+      const size_t at = line.find(",,,") + 3;
+      line = line.substr(0, at) + "12.0" + line.substr(line.find(',', at));
+    }
+    csv << line << "\n";
+  }
+  const std::string path = dir_ + "/guess.csv";
+  std::ofstream(path) << csv.str();
+  auto job = jobreplay::loadMeasuredJob(path);
+  ASSERT_TRUE(job) << job.error();
+  const JobKey& k = job->keys.front();
+  ASSERT_EQ(k.bytes, 8u);
+  EXPECT_EQ(jobreplay::configLabel(k.ncclDefault), "ring/ll") << "the model's guess of NCCL's default";
+  const jobreplay::MeasuredConfig* forced = k.find(Algo::Ring, Proto::LL, true);
+  ASSERT_NE(forced, nullptr);
+  EXPECT_TRUE(forced->forced) << "kept as its own arm";
+  EXPECT_FALSE(k.byDefault().forced);
+  EXPECT_LT(forced->mean_us, 0.9 * k.byDefault().mean_us);
+  EXPECT_EQ(&k.best(), forced) << "the measured best is the forced arm, not NCCL's default";
+  EXPECT_GT(k.byDefault().mean_us / k.best().mean_us, 1.2) << "vs-best says the gap is there";
+}
+
+// A dataset without default rows: no key has NCCL's default, so nothing is compared with it.
+TEST_F(JobReplay, NoDefaultRowsNoVsDefaultFigure) {
+  std::ifstream in(kEmbedded);
+  std::ostringstream csv;
+  std::string line;
+  std::getline(in, line);
+  csv << line << "\n";
+  while (std::getline(in, line))
+    if (line.rfind("L40S-48GB x4", 0) == 0 && line.find("default run") == std::string::npos) csv << line << "\n";
+  const std::string path = dir_ + "/forced-only.csv";
+  std::ofstream(path) << csv.str();
+  auto job = jobreplay::loadMeasuredJob(path);
+  ASSERT_FALSE(job) << "a forced arm must not stand in for NCCL's default";
+  EXPECT_NE(job.error().find("without NCCL's default measured"), std::string::npos) << "the reason is said: " << job.error();
+}
+
 TEST_F(JobReplay, EightRanksDecideAlike) {
   // The 4-GPU rows as an 8-GPU node (a synthetic shape: only the rank count differs).
   std::ifstream in(kEmbedded);

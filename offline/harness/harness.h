@@ -44,6 +44,7 @@ struct Outcome {
   bool revivedIgnored = false;  // the tuner wrote a cost >= 0 into an entry NCCL had left IGNORE
   int channelsRun = 0;          // abi::channelsRun: what NCCL runs (0: NCCL's own count is not modelled)
   bool channelsCapped = false;  // the tuner asked for more channels than NCCL's own count and got fewer (2.31)
+  bool forced = false;          // the tuner wrote into the table: NCCL runs the tuner's pick, not its own
 };
 
 // Captures lines logged through the ncclDebugLogger_t the harness hands to the plugin.

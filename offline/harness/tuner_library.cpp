@@ -210,6 +210,7 @@ Outcome TunerComm::run(int coll, size_t nBytes, const CostTable& table, int nccl
       const bool filled = table[a][p] >= 0.0f;
       o.wroteNegative |= filled && copy[a][p] < 0.0f;
       o.revivedIgnored |= !filled && copy[a][p] >= 0.0f;
+      o.forced |= copy[a][p] != table[a][p];
     }
   if (ncclChannels > 0) {
     o.channelsRun = abi::channelsRun(rule, nChannels, ncclChannels);

@@ -29,6 +29,7 @@ struct MeasuredConfig {
   std::vector<double> samples_us;  // the rows' times, in row order
   double mean_us = 0;              // their median: what sim::replay and `dynamiccl replay` judge by
   int ncclChannels = 0;            // NCCL's own channel count for it at this size (the platform's model: simulated)
+  bool forced = false;             // forced rows; false: NCCL's default rows (what ran when NCCL chose)
 };
 
 // One (collective, size) of the job.
@@ -39,7 +40,9 @@ struct JobKey {
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
-  const MeasuredConfig* find(Algo algo, Proto proto) const;  // nullptr: never measured here
+  // The arm of (algo, proto): the forced one when the tuner forced it, else NCCL's default arm when
+  // that is the configuration (else whichever exists); nullptr: never measured here.
+  const MeasuredConfig* find(Algo algo, Proto proto, bool forcedByTuner = false) const;
   const MeasuredConfig& best() const;                        // lowest mean
   const MeasuredConfig& byDefault() const { return measured.front(); }
 };

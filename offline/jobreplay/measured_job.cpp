@@ -33,8 +33,33 @@ void poolRepeatSpread(const std::vector<sim::MeasuredPoint>& points, MeasuredJob
   if (dof > 0) job.repeatSigma = std::sqrt(ss / dof);
 }
 
+// A forced arm of the configuration the model guesses NCCL picks is its own arm: NCCL may have chosen
+// otherwise (its rows then differ beyond noise, as forcing Ring on a B200 whose NCCL ran NVLS). Within
+// the repeats' noise of the default rows it is that configuration measured twice: folded away, so
+// run-to-run noise is never offered as a gain. Returns how many were folded.
+int foldTwinsOfTheDefault(MeasuredJob& job) {
+  int folded = 0;
+  for (JobKey& k : job.keys) {
+    const MeasuredConfig& def = k.byDefault();
+    for (auto it = k.measured.begin() + 1; it != k.measured.end();) {
+      const double n1 = static_cast<double>(std::max<size_t>(1, def.samples_us.size()));
+      const double n2 = static_cast<double>(std::max<size_t>(1, it->samples_us.size()));
+      const double noise = std::max(0.02, 3 * job.repeatSigma * std::sqrt(1 / n1 + 1 / n2));
+      if (it->forced && sameArm(it->config, def.config.algo, def.config.proto) &&
+          std::abs(std::log(it->mean_us / def.mean_us)) <= noise) {
+        it = k.measured.erase(it);
+        ++folded;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return folded;
+}
+
 // The key of one replay point: its measured configurations with their repeats; nullopt (and a
-// note) when NCCL's default was not measured there.
+// note) when NCCL's default was not measured there. Only default rows are NCCL's default; a forced
+// row is its own arm, even of the configuration NCCL's model guesses NCCL would pick.
 std::optional<JobKey> makeKey(const sim::ReplayPoint& p, const sim::MeasuredPoint* repeats,
                               std::map<std::string, int>& unused) {
   JobKey k;
@@ -42,53 +67,58 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, const sim::MeasuredPoin
   k.bytes = p.bytes;
   k.ncclDefault = p.ncclDefault;
   k.costTable = p.shape->nccl->costTable(p.coll, p.bytes);
-  std::map<std::pair<Algo, Proto>, MeasuredConfig> byArm;
-  const std::pair<Algo, Proto> def{p.ncclDefault.algo, p.ncclDefault.proto};
-  if (p.default_us > 0) byArm[def].mean_us = p.default_us;
-  for (const auto& [arm, t] : p.forced_us)
-    if (arm != def || p.default_us <= 0) byArm[arm].mean_us = t;
-  if (!byArm.count(def)) {
-    ++unused["keys without NCCL's default measured"];
+  if (p.default_us <= 0) {
+    ++unused["keys without NCCL's default measured (no default rows: nothing to compare a choice with)"];
     return std::nullopt;
   }
+  MeasuredConfig byDefault;
+  byDefault.config = p.ncclDefault;
+  byDefault.mean_us = p.default_us;
+  std::map<std::pair<Algo, Proto>, MeasuredConfig> forced;
+  for (const auto& [arm, t] : p.forced_us) forced[arm].mean_us = t;
   for (const sim::MeasuredArm& a : repeats ? repeats->arms : std::vector<sim::MeasuredArm>{}) {
-    std::pair<Algo, Proto> arm = def;
-    if (a.forced()) {
-      const sim::Config c = p.shape->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
-      if (c.algo == Algo::Default) continue;  // buildReplayData skips these rows too
-      arm = {c.algo, c.proto};
-      if (arm == def && p.default_us > 0) continue;  // the default's time is its own rows' (as replay judges)
+    if (!a.forced()) {
+      byDefault.samples_us.insert(byDefault.samples_us.end(), a.samples_us.begin(), a.samples_us.end());
+      continue;
     }
-    if (auto it = byArm.find(arm); it != byArm.end())
+    const sim::Config c = p.shape->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
+    if (c.algo == Algo::Default) continue;  // buildReplayData skips these rows too
+    if (auto it = forced.find({c.algo, c.proto}); it != forced.end())
       it->second.samples_us.insert(it->second.samples_us.end(), a.samples_us.begin(), a.samples_us.end());
   }
+  if (byDefault.samples_us.empty()) byDefault.samples_us.push_back(byDefault.mean_us);
+  byDefault.ncclChannels = p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
+  k.measured.push_back(byDefault);
   // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
   // measured it, but no tuner can choose it: it stays out of the key.
-  for (auto& [arm, mc] : byArm) {
-    const bool inTable = k.costTable[int(arm.first)][int(arm.second)] >= 0;
-    if (!inTable && arm != def) {
+  for (auto& [arm, mc] : forced) {
+    if (!(k.costTable[int(arm.first)][int(arm.second)] >= 0)) {
       ++unused["measured configurations NCCL's cost table marks IGNORE (only forcing runs them)"];
       continue;
     }
-    mc.config = arm == def ? p.ncclDefault : sim::Config{arm.first, arm.second, 0, 0};
+    mc.config = sim::Config{arm.first, arm.second, 0, 0};
+    mc.forced = true;
     mc.ncclChannels = p.shape->nccl->channels(arm.first, arm.second, p.bytes);
     if (mc.samples_us.empty()) mc.samples_us.push_back(mc.mean_us);
-    if (arm == def) k.measured.insert(k.measured.begin(), mc);
-    else k.measured.push_back(mc);
+    k.measured.push_back(mc);
   }
   // Configurations never measured are IGNORE: the tuner can only pick what the data can time.
   for (int a = 0; a < kNumAlgos; ++a)
     for (int q = 0; q < kNumProtos; ++q)
-      if (!k.find(Algo(a), Proto(q))) k.costTable[a][q] = -1.0f;
+      if (!k.find(Algo(a), Proto(q), false)) k.costTable[a][q] = -1.0f;
   return k;
 }
 
 }  // namespace
 
-const MeasuredConfig* JobKey::find(Algo algo, Proto proto) const {
+const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner) const {
+  const MeasuredConfig* any = nullptr;
   for (const MeasuredConfig& m : measured)
-    if (sameArm(m.config, algo, proto)) return &m;
-  return nullptr;
+    if (sameArm(m.config, algo, proto)) {
+      if (m.forced == forcedByTuner) return &m;
+      if (!any) any = &m;
+    }
+  return any;
 }
 
 const MeasuredConfig& JobKey::best() const {
@@ -133,8 +163,16 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
     if (!pick || choosable(keys) > choosable(shapes[*pick]) ||
         (choosable(keys) == choosable(shapes[*pick]) && std::get<1>(sk) > std::get<1>(*pick)))
       pick = &sk;
-  if (!pick) return makeError(csvPath + ": no measured shape matches (ranks " + std::to_string(choice.nRanks) +
-                              ", nodes " + std::to_string(choice.nNodes) + ", system '" + choice.system + "')");
+  if (!pick) {  // say why: what the matching rows could not give, and what was skipped before
+    std::map<std::string, int> why;
+    for (const auto& [sk, reasons] : unused)
+      for (const auto& [reason, n] : reasons) why[reason] += n;
+    std::string reasons;
+    for (const auto& [reason, n] : why) reasons += "; " + std::to_string(n) + " " + reason;
+    for (const std::string& line : sim::describeSkipped(data->skipped)) reasons += "; " + line;
+    return makeError(csvPath + ": no measured shape matches (ranks " + std::to_string(choice.nRanks) + ", nodes " +
+                     std::to_string(choice.nNodes) + ", system '" + choice.system + "')" + reasons);
+  }
 
   MeasuredJob job;
   job.source = csvPath;
@@ -146,6 +184,9 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   std::sort(job.keys.begin(), job.keys.end(),
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   poolRepeatSpread(repeats, job);
+  const int twins = foldTwinsOfTheDefault(job);
+  if (twins) job.notes.push_back(std::to_string(twins) + " forced configurations equal to NCCL's default by the model and within "
+                                 "the repeats' noise of its rows: taken as the same configuration measured twice");
   for (const std::string& line : sim::describeSkipped(loaded->skipped)) job.notes.push_back(line);
   for (const std::string& line : sim::describeSkipped(data->skipped)) job.notes.push_back(line);
   for (const auto& [why, n] : unused[*pick]) job.notes.push_back(std::to_string(n) + " " + why);

@@ -165,10 +165,12 @@ void runRank(const RankPlan& plan) {
   for (uint64_t i = 0; i < plan.calls; ++i) {
     const size_t k = i % job.keys.size();
     const JobKey& key = job.keys[k];
-    const harness::Choice c = (*comm)->decide(int(key.coll), key.bytes, key.costTable);
+    const harness::Outcome outcome = (*comm)->run(int(key.coll), key.bytes, key.costTable, 0);
+    const harness::Choice& c = outcome.choice;
     r.decisionHash = mix64(r.decisionHash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
-    const MeasuredConfig* ran = c.algo < 0 ? &key.byDefault() : key.find(Algo(c.algo), Proto(c.proto));
+    // What the tuner forced runs as its forced rows measured it; what NCCL chose, as its default rows.
+    const MeasuredConfig* ran = c.algo < 0 ? &key.byDefault() : key.find(Algo(c.algo), Proto(c.proto), outcome.forced);
     if (!ran) {
       ++r.unmeasuredCalls;  // NCCL's table marked it IGNORE: a plugin that picks it anyway is a finding
     } else {

@@ -51,7 +51,7 @@ Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimPa
           float& cost = k.costTable[a][p];
           if (algo == k.ncclDefault.algo && proto == k.ncclDefault.proto) continue;
           if (!(cost >= 0)) continue;  // NCCL would not run it
-          if (auto m = timed(algo, proto)) k.measured.push_back(*m);
+          if (auto m = timed(algo, proto)) m->forced = true, k.measured.push_back(*m);
           else cost = -1.0f;           // the hardware cannot: NCCL's table says IGNORE too
         }
       job.keys.push_back(std::move(k));
