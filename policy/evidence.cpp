@@ -38,6 +38,28 @@ bool probeAgrees(const TopologyFingerprint& local, const ClusterHardware& hw) {
   return true;
 }
 
+// The first fact that differs, ours against the rule's (the tolerance: rates within 2%, counts exact);
+// "" when they match. `probe`: the local probe, whose unknown (0) facts are not compared.
+std::string firstDifference(const TopologyFingerprint& ours, const ClusterHardware& rule, bool probe, const char* whose) {
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  auto differs = [&](const char* name, double a, double b) {
+    return std::string(name) + " differs: " + whose + " " + num(a) + ", the rule's " + num(b);
+  };
+  const bool gpuKnown = !probe || ours.computeCap > 0;
+  if (gpuKnown && ours.computeCap != rule.computeCap) return differs("gpu_cc", ours.computeCap, rule.computeCap);
+  if (gpuKnown && !sameRate(ours.nvlinkBwPerGpu_GBps, rule.nvlinkBwPerGpu_GBps))
+    return differs("nvlink_GBps (2% tolerance)", ours.nvlinkBwPerGpu_GBps, rule.nvlinkBwPerGpu_GBps);
+  if ((!probe || ours.nicsPerNode > 0) && ours.nicsPerNode != rule.nicsPerNode)
+    return differs("nics_per_node", ours.nicsPerNode, rule.nicsPerNode);
+  if ((!probe || ours.nicSpeed_GBps > 0) && !sameRate(ours.nicSpeed_GBps, rule.nicSpeed_GBps))
+    return differs("nic_GBps (2% tolerance)", ours.nicSpeed_GBps, rule.nicSpeed_GBps);
+  return {};
+}
+
 }  // namespace
 
 std::string_view provenanceName(Provenance p) { return kProvenanceNames[static_cast<int>(p)]; }
@@ -104,8 +126,10 @@ RuleStanding ruleStanding(const std::optional<Evidence>& e, const StandingInputs
   else if (!isMeasured(e->provenance)) s.why = std::string(provenanceName(e->provenance));
   else if (!e->fingerprint) s.why = "measured, fingerprint not recorded";
   else if (!in.shared) s.why = "measured, but this communicator has no fingerprint every rank shares";
-  else if (!sameHardware(*in.shared, *e->fingerprint) || (in.local && !probeAgrees(*in.local, *e->fingerprint)))
-    s.why = "measured on another fingerprint";
+  else if (!sameHardware(*in.shared, *e->fingerprint))
+    s.why = "measured on another fingerprint (" + firstDifference(*in.shared, *e->fingerprint, false, "this communicator's") + ")";
+  else if (in.local && !probeAgrees(*in.local, *e->fingerprint))
+    s.why = "measured on another fingerprint (" + firstDifference(*in.local, *e->fingerprint, true, "this host's probe") + ")";
   else s.verified = true, s.why = "verified";
   // NVIDIA CSV files are the user's own explicit rules: applying them is the user's opt-in.
   s.applies = s.verified || in.userRules || in.trust == Trust::All;

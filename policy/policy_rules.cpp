@@ -247,10 +247,13 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
   std::vector<RuleStanding> standings;
   standings.reserve(profile.rules.size());
   size_t applying = 0, unverifiedCount = 0;
+  std::map<std::string, size_t> reasons;
   for (const Rule& r : profile.rules) {
     standings.push_back(ruleStanding(r.evidence, standing));
     applying += standings.back().applies;
-    unverifiedCount += !standings.back().verified && !profile.userRules;
+    const bool unverified = !standings.back().verified && !profile.userRules;
+    unverifiedCount += unverified;
+    if (unverified && (reasons.size() < 16 || reasons.count(standings.back().why))) ++reasons[standings.back().why];
   }
   // A table of all of the profile's rules is compiled from the profile itself: no copy of 60k rules.
   auto compileSubset = [&](bool learned, size_t count, auto&& keeps) {
@@ -271,6 +274,10 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
     out.unverified = compileSubset(generated != nullptr, unverifiedCount,
                                    [&](const RuleStanding& st) { return !st.verified && !profile.userRules; });
   }
+  std::vector<std::pair<size_t, std::string>> byCount;
+  for (const auto& [why, n] : reasons) byCount.emplace_back(n, why);
+  std::sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [n, why] : byCount) out.unverifiedWhy += (out.unverifiedWhy.empty() ? "" : "; ") + std::to_string(n) + " " + why;
   return out;
 }
 

@@ -52,6 +52,9 @@ struct PolicyTable {
   DecisionTable unverified;  // unverified rules, kept as candidates for in-job verification
   std::string learnedRulesOff;  // the profile has a network but this communicator got no rules from it: why
   std::string probeDisagrees;   // this host's probe contradicts the profile's fingerprint (decisions unaffected)
+  // Why the profile's unverified rules are not verified here, by reason and count, most first, e.g.
+  // "40 measured on another fingerprint (gpu_cc differs: this communicator's 103, the rule's 100); 3 simulated".
+  std::string unverifiedWhy;
 };
 
 // The plugin's entry: the network's guarded rules (when the profile has a policy and a fingerprint

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "shipped_data.h"
 #include "test_support.h"
 
 namespace {
@@ -272,6 +273,64 @@ TEST(CliTune, RunnerSearchesByRunsThroughTheMeasurementScript) {
   EXPECT_NE(json.find("measured-offline"), std::string::npos) << json;
   EXPECT_NE(r.output.find("allreduce         1K  decided   faster: ring/ll"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("allreduce         1M  decided   default stands"), std::string::npos) << r.output;
+}
+
+// The embedded L40S rows renamed to a machine no platform describes (a B300 of tomorrow).
+std::string unknownHardwareCsv(const TempDir& dir) {
+  std::ifstream in(dynamiccl::testing::shippedL40sCsv());
+  const std::string path = (dir.path / "b300.csv").string();
+  std::ofstream out(path);
+  std::string line;
+  std::getline(in, line);
+  out << line << "\n";
+  const std::string from = "L40S-48GB x4 PCIe (no NVLink; topo NODE) 1 node (Stanford FarmShare oat-0x)";
+  while (std::getline(in, line))
+    if (line.rfind(from, 0) == 0) out << "NVIDIA B300 SXM6 x4 (a box no platform file names)" << line.substr(from.size()) << "\n";
+  return path;
+}
+
+// `dynamiccl probe` prints the fingerprint the plugin computes here and writes it; where the host
+// cannot say (no GPU here), it says so and fails rather than write a guess.
+TEST(CliProbe, PrintsAndWritesTheFingerprintOrSaysWhatIsUnknown) {
+  TempDir dir;
+  const std::string file = (dir.path / "fp.json").string();
+  const Result r = dynamiccl::testing::runShell(
+      "env DYNAMICCL_TOPO_GPU_CC=103 DYNAMICCL_TOPO_NVLINK_GBPS=900 DYNAMICCL_TOPO_NICS=8 DYNAMICCL_TOPO_NIC_GBPS=100 " +
+      kDynamiccl + " probe -o '" + file + "' 2>&1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("gpu_cc = 103  (DYNAMICCL_TOPO_GPU_CC)"), std::string::npos) << r.output;
+  std::ifstream in(file);
+  const std::string json((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(json.find("\"gpu_cc\":103"), std::string::npos) << json;
+  const Result bare = dynamiccl::testing::runShell(
+      "env -u DYNAMICCL_TOPO_GPU_CC -u DYNAMICCL_TOPO_NVLINK_GBPS -u DYNAMICCL_TOPO_NICS -u DYNAMICCL_TOPO_NIC_GBPS " +
+      kDynamiccl + " probe -o '" + (dir.path / "none.json").string() + "' 2>&1");
+  if (bare.output.find("gpu_cc unknown") != std::string::npos) {  // this machine has no GPU (CI): refused, nothing written
+    EXPECT_NE(bare.rc, 0) << bare.output;
+    EXPECT_FALSE(fs::exists(dir.path / "none.json"));
+  }
+}
+
+// Tuning from measurements needs no platform file: on hardware no platform describes, the rules carry no
+// fingerprint (unknown hardware, said), or the one declared with --fingerprint, never a stand-in's.
+TEST(CliTune, ReplayOnUnknownHardwareWritesAProfileWithTheDeclaredFingerprintOrNone) {
+  TempDir dir;
+  const std::string csv = unknownHardwareCsv(dir);
+  const std::string unknown = (dir.path / "unknown.json").string();
+  const Result r = dynamiccl("tune --backend replay --dataset '" + csv + "' --nranks 4 --min-gain 0 --confidence 0.5 "
+                             "-o '" + (dir.path / "report.json").string() + "' --profile '" + unknown + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("unknown hardware"), std::string::npos) << r.output;
+  std::ifstream in(unknown);
+  const std::string profile((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(profile.find("gpu_cc"), std::string::npos) << "no stand-in's fact is written as the machine's\n" << profile;
+  const std::string fp = (dir.path / "fp.json").string();
+  std::ofstream(fp) << R"({"gpu_cc":103,"nvlink_GBps":900,"nics_per_node":8,"nic_GBps":100})";
+  const std::string declared = (dir.path / "declared.json").string();
+  const Result d = dynamiccl("tune --backend replay --dataset '" + csv + "' --nranks 4 --fingerprint '" + fp +
+                             "' -o '" + (dir.path / "report2.json").string() + "' --profile '" + declared + "'");
+  ASSERT_EQ(d.rc, 0) << d.output;
+  EXPECT_NE(d.output.find("\"gpu_cc\":103"), std::string::npos) << d.output;
 }
 
 }  // namespace

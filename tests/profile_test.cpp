@@ -302,7 +302,12 @@ TEST(ProfileEvidence, OnlyMeasuredRulesOnThisFingerprintAreVerified) {
   EXPECT_TRUE(ruleStanding(e, here).applies);
   e.fingerprint->nicsPerNode = 4;
   EXPECT_FALSE(ruleStanding(e, here).verified);
-  EXPECT_EQ(ruleStanding(e, here).why, "measured on another fingerprint");
+  EXPECT_EQ(ruleStanding(e, here).why,
+            "measured on another fingerprint (nics_per_node differs: this communicator's 8, the rule's 4)");
+  e.fingerprint->nicsPerNode = 8;
+  e.fingerprint->computeCap = 100;  // a B200 rule on this H100: the field that differs is named
+  EXPECT_EQ(ruleStanding(e, here).why, "measured on another fingerprint (gpu_cc differs: this communicator's 90, the rule's 100)");
+  e.fingerprint->computeCap = 90;
   e.fingerprint->nicsPerNode = 8;
   for (Provenance p : {Provenance::Simulated, Provenance::Learned}) {
     e.provenance = p;

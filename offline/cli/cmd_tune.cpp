@@ -45,14 +45,15 @@ std::optional<abi::PickRule> ruleOf(const TuneCmdOptions& o) {
 Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
   auto cluster = resolveClusterFacts(o.cluster);
   if (!cluster) return makeError(cluster.error());
-  if (*cluster && o.backend != "runner")
-    return makeError("--preset/--probe-host/--gpu-cc... declare the measured cluster of --backend runner only");
+  if (*cluster && o.backend == "sim")
+    return makeError("--preset/--fingerprint/--probe-host/--gpu-cc... declare the measured cluster of --backend "
+                     "runner or replay, not of the simulator");
   if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
     return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
   if (o.backend == "sim")
     return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)});
   if (o.backend == "replay")
-    return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform});
+    return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform, *cluster});
   if (o.backend == "runner")
     return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
                                     o.nodes, {}, *cluster, o.ncclVersion});
@@ -210,8 +211,13 @@ int run(const TuneCmdOptions& o) {
     std::printf("  simulated rules are unverified: the plugin applies them only with DYNAMICCL_TRUST=all; measure "
                 "them on the cluster (--backend runner) to make them count\n");
   else if (!result->evidence.fingerprint)
-    std::printf("  no fingerprint of the measured cluster: the rules stay unverified (declare it: --preset, "
-                "--probe-host or --gpu-cc/--nvlink-gbps/--nics/--nic-gbps)\n");
+    std::printf("  no fingerprint of the measured cluster (unknown hardware): the rules stay unverified, and the "
+                "plugin tests them in the job (declare it: `dynamiccl probe -o FILE` on the machine then --fingerprint "
+                "FILE, or --preset, --probe-host, --gpu-cc/--nvlink-gbps/--nics/--nic-gbps)\n");
+  else
+    std::printf("  the rules carry the fingerprint of %s: %s; they apply where the plugin probes that hardware\n",
+                result->evidence.fingerprint->source.c_str(),
+                policy::clusterHardwareToJson(*result->evidence.fingerprint).c_str());
   for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
   if (auto s = files::writeFile(o.out, tune::reportToJson(report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
   std::printf("wrote %s (%zu rules)\n", o.out.c_str(), report.profile.rules.size());

@@ -22,4 +22,5 @@ void addCrossvalCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
 void addEnvCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
+void addProbeCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

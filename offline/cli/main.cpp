@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addExportCommand(app);
   dynamiccl::cli::addEnvCommand(app);
   dynamiccl::cli::addDemoCommand(app);
+  dynamiccl::cli::addProbeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

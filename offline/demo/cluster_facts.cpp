@@ -9,14 +9,6 @@
 #include "offline/platforms/platforms.h"
 
 namespace dynamiccl::cli {
-namespace {
-
-// This machine as the plugin would probe it (sysfs, NVML, DYNAMICCL_TOPO_*); unknown facts stay unset.
-struct ProbedFacts {
-  std::optional<int> gpuCc, nics;
-  std::optional<double> nvlinkGBps, nicGBps;
-};
-
 ProbedFacts probeThisHost() {
   const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", [](const char* n) { return std::getenv(n); });
   const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO_*
@@ -26,15 +18,20 @@ ProbedFacts probeThisHost() {
   if (gpuKnown || host.overrides.nvlinkBw_GBps) p.nvlinkGBps = fp.nvlinkBwPerGpu_GBps;
   if (fp.nicsPerNode > 0) p.nics = fp.nicsPerNode;
   if (fp.nicsPerNode > 0 || host.overrides.nicSpeed_GBps) p.nicGBps = fp.nicSpeed_GBps;
+  p.gpuSource = host.overrides.computeCap ? "DYNAMICCL_TOPO_GPU_CC" : gpuKnown ? "NVML" : "unknown (no NVML answered)";
+  p.nicSource = host.overrides.nics ? "DYNAMICCL_TOPO_NICS" : fp.nicsPerNode > 0 ? "sysfs (/sys/class/infiniband, net)"
+                                                                                 : "unknown (no RDMA NIC found)";
   return p;
 }
-
-}  // namespace
 
 
 void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o) {
   const std::string group = "Cluster the profile is for (its \"fingerprint\"; multi-node learned rules need it)";
   auto* preset = cmd->add_option("--preset", o.preset, "sim preset name or topology JSON of the cluster")->group(group);
+  cmd->add_option("--fingerprint", o.fingerprintFile,
+                  "the measured machine's fingerprint file (`dynamiccl probe -o FILE` run there)")
+      ->group(group)
+      ->excludes(preset);
   cmd->add_flag("--probe-host", o.probeHost, "probe this machine (sysfs NICs, NVML, DYNAMICCL_TOPO_*)")
       ->group(group)
       ->excludes(preset);
@@ -46,7 +43,10 @@ void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o) {
 
 Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsOptions& o) {
   if (!o.any()) return std::optional<ClusterHardware>{};
-  ProbedFacts f;
+  struct {
+    std::optional<int> gpuCc, nics;
+    std::optional<double> nvlinkGBps, nicGBps;
+  } f;
   std::string source = "flags";
   if (!o.preset.empty()) {
     auto topo = sim::loadTopology(o.preset);
@@ -54,8 +54,16 @@ Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsO
     const ClusterHardware hw = model::clusterHardwareOf(*topo);
     f = {hw.computeCap, hw.nicsPerNode, hw.nvlinkBwPerGpu_GBps, hw.nicSpeed_GBps};
     source = hw.source;
+  } else if (!o.fingerprintFile.empty()) {
+    auto text = readRegularFile(o.fingerprintFile, 1 << 16);
+    if (!text) return makeError("--fingerprint " + o.fingerprintFile + ": " + text.error());
+    auto hw = policy::parseClusterHardwareJson(*text);
+    if (!hw) return makeError("--fingerprint " + o.fingerprintFile + ": " + hw.error());
+    f = {hw->computeCap, hw->nicsPerNode, hw->nvlinkBwPerGpu_GBps, hw->nicSpeed_GBps};
+    source = "fingerprint file " + o.fingerprintFile;
   } else if (o.probeHost) {
-    f = probeThisHost();
+    const ProbedFacts p = probeThisHost();
+    f = {p.gpuCc, p.nics, p.nvlinkGBps, p.nicGBps};
     source = "probe of this host";
   }
   if (o.gpuCc) f.gpuCc = o.gpuCc;

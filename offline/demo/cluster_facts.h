@@ -17,13 +17,25 @@ namespace dynamiccl::cli {
 
 struct ClusterFactsOptions {
   std::string preset;  // sim preset name or topology JSON file
+  std::string fingerprintFile;  // a "fingerprint" JSON file, as `dynamiccl probe -o` writes it on the machine
   bool probeHost = false;
   std::optional<int> gpuCc, nics;
   std::optional<double> nvlinkGBps, nicGBps;
-  bool any() const { return !preset.empty() || probeHost || gpuCc || nics || nvlinkGBps || nicGBps; }
+  bool any() const {
+    return !preset.empty() || !fingerprintFile.empty() || probeHost || gpuCc || nics || nvlinkGBps || nicGBps;
+  }
 };
 
-// --preset, --probe-host, --gpu-cc, --nvlink-gbps, --nics, --nic-gbps.
+// This machine as the plugin would probe it (sysfs NICs, NVML, then DYNAMICCL_TOPO_*); unknown facts
+// stay unset, each known one says where it came from.
+struct ProbedFacts {
+  std::optional<int> gpuCc, nics;
+  std::optional<double> nvlinkGBps, nicGBps;
+  std::string gpuSource, nicSource;
+};
+ProbedFacts probeThisHost();
+
+// --preset, --fingerprint, --probe-host, --gpu-cc, --nvlink-gbps, --nics, --nic-gbps.
 void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o);
 
 // nullopt when no option was given; an error naming what is missing or out of bounds otherwise.

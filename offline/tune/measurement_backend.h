@@ -75,7 +75,10 @@ struct ReplayBackendOptions {
   std::string csvPath;
   std::string system;
   int nRanks = 0, nNodes = 0;
-  std::string platform;
+  std::string platform;  // --measured-on: the platform the data was measured on, whatever its system strings say
+  // The measured machine's fingerprint as declared (`dynamiccl probe` there, or facts); it wins. Without
+  // it the rules carry the platform's the data names, and none where no platform describes the system.
+  std::optional<ClusterHardware> declared;
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& options);
 

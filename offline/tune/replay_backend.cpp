@@ -22,8 +22,9 @@ std::string algoProtoLabel(const sim::Config& c) {
 class ReplayBackend final : public MeasurementBackend {
  public:
   ReplayBackend(sim::ReplayData data, const sim::Shape* shape, const std::string& group,
-                const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes)
-      : data_(std::move(data)), shape_(shape), notes_(std::move(notes)) {
+                const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes,
+                std::optional<ClusterHardware> hardware)
+      : data_(std::move(data)), shape_(shape), notes_(std::move(notes)), hardware_(std::move(hardware)) {
     for (const sim::MeasuredPoint& p : points)
       if (p.group == group && p.system == shape_->system && p.nRanks == shape_->nRanks && p.nNodes == shape_->nNodes)
         arms_.insert_or_assign(std::make_pair(int(p.coll), p.bytes), armsOf(p));
@@ -55,11 +56,7 @@ class ReplayBackend final : public MeasurementBackend {
     return Config{d.algo, d.proto, 0, 0};
   }
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
-  std::optional<ClusterHardware> measuredOn() const override {
-    ClusterHardware hw = model::clusterHardwareOf(shape_->topology);
-    hw.source = "dataset system " + shape_->system;
-    return hw;
-  }
+  std::optional<ClusterHardware> measuredOn() const override { return hardware_; }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
     std::vector<uint64_t> out;
     for (const auto& [k, a] : arms_)
@@ -118,8 +115,17 @@ class ReplayBackend final : public MeasurementBackend {
   sim::ReplayData data_;
   const sim::Shape* shape_;
   std::vector<std::string> notes_;
+  std::optional<ClusterHardware> hardware_;  // nullopt: unknown hardware (the rules stay unverified)
   std::map<std::pair<int, uint64_t>, Expected<std::vector<ConfigStats>>> arms_;
 };
+
+// The platform whose NCCL model stands in where no platform describes the data's system: it only
+// reads half-forced rows and marks what NCCL's table would never run; no fact of it reaches a rule.
+constexpr const char* kStandInPlatform = "dgx-h100";
+
+bool matchesShape(const sim::ReplayPoint& p, const ReplayBackendOptions& o) {
+  return (o.nRanks == 0 || p.shape->nRanks == o.nRanks) && (o.nNodes == 0 || p.shape->nNodes == o.nNodes);
+}
 
 }  // namespace
 
@@ -129,6 +135,20 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
   auto data = sim::buildReplayData(rows->rows, o.system, o.platform);
   if (!data) return makeError("replay backend: " + data.error());
   std::vector<std::string> notes;
+  bool standIn = false;
+  if (o.platform.empty() &&
+      std::none_of(data->points.begin(), data->points.end(), [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
+    // Tuning from measurements needs no platform file: the data decides; a model only reads its rows.
+    auto again = sim::buildReplayData(rows->rows, o.system, kStandInPlatform);
+    if (again && std::any_of(again->points.begin(), again->points.end(),
+                             [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
+      for (const std::string& line : sim::describeSkipped(data->skipped))
+        notes.push_back("no platform describes the data (" + line + "): NCCL's model of " + kStandInPlatform +
+                        " stands in to read half-forced rows and NCCL's table; no fact of it reaches a rule");
+      data = std::move(again);
+      standIn = true;
+    }
+  }
   for (const auto& [why, n] : rows->skipped) notes.push_back(std::to_string(n) + " rows not read: " + why);
   for (const std::string& line : sim::describeSkipped(data->skipped)) notes.push_back(line);
   // The requested shape, or the one with most forced measurements (what tuning can use); one
@@ -140,14 +160,28 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
   const std::pair<const sim::Shape*, std::string>* best = nullptr;
   for (const auto& [s, n] : score)
     if (!best || n > score[*best]) best = &s;
-  if (!best) return makeError("replay backend: no measurements match in " + o.csvPath);
+  if (!best) {
+    std::string why;
+    for (const std::string& line : sim::describeSkipped(data->skipped)) why += "; " + line;
+    return makeError("replay backend: no measurements match in " + o.csvPath + " (ranks " + std::to_string(o.nRanks) +
+                     ", nodes " + std::to_string(o.nNodes) + ", system '" + o.system + "')" + why);
+  }
   const sim::Shape* shape = best->first;
+  std::optional<ClusterHardware> hardware = o.declared;
+  if (!hardware && !standIn) {
+    hardware = model::clusterHardwareOf(shape->topology);
+    hardware->source = o.platform.empty() ? "dataset system " + shape->system : "--measured-on " + o.platform;
+  }
+  if (!hardware)
+    notes.push_back("unknown hardware: no platform describes '" + shape->system +
+                    "' and no fingerprint was declared (`dynamiccl probe -o FILE` on the machine, then --fingerprint "
+                    "FILE): the rules carry none, so the plugin tests them in the job before they count");
   const std::string group = best->second;
   std::vector<sim::Measurement> kept;
   for (const sim::Measurement& m : rows->rows)
     if (m.system == shape->system && m.group == group) kept.push_back(m);
   return std::unique_ptr<MeasurementBackend>(std::make_unique<ReplayBackend>(
-      std::move(data.value()), shape, group, sim::groupRepeats(kept), std::move(notes)));
+      std::move(data.value()), shape, group, sim::groupRepeats(kept), std::move(notes), std::move(hardware)));
 }
 
 }  // namespace dynamiccl::tune

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "plugin/settings/settings.h"
@@ -29,7 +30,14 @@ struct LoadedProfile {
   bool bad = false;                                // the named file could not be used
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
-  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedUnverified{false};
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
+  // Init only: whether this line was not yet logged for the profile (one line per distinct reason, so a
+  // communicator whose rules stand otherwise than the last one's says why; hundreds alike say it once).
+  bool firstTimeSaid(const std::string& line) const {
+    std::lock_guard lock(compiledMutex);
+    return said.size() < 64 && said.insert(line).second;
+  }
+  mutable std::set<std::string> said;
   // A rules-only profile's tables depend on the shape and the trust level alone: compiled once per key.
   mutable std::mutex compiledMutex;
   mutable std::map<std::tuple<int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;

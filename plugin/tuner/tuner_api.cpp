@@ -66,10 +66,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
     logWarn("%s", compiled.probeDisagrees.c_str());
   if (loaded->settings.trust == policy::Trust::Verified && !compiled.unverified.empty() &&
-      firstTime(loaded->warnedUnverified))
-    logInfo("%zu rule(s) unverified for this communicator (simulated, learned, measured elsewhere or without "
-            "evidence) keep NCCL's choices; DYNAMICCL_TRUST=all applies them",
-            compiled.unverified.ruleCount());
+      loaded->firstTimeSaid(compiled.unverifiedWhy))
+    logInfo("%zu rule(s) unverified for this communicator keep NCCL's choices (%s); DYNAMICCL_TRUST=all applies them, "
+            "in-job verification tests them",
+            compiled.unverified.ruleCount(), compiled.unverifiedWhy.empty() ? "learned" : compiled.unverifiedWhy.c_str());
   c->table = std::move(compiled.table);
   c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
