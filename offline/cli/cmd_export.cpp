@@ -33,6 +33,11 @@ Expected<tune::TuneReport> reportFromStore(const std::string& dbFlag) {
   if (!verified) return makeError(verified.error());
   std::cerr << verified->verdicts.size() << " candidate rule(s) verified in jobs (" << (*db)->path() << "):\n";
   for (const store::VerdictRow& v : verified->verdicts) std::cerr << "  " << verdicts::describeVerdict(v) << "\n";
+  for (const verdicts::RefusedVerdict& r : verified->refused)
+    std::cerr << "  refused (" << r.reason << "): " << verdicts::describeVerdict(r.row) << "\n";
+  if (!verified->refused.empty())
+    std::cerr << "  " << verified->refused.size() << " promoted row(s) refused, each left out; the other "
+              << verified->profile.rules.size() << " rule(s) are written\n";
   if (verified->withoutFingerprint)
     std::cerr << "  " << verified->withoutFingerprint
               << " promoted rule(s) were measured on hardware the job could not name: they load unverified\n";
@@ -54,6 +59,9 @@ int run(const ExportCmdOptions& o) {
   std::string text;
   if (o.format == "json") {
     text = policy::profileToJson(report->profile);
+    // What export writes, validate and the plugin read: a profile they would refuse is not written.
+    if (auto back = policy::parseProfileJson(text); !back)
+      return std::cerr << "export: the profile would not load (" << back.error() << "); nothing written\n", 1;
   } else if (o.format == "nvidia-csv") {
     text = policy::profileToNvidiaCsv(report->profile);
   } else {
