@@ -45,6 +45,7 @@ struct PolicyInputs {
   const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
   WorkloadContext workload;           // DYNAMICCL_WORKLOAD
   Trust trust = Trust::Verified;      // DYNAMICCL_TRUST (the plugin passes its setting)
+  int ncclVersionCode = 0;            // the NCCL release in force (plugin/tuner/nccl_version.h); 0: unknown
 };
 
 struct PolicyTable {
@@ -52,6 +53,8 @@ struct PolicyTable {
   DecisionTable unverified;  // unverified rules, kept as candidates for in-job verification
   std::string learnedRulesOff;  // the profile has a network but this communicator got no rules from it: why
   std::string probeDisagrees;   // this host's probe contradicts the profile's fingerprint (decisions unaffected)
+  std::string refutedRules;     // rules whose own evidence shows no gain: how many, the first, why (never applied)
+  std::string otherReleaseRules;  // rules measured under another release's selection rules: how many, the first
 };
 
 // The plugin's entry: the network's guarded rules (when the profile has a policy and a fingerprint

@@ -103,14 +103,15 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   return gLoaded;
 }
 
-policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings) {
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                                    int ncclVersionCode) {
   HostSources host = localHostSources();
   host.overrides = settings.topo;  // the operator's word beats every probe
-  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust};
+  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust, ncclVersionCode};
   // With a learned "policy" section, Eigen scores configurations here, off the hot path.
   if (loaded.profile->network) return policy::compileWithPolicy(*loaded.profile, shape, inputs);
   const auto key = std::make_tuple(shape.nNodes, shape.nRanks, shape.minRanksPerNode, shape.maxRanksPerNode,
-                                   static_cast<int>(settings.trust));
+                                   static_cast<int>(settings.trust), ncclVersionCode);
   std::lock_guard lock(loaded.compiledMutex);
   auto it = loaded.compiledByShape.find(key);
   if (it == loaded.compiledByShape.end()) {

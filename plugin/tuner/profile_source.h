@@ -29,16 +29,20 @@ struct LoadedProfile {
   bool bad = false;                                // the named file could not be used
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
-  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedUnverified{false};
-  // A rules-only profile's tables depend on the shape and the trust level alone: compiled once per key.
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedUnverified{false},
+      warnedRefuted{false}, warnedOtherRelease{false};
+  // A rules-only profile's tables depend on the shape, the trust level and the NCCL release alone:
+  // compiled once per key.
   mutable std::mutex compiledMutex;
-  mutable std::map<std::tuple<int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;
+  mutable std::map<std::tuple<int, int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;
 };
 
 // The table for a communicator of this shape: from the per-shape cache for a rules-only profile
 // (at most kMaxCachedShapes kept), compiled afresh with the learned network's rules otherwise.
 inline constexpr size_t kMaxCachedShapes = 64;
-policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings);
+// ncclVersionCode: the release in force (NcclRules::versionCode), 0 when unknown.
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                                    int ncclVersionCode);
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);
