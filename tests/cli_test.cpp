@@ -124,7 +124,8 @@ TEST(Cli, StoreReadersNeverHangOnAFifoADeviceOrGarbage) {
   const std::string out = " -o '" + (dir.path / "out").string() + "'";
   const std::vector<std::pair<std::string, std::string>> commands = {
       {"db stats --db", ""}, {"db export-csv --db", out}, {"db applied --db", ""}, {"export --from-store", out},
-      {"train --epochs 1 --db", out}, {"export", out}, {"validate", ""}, {"train --epochs 1 --no-store --data", out}};
+      {"train --epochs 1 --db", out}, {"export", out}, {"validate", ""}, {"train --epochs 1 --no-store --data", out}, {"sim --params", ""},
+      {"sim --topology", ""}};
   for (const std::string& bad : {fifo, std::string("/dev/zero"), garbage}) {
     for (const auto& [cmd, rest] : commands) {
       const Result r = dynamiccl::testing::runShell("env -u DYNAMICCL_DB timeout 30 " + kDynamiccl + " " + cmd + " '" +
