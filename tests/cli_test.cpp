@@ -134,6 +134,7 @@ TEST(Cli, StoreReadersNeverHangOnAFifoADeviceOrGarbage) {
       EXPECT_NE(r.rc, 124) << cmd << " " << bad << ": hung\n" << r.output;
       EXPECT_NE(r.rc, 0) << cmd << " " << bad << "\n" << r.output;
       EXPECT_NE(r.output.find(bad), std::string::npos) << cmd << " " << bad << "\n" << r.output;
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << cmd << " " << bad << ": one line\n" << r.output;
       EXPECT_FALSE(fs::exists(dir.path / "out")) << cmd << " " << bad;
     }
   }

@@ -85,7 +85,12 @@ std::string storeWithOddRows(const TempDir& dir) {
   moreNodesThanRanks.n_nodes = 16;
   store::VerdictRow unknownAlgo = goodVerdict(1 << 14);
   unknownAlgo.algo = "WORMHOLE";
-  rows.insert(rows.end(), {zeroRanks, negativeNodes, inverted, moreNodesThanRanks, unknownAlgo});
+  store::VerdictRow garbageVersion = goodVerdict(1 << 19);
+  garbageVersion.nccl_version = "banana";
+  store::VerdictRow noWin = goodVerdict(1 << 21);
+  noWin.gain = 0.02;
+  noWin.gain_low = -0.01;
+  rows.insert(rows.end(), {zeroRanks, negativeNodes, inverted, moreNodesThanRanks, unknownAlgo, garbageVersion, noWin});
   EXPECT_TRUE((*store)->addVerdicts(rows).ok());
   store->reset();
   // Values no build writes, as a hand edit or another tool leaves them.
@@ -120,8 +125,14 @@ TEST(VerdictsExport, EachOddRowIsRefusedWithItsReasonAndEveryGoodOneIsKept) {
   EXPECT_EQ(verified->profile.rules[0].minBytes, uint64_t{1} << 20);
   EXPECT_EQ(verified->profile.rules[1].minBytes, uint64_t{1} << 22);
   std::map<uint64_t, std::string> reasons;  // by the odd row's first byte count as stored
-  for (const auto& r : verified->refused) reasons[r.row.min_bytes] = r.reason;
-  ASSERT_EQ(verified->refused.size(), 8u);
+  for (const auto& r : verified->refused) {
+    reasons[r.row.min_bytes] = r.reason;
+    ASSERT_LT(r.index, verified->verdicts.size());
+    EXPECT_EQ(verified->verdicts[r.index].min_bytes, r.row.min_bytes);
+  }
+  ASSERT_EQ(verified->refused.size(), 10u);
+  EXPECT_NE(reasons[1 << 19].find("nccl_version"), std::string::npos) << reasons[1 << 19];
+  EXPECT_NE(reasons[1 << 21].find("no gain beyond its interval"), std::string::npos) << reasons[1 << 21];
   EXPECT_NE(reasons[1 << 10].find("ranks must be >= 1"), std::string::npos) << reasons[1 << 10];
   EXPECT_NE(reasons[1 << 11].find("nodes must be >= 1"), std::string::npos) << reasons[1 << 11];
   EXPECT_NE(reasons[1 << 12].find("inverted"), std::string::npos) << reasons[1 << 12];
@@ -148,7 +159,7 @@ TEST(VerdictsExport, TheCommandNamesEachRefusedRowAndWritesWhatValidateAccepts) 
   for (size_t at = exported.output.find("refused ("); at != std::string::npos;
        at = exported.output.find("refused (", at + 1))
     ++refusedLines;
-  EXPECT_EQ(refusedLines, 8u) << exported.output;
+  EXPECT_EQ(refusedLines, 10u) << exported.output;
   EXPECT_NE(exported.output.find("wrote " + out + " (2 rules"), std::string::npos) << exported.output;
 
   const auto validated = testing::runShell(kDynamiccl + " validate '" + out + "' 2>&1");

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
@@ -32,9 +33,13 @@ Expected<tune::TuneReport> reportFromStore(const std::string& dbFlag) {
   auto verified = verdicts::profileFromStore(**db, "verified-in-job");
   if (!verified) return makeError(verified.error());
   std::cerr << verified->verdicts.size() << " candidate rule(s) verified in jobs (" << (*db)->path() << "):\n";
-  for (const store::VerdictRow& v : verified->verdicts) std::cerr << "  " << verdicts::describeVerdict(v) << "\n";
-  for (const verdicts::RefusedVerdict& r : verified->refused)
-    std::cerr << "  refused (" << r.reason << "): " << verdicts::describeVerdict(r.row) << "\n";
+  std::map<size_t, const verdicts::RefusedVerdict*> refused;
+  for (const verdicts::RefusedVerdict& r : verified->refused) refused[r.index] = &r;
+  for (size_t i = 0; i < verified->verdicts.size(); ++i) {
+    const auto it = refused.find(i);
+    std::cerr << "  " << (it != refused.end() ? "refused (" + it->second->reason + "): " : "")
+              << verdicts::describeVerdict(verified->verdicts[i]) << "\n";
+  }
   if (!verified->refused.empty())
     std::cerr << "  " << verified->refused.size() << " promoted row(s) refused, each left out; the other "
               << verified->profile.rules.size() << " rule(s) are written\n";

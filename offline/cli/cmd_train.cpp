@@ -97,6 +97,19 @@ int run(TrainCmdOptions o) {
     }
     stored = std::move(*s);
   }
+  // Real measurements, read before anything is printed or trained: whole machines held out or kept
+  // for calibration like the presets.
+  std::vector<sim::ReplayData> measured;
+  std::vector<std::string> skippedLines;
+  for (const std::string& csv : o.data) {
+    auto d = train::loadReplayData(csv, o.measuredOn);
+    if (!d) {
+      std::cerr << "dynamiccl train: " << d.error() << "\n";
+      return 1;
+    }
+    for (const std::string& line : sim::describeSkipped(d->skipped)) skippedLines.push_back("  " + csv + ": " + line);
+    measured.push_back(std::move(*d));
+  }
   // Calibration machines are held out too (the error must be measured on machines never trained on),
   // but kept apart from the evaluation hold-out so the figures are not measured on what set the margin.
   std::vector<std::string> outOfTraining = o.holdOut;
@@ -116,17 +129,7 @@ int run(TrainCmdOptions o) {
   if (!o.noConfidence)
     std::printf("          calibration (error of predicted gains) %s\n",
                 calibrationSystems.empty() ? "(none)" : names(calibrationSystems).c_str());
-  // Real measurements: whole machines held out or kept for calibration like the presets.
-  std::vector<sim::ReplayData> measured;
-  for (const std::string& csv : o.data) {
-    auto d = train::loadReplayData(csv, o.measuredOn);
-    if (!d) {
-      std::cerr << "dynamiccl train: " << d.error() << "\n";
-      return 1;
-    }
-    for (const std::string& line : sim::describeSkipped(d->skipped)) std::printf("  %s: %s\n", csv.c_str(), line.c_str());
-    measured.push_back(std::move(*d));
-  }
+  for (const std::string& line : skippedLines) std::printf("%s\n", line.c_str());
   train::RolloutOptions ro;
   ro.keysPerSystem = o.keysPerSystem;
   ro.seed = o.train.seed;

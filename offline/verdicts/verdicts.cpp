@@ -19,6 +19,7 @@ std::string isoDate(int64_t ts_ns) {
 }
 
 std::string sizeText(uint64_t b) {
+  if (static_cast<int64_t>(b) < 0) return std::to_string(static_cast<int64_t>(b));  // as an odd row stored it
   const char* units[] = {"", "K", "M", "G", "T"};
   int u = 0;
   double x = static_cast<double>(b);
@@ -66,7 +67,9 @@ Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& 
   VerifiedProfile out;
   out.profile.name = name;
   out.verdicts = *rows;
-  auto refuse = [&](const store::VerdictRow& v, std::string reason) { out.refused.push_back({v, std::move(reason)}); };
+  auto refuse = [&](const store::VerdictRow& v, std::string reason) {
+    out.refused.push_back({v, std::move(reason), static_cast<size_t>(&v - rows->data())});
+  };
   for (const store::VerdictRow& v : *rows) {
     if (v.state != "promoted") continue;
     if (const std::string why = rowProblem(v); !why.empty()) {
@@ -103,6 +106,10 @@ Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& 
     e.date = isoDate(v.ts_ns);
     if (auto s = policy::validateEvidence(e); !s) {
       refuse(v, "evidence: " + s.error());
+      continue;
+    }
+    if (!policy::measuredGain(e)) {  // promoted, yet its own figures show no win: the plugin would refuse it
+      refuse(v, "promoted, but its gain is no gain beyond its interval");
       continue;
     }
     r.evidence = e;

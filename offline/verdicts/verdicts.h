@@ -15,6 +15,7 @@ namespace dynamiccl::verdicts {
 struct RefusedVerdict {
   store::VerdictRow row;
   std::string reason;
+  size_t index = 0;  // its position in VerifiedProfile::verdicts
 };
 
 struct VerifiedProfile {
