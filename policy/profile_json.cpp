@@ -18,7 +18,7 @@ using nlohmann::json;
 constexpr std::string_view kFormatName = "dynamiccl-profile";
 const std::set<std::string> kTopKeys = {"format", "version", "name", "description", "created_by",
                                         "fingerprint", "rules", "policy", "meta"};
-const std::set<std::string, std::less<>> kRuleKeys = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
+const std::set<std::string> kRuleKeys = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
                                          "pipe_ops", "reg_buff", "algo", "proto", "channels", "chunk",
                                          "confidence", "note", "evidence"};
 const std::set<std::string> kEvidenceKeys = {"provenance", "fingerprint", "nccl_version", "samples",
@@ -69,16 +69,15 @@ std::pair<int, int> asIntRange(const json& v, const std::string& what) {
 ClusterHardware parseFingerprint(const json& f);
 Evidence parseEvidence(const json& e);
 
-// A rule object's members, checked and found in one pass: a 60k-rule profile looks each key up a
-// dozen times, and a map lookup per look was a good part of its first init.
-class RuleFields {
+// An object's members found in one pass: a 60k-rule profile looks each key of a rule, its evidence
+// and its fingerprint up a dozen times, and a map lookup per look was a good part of its first init.
+// Built once the object's keys are checked against a set of at most 16 names.
+class Members {
  public:
-  RuleFields(const json& r, int version) {
-    for (auto it = r.begin(); it != r.end(); ++it) {
-      const std::string& key = it.key();
-      if (!kRuleKeys.count(key) || (key == "evidence" && version < kFirstEvidenceVersion))
-        throw RuleError{"unknown key \"" + key + "\"" + (key == "evidence" ? " (evidence needs \"version\": 2)" : "")};
-      fields_[count_++] = {key, &it.value()};  // keys of an object are unique: at most kRuleKeys.size()
+  explicit Members(const json& object) {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      if (count_ == fields_.size()) throw RuleError{"too many keys"};
+      fields_[count_++] = {it.key(), &it.value()};
     }
   }
   bool contains(std::string_view key) const { return find(key) != nullptr; }
@@ -96,7 +95,11 @@ class RuleFields {
 
 Rule parseRule(const json& object, int version) {
   if (!object.is_object()) throw RuleError{"must be an object"};
-  const RuleFields r(object, version);
+  for (auto it = object.begin(); it != object.end(); ++it)
+    if (!kRuleKeys.count(it.key()) || (it.key() == "evidence" && version < kFirstEvidenceVersion))
+      throw RuleError{"unknown key \"" + it.key() + "\"" +
+                      (it.key() == "evidence" ? " (evidence needs \"version\": 2)" : "")};
+  const Members r(object);
   Rule rule;
   if (r.contains("collective")) {
     const json& c = r["collective"];
@@ -163,11 +166,12 @@ double asNumber(const json& v, const std::string& what) {
 
 // {"gpu_cc": 90, "nvlink_GBps": 400, "nics_per_node": 8, "nic_GBps": 50, "source": "..."}: all four
 // facts, because multi-node learned rules use nothing else (a partial one would leave them unknown).
-ClusterHardware parseFingerprint(const json& f) {
-  if (!f.is_object())
+ClusterHardware parseFingerprint(const json& object) {
+  if (!object.is_object())
     throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
-  for (auto it = f.begin(); it != f.end(); ++it)
+  for (auto it = object.begin(); it != object.end(); ++it)
     if (!kFingerprintKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+  const Members f(object);
   for (const char* key : {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"})
     if (!f.contains(key))
       throw RuleError{std::string("missing \"") + key + "\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
@@ -186,10 +190,11 @@ ClusterHardware parseFingerprint(const json& f) {
 
 // {"provenance": "measured-offline", "fingerprint": {...}, "nccl_version": "2.28.9", "samples": 27,
 // "default_samples": 27, "gain": 0.12, "gain_ci": [0.08, 0.16], "date": "2026-11-23"}
-Evidence parseEvidence(const json& e) {
-  if (!e.is_object()) throw RuleError{"evidence must be an object"};
-  for (auto it = e.begin(); it != e.end(); ++it)
+Evidence parseEvidence(const json& object) {
+  if (!object.is_object()) throw RuleError{"evidence must be an object"};
+  for (auto it = object.begin(); it != object.end(); ++it)
     if (!kEvidenceKeys.count(it.key())) throw RuleError{"evidence: unknown key \"" + it.key() + "\""};
+  const Members e(object);
   Evidence ev;
   if (!e.contains("provenance") || !e["provenance"].is_string()) throw RuleError{"evidence: provenance missing"};
   const auto p = parseProvenance(e["provenance"].get<std::string>());
