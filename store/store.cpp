@@ -66,9 +66,10 @@ Expected<int64_t> stepInsert(sqlite3* db, sqlite3_stmt* st, const char* what) {
   return sqlite3_last_insert_rowid(db);
 }
 
-// "file:" URI of a path: the characters URIs reserve are percent-encoded.
+// "file:" URI of a path: the characters URIs reserve are percent-encoded, and an absolute path gets
+// an empty authority ("//tmp/x.db" would otherwise name a host).
 std::string fileUri(const std::string& path, const char* query) {
-  std::string uri = "file:";
+  std::string uri = path.starts_with('/') ? "file://" : "file:";
   for (const char c : path) {
     if (c == '%' || c == '?' || c == '#') {
       char hex[4];

@@ -369,6 +369,15 @@ TEST(Store, ReadingAStoreNoProcessHoldsLeavesNoWalOrShmBehind) {
   }
   EXPECT_NE(stat((path + "-wal").c_str(), &st), 0);
   EXPECT_NE(stat((path + "-shm").c_str(), &st), 0);
+  // Any file name: the reader hands SQLite a URI, whose reserved characters must not change the path.
+  const std::string odd = dir.path + "/a?b#c%20d:e.db";
+  ASSERT_EQ(rename(path.c_str(), odd.c_str()), 0);
+  for (const std::string& name : {odd, "/" + odd}) {
+    auto reader = Store::open({.path = name, .read_only = true});
+    ASSERT_TRUE(reader.ok()) << name << ": " << reader.error();
+    EXPECT_EQ((*reader)->stats()->rows_per_table["runs"], 1);
+  }
+  ASSERT_EQ(rename(odd.c_str(), path.c_str()), 0);
 
   // While a writer holds it, a reader goes through the WAL and sees what the writer committed.
   auto writer = Store::open({.path = path});
