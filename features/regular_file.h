@@ -18,6 +18,9 @@ enum class FollowLinks { Yes, No };
 Expected<int> openRegularFile(const std::string& path, int flags, FollowLinks follow = FollowLinks::Yes,
                               mode_t createMode = 0600);
 
+// What the offline tools read whole (tune reports, measurement CSVs, calibrations): 1 GiB at most.
+inline constexpr uint64_t kMaxInputFileBytes = uint64_t{1} << 30;
+
 // The whole content of a regular file of at most maxBytes (a bigger one is refused unread).
 Expected<std::string> readRegularFile(const std::string& path, uint64_t maxBytes,
                                       FollowLinks follow = FollowLinks::Yes);

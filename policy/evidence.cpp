@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "plugin/abi/abi.h"
 #include "policy/profile.h"
 
 namespace dynamiccl::policy {
@@ -62,6 +63,11 @@ std::string firstDifference(const TopologyFingerprint& ours, const ClusterHardwa
 
 }  // namespace
 
+bool measuredGain(const Evidence& e) {
+  if (std::isfinite(e.gainLow)) return e.gainLow > 0;
+  return !std::isfinite(e.gain) || e.gain > 0;
+}
+
 std::string_view provenanceName(Provenance p) { return kProvenanceNames[static_cast<int>(p)]; }
 
 std::optional<Provenance> parseProvenance(std::string_view name) {
@@ -94,6 +100,8 @@ Status validateEvidence(const Evidence& e) {
     return makeError("gain_ci must be [low, high] around gain");
   if (std::isinf(e.gainLow) || std::isinf(e.gainHigh)) return makeError("gain_ci must be finite");
   if (!e.date.empty() && !isoDate(e.date)) return makeError("date must be ISO 8601 (YYYY-MM-DD)");
+  if (!e.ncclVersion.empty() && !abi::parseNcclVersion(e.ncclVersion))
+    return makeError("nccl_version \"" + e.ncclVersion.substr(0, 32) + "\" is not a release (such as 2.28.9)");
   if (e.fingerprint)
     if (auto s = validateClusterHardware(*e.fingerprint); !s) return makeError("fingerprint: " + s.error());
   return Ok{};
@@ -111,8 +119,9 @@ bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& hw) {
 }
 
 StandingInputs StandingInputs::of(const CommShape& shape, const std::optional<ClusterHardware>& declared,
-                                  const HostSources& host, bool userRules, Trust trust) {
+                                  const HostSources& host, bool userRules, Trust trust, int ncclVersionCode) {
   StandingInputs in;
+  in.ncclVersionCode = ncclVersionCode;
   in.shared = fingerprintForRules(shape, declared, host).fingerprint;
   if (shape.nNodes <= 1) in.local = fingerprintForRules(shape, std::nullopt, host).fingerprint;
   in.userRules = userRules;
@@ -122,17 +131,26 @@ StandingInputs StandingInputs::of(const CommShape& shape, const std::optional<Cl
 
 RuleStanding ruleStanding(const std::optional<Evidence>& e, const StandingInputs& in) {
   RuleStanding s;
+  const std::optional<int> measuredUnder =
+      e && !e->ncclVersion.empty() ? abi::parseNcclVersion(e->ncclVersion) : std::nullopt;
   if (!e) s.why = "no evidence";
   else if (!isMeasured(e->provenance)) s.why = std::string(provenanceName(e->provenance));
+  else if (!measuredGain(*e)) s.refuted = true, s.why = "measured, no gain beyond its interval (" + evidenceText(*e) + ")";
   else if (!e->fingerprint) s.why = "measured, fingerprint not recorded";
   else if (!in.shared) s.why = "measured, but this communicator has no fingerprint every rank shares";
   else if (!sameHardware(*in.shared, *e->fingerprint))
     s.why = "measured on another fingerprint (" + firstDifference(*in.shared, *e->fingerprint, false, "this communicator's") + ")";
   else if (in.local && !probeAgrees(*in.local, *e->fingerprint))
     s.why = "measured on another fingerprint (" + firstDifference(*in.local, *e->fingerprint, true, "this host's probe") + ")";
+  else if (!e->ncclVersion.empty() && !measuredUnder) s.why = "measured, NCCL version \"" + e->ncclVersion + "\" unreadable";
+  else if (measuredUnder && in.ncclVersionCode > 0 &&
+           abi::pickRuleFor(*measuredUnder) != abi::pickRuleFor(in.ncclVersionCode))
+    s.otherRelease = true,
+    s.why = std::string("measured under NCCL ") + abi::pickRuleName(abi::pickRuleFor(*measuredUnder)) +
+            "'s selection rules, this job runs " + abi::pickRuleName(abi::pickRuleFor(in.ncclVersionCode)) + "'s";
   else s.verified = true, s.why = "verified";
   // NVIDIA CSV files are the user's own explicit rules: applying them is the user's opt-in.
-  s.applies = s.verified || in.userRules || in.trust == Trust::All;
+  s.applies = !s.refuted && (s.verified || in.userRules || in.trust == Trust::All);
   if (!s.verified && in.userRules) s.why = "the user's own rule (NVIDIA CSV)";
   return s;
 }

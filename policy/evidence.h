@@ -34,7 +34,12 @@ struct Evidence {
 // One line: "measured-offline on {...}, NCCL 2.28.9, 27 vs 27 samples, gain +12.0% [+8.0%, +16.0%], 2026-11-23".
 std::string evidenceText(const Evidence& e);
 
-// Checks values a reader or writer must refuse (negative samples, inverted interval, bad date).
+// False when the evidence's own figures show no speed-up: the interval's low end (else the gain) is
+// not above 0. True when no gain was recorded (nothing to contradict).
+bool measuredGain(const Evidence& e);
+
+// Checks values a reader or writer must refuse (negative samples, inverted interval, bad date, an
+// nccl_version that names no release).
 Status validateEvidence(const Evidence& e);
 
 enum class Trust : uint8_t {
@@ -49,18 +54,24 @@ bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& measur
 // Whether each rule of a profile is verified for one communicator, and why not. The communicator's
 // fingerprint comes from sources every rank shares (features/rule_fingerprint.h); on one node this
 // host's probe must not contradict the rule's fingerprint either.
+// A measured rule's own evidence is read, not only carried: a gain that is no gain beyond its
+// interval refutes the rule (applied at no trust level, not even a candidate), and one measured under
+// another release's selection rules (plugin/abi/pick_rule.h) is unverified under this one.
 struct RuleStanding {
   bool verified = false;
-  bool applies = false;  // verified, the user's own rule (NVIDIA CSV), or trust = All
-  std::string why;       // "verified", "simulated", "measured on another fingerprint", ...
+  bool applies = false;   // verified, the user's own rule (NVIDIA CSV), or trust = All
+  bool refuted = false;   // its evidence shows no gain beyond its interval: never applied nor re-tested
+  bool otherRelease = false;  // measured under another NCCL release's selection rules than the one in force
+  std::string why;        // "verified", "simulated", "measured on another fingerprint", ...
 };
 struct StandingInputs {
   std::optional<TopologyFingerprint> shared;  // fingerprintForRules(shape, declared, host)
   std::optional<TopologyFingerprint> local;   // single-node only: probe and DYNAMICCL_TOPO_*, no declaration
   bool userRules = false;                     // the profile is the user's own NVIDIA CSV
   Trust trust = Trust::Verified;
+  int ncclVersionCode = 0;                    // the NCCL release in force (23101 for 2.31.1); 0: unknown, not checked
   static StandingInputs of(const CommShape& shape, const std::optional<ClusterHardware>& declared,
-                           const HostSources& host, bool userRules, Trust trust);
+                           const HostSources& host, bool userRules, Trust trust, int ncclVersionCode = 0);
 };
 RuleStanding ruleStanding(const std::optional<Evidence>& evidence, const StandingInputs& inputs);
 

@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "policy/dense_kernel.h"
@@ -51,10 +52,47 @@ PolicyNetwork::PolicyNetwork(PolicyWeights w) : weights_(std::move(w)), layers_(
 
 PolicyNetwork::~PolicyNetwork() = default;
 
+namespace {
+
+// Values in range can still overflow together: a forward pass over plain inputs (a quiet timing
+// window, features 0 and 1) must give finite scores, embeddings and confidences.
+Status forwardPassIsFinite(const PolicyNetwork& net) {
+  const PolicyWeights& w = net.weights();
+  std::vector<float> window(static_cast<size_t>(w.windowLength), 0.0f), hidden(static_cast<size_t>(w.gruHidden));
+  net.encodeWindow(window.data(), hidden.data());
+  std::vector<float> keyRows(static_cast<size_t>(2 * net.keyInputs()), 0.0f);
+  for (int k = 0; k < 2; ++k) {
+    std::fill_n(keyRows.begin() + k * net.keyInputs(), w.contextFeatures, static_cast<float>(k));
+    std::copy(hidden.begin(), hidden.end(), keyRows.begin() + k * net.keyInputs() + w.contextFeatures);
+  }
+  std::vector<float> configRows(static_cast<size_t>(2 * w.configFeatures), 0.0f);
+  std::fill(configRows.begin() + w.configFeatures, configRows.end(), 1.0f);
+  const PairIndex pairs[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+  const int e = net.embeddingSize();
+  std::vector<float> scores(std::size(pairs)), embeddings(std::size(pairs) * static_cast<size_t>(e));
+  net.predictAndEmbedPairs(keyRows.data(), 2, configRows.data(), 2, pairs, scores.data(), embeddings.data());
+  auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
+  if (!finite(hidden) || !finite(scores) || !finite(embeddings))
+    return makeError("values out of range: the network's outputs overflow on plain inputs");
+  if (const PredictionCovariance* c = net.covariance()) {
+    std::vector<float> projected(embeddings.size());
+    c->project(embeddings, projected.data());
+    if (!finite(projected) || !std::isfinite(c->differenceSd_log(projected.data(), projected.data() + e)))
+      return makeError("covariance unusable: the confidence it gives overflows on plain inputs");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const PolicyNetwork>> PolicyNetwork::create(PolicyWeights weights) {
   if (auto s = validatePolicyWeights(weights); !s) return makeError(s.error());
   try {
-    return std::shared_ptr<const PolicyNetwork>(new PolicyNetwork(std::move(weights)));
+    auto net = std::shared_ptr<const PolicyNetwork>(new PolicyNetwork(std::move(weights)));
+    if (auto s = forwardPassIsFinite(*net); !s) return makeError(s.error());
+    return net;
   } catch (const std::exception& e) {
     return makeError(std::string("policy network: ") + e.what());
   }

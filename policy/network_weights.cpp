@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 
 #include "policy/json_limits.h"
 #include "policy/profile.h"
@@ -28,6 +29,12 @@ std::vector<std::pair<std::string, std::vector<int>>> expectedTensors(const Poli
     in = o;
   }
   return out;
+}
+
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
 }
 
 std::string shapeText(const std::vector<int>& s) {
@@ -65,6 +72,9 @@ Status validatePolicyWeights(const PolicyWeights& w) {
     if (n < 1 || n > 1024) return makeError("mlp_hidden widths must be in [1, 1024]");
   if (!std::isfinite(w.targetMean) || !std::isfinite(w.targetStd) || w.targetStd <= 0)
     return makeError("target mean/std must be finite with std > 0");
+  if (std::abs(w.targetMean) > kMaxTargetMagnitude || w.targetStd > kMaxTargetMagnitude)
+    return makeError("values out of range: target mean/std beyond " + std::to_string(static_cast<int>(kMaxTargetMagnitude)) +
+                     " (a log of microseconds)");
   if (w.guardMargin && !(*w.guardMargin >= 0.0f && *w.guardMargin < 1.0f))
     return makeError("guard_margin must be in [0, 1) (null: no guard)");
   if (!w.lastLayerCovariance.empty()) {
@@ -76,6 +86,9 @@ Status validatePolicyWeights(const PolicyWeights& w) {
         const float v = w.lastLayerCovariance[i * n + j], t = w.lastLayerCovariance[j * n + i];
         if (!std::isfinite(v)) return makeError("last_layer_covariance holds a NaN or infinite value");
         if (i == j && v < 0) return makeError("last_layer_covariance has a negative variance");
+        if (std::abs(v) > kMaxCovarianceValue)
+          return makeError("covariance unusable: last_layer_covariance holds " + shortNumber(v) +
+                           ", beyond 1e6 (no key could ever be confident)");
         if (std::abs(v - t) > 1e-4f * (std::abs(v) + std::abs(t)) + 1e-12f)
           return makeError("last_layer_covariance is not symmetric");
       }
@@ -93,6 +106,8 @@ Status validatePolicyWeights(const PolicyWeights& w) {
     if (it->second.data.size() != n) return makeError("tensor " + name + " has the wrong number of values");
     for (float v : it->second.data)
       if (!std::isfinite(v)) return makeError("tensor " + name + " holds a NaN or infinite value");
+      else if (std::abs(v) > kMaxPolicyWeight)
+        return makeError("values out of range: tensor " + name + " holds " + shortNumber(v) + ", beyond 1e4");
   }
   return Ok{};
 }

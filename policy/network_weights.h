@@ -14,6 +14,11 @@ namespace dynamiccl::policy {
 
 inline constexpr std::string_view kPolicyFormat = "dynamiccl-policy";
 inline constexpr int kPolicyWeightsVersion = 1;
+// Beyond these a finite value still overflows the forward pass or makes every key unconfident: a
+// trained network's weights are O(1), its target is a log of microseconds, its covariance O(1).
+inline constexpr float kMaxPolicyWeight = 1e4f;
+inline constexpr float kMaxTargetMagnitude = 100.0f;
+inline constexpr float kMaxCovarianceValue = 1e6f;
 // The guard's default: the network's choice replaces NCCL's own only where the network predicts it
 // at least 5% faster than NCCL's own choice (about twice the run-to-run noise of the measurements).
 

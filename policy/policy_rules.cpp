@@ -230,6 +230,9 @@ std::shared_ptr<const std::vector<Rule>> cachedPolicyRules(const std::shared_ptr
   return rules;
 }
 
+// Unverified rules are candidates for in-job verification; a refuted one is not worth re-testing.
+bool isCandidate(const RuleStanding& st, bool userRules) { return !st.verified && !userRules && !st.refuted; }
+
 }  // namespace
 
 PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, const PolicyInputs& inputs) {
@@ -243,18 +246,34 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
     if (fp.fingerprint) generated = cachedPolicyRules(profile.network, *fp.fingerprint, inputs.workload);
     else out.learnedRulesOff = fp.unavailable;  // no fingerprint every rank shares: the profile's own rules only
   }
-  const StandingInputs standing = StandingInputs::of(shape, profile.hardware, host, profile.userRules, inputs.trust);
+  const StandingInputs standing =
+      StandingInputs::of(shape, profile.hardware, host, profile.userRules, inputs.trust, inputs.ncclVersionCode);
   std::vector<RuleStanding> standings;
   standings.reserve(profile.rules.size());
-  size_t applying = 0, unverifiedCount = 0;
+  size_t applying = 0, unverifiedCount = 0, refuted = 0, otherRelease = 0;
+  const Rule *firstRefuted = nullptr, *firstOtherRelease = nullptr;
   std::map<std::string, size_t> reasons;
   for (const Rule& r : profile.rules) {
     standings.push_back(ruleStanding(r.evidence, standing));
-    applying += standings.back().applies;
-    const bool unverified = !standings.back().verified && !profile.userRules;
+    const RuleStanding& st = standings.back();
+    applying += st.applies;
+    const bool unverified = isCandidate(st, profile.userRules);
     unverifiedCount += unverified;
-    if (unverified && (reasons.size() < 16 || reasons.count(standings.back().why))) ++reasons[standings.back().why];
+    if (unverified && (reasons.size() < 16 || reasons.count(st.why))) ++reasons[st.why];
+    if (st.refuted && !refuted++) firstRefuted = &r;
+    if (st.otherRelease && !otherRelease++) firstOtherRelease = &r;
   }
+  auto note = [&](size_t n, const Rule* first, size_t index, const char* what) {
+    return std::to_string(n) + " rule(s) " + what + " (" + (first->origin.empty() ? "rules[" + std::to_string(index) + "]" : first->origin) +
+           ": " + standings[index].why + ")";
+  };
+  if (refuted)
+    out.refutedRules = note(refuted, firstRefuted, static_cast<size_t>(firstRefuted - profile.rules.data()),
+                            "whose own evidence shows no gain beyond its interval are not applied at any trust level");
+  if (otherRelease)
+    out.otherReleaseRules = note(otherRelease, firstOtherRelease,
+                                 static_cast<size_t>(firstOtherRelease - profile.rules.data()),
+                                 "measured under another NCCL release's selection rules are unverified here");
   // A table of all of the profile's rules is compiled from the profile itself: no copy of 60k rules.
   auto compileSubset = [&](bool learned, size_t count, auto&& keeps) {
     if (!learned && count == profile.rules.size()) return DecisionTable::compile(profile, shape);
@@ -272,7 +291,7 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
     out.unverified = out.table;  // the same rules: compiled once
   } else {
     out.unverified = compileSubset(generated != nullptr, unverifiedCount,
-                                   [&](const RuleStanding& st) { return !st.verified && !profile.userRules; });
+                                   [&](const RuleStanding& st) { return isCandidate(st, profile.userRules); });
   }
   std::vector<std::pair<size_t, std::string>> byCount;
   for (const auto& [why, n] : reasons) byCount.emplace_back(n, why);

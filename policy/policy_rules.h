@@ -45,6 +45,7 @@ struct PolicyInputs {
   const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
   WorkloadContext workload;           // DYNAMICCL_WORKLOAD
   Trust trust = Trust::Verified;      // DYNAMICCL_TRUST (the plugin passes its setting)
+  int ncclVersionCode = 0;            // the NCCL release in force (plugin/tuner/nccl_version.h); 0: unknown
 };
 
 struct PolicyTable {
@@ -55,6 +56,8 @@ struct PolicyTable {
   // Why the profile's unverified rules are not verified here, by reason and count, most first, e.g.
   // "40 measured on another fingerprint (gpu_cc differs: this communicator's 103, the rule's 100); 3 simulated".
   std::string unverifiedWhy;
+  std::string refutedRules;     // rules whose own evidence shows no gain: how many, the first, why (never applied)
+  std::string otherReleaseRules;  // rules measured under another release's selection rules: how many, the first
 };
 
 // The plugin's entry: the network's guarded rules (when the profile has a policy and a fingerprint

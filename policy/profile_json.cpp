@@ -1,9 +1,12 @@
 // Reading and writing our JSON profile format (nlohmann::json; no exception leaves this file).
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "policy/json_limits.h"
 #include "policy/network_eval.h"
@@ -68,12 +71,37 @@ std::pair<int, int> asIntRange(const json& v, const std::string& what) {
 ClusterHardware parseFingerprint(const json& f);
 Evidence parseEvidence(const json& e);
 
-Rule parseRule(const json& r, int version) {
-  if (!r.is_object()) throw RuleError{"must be an object"};
-  for (auto it = r.begin(); it != r.end(); ++it)
+// An object's members found in one pass: a 60k-rule profile looks each key of a rule, its evidence
+// and its fingerprint up a dozen times, and a map lookup per look was a good part of its first init.
+// Built once the object's keys are checked against a set of at most 16 names.
+class Members {
+ public:
+  explicit Members(const json& object) {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      if (count_ == fields_.size()) throw RuleError{"too many keys"};
+      fields_[count_++] = {it.key(), &it.value()};
+    }
+  }
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+  const json& operator[](std::string_view key) const { return *find(key); }
+
+ private:
+  const json* find(std::string_view key) const {
+    for (size_t i = 0; i < count_; ++i)
+      if (fields_[i].first == key) return fields_[i].second;
+    return nullptr;
+  }
+  std::array<std::pair<std::string_view, const json*>, 16> fields_{};
+  size_t count_ = 0;
+};
+
+Rule parseRule(const json& object, int version) {
+  if (!object.is_object()) throw RuleError{"must be an object"};
+  for (auto it = object.begin(); it != object.end(); ++it)
     if (!kRuleKeys.count(it.key()) || (it.key() == "evidence" && version < kFirstEvidenceVersion))
       throw RuleError{"unknown key \"" + it.key() + "\"" +
                       (it.key() == "evidence" ? " (evidence needs \"version\": 2)" : "")};
+  const Members r(object);
   Rule rule;
   if (r.contains("collective")) {
     const json& c = r["collective"];
@@ -140,11 +168,12 @@ double asNumber(const json& v, const std::string& what) {
 
 // {"gpu_cc": 90, "nvlink_GBps": 400, "nics_per_node": 8, "nic_GBps": 50, "source": "..."}: all four
 // facts, because multi-node learned rules use nothing else (a partial one would leave them unknown).
-ClusterHardware parseFingerprint(const json& f) {
-  if (!f.is_object())
+ClusterHardware parseFingerprint(const json& object) {
+  if (!object.is_object())
     throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
-  for (auto it = f.begin(); it != f.end(); ++it)
+  for (auto it = object.begin(); it != object.end(); ++it)
     if (!kFingerprintKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+  const Members f(object);
   for (const char* key : {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"})
     if (!f.contains(key))
       throw RuleError{std::string("missing \"") + key + "\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
@@ -163,10 +192,11 @@ ClusterHardware parseFingerprint(const json& f) {
 
 // {"provenance": "measured-offline", "fingerprint": {...}, "nccl_version": "2.28.9", "samples": 27,
 // "default_samples": 27, "gain": 0.12, "gain_ci": [0.08, 0.16], "date": "2026-11-23"}
-Evidence parseEvidence(const json& e) {
-  if (!e.is_object()) throw RuleError{"evidence must be an object"};
-  for (auto it = e.begin(); it != e.end(); ++it)
+Evidence parseEvidence(const json& object) {
+  if (!object.is_object()) throw RuleError{"evidence must be an object"};
+  for (auto it = object.begin(); it != object.end(); ++it)
     if (!kEvidenceKeys.count(it.key())) throw RuleError{"evidence: unknown key \"" + it.key() + "\""};
+  const Members e(object);
   Evidence ev;
   if (!e.contains("provenance") || !e["provenance"].is_string()) throw RuleError{"evidence: provenance missing"};
   const auto p = parseProvenance(e["provenance"].get<std::string>());
@@ -271,10 +301,99 @@ Expected<ClusterHardware> parseClusterHardwareJson(std::string_view text) {
   }
 }
 
-Expected<Profile> parseProfileJson(std::string_view text) {
-  if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return makeError("not valid JSON");
+namespace {
+
+// Where the top-level "rules" array and each of its elements lie in the text: a 60k-rule profile is
+// then parsed one rule at a time instead of as one tree of millions of nodes (first init waits for it).
+struct RulesSpan {
+  size_t open = 0, close = 0;                        // the array's '[' and ']'
+  std::vector<std::pair<size_t, size_t>> elements;   // [begin, end) of each element's text
+};
+
+// Scans a JSON string from its opening quote; returns the index of its closing quote (or npos) and
+// whether it held an escape.
+size_t stringEnd(std::string_view text, size_t quote, bool* escaped) {
+  for (size_t i = quote + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') *escaped = true, ++i;
+    else if (text[i] == '"') return i;
+  }
+  return std::string_view::npos;
+}
+
+size_t skipSpace(std::string_view text, size_t i) {
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+  return i;
+}
+
+// The array's elements from its '[': nullopt when it does not close.
+std::optional<RulesSpan> arrayElements(std::string_view text, size_t open) {
+  RulesSpan span;
+  span.open = open;
+  int depth = 0;
+  bool comma = false;
+  size_t begin = open + 1;
+  for (size_t i = open + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      bool escaped = false;
+      if ((i = stringEnd(text, i, &escaped)) == std::string_view::npos) return std::nullopt;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == '}') {
+      return std::nullopt;  // the array closed by a brace: not JSON, the whole parse says so
+    } else if (c == ']') {
+      // The last element (an empty one after a comma is kept: its parse fails like the whole one).
+      if (comma || skipSpace(text, begin) < i) span.elements.emplace_back(begin, i);
+      span.close = i;
+      return span;
+    } else if (c == ',' && depth == 0) {
+      span.elements.emplace_back(begin, i);
+      begin = i + 1;
+      comma = true;
+    }
+  }
+  return std::nullopt;
+}
+
+// The "rules" array of a top-level object, when it is plain to see: exactly one key "rules" spelled
+// without escapes among keys without escapes, its value an array. Anything else: nullopt, and the
+// document is parsed whole (the same answer, or the same error, just slower).
+std::optional<RulesSpan> locateRules(std::string_view text) {
+  std::optional<RulesSpan> found;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      bool escaped = false;
+      const size_t close = stringEnd(text, i, &escaped);
+      if (close == std::string_view::npos) return std::nullopt;
+      const size_t after = skipSpace(text, close + 1);
+      if (depth == 1 && after < text.size() && text[after] == ':') {  // a key of the top-level object
+        if (escaped) return std::nullopt;
+        if (text.substr(i + 1, close - i - 1) == "rules") {
+          const size_t value = skipSpace(text, after + 1);
+          if (found || value >= text.size() || text[value] != '[') return std::nullopt;
+          found = arrayElements(text, value);
+          if (!found) return std::nullopt;
+          i = found->close;
+          continue;
+        }
+      }
+      i = close;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return found;
+}
+
+// The profile of a parsed document; rules come from ruleAt(i) for i < ruleCount (null: not JSON).
+template <typename RuleAt>
+Expected<Profile> profileFromDocument(const json& doc, size_t ruleCount, RuleAt&& ruleAt) {
   if (!doc.is_object()) return makeError("top level must be a JSON object");
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (!kTopKeys.count(it.key())) return makeError("unknown top-level key \"" + it.key() + "\"");
@@ -309,11 +428,13 @@ Expected<Profile> parseProfileJson(std::string_view text) {
     }
   }
   if (!doc.contains("rules") || !doc["rules"].is_array()) return makeError("\"rules\" must be an array");
-  const json& rules = doc["rules"];
-  for (size_t i = 0; i < rules.size(); ++i) {
+  profile.rules.reserve(ruleCount);
+  for (size_t i = 0; i < ruleCount; ++i) {
     const std::string where = "rules[" + std::to_string(i) + "]";
+    const json* r = ruleAt(i);
+    if (r == nullptr) return makeError("not valid JSON");
     try {
-      Rule rule = parseRule(rules[i], profile.version);
+      Rule rule = parseRule(*r, profile.version);
       rule.origin = where;
       profile.rules.push_back(std::move(rule));
     } catch (const RuleError& e) {
@@ -323,6 +444,38 @@ Expected<Profile> parseProfileJson(std::string_view text) {
     }
   }
   return profile;
+}
+
+}  // namespace
+
+Expected<Profile> parseProfileJson(std::string_view text) {
+  if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
+  if (const std::optional<RulesSpan> span = locateRules(text)) {
+    // The document with an empty "rules", then each rule by itself.
+    std::string top;
+    top.reserve(span->open + 2 + (text.size() - span->close));
+    top.append(text.substr(0, span->open)).append("[]").append(text.substr(span->close + 1));
+    const json doc = json::parse(top.begin(), top.end(), nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_discarded()) {
+      json one;
+      auto ruleAt = [&](size_t i) -> const json* {
+        const auto [begin, end] = span->elements[i];
+        one = json::parse(text.begin() + begin, text.begin() + end, nullptr, /*allow_exceptions=*/false);
+        return one.is_discarded() ? nullptr : &one;
+      };
+      auto profile = profileFromDocument(doc, span->elements.size(), ruleAt);
+      if (profile) return profile;
+      // The whole parse reports invalid JSON before any other fault: so does this one.
+      for (const auto& [begin, end] : span->elements)
+        if (!json::accept(text.begin() + begin, text.begin() + end)) return makeError("not valid JSON");
+      return profile;
+    }
+  }
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return makeError("not valid JSON");
+  const json* rules = doc.is_object() && doc.contains("rules") ? &doc["rules"] : nullptr;
+  const size_t count = rules && rules->is_array() ? rules->size() : 0;
+  return profileFromDocument(doc, count, [&](size_t i) -> const json* { return &(*rules)[i]; });
 }
 
 std::string profileToJson(const Profile& profile) {

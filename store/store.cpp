@@ -1,7 +1,10 @@
 // Opening a Store: file, pragmas (WAL, busy timeout, size limit), schema; and the small one-row inserts.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -63,6 +66,37 @@ Expected<int64_t> stepInsert(sqlite3* db, sqlite3_stmt* st, const char* what) {
   return sqlite3_last_insert_rowid(db);
 }
 
+// "file:" URI of a path: the characters URIs reserve are percent-encoded, and an absolute path gets
+// an empty authority ("//tmp/x.db" would otherwise name a host).
+std::string fileUri(const std::string& path, const char* query) {
+  std::string uri = path.starts_with('/') ? "file://" : "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      uri += hex;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + query;
+}
+
+// What a reader hands SQLite: a regular file only (a FIFO or device would block open or read), and
+// a WAL store no process holds open (no -wal beside it) as immutable, since SQLite would otherwise
+// create -wal and -shm files beside it that a read-only connection can never remove.
+Expected<std::string> readOnlyUri(const std::string& path) {
+  auto fd = openRegularFile(path, O_RDONLY);
+  if (!fd) return makeError(fd.error());
+  unsigned char header[20] = {};
+  const ssize_t got = ::pread(*fd, header, sizeof header, 0);
+  ::close(*fd);
+  const bool wal = got == static_cast<ssize_t>(sizeof header) && header[18] == 2 && header[19] == 2;
+  struct stat st {};
+  const bool inUse = ::lstat((path + "-wal").c_str(), &st) == 0 || ::lstat((path + "-shm").c_str(), &st) == 0;
+  return fileUri(path, wal && !inUse ? "mode=ro&immutable=1" : "mode=ro");
+}
+
 }  // namespace
 
 std::string sqliteError(sqlite3* db, const char* what) {
@@ -91,9 +125,16 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   if (!options.read_only)
     if (auto s = prepareDatabaseFile(impl->path); !s) return makeError(s.error());
 
-  const int flags = (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+  std::string target = impl->path;
+  if (options.read_only && impl->path != ":memory:") {
+    auto uri = readOnlyUri(impl->path);
+    if (!uri) return makeError(uri.error());
+    target = *uri;
+  }
+  const int flags = (options.read_only ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                                       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(impl->path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
+  if (sqlite3_open_v2(target.c_str(), &impl->db, flags, nullptr) != SQLITE_OK)
     return makeError(sqliteError(impl->db, ("open " + impl->path).c_str()));
   sqlite3_extended_result_codes(impl->db, 1);
   sqlite3_busy_handler(impl->db, waitForLock, &impl->options);

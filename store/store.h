@@ -181,6 +181,9 @@ struct VerdictRow {
   double gain = NAN, gain_low = NAN, gain_high = NAN;  // speed-up over the default minus 1, 95% interval
   std::string state;        // "testing", "promoted", "dropped"
   int64_t ts_ns = 0;        // 0: now
+  // Read back only: what in the stored row this build never writes (text in a number column, a
+  // negative byte count); empty for a row as written. Such a row's values are not to be trusted.
+  std::string problem;
 };
 
 class Writer;

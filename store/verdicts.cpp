@@ -23,6 +23,36 @@ constexpr const char* kColumns =
     "base_algo, base_proto, n, mean_log_us, var_log_us, base_n, base_mean_log_us, base_var_log_us, gain, gain_low, "
     "gain_high, state, ts_ns";
 
+// Column indexes in kColumns of the numbers a reader relies on, and which of them may be NULL.
+struct NumberColumn {
+  int index;
+  const char* name;
+  bool integer, nullable;
+};
+constexpr NumberColumn kNumberColumns[] = {
+    {2, "n_ranks", true, false},      {3, "n_nodes", true, false},        {5, "min_bytes", true, false},
+    {6, "max_bytes", true, false},    {9, "n_channels", true, true},      {10, "chunk", true, true},
+    {13, "n", true, false},           {14, "mean_log_us", false, false},  {15, "var_log_us", false, false},
+    {16, "base_n", true, false},      {17, "base_mean_log_us", false, false}, {18, "base_var_log_us", false, false},
+    {19, "gain", false, true},        {20, "gain_low", false, true},      {21, "gain_high", false, true},
+    {23, "ts_ns", true, false}};
+
+// SQLite keeps whatever a hand edit or another tool stored; sqlite3_column_int reads text as 0.
+std::string storedValueProblem(sqlite3_stmt* s) {
+  for (const NumberColumn& c : kNumberColumns) {
+    const int type = sqlite3_column_type(s, c.index);
+    if (type == SQLITE_NULL && c.nullable) continue;
+    if (type == SQLITE_NULL) return std::string(c.name) + " is NULL";
+    if (type != SQLITE_INTEGER && (c.integer || type != SQLITE_FLOAT))
+      return std::string(c.name) + " holds " + (type == SQLITE_TEXT ? "text" : type == SQLITE_BLOB ? "a blob" : "a real") +
+             ", not " + (c.integer ? "an integer" : "a number");
+  }
+  for (const int byteColumn : {5, 6})
+    if (sqlite3_column_int64(s, byteColumn) < 0)
+      return std::string(byteColumn == 5 ? "min_bytes" : "max_bytes") + " is negative";
+  return {};
+}
+
 }  // namespace
 
 Status Store::addVerdicts(const std::vector<VerdictRow>& rows) {
@@ -112,6 +142,7 @@ Expected<std::vector<VerdictRow>> Store::latestVerdicts(const std::string& finge
     r.gain_high = columnReal(s, 21);
     r.state = columnText(s, 22);
     r.ts_ns = sqlite3_column_int64(s, 23);
+    r.problem = storedValueProblem(s);
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return makeError(sqliteError(db, "verdicts query"));

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test_support.h"
 #include "trust_opt_in.h"
@@ -152,6 +154,38 @@ TEST(BadInput, JsonWithByteOrderMarkIsAccepted) {
   ASSERT_TRUE(comm.ok());
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_EQ((*comm)->decide(4, 4096, harness::allAvailable()), (harness::Choice{1, 2, 4}));
+}
+
+// The profile is read by the first communicator's init: the "loaded" line says what that cost, and
+// a file big enough to pass the 50 ms budget says so (60k rules with evidence: tens of MB of JSON).
+TEST(BadInput, TheLoadedLineSaysWhatReadingTheProfileCost) {
+  std::string rules;
+  for (int i = 0; i < 60000; ++i)
+    rules += std::string(i ? "," : "") + R"({"collective":"allreduce","bytes":[)" + std::to_string(i * 1000) + "," +
+             std::to_string(i * 1000 + 999) +
+             R"(],"algo":"ring","proto":"ll","channels":4,"evidence":{"provenance":"measured-offline","fingerprint":)"
+             R"({"gpu_cc":90,"nvlink_GBps":450,"nics_per_node":8,"nic_GBps":50,"source":"a long description of the )"
+             R"(cluster this was measured on, as the probe wrote it down"},"nccl_version":"2.28.9","samples":27,)"
+             R"("default_samples":27,"gain":0.125,"gain_ci":[0.0625,0.1875],"date":"2026-11-20T10:00:00Z"}})";
+  TempFile big(R"({"format":"dynamiccl-profile","version":2,"name":"big","rules":[)" + rules + "]}");
+  TempFile small(profileJson(R"({"algo":"ring","proto":"simple","channels":4})", "small"));
+  for (const TempFile* file : {&small, &big}) {
+    ScopedEnv env("DYNAMICCL_PROFILE", file->path().c_str());
+    LogCapture::clear();
+    auto lib = openPlugin();
+    ASSERT_TRUE(lib);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(lib->init(harness::CommSpec{}).ok());
+    const double initMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<std::string> loaded;
+    for (const std::string& l : LogCapture::lines())
+      if (l.find(" loaded from ") != std::string::npos) loaded.push_back(l);
+    ASSERT_EQ(loaded.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_NE(loaded[0].find(" ms"), std::string::npos) << loaded[0];
+    EXPECT_NE(loaded[0].find("read in "), std::string::npos) << loaded[0];
+    if (initMs < 50) EXPECT_EQ(loaded[0].find("over the 50 ms budget"), std::string::npos) << loaded[0];
+    if (file == &big && initMs > 200) EXPECT_NE(loaded[0].find("over the 50 ms budget"), std::string::npos) << loaded[0];
+  }
 }
 
 TEST(BadInput, OversizedFileIsRefusedUnread) {

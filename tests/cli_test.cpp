@@ -5,9 +5,11 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -110,6 +112,66 @@ TEST(Cli, ReadOnlyCommandsCreateNothing) {
   EXPECT_EQ(stats.rc, 0) << stats.output;
   EXPECT_NE(stats.output.find("observations: 3"), std::string::npos) << stats.output;
   EXPECT_EQ(fs::last_write_time(db), before);
+}
+
+// Every command that reads a store or a file, given a FIFO, a device or garbage: it returns within the
+// limit (timeout's 124 would mean a hang), non-zero, with one line that names the file.
+TEST(Cli, StoreReadersNeverHangOnAFifoADeviceOrGarbage) {
+  TempDir dir;
+  const std::string fifo = (dir.path / "fifo.db").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string garbage = (dir.path / "garbage.db").string();
+  std::ofstream(garbage) << std::string(10000, 'g');
+  const std::string out = " -o '" + (dir.path / "out").string() + "'";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"db stats --db", ""}, {"db export-csv --db", out}, {"db applied --db", ""}, {"export --from-store", out},
+      {"train --epochs 1 --db", out}, {"export", out}, {"validate", ""}, {"train --epochs 1 --no-store --data", out}, {"sim --params", ""},
+      {"sim --topology", ""}};
+  for (const std::string& bad : {fifo, std::string("/dev/zero"), garbage}) {
+    for (const auto& [cmd, rest] : commands) {
+      const Result r = dynamiccl::testing::runShell("env -u DYNAMICCL_DB timeout 30 " + kDynamiccl + " " + cmd + " '" +
+                                                    bad + "'" + rest + " 2>&1");
+      if (cmd.rfind("train", 0) == 0 && r.output.find("no LibTorch") != std::string::npos) continue;
+      EXPECT_NE(r.rc, 124) << cmd << " " << bad << ": hung\n" << r.output;
+      EXPECT_NE(r.rc, 0) << cmd << " " << bad << "\n" << r.output;
+      EXPECT_NE(r.output.find(bad), std::string::npos) << cmd << " " << bad << "\n" << r.output;
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << cmd << " " << bad << ": one line\n" << r.output;
+      EXPECT_FALSE(fs::exists(dir.path / "out")) << cmd << " " << bad;
+    }
+  }
+}
+
+TEST(Cli, ExportFromAStoreThatIsNotThereCreatesNothing) {
+  TempDir dir;
+  const Result byDefault = dynamiccl::testing::runShell("env -u DYNAMICCL_DB HOME='" + dir.path.string() +
+                                                        "' XDG_DATA_HOME= " + kDynamiccl +
+                                                        " export --from-store default 2>&1");
+  EXPECT_NE(byDefault.rc, 0) << byDefault.output;
+  EXPECT_TRUE(fs::is_empty(dir.path)) << byDefault.output;
+  const fs::path typo = dir.path / "typo" / "x.db";
+  const Result named = dynamiccl("export --from-store '" + typo.string() + "'");
+  EXPECT_NE(named.rc, 0) << named.output;
+  EXPECT_NE(named.output.find(typo.string()), std::string::npos) << named.output;
+  EXPECT_TRUE(fs::is_empty(dir.path)) << named.output;
+}
+
+// SQLite leaves -wal and -shm files beside a WAL store a read-only connection opened; readers must not.
+TEST(Cli, ReadingAStoreLeavesTheDirectoryAsItWas) {
+  TempDir dir;
+  const std::string db = storeWithRows(dir);
+  auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto before = listing();
+  for (const std::string cmd : {"db stats", "db export-csv", "db applied", "export --from-store"}) {
+    const std::string flag = cmd.rfind("export", 0) == 0 ? " " : " --db ";
+    const Result r = dynamiccl(cmd + flag + "'" + db + "' > /dev/null");
+    EXPECT_EQ(r.rc, 0) << cmd << "\n" << r.output;
+    EXPECT_EQ(listing(), before) << cmd;
+  }
 }
 
 // A free loopback port: bind port 0, read it back, release it.

@@ -153,5 +153,67 @@ TEST(PluginWithPolicy, BadWeightsLogOneLineAndKeepNcclDefault) {
   EXPECT_EQ(mentions, 1u);
 }
 
+// The plugin given this learned profile: NCCL's choices at every point and the log lines of it.
+std::vector<std::string> unusableProfileKeepsNcclsChoices(const std::string& policyJson) {
+  TempFile file(profileWithPolicy(policyJson));
+  ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
+  ScopedEnv strict("DYNAMICCL_STRICT", nullptr);
+  LogCapture::clear();
+  auto lib = testing::openPlugin();
+  EXPECT_TRUE(lib);
+  if (!lib) return {};
+  for (int i = 0; i < 2; ++i) {
+    auto comm = lib->init(harness::CommSpec{.commId = 0x77u + i});
+    EXPECT_TRUE(comm.ok()) << (comm.ok() ? "" : comm.error());
+    if (!comm.ok()) return {};
+    for (int coll = 0; coll < 5; ++coll)
+      for (size_t n = 1; n < (size_t{1} << 34); n *= 9) {
+        harness::CostTable copy = harness::allAvailable();
+        int nChannels = 0;
+        EXPECT_EQ((*comm)->getCollInfo(coll, n, 1, 0, copy, &nChannels), ncclSuccess);
+        EXPECT_TRUE(copy == harness::allAvailable());
+        EXPECT_EQ(nChannels, 0);
+      }
+  }
+  std::vector<std::string> notUsed;
+  for (const std::string& l : LogCapture::lines())
+    if (l.find("profile not used") != std::string::npos) notUsed.push_back(l);
+  return notUsed;
+}
+
+TEST(PluginWithPolicy, HugeButFiniteWeightsSayTheProfileIsNotUsedInOneLine) {
+  policy::PolicyWeights w = randomWeights(8);
+  for (auto& [name, t] : w.tensors) std::fill(t.data.begin(), t.data.end(), 3e38f);
+  const auto lines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(w));
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_NE(lines[0].find("values out of range"), std::string::npos) << lines[0];
+
+  policy::PolicyWeights target = randomWeights(8);
+  target.targetMean = 3e38f;
+  const auto targetLines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(target));
+  ASSERT_EQ(targetLines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_NE(targetLines[0].find("values out of range"), std::string::npos) << targetLines[0];
+}
+
+TEST(PluginWithPolicy, AHugeCovarianceSaysTheProfileIsNotUsedInOneLine) {
+  policy::PolicyWeights w = randomWeights(9);
+  const size_t n = static_cast<size_t>(w.embeddingSize()) + 1;
+  w.lastLayerCovariance.assign(n * n, 0.0f);
+  for (size_t i = 0; i < n; ++i) w.lastLayerCovariance[i * n + i] = 3e38f;
+  const auto lines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(w));
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_NE(lines[0].find("covariance unusable"), std::string::npos) << lines[0];
+}
+
+// Each value within bounds, but a deep wide network multiplies them past float's range.
+TEST(PolicyWeights, ValuesInRangeThatOverflowTogetherAreRefused) {
+  policy::PolicyWeights w = fixture::randomPolicyWeights(10, {1024, 1024, 1024, 1024, 1024, 1024});
+  for (auto& [name, t] : w.tensors) std::fill(t.data.begin(), t.data.end(), 9000.0f);
+  auto net = policy::PolicyNetwork::create(w);
+  ASSERT_FALSE(net.ok());
+  EXPECT_NE(net.error().find("values out of range"), std::string::npos) << net.error();
+  EXPECT_TRUE(policy::PolicyNetwork::create(fixture::randomPolicyWeights(10, {64, 64})).ok());
+}
+
 }  // namespace
 }  // namespace dynamiccl

@@ -1,6 +1,9 @@
 // The profile readers: our JSON and NVIDIA's example CSV, and every semantic error they must refuse.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "policy/policy.h"
 #include "test_support.h"
 
@@ -147,6 +150,51 @@ TEST(ProfileJson, ErrorNamesTheRule) {
   auto p = parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll"},{"algo":"tree","proto":"xx"})"));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().find("rules[1]"), std::string::npos) << p.error();
+}
+
+// A big profile is parsed one rule at a time; a "rules" key spelled with an escape takes the parse of
+// the whole document. Both must give the same profile, or the same error, for any text.
+TEST(ProfileJson, RuleByRuleParseAgreesWithTheWholeDocumentParse) {
+  const std::string evidence =
+      R"("evidence":{"provenance":"measured-offline","nccl_version":"2.28.9","samples":3,"default_samples":3,)"
+      R"("gain":0.2,"gain_ci":[0.1,0.3]})";
+  const std::string good = R"({"collective":"allreduce","bytes":[0,1023],"algo":"ring","proto":"ll","channels":4,)"
+                           R"("note":"a ]\"}, [ { note",)" + evidence + "}";
+  const std::string bad = R"({"collective":"allreduce","algo":"nope","proto":"ll"})";
+  const std::string head = R"({"format":"dynamiccl-profile","version":2,"name":"n", "rules" : )";
+  const std::vector<std::string> texts = {
+      head + "[" + good + "," + good + "]}",
+      head + "[ ]}",
+      head + "[]}",
+      head + "[" + good + "," + bad + "]}",                            // a rule's own error, named
+      head + "[" + good + ",]}",                                      // trailing comma
+      head + "[" + good + "," + good.substr(0, 20) + "]}",             // a cut rule
+      head + "[" + good + "},\"meta\":{}}",                           // the array closed by a brace
+      head + "[{\"a\":1}},\"name\":\"x\"}",
+      R"({"format":"other","version":2,"rules":[)" + good + ",{]}",   // a bad top and a bad rule
+      R"({"format":"other","version":2,"rules":[)" + good + "]}",
+      head + "[" + good + "], \"rules\":[]}",                         // the key twice: the last one counts
+      head + "{}}",
+      head + "[" + good + "]} trailing",
+      "[" + head + "[]}]",
+  };
+  for (const std::string& text : texts) {
+    std::string whole = text;
+    whole.replace(whole.find("\"rules\""), 7, "\"rul\\u0065s\"");
+    const auto split = parseProfileJson(text), reference = parseProfileJson(whole);
+    ASSERT_EQ(split.ok(), reference.ok()) << text << "\n" << (split.ok() ? reference.error() : split.error());
+    if (!split.ok()) {
+      EXPECT_EQ(split.error(), reference.error()) << text;
+      continue;
+    }
+    EXPECT_EQ(profileToJson(*split), profileToJson(*reference)) << text;
+    EXPECT_EQ(split->rules.size(), reference->rules.size()) << text;
+  }
+  EXPECT_EQ(parseProfileJson(texts[0])->rules.size(), 2u);
+  EXPECT_EQ(parseProfileJson(texts[0])->rules[1].origin, "rules[1]");
+  EXPECT_NE(parseProfileJson(texts[3]).error().find("rules[1]: unknown algo"), std::string::npos);
+  EXPECT_EQ(parseProfileJson(texts[4]).error(), "not valid JSON");
+  EXPECT_EQ(parseProfileJson(texts[8]).error(), "not valid JSON");
 }
 
 TEST(NvidiaCsv, ReadsTheExampleFormatWithWildcards) {

@@ -301,6 +301,95 @@ TEST(Store, ReadOnlyOpenCreatesNothingAndWritesNothing) {
   EXPECT_EQ(readBytes(dir.path + "/empty.db"), "");
 }
 
+// Opens in a child that is killed after limit_s: true when open returned in time (a hang fails).
+bool readOnlyOpenReturns(const std::string& path, double limit_s, bool* opened) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const char ok = Store::open({.path = path, .read_only = true}).ok() ? '1' : '0';
+    (void)!write(fds[1], &ok, 1);
+    _exit(0);
+  }
+  close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(fds[0]);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  char ok = '?';
+  (void)!read(fds[0], &ok, 1);
+  close(fds[0]);
+  *opened = ok == '1';
+  return true;
+}
+
+TEST(Store, ReadOnlyOpenOfAFifoADeviceOrGarbageIsRefusedAtOnce) {
+  TempDir dir;
+  const std::string fifo = dir.path + "/fifo.db";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string garbage = dir.path + "/garbage.db";
+  std::ofstream(garbage, std::ios::binary) << std::string(8192, '\x5a');
+  for (const std::string& path : {fifo, std::string("/dev/zero"), std::string("/dev/null"), garbage, dir.path}) {
+    bool opened = true;
+    ASSERT_TRUE(readOnlyOpenReturns(path, 5.0, &opened)) << path << ": open hung";
+    EXPECT_FALSE(opened) << path;
+  }
+  auto refused = Store::open({.path = fifo, .read_only = true});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("not a regular file"), std::string::npos) << refused.error();
+  auto notADb = Store::open({.path = garbage, .read_only = true});
+  ASSERT_FALSE(notADb.ok());
+  EXPECT_NE(notADb.error().find(garbage), std::string::npos) << notADb.error();
+}
+
+TEST(Store, ReadingAStoreNoProcessHoldsLeavesNoWalOrShmBehind) {
+  TempDir dir;
+  const std::string path = dir.path + "/x.db";
+  {
+    auto store = Store::open({.path = path});
+    ASSERT_TRUE(store.ok()) << store.error();
+    setUpComm(**store);
+  }
+  struct stat st {};
+  ASSERT_NE(stat((path + "-wal").c_str(), &st), 0) << "the writer's close removes its WAL";
+  {
+    auto reader = Store::open({.path = path, .read_only = true});
+    ASSERT_TRUE(reader.ok()) << reader.error();
+    auto stats = (*reader)->stats();
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->rows_per_table["runs"], 1);
+  }
+  EXPECT_NE(stat((path + "-wal").c_str(), &st), 0);
+  EXPECT_NE(stat((path + "-shm").c_str(), &st), 0);
+  // Any file name: the reader hands SQLite a URI, whose reserved characters must not change the path.
+  const std::string odd = dir.path + "/a?b#c%20d:e.db";
+  ASSERT_EQ(rename(path.c_str(), odd.c_str()), 0);
+  for (const std::string& name : {odd, "/" + odd}) {
+    auto reader = Store::open({.path = name, .read_only = true});
+    ASSERT_TRUE(reader.ok()) << name << ": " << reader.error();
+    EXPECT_EQ((*reader)->stats()->rows_per_table["runs"], 1);
+  }
+  ASSERT_EQ(rename(odd.c_str(), path.c_str()), 0);
+
+  // While a writer holds it, a reader goes through the WAL and sees what the writer committed.
+  auto writer = Store::open({.path = path});
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  ASSERT_TRUE((*writer)->addRun(runOnHost("second")).ok());
+  auto reader = Store::open({.path = path, .read_only = true});
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  auto stats = (*reader)->stats();
+  ASSERT_TRUE(stats.ok()) << stats.error();
+  EXPECT_EQ(stats->rows_per_table["runs"], 2);
+}
+
 TEST(Store, NewerSchemaIsRefusedAndLeftByteForByte) {
   TempDir dir;
   const std::string path = dir.path + "/future.db";

@@ -181,5 +181,77 @@ TEST(Trust, UnknownTrustValueKeepsVerifiedWithAWarning) {
   EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=\"yes\" ignored"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
+// Measured here, with its own figures: gain and its 95% interval, and the release measured under.
+std::string measuredHere(const std::string& gainAndCi, const std::string& ncclVersion = "2.28.9") {
+  return R"({"provenance":"measured-offline","fingerprint":)" + std::string(kHere) + R"(,"nccl_version":")" +
+         ncclVersion + R"(","samples":27,"default_samples":27,)" + gainAndCi + R"(,"date":"2026-11-20"})";
+}
+
+TEST(Trust, AMeasuredRuleWhoseEvidenceShowsNoGainNeverAppliesAndSaysSoOnce) {
+  for (const std::string& figures : {std::string(R"("gain":-0.5,"gain_ci":[-0.6,-0.4])"),
+                                     std::string(R"("gain":0.05,"gain_ci":[-0.02,0.12])"),
+                                     std::string(R"("gain":0.1,"gain_ci":[0.0,0.2])"), std::string(R"("gain":-0.2)")}) {
+    LogCapture::clear();
+    EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(figures)), nullptr).untouched, kPoints) << figures;
+    EXPECT_EQ(linesMentioning("no gain beyond its interval"), 1u) << figures << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(figures)), "all").untouched, kPoints) << figures;
+  }
+  // A gain beyond its interval, and evidence without figures, apply as before.
+  EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(R"("gain":0.05,"gain_ci":[0.01,0.09])")), nullptr).changed,
+            kPoints);
+  EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(R"("gain":0.3)")), nullptr).changed, kPoints);
+}
+
+TEST(Trust, ARuleMeasuredUnderAnotherReleasesSelectionRulesIsUnverifiedThere) {
+  const std::string measured228 = profileWithEvidence(measuredHere(R"("gain":0.2,"gain_ci":[0.1,0.3])", "2.28.9"));
+  {
+    ScopedEnv release("DYNAMICCL_NCCL_VERSION", "2.31.0");
+    LogCapture::clear();
+    EXPECT_EQ(withProfile(measured228, nullptr).untouched, kPoints);
+    EXPECT_EQ(linesMentioning("another NCCL release's selection rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(linesMentioning("2.28's selection rules, this job runs 2.31's"), 1u);
+    EXPECT_EQ(withProfile(measured228, "all").changed, kPoints);
+  }
+  {
+    ScopedEnv release("DYNAMICCL_NCCL_VERSION", "2.28.3");  // another patch, the same selection rules
+    EXPECT_EQ(withProfile(measured228, nullptr).changed, kPoints);
+  }
+  // The candidates in-job verification may re-test: the other release's rule is one, a refuted rule is not.
+  auto profile = policy::parseProfileJson(measured228);
+  ASSERT_TRUE(profile.ok()) << profile.error();
+  HostSources host;
+  host.overrides.computeCap = 90;
+  host.overrides.nvlinkBw_GBps = 450;
+  host.overrides.nics = 8;
+  host.overrides.nicSpeed_GBps = 50;
+  const CommShape shape{.nRanks = 8, .nNodes = 1};
+  const auto under231 = policy::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 23100});
+  EXPECT_TRUE(under231.table.empty());
+  EXPECT_EQ(under231.unverified.ruleCount(), 1u);
+  const auto under228 = policy::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 22809});
+  EXPECT_EQ(under228.table.ruleCount(), 1u);
+  auto refuted = policy::parseProfileJson(profileWithEvidence(measuredHere(R"("gain":-0.5,"gain_ci":[-0.6,-0.4])")));
+  ASSERT_TRUE(refuted.ok()) << refuted.error();
+  const auto none = policy::compileWithPolicy(*refuted, shape, {&host, {}, policy::Trust::All, 22809});
+  EXPECT_TRUE(none.table.empty());
+  EXPECT_TRUE(none.unverified.empty());
+  EXPECT_NE(none.refutedRules.find("no gain beyond its interval"), std::string::npos) << none.refutedRules;
+}
+
+TEST(Trust, AMalformedNcclVersionInEvidenceIsRefusedWithOneLine) {
+  for (const char* garbage : {"banana", "2.28.9-rc1", "99.1", "2..28", ""}) {
+    const std::string text = profileWithEvidence(measuredHere(R"("gain":0.2,"gain_ci":[0.1,0.3])", garbage));
+    LogCapture::clear();
+    const Outcome o = withProfile(text, nullptr);
+    if (std::string(garbage).empty()) {  // unknown, not malformed: nothing to check
+      EXPECT_EQ(o.changed, kPoints);
+      continue;
+    }
+    EXPECT_EQ(o.untouched, kPoints) << garbage;
+    EXPECT_EQ(linesMentioning("malformed evidence"), 1u) << garbage << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(linesMentioning("nccl_version"), 1u) << garbage;
+  }
+}
+
 }  // namespace
 }  // namespace dynamiccl

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "offline/demo/demo.h"
 #include "offline/cli/commands.h"
@@ -32,7 +33,16 @@ Expected<tune::TuneReport> reportFromStore(const std::string& dbFlag) {
   auto verified = verdicts::profileFromStore(**db, "verified-in-job");
   if (!verified) return makeError(verified.error());
   std::cerr << verified->verdicts.size() << " candidate rule(s) verified in jobs (" << (*db)->path() << "):\n";
-  for (const store::VerdictRow& v : verified->verdicts) std::cerr << "  " << verdicts::describeVerdict(v) << "\n";
+  std::map<size_t, const verdicts::RefusedVerdict*> refused;
+  for (const verdicts::RefusedVerdict& r : verified->refused) refused[r.index] = &r;
+  for (size_t i = 0; i < verified->verdicts.size(); ++i) {
+    const auto it = refused.find(i);
+    std::cerr << "  " << (it != refused.end() ? "refused (" + it->second->reason + "): " : "")
+              << verdicts::describeVerdict(verified->verdicts[i]) << "\n";
+  }
+  if (!verified->refused.empty())
+    std::cerr << "  " << verified->refused.size() << " promoted row(s) refused, each left out; the other "
+              << verified->profile.rules.size() << " rule(s) are written\n";
   if (verified->withoutFingerprint)
     std::cerr << "  " << verified->withoutFingerprint
               << " promoted rule(s) were measured on hardware the job could not name: they load unverified\n";
@@ -54,6 +64,9 @@ int run(const ExportCmdOptions& o) {
   std::string text;
   if (o.format == "json") {
     text = policy::profileToJson(report->profile);
+    // What export writes, validate and the plugin read: a profile they would refuse is not written.
+    if (auto back = policy::parseProfileJson(text); !back)
+      return std::cerr << "export: the profile would not load (" << back.error() << "); nothing written\n", 1;
   } else if (o.format == "nvidia-csv") {
     text = policy::profileToNvidiaCsv(report->profile);
   } else {

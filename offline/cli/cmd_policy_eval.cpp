@@ -180,8 +180,8 @@ void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net,
 
 // The platforms whose measurements the profile was trained on (its "meta"), to label held-out data.
 std::vector<std::string> measuredTrainedOn(const std::string& path) {
-  std::ifstream in(path);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  const auto text = readRegularFile(path, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+  const nlohmann::json doc = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   std::vector<std::string> out;
   if (doc.is_object() && doc.contains("meta") && doc["meta"].is_object() && doc["meta"].contains("measured_trained_on") &&
       doc["meta"]["measured_trained_on"].is_array())

@@ -85,7 +85,8 @@ void run(const ShowOptions& o) {
   const policy::Trust trustLevel = *policy::parseTrust(o.trust);
   const policy::StandingInputs standing =
       policy::StandingInputs::of(CommShape{.nRanks = o.ranks, .nNodes = o.nodes}, profile->hardware,
-                                 localHostSources(), profile->userRules, trustLevel);
+                                 localHostSources(), profile->userRules, trustLevel,
+                                 abi::parseNcclVersion(o.ncclVersion).value_or(0));
   std::cout << "\ntrust: " << o.trust
             << (trustLevel == policy::Trust::All ? " (DYNAMICCL_TRUST=all: unverified rules applied)"
                                                  : " (only verified rules change NCCL's choice; --trust all shows "

@@ -28,9 +28,9 @@ int run(const SimCmdOptions& o) {
   if (!topo) return std::cerr << "sim: " << topo.error() << "\n", 1;
   sim::SimParams params;
   if (!o.params.empty()) {
-    std::ifstream in(o.params);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto p = sim::paramsFromJson(text);
+    auto text = readRegularFile(o.params, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+    if (!text) return std::cerr << "sim: " << text.error() << "\n", 1;
+    auto p = sim::paramsFromJson(*text);
     if (!p) return std::cerr << "sim: " << o.params << ": " << p.error() << "\n", 1;
     params = p.value();
   }

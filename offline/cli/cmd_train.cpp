@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "offline/cli/store_location.h"
@@ -85,6 +86,30 @@ int run(TrainCmdOptions o) {
     std::cerr << "dynamiccl train: " << cluster.error() << "\n";
     return 1;
   }
+  // The store is read before training: one the user named that cannot be read should not cost the run.
+  const std::string db = storeOptions(o.db).path;
+  std::optional<train::StoreRows> stored;
+  if (!o.noStore && (db != store::defaultDatabasePath() || std::filesystem::exists(db))) {
+    auto s = train::storeSamples(db);
+    if (!s) {
+      std::cerr << "dynamiccl train: " << s.error() << " (--no-store trains without it)\n";
+      return 1;
+    }
+    stored = std::move(*s);
+  }
+  // Real measurements, read before anything is printed or trained: whole machines held out or kept
+  // for calibration like the presets.
+  std::vector<sim::ReplayData> measured;
+  std::vector<std::string> skippedLines;
+  for (const std::string& csv : o.data) {
+    auto d = train::loadReplayData(csv, o.measuredOn);
+    if (!d) {
+      std::cerr << "dynamiccl train: " << d.error() << "\n";
+      return 1;
+    }
+    for (const std::string& line : sim::describeSkipped(d->skipped)) skippedLines.push_back("  " + csv + ": " + line);
+    measured.push_back(std::move(*d));
+  }
   // Calibration machines are held out too (the error must be measured on machines never trained on),
   // but kept apart from the evaluation hold-out so the figures are not measured on what set the margin.
   std::vector<std::string> outOfTraining = o.holdOut;
@@ -104,17 +129,7 @@ int run(TrainCmdOptions o) {
   if (!o.noConfidence)
     std::printf("          calibration (error of predicted gains) %s\n",
                 calibrationSystems.empty() ? "(none)" : names(calibrationSystems).c_str());
-  // Real measurements: whole machines held out or kept for calibration like the presets.
-  std::vector<sim::ReplayData> measured;
-  for (const std::string& csv : o.data) {
-    auto d = train::loadReplayData(csv, o.measuredOn);
-    if (!d) {
-      std::cerr << "dynamiccl train: " << d.error() << "\n";
-      return 1;
-    }
-    for (const std::string& line : sim::describeSkipped(d->skipped)) std::printf("  %s: %s\n", csv.c_str(), line.c_str());
-    measured.push_back(std::move(*d));
-  }
+  for (const std::string& line : skippedLines) std::printf("%s\n", line.c_str());
   train::RolloutOptions ro;
   ro.keysPerSystem = o.keysPerSystem;
   ro.seed = o.train.seed;
@@ -146,14 +161,12 @@ int run(TrainCmdOptions o) {
                 calibrates ? ", its calibration machines measure the error" : "");
   }
 
-  const std::string db = storeOptions(o.db).path;
   if (o.noStore) {
     std::printf("store: not used (--no-store)\n");
-  } else if (!std::filesystem::exists(db)) {
+  } else if (!stored) {
     std::printf("store: %s does not exist; simulator rollouts only\n", db.c_str());
-  } else if (auto s = train::storeSamples(db); !s) {
-    std::printf("store: %s\n", s.error().c_str());
   } else {
+    train::StoreRows* s = &*stored;
     std::printf("store: %zu observations, %zu used (importance-weighted x %.1f), %zu skipped (%zu of unknown hardware, "
                 "%zu symmetric-memory kernels)\n",
                 s->read, s->samples.size(), o.realWeight, s->skipped, s->unknownHardware, s->symmetric);

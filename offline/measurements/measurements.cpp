@@ -22,11 +22,9 @@ std::string variantOf(const std::string& note) {
 }  // namespace
 
 Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
-  std::ifstream in(csvPath, std::ios::binary);
-  if (!in) return makeError("cannot read " + csvPath);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto parsed = parseInterchangeCsv(text.str());
+  auto text = readRegularFile(csvPath, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+  if (!text) return makeError(text.error());
+  auto parsed = parseInterchangeCsv(*text);
   if (!parsed) return makeError(csvPath + ": " + parsed.error());
   LoadedMeasurements out;
   for (InterchangeRow& r : *parsed) {

@@ -90,10 +90,9 @@ Expected<Topology> topologyFromJson(std::string_view text) {
 
 Expected<Topology> loadTopology(const std::string& presetOrPath, int nNodes) {
   if (!std::filesystem::exists(presetOrPath)) return preset(presetOrPath, nNodes);
-  std::ifstream in(presetOrPath);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto t = topologyFromJson(ss.str());
+  auto text = readRegularFile(presetOrPath, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+  if (!text) return makeError(text.error());
+  auto t = topologyFromJson(*text);
   if (!t) return makeError(presetOrPath + ": " + t.error());
   if (nNodes > 1) t->nNodes = nNodes;
   return t;

@@ -642,11 +642,9 @@ Expected<DatasetCalibration> calibrationFromJson(const std::string& text) {
 }
 
 Expected<DatasetCalibration> loadCalibrationFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return makeError("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto c = calibrationFromJson(ss.str());
+  auto text = readRegularFile(path, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+  if (!text) return makeError(text.error());
+  auto c = calibrationFromJson(*text);
   if (!c) return makeError(path + ": " + c.error());
   return c;
 }

@@ -63,11 +63,9 @@ Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const Simulat
   if (!topo) return makeError("simulator backend: " + topo.error());
   sim::SimParams params;
   if (!o.paramsPath.empty()) {
-    std::ifstream in(o.paramsPath);
-    if (!in) return makeError("simulator backend: cannot read " + o.paramsPath);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto p = sim::paramsFromJson(text.str());
+    auto text = readRegularFile(o.paramsPath, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+    if (!text) return makeError("simulator backend: " + text.error());
+    auto p = sim::paramsFromJson(*text);
     if (!p) return makeError("simulator backend: " + o.paramsPath + ": " + p.error());
     params = p.value();
   }

@@ -94,11 +94,9 @@ Expected<TuneReport> parseReportJson(std::string_view text) {
 }
 
 Expected<TuneReport> loadReportFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return makeError("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  auto r = parseReportJson(s.str());
+  auto text = readRegularFile(path, kMaxInputFileBytes);  // a FIFO or device is refused, not waited on
+  if (!text) return makeError(text.error());
+  auto r = parseReportJson(*text);
   if (!r) return makeError(path + ": " + r.error());
   return r;
 }

@@ -1,5 +1,7 @@
 #include "offline/verdicts/verdicts.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -17,6 +19,7 @@ std::string isoDate(int64_t ts_ns) {
 }
 
 std::string sizeText(uint64_t b) {
+  if (static_cast<int64_t>(b) < 0) return std::to_string(static_cast<int64_t>(b));  // as an odd row stored it
   const char* units[] = {"", "K", "M", "G", "T"};
   int u = 0;
   double x = static_cast<double>(b);
@@ -38,33 +41,60 @@ std::string describeVerdict(const store::VerdictRow& v) {
   return buf;
 }
 
+namespace {
+
+// Why a promoted row makes no rule, or nothing when it does (its shape, range and names).
+std::string rowProblem(const store::VerdictRow& v) {
+  if (!v.problem.empty()) return v.problem;
+  if (v.n_ranks < 1) return "ranks must be >= 1, the row has " + std::to_string(v.n_ranks);
+  if (v.n_nodes < 1) return "nodes must be >= 1, the row has " + std::to_string(v.n_nodes);
+  if (v.n_nodes > v.n_ranks)
+    return "more nodes (" + std::to_string(v.n_nodes) + ") than ranks (" + std::to_string(v.n_ranks) + ")";
+  if (v.min_bytes > v.max_bytes) return "byte range is inverted (min > max)";
+  if (!parseCollective(v.collective)) return "unknown collective \"" + v.collective + "\"";
+  const auto algo = parseAlgo(v.algo);
+  if (!algo || *algo == Algo::Default) return "unknown algo \"" + v.algo + "\"";
+  if (!parseProto(v.proto) || *parseProto(v.proto) == Proto::Default) return "unknown proto \"" + v.proto + "\"";
+  if (v.n < 0 || v.base_n < 0) return "sample counts must be non-negative";
+  return {};
+}
+
+}  // namespace
+
 Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& name) {
   auto rows = db.latestVerdicts();
   if (!rows) return makeError(rows.error());
   VerifiedProfile out;
   out.profile.name = name;
   out.verdicts = *rows;
+  auto refuse = [&](const store::VerdictRow& v, std::string reason) {
+    out.refused.push_back({v, std::move(reason), static_cast<size_t>(&v - rows->data())});
+  };
   for (const store::VerdictRow& v : *rows) {
     if (v.state != "promoted") continue;
-    const auto coll = parseCollective(v.collective);
-    const auto algo = parseAlgo(v.algo);
-    const auto proto = parseProto(v.proto);
-    if (!coll || !algo || !proto || *algo == Algo::Default) continue;  // written by a newer build: not ours to read
+    if (const std::string why = rowProblem(v); !why.empty()) {
+      refuse(v, why);
+      continue;
+    }
     policy::Rule r;
-    r.collective = *coll;
+    r.collective = *parseCollective(v.collective);
     r.minBytes = v.min_bytes;
     r.maxBytes = v.max_bytes;
     r.minRanks = r.maxRanks = v.n_ranks;
     r.minNodes = r.maxNodes = v.n_nodes;
-    r.decision = policy::Decision{*algo, *proto, v.n_channels > 0 ? v.n_channels : 0,
+    r.decision = policy::Decision{*parseAlgo(v.algo), *parseProto(v.proto), v.n_channels > 0 ? v.n_channels : 0,
                                   v.chunk > 0 ? static_cast<uint64_t>(v.chunk) : 0};
+    if (auto s = policy::validateDecision(r.decision); !s) {
+      refuse(v, s.error());
+      continue;
+    }
     policy::Evidence e;
     e.provenance = policy::Provenance::MeasuredInJob;
+    bool named = false;
     if (!v.fingerprint.empty()) {
       auto hw = policy::parseClusterHardwareJson(v.fingerprint);
-      if (hw) e.fingerprint = *hw;
+      if (hw) e.fingerprint = *hw, named = true;
     }
-    if (!e.fingerprint) ++out.withoutFingerprint;
     e.ncclVersion = v.nccl_version;
     e.samples = static_cast<int>(std::min<int64_t>(v.n, INT32_MAX));
     e.defaultSamples = static_cast<int>(std::min<int64_t>(v.base_n, INT32_MAX));
@@ -74,9 +104,28 @@ Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& 
       e.gainHigh = v.gain_high;
     }
     e.date = isoDate(v.ts_ns);
-    if (!policy::validateEvidence(e)) continue;
+    if (auto s = policy::validateEvidence(e); !s) {
+      refuse(v, "evidence: " + s.error());
+      continue;
+    }
+    if (!policy::measuredGain(e)) {  // promoted, yet its own figures show no win: the plugin would refuse it
+      refuse(v, "promoted, but its gain is no gain beyond its interval");
+      continue;
+    }
     r.evidence = e;
-    if (!policy::validateDecision(r.decision)) continue;
+    // The plugin's own reader is the judge: a rule it would refuse is never written.
+    policy::Profile one;
+    one.rules.push_back(r);
+    auto back = policy::parseProfileJson(policy::profileToJson(one));
+    if (!back) {
+      refuse(v, back.error());
+      continue;
+    }
+    if (!back->rules.empty() && back->rules[0].evidenceProblem.size()) {
+      refuse(v, "evidence: " + back->rules[0].evidenceProblem);
+      continue;
+    }
+    out.withoutFingerprint += !named;
     out.profile.rules.push_back(std::move(r));
   }
   return out;

@@ -71,7 +71,7 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope)
     const auto coll = parseCollective(r.collective);
     const auto a = parseAlgo(r.algo), ba = parseAlgo(r.base_algo);
     const auto p = parseProto(r.proto), bp = parseProto(r.base_proto);
-    if (!coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
+    if (!r.problem.empty() || !coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
     const int bucket = SizeBucket::of(r.min_bytes);
     learner.seed(static_cast<int>(*coll), bucket,
                  policy::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us});

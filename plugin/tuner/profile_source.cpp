@@ -1,5 +1,6 @@
 #include "plugin/tuner/profile_source.h"
 
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,8 @@ std::string evidenceSummary(const policy::Profile& p) {
   if (none) text += (text.empty() ? "" : ", ") + std::to_string(none) + " without evidence";
   return text.empty() ? "" : " (" + text + ")";
 }
+
+constexpr double kFirstReadBudget_ms = 50;
 
 std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
@@ -75,7 +78,10 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
     logInfo("no profile (DYNAMICCL_PROFILE unset); NCCL's own choices stand");
     return out;
   }
+  const auto started = std::chrono::steady_clock::now();
   auto profile = policy::loadProfileFile(path, format);
+  const double readMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (!profile) {
     out->bad = true;
     out->error = profile.error();
@@ -83,8 +89,12 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
             profile.error().c_str());
     return out;
   }
-  logInfo("profile %s loaded from %s: %zu rules%s%s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
-          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str());
+  // Read once per process, by the first communicator's init: past the budget, the line says what it cost.
+  const bool overBudget = readMs > kFirstReadBudget_ms;
+  logInfo("profile %s loaded from %s: %zu rules%s%s; read in %.0f ms%s",
+          profile->name.empty() ? "(unnamed)" : profile->name.c_str(), path.c_str(), profile->rules.size(),
+          evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str(), readMs,
+          overBudget ? ", over the 50 ms budget: the first communicator's init waited for it" : "");
   logEvidenceProblems(*profile);
   out->profile = std::make_shared<policy::Profile>(std::move(profile.value()));
   return out;
@@ -103,14 +113,15 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   return gLoaded;
 }
 
-policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings) {
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                                    int ncclVersionCode) {
   HostSources host = localHostSources();
   host.overrides = settings.topo;  // the operator's word beats every probe
-  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust};
+  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust, ncclVersionCode};
   // With a learned "policy" section, Eigen scores configurations here, off the hot path.
   if (loaded.profile->network) return policy::compileWithPolicy(*loaded.profile, shape, inputs);
   const auto key = std::make_tuple(shape.nNodes, shape.nRanks, shape.minRanksPerNode, shape.maxRanksPerNode,
-                                   static_cast<int>(settings.trust));
+                                   static_cast<int>(settings.trust), ncclVersionCode);
   std::lock_guard lock(loaded.compiledMutex);
   auto it = loaded.compiledByShape.find(key);
   if (it == loaded.compiledByShape.end()) {

@@ -30,7 +30,8 @@ struct LoadedProfile {
   bool bad = false;                                // the named file could not be used
   std::string error;
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
-  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false};
+  mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedRefuted{false},
+      warnedOtherRelease{false};
   // Init only: whether this line was not yet logged for the profile (one line per distinct reason, so a
   // communicator whose rules stand otherwise than the last one's says why; hundreds alike say it once).
   bool firstTimeSaid(const std::string& line) const {
@@ -38,15 +39,18 @@ struct LoadedProfile {
     return said.size() < 64 && said.insert(line).second;
   }
   mutable std::set<std::string> said;
-  // A rules-only profile's tables depend on the shape and the trust level alone: compiled once per key.
+  // A rules-only profile's tables depend on the shape, the trust level and the NCCL release alone:
+  // compiled once per key.
   mutable std::mutex compiledMutex;
-  mutable std::map<std::tuple<int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;
+  mutable std::map<std::tuple<int, int, int, int, int, int>, std::shared_ptr<const policy::PolicyTable>> compiledByShape;
 };
 
 // The table for a communicator of this shape: from the per-shape cache for a rules-only profile
 // (at most kMaxCachedShapes kept), compiled afresh with the learned network's rules otherwise.
 inline constexpr size_t kMaxCachedShapes = 64;
-policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings);
+// ncclVersionCode: the release in force (NcclRules::versionCode), 0 when unknown.
+policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                                    int ncclVersionCode);
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);

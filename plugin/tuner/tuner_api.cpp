@@ -60,7 +60,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
     c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
-  policy::PolicyTable compiled = compileForShape(*loaded, c->shape, *settings);
+  policy::PolicyTable compiled = compileForShape(*loaded, c->shape, *settings, rules.versionCode);
+  if (!compiled.refutedRules.empty() && firstTime(loaded->warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
+  if (!compiled.otherReleaseRules.empty() && firstTime(loaded->warnedOtherRelease))
+    logInfo("%s", compiled.otherReleaseRules.c_str());
   if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
     logWarn("%s", compiled.learnedRulesOff.c_str());
   if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
