@@ -259,7 +259,9 @@ PolicyTable compileWithPolicy(const Profile& profile, const CommShape& shape, co
     applying += st.applies;
     const bool unverified = isCandidate(st, profile.userRules);
     unverifiedCount += unverified;
-    if (unverified && (reasons.size() < 16 || reasons.count(st.why))) ++reasons[st.why];
+    // Another release's rules have a line of their own (otherReleaseRules): counted here, not repeated.
+    const std::string why = st.otherRelease ? "measured under another NCCL release (its own line)" : st.why;
+    if (unverified && (reasons.size() < 16 || reasons.count(why))) ++reasons[why];
     if (st.refuted && !refuted++) firstRefuted = &r;
     if (st.otherRelease && !otherRelease++) firstOtherRelease = &r;
   }
