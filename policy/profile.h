@@ -81,6 +81,10 @@ struct Profile {
 // non-integer where an integer belongs, newer version) is an error naming the offending rule.
 Expected<Profile> parseProfileJson(std::string_view text);
 std::string profileToJson(const Profile& profile);
+// Profiles made separately as one: their rules in the order given. Refused, with a line naming both
+// rules, where two answer the same calls differently; also a learned network, NVIDIA CSV rules, or
+// two different declared clusters.
+Expected<Profile> mergeProfiles(const std::vector<Profile>& profiles);
 
 // NVIDIA's example tuner CSV: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,
 // nRanks[,numPipeOps[,regBuff]]; -1 wildcards; channels -1 keeps NCCL's count. Unlike NVIDIA's

@@ -396,3 +396,31 @@ TEST(CliTune, ReplayOnUnknownHardwareWritesAProfileWithTheDeclaredFingerprintOrN
 }
 
 }  // namespace
+
+namespace {
+
+// Profiles tuned one shape at a time become one; two rules answering the same calls differently are
+// refused with a line naming both; the merged file reads back and keeps every rule.
+TEST(CliMerge, MergesShapesAndRefusesConflicts) {
+  TempDir dir;
+  auto write = [&](const std::string& name, const std::string& rules) {
+    const std::string path = (dir.path / name).string();
+    std::ofstream(path) << R"({"format":"dynamiccl-profile","version":2,"name":")" << name << R"(","rules":[)" << rules << "]}";
+    return path;
+  };
+  const std::string two = write("two.json", R"({"collective":"allreduce","ranks":[2,2],"bytes":[0,4096],"algo":"tree","proto":"ll"})");
+  const std::string four = write("four.json", R"({"collective":"allreduce","ranks":[4,4],"bytes":[0,4096],"algo":"ring","proto":"ll"})");
+  const std::string clash = write("clash.json", R"({"collective":"allreduce","ranks":[2,8],"bytes":[1024,2048],"algo":"ring","proto":"simple"})");
+  const std::string out = (dir.path / "merged.json").string();
+  const Result ok = dynamiccl("merge '" + two + "' '" + four + "' -o '" + out + "'");
+  ASSERT_EQ(ok.rc, 0) << ok.output;
+  EXPECT_NE(ok.output.find("(2 rules)"), std::string::npos) << ok.output;
+  EXPECT_EQ(dynamiccl("validate '" + out + "'").rc, 0);
+  const Result bad = dynamiccl("merge '" + two + "' '" + clash + "' -o '" + (dir.path / "x.json").string() + "'");
+  EXPECT_NE(bad.rc, 0) << bad.output;
+  EXPECT_NE(bad.output.find("conflict: "), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("clash.json"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(dir.path / "x.json"));
+}
+
+}  // namespace

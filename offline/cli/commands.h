@@ -23,4 +23,5 @@ void addExportCommand(CLI::App& app);
 void addEnvCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addProbeCommand(CLI::App& app);
+void addMergeCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

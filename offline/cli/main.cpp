@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addEnvCommand(app);
   dynamiccl::cli::addDemoCommand(app);
   dynamiccl::cli::addProbeCommand(app);
+  dynamiccl::cli::addMergeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -167,6 +167,14 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
                      ", nodes " + std::to_string(o.nNodes) + ", system '" + o.system + "')" + why);
   }
   const sim::Shape* shape = best->first;
+  // One shape per run, never others dropped without a word: each is named with how to tune it too.
+  std::map<std::string, int> others;
+  for (const sim::ReplayPoint& p : data->points)
+    if (!(p.shape == shape && p.group == best->second))
+      ++others[std::to_string(p.shape->nRanks) + "r/" + std::to_string(p.shape->nNodes) + "n of '" + p.group.substr(0, 48) + "'"];
+  for (const auto& [what, keys] : others)
+    notes.push_back("not tuned in this run: " + what + " (" + std::to_string(keys) + " keys): tune it with --nranks/"
+                    "--nodes/--system, then `dynamiccl merge` the profiles into one");
   std::optional<ClusterHardware> hardware = o.declared;
   if (!hardware && !standIn) {
     hardware = model::clusterHardwareOf(shape->topology);
