@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -25,6 +26,20 @@ using jobreplay::JobKey;
 using jobreplay::MeasuredJob;
 
 const std::string kEmbedded = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
+
+// The embedded CSV's 4-GPU L40S rows, each passed through `edit` (false: left out), written to dir/name.
+std::string embeddedRows(const std::string& dir, const std::string& name, const std::function<bool(std::string&)>& edit) {
+  std::ifstream in(kEmbedded);
+  std::ostringstream csv;
+  std::string line;
+  std::getline(in, line);
+  csv << line << "\n";
+  while (std::getline(in, line))
+    if (line.rfind("L40S-48GB x4", 0) == 0 && edit(line)) csv << line << "\n";
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << csv.str();
+  return path;
+}
 
 class JobReplay : public ::testing::Test {
  protected:
@@ -236,21 +251,13 @@ TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
 // (ring/ll by the model, its guess of the default at 8 B) measured 30% faster than the default rows.
 // Folded into "NCCL's default", it vanished and every figure claimed the best was reached.
 TEST_F(JobReplay, AForcedArmOfTheModelsGuessedDefaultIsKept) {
-  std::ifstream in(kEmbedded);
-  std::ostringstream csv;
-  std::string line;
-  std::getline(in, line);
-  csv << line << "\n";
-  while (std::getline(in, line)) {
-    if (line.rfind("L40S-48GB x4", 0) != 0) continue;
+  const std::string path = embeddedRows(dir_, "guess.csv", [](std::string& line) {
     if (line.find(",allreduce,4,1,8,default,LL,,,") != std::string::npos) {
       const size_t at = line.find(",,,") + 3;
       line = line.substr(0, at) + "12.0" + line.substr(line.find(',', at));
     }
-    csv << line << "\n";
-  }
-  const std::string path = dir_ + "/guess.csv";
-  std::ofstream(path) << csv.str();
+    return true;
+  });
   auto job = jobreplay::loadMeasuredJob(path);
   ASSERT_TRUE(job) << job.error();
   const JobKey& k = job->keys.front();
@@ -267,15 +274,8 @@ TEST_F(JobReplay, AForcedArmOfTheModelsGuessedDefaultIsKept) {
 
 // A dataset without default rows: no key has NCCL's default, so nothing is compared with it.
 TEST_F(JobReplay, NoDefaultRowsNoVsDefaultFigure) {
-  std::ifstream in(kEmbedded);
-  std::ostringstream csv;
-  std::string line;
-  std::getline(in, line);
-  csv << line << "\n";
-  while (std::getline(in, line))
-    if (line.rfind("L40S-48GB x4", 0) == 0 && line.find("default run") == std::string::npos) csv << line << "\n";
-  const std::string path = dir_ + "/forced-only.csv";
-  std::ofstream(path) << csv.str();
+  const std::string path = embeddedRows(dir_, "forced-only.csv",
+                                        [](std::string& line) { return line.find("default run") == std::string::npos; });
   auto job = jobreplay::loadMeasuredJob(path);
   ASSERT_FALSE(job) << "a forced arm must not stand in for NCCL's default";
   EXPECT_NE(job.error().find("without NCCL's default measured"), std::string::npos) << "the reason is said: " << job.error();
@@ -283,19 +283,12 @@ TEST_F(JobReplay, NoDefaultRowsNoVsDefaultFigure) {
 
 TEST_F(JobReplay, EightRanksDecideAlike) {
   // The 4-GPU rows as an 8-GPU node (a synthetic shape: only the rank count differs).
-  std::ifstream in(kEmbedded);
-  std::ostringstream csv;
-  std::string line;
-  std::getline(in, line);
-  csv << line << "\n";
-  while (std::getline(in, line))
-    if (line.rfind("L40S-48GB x4", 0) == 0) {
-      const size_t at = line.find(",allreduce,4,1,");
-      ASSERT_NE(at, std::string::npos) << line;
-      csv << line.substr(0, at) << ",allreduce,8,1," << line.substr(at + 15) << "\n";
-    }
-  const std::string path = dir_ + "/eight.csv";
-  std::ofstream(path) << csv.str();
+  const std::string path = embeddedRows(dir_, "eight.csv", [](std::string& line) {
+    const size_t at = line.find(",allreduce,4,1,");
+    EXPECT_NE(at, std::string::npos) << line;
+    if (at != std::string::npos) line = line.substr(0, at) + ",allreduce,8,1," + line.substr(at + 15);
+    return at != std::string::npos;
+  });
   auto job = jobreplay::loadMeasuredJob(path);
   ASSERT_TRUE(job) << job.error();
   ASSERT_EQ(job->nRanks, 8);

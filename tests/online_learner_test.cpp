@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "policy/policy.h"
@@ -187,6 +188,29 @@ TEST(OnlineLearner, RecentTimingsReachTheLearnedRulesAndAnEpisodeEndsAsItCame) {
 }
 
 
+// One key verified over `calls` calls where NCCL runs ring/simple unless told otherwise: the table is
+// rebuilt every 500 calls, each call's latency is truth(what ran) with 3% noise.
+LoopResult verifyKey(OnlineLearner& l, uint64_t calls, uint64_t seed, const std::function<double(const Decision&)>& truth) {
+  const Decision nccl{Algo::Ring, Proto::Simple, 0, 0};
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0, 0.03);
+  std::unique_ptr<OnlineTable> t;
+  LoopResult r;
+  for (uint64_t k = 0; k < calls; ++k) {
+    if (k % 500 == 0) t = l.build(k / 500);
+    const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
+    const Decision d = c ? c->decisions[0] : nccl;
+    const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
+    const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
+    const double lat = truth(d) * noise(rng);
+    r.total_us += lat;
+    if (!(d == x)) r.exploreExtra_us += std::max(0.0, lat - truth(x));
+    l.observe(kAllReduce, kBytes, d.algo, d.proto, lat);
+    r.last = x;
+  }
+  return r;
+}
+
 // Verifying, a key the profile offers nothing testable for tests NCCL's own runner-up (the model picks
 // what to measure); the measurement decides: promoted where it wins, even where the model put it at
 // 2.5x NCCL's choice (the model is what the measurement may prove wrong), never beyond 3x (the cap on
@@ -204,24 +228,7 @@ TEST(OnlineLearner, VerificationTestsNcclsRunnerUpWhereTheProfileSaysNothing) {
     table[static_cast<int>(Algo::Tree) * kNumProtos + static_cast<int>(Proto::Simple)] = runnerUp_us;
     l.setModelledCost(kAllReduce, bucket, table);
     // NCCL runs ring/simple wherever the table does not answer (an empty exploit: the static table).
-    const Decision nccl{Algo::Ring, Proto::Simple, 0, 0};
-    std::mt19937_64 rng(9);
-    std::lognormal_distribution<double> noise(0, 0.03);
-    std::unique_ptr<OnlineTable> t;
-    LoopResult r;
-    for (uint64_t k = 0; k < 20000; ++k) {
-      if (k % 500 == 0) t = l.build(k / 500);
-      const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
-      const Decision d = c ? c->decisions[0] : nccl;
-      const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
-      const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
-      auto truth = [](const Decision& y) { return y.algo == Algo::Tree ? 90.0 : 100.0; };
-      const double lat = truth(d) * noise(rng);
-      r.total_us += lat;
-      if (!(d == x)) r.exploreExtra_us += std::max(0.0, lat - truth(x));
-      l.observe(kAllReduce, kBytes, d.algo, d.proto, lat);
-      r.last = x;
-    }
+    const LoopResult r = verifyKey(l, 20000, 9, [](const Decision& y) { return y.algo == Algo::Tree ? 90.0 : 100.0; });
     if (runnerUp_us < 30) {
       EXPECT_EQ(r.last.algo, Algo::Tree) << "the runner-up measures 10% faster: promoted";
       auto v = l.verdicts();
@@ -255,23 +262,7 @@ TEST(OnlineLearner, VerificationSearchesEveryAllowedArmInCostOrder) {
     if (y.algo == Algo::Tree) return y.proto == Proto::LL ? 88.0 : 110.0;
     return y.proto == Proto::LL ? 105.0 : 100.0;
   };
-  const Decision nccl{Algo::Ring, Proto::Simple, 0, 0};
-  std::mt19937_64 rng(5);
-  std::lognormal_distribution<double> noise(0, 0.03);
-  std::unique_ptr<OnlineTable> t;
-  LoopResult r;
-  for (uint64_t k = 0; k < 40000; ++k) {
-    if (k % 500 == 0) t = l.build(k / 500);
-    const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
-    const Decision d = c ? c->decisions[0] : nccl;
-    const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
-    const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
-    const double lat = truth(d) * noise(rng);
-    r.total_us += lat;
-    if (!(d == x)) r.exploreExtra_us += std::max(0.0, lat - truth(x));
-    l.observe(kAllReduce, kBytes, d.algo, d.proto, lat);
-    r.last = x;
-  }
+  const LoopResult r = verifyKey(l, 40000, 5, truth);
   EXPECT_EQ(r.last.algo, Algo::Tree);
   EXPECT_EQ(r.last.proto, Proto::LL) << "the third arm in NCCL's cost order is the measured best";
   int promoted = 0, dropped = 0;
