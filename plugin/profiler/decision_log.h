@@ -70,6 +70,16 @@ class DecisionLog {
   // Worker: how many calls of this collective the tuner was asked about so far.
   uint64_t callsSoFar(int coll) const { return calls_[coll].load(std::memory_order_relaxed); }
 
+  // One word for algo, proto, source and nChannels (the seqlock's payload; an observation's copy).
+  static uint64_t pack(const LoggedDecision& d) { return pack(d.algo, d.proto, d.nChannels, d.source); }
+  static LoggedDecision unpack(uint64_t packed, uint64_t call, uint64_t nBytes, uint64_t chunkBytes) {
+    LoggedDecision d = unpack(packed);
+    d.call = call;
+    d.nBytes = nBytes;
+    d.chunkBytes = chunkBytes;
+    return d;
+  }
+
  private:
   static constexpr uint64_t kWriting = ~uint64_t{0};
   // The seqlock's payload is atomic words (race-free under the memory model); packed: algo, proto,

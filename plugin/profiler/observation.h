@@ -11,26 +11,29 @@
 
 namespace dynamiccl::plugin {
 
+// Members by size, widest first: the queue holds tens of thousands of these, so no padding.
 struct Observation {
   uint64_t commId = 0;   // NCCL's commHash (v4+ init, v1/v2 descriptor); 0 when NCCL did not say
-  int rank = -1;         // from the event descriptor
   uint64_t seq = 0;      // NCCL's per-communicator, per-collective seqNumber (rank-consistent)
-  Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;    // nccl-tests "size": count*typeSize, times nRanks for AllGather/ReduceScatter
-  Algo algo = Algo::Default;    // what NCCL actually ran; Default when unknown
-  Proto proto = Proto::Default;
-  int nChannels = 0;     // channels NCCL used (v4+), max channels before v4
   double gpu_us = 0;     // max channel stop - min channel start (GPU globaltimer); 0 when !gpuTiming
   double cpu_us = 0;     // host Coll start -> stop (enqueue time), always filled
-  bool gpuTiming = false;  // false: only cpu_us is meaningful (v1-v3, channels missing)
   // Extra context for sinks (not on the hot path's critical fields).
-  int nRanks = 0;        // 0 before v4 unless the tuner context supplied it
-  int nNodes = 0;
   uint64_t elemBytes = 0;  // count*typeSize (per-rank share) as NCCL described it
   int64_t stop_ns = 0;   // host steady-clock time the record completed (ordering, not wall time)
   // Profiler v7 (NCCL 2.31+); zero before. A symmetric-memory collective runs a kernel variant, not an
   // algorithm/protocol: algo and proto are Default for it, and it must not be mixed with ordinary calls.
   uint64_t userTag = 0;      // ncclCollConfig_t userProfilerTag; 0 untagged
+  // The decision found at the call's start (DecisionLog::pack; its call and size are seq and bytes).
+  uint64_t decisionPacked = 0, decisionChunkBytes = 0;
+  int rank = -1;         // from the event descriptor
+  int nChannels = 0;     // channels NCCL used (v4+), max channels before v4
+  int nRanks = 0;        // 0 before v4 unless the tuner context supplied it
+  int nNodes = 0;
+  Collective coll = Collective::AllReduce;
+  Algo algo = Algo::Default;    // what NCCL actually ran; Default when unknown
+  Proto proto = Proto::Default;
+  bool gpuTiming = false;  // false: only cpu_us is meaningful (v1-v3, channels missing)
   uint8_t kernelVariant = 0; // kernelVariantName(id); 0 none
   bool isSymColl = false;
   uint8_t profilerVersion = 0;  // the ncclProfiler_vN NCCL loaded
@@ -39,8 +42,8 @@ struct Observation {
   // join == NotAsked: NCCL never consulted the tuner (a CUDA-graph replay): no arm's evidence.
   bool joinedAtStart = false;
   DecisionJoin join = DecisionJoin::NoTuner;
-  LoggedDecision decision;  // valid when join == Joined
 };
+static_assert(sizeof(Observation) <= 112, "the queue's element: keep it unpadded");
 
 // The name of a symmetric kernel variant as NCCL spelled it (at most 31 characters); "" for 0 or unknown.
 const char* kernelVariantName(uint8_t id);

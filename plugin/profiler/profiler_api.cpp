@@ -52,8 +52,10 @@ void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
   }
   const uint64_t bytes = start.ncclBytes();
   // A start NCCL never sent (or one beyond the ring) leaves the cursor behind: catch up to the newest.
-  bool found = log.find(coll, next, bytes, &start.decision);
-  if (!found && log.find(coll, asked - 1, bytes, &start.decision)) found = true, next = asked - 1;
+  LoggedDecision d;
+  bool found = log.find(coll, next, bytes, &d);
+  if (!found && log.find(coll, asked - 1, bytes, &d)) found = true, next = asked - 1;
+  if (found) start.decisionPacked = DecisionLog::pack(d), start.decisionChunkBytes = d.chunkBytes;
   c.nextCall[coll].store(next + 1, std::memory_order_relaxed);
   start.join = found ? DecisionJoin::Joined : DecisionJoin::Lost;
 }

@@ -267,7 +267,8 @@ void RecordPool::complete(Record& r) {
   o.profilerVersion = in.profilerVersion;
   o.joinedAtStart = in.joinedAtStart;
   o.join = in.join;
-  o.decision = in.decision;
+  o.decisionPacked = in.decisionPacked;
+  o.decisionChunkBytes = in.decisionChunkBytes;
   o.gpuTiming = in.expectedChannels > 0 && timedStops >= in.expectedChannels && minStart != UINT64_MAX &&
                 maxStop >= minStart;
   o.gpu_us = o.gpuTiming ? static_cast<double>(maxStop - minStart) / 1e3 : 0.0;

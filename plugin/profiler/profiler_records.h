@@ -30,7 +30,7 @@ struct CollStart {
   uint8_t profilerVersion = 0;
   bool joinedAtStart = false;  // join and decision below were settled at the start (Observation's)
   DecisionJoin join = DecisionJoin::NoTuner;
-  LoggedDecision decision;
+  uint64_t decisionPacked = 0, decisionChunkBytes = 0;  // DecisionLog::pack of the decision found
 
   // NCCL's nBytes as the tuner saw it (nccl-tests "size"): the whole buffer for AllGather/ReduceScatter.
   uint64_t ncclBytes() const {

@@ -168,9 +168,10 @@ void workerMain(RecordPool* pool, std::shared_ptr<const Settings> settings) {
       try {
         // Read at the call's start where the tuner of this communicator was linked; else now, from a ring
         // that may have moved on.
-        joins.back() = o.joinedAtStart ? JoinedDecision{o.join, o.decision} : joinDecision(o);
+        joins.back() = o.joinedAtStart ? JoinedDecision{o.join, DecisionLog::unpack(o.decisionPacked, o.seq, o.bytes,
+                                                                                    o.decisionChunkBytes)}
+                                       : joinDecision(o);
         batch.back().join = joins.back().join;  // external sinks (the online learner) skip calls never consulted
-        batch.back().decision = joins.back().decision;
         applied.check(o, joins.back());
       } catch (...) {
         profilerCounters().sinkErrors.fetch_add(1, std::memory_order_relaxed);
