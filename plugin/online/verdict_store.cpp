@@ -12,7 +12,7 @@ namespace {
 
 // A finalize waits at most 3 x 1 s for a lock other ranks' observation writers hold (they flush at
 // finalize too), then drops the verdicts with one line.
-constexpr int kBusyTimeout_ms = 1000;
+constexpr int kBusyTimeout_ms = 2000;  // the job's outcome, a few rows: worth more wait than observations (still bounded)
 constexpr int kBusyAttempts = 3;
 
 Expected<std::unique_ptr<store::Store>> openStore(const VerdictScope& scope) {
