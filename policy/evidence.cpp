@@ -31,16 +31,9 @@ std::string percent(double x) {
 }
 
 // Facts the probe knows (non-zero) must agree; unknown ones cannot contradict.
-bool probeAgrees(const TopologyFingerprint& local, const ClusterHardware& hw) {
-  if (local.computeCap > 0 && local.computeCap != hw.computeCap) return false;
-  if (local.computeCap > 0 && !sameRate(local.nvlinkBwPerGpu_GBps, hw.nvlinkBwPerGpu_GBps)) return false;
-  if (local.nicsPerNode > 0 && local.nicsPerNode != hw.nicsPerNode) return false;
-  if (local.nicSpeed_GBps > 0 && !sameRate(local.nicSpeed_GBps, hw.nicSpeed_GBps)) return false;
-  return true;
-}
 
 // The first fact that differs, ours against the rule's (the tolerance: rates within 2%, counts exact);
-// "" when they match. `probe`: the local probe, whose unknown (0) facts are not compared.
+// "" when they match. `probe`: a single-node probe, whose unknown (0) facts are not compared.
 std::string firstDifference(const TopologyFingerprint& ours, const ClusterHardware& rule, bool probe, const char* whose) {
   auto num = [](double v) {
     char b[32];
@@ -114,8 +107,7 @@ std::optional<Trust> parseTrust(std::string_view name) {
 }
 
 bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& hw) {
-  return comm.computeCap == hw.computeCap && sameRate(comm.nvlinkBwPerGpu_GBps, hw.nvlinkBwPerGpu_GBps) &&
-         comm.nicsPerNode == hw.nicsPerNode && sameRate(comm.nicSpeed_GBps, hw.nicSpeed_GBps);
+  return firstDifference(comm, hw, false, "").empty();
 }
 
 StandingInputs StandingInputs::of(const CommShape& shape, const std::optional<ClusterHardware>& declared,
@@ -131,22 +123,21 @@ StandingInputs StandingInputs::of(const CommShape& shape, const std::optional<Cl
 
 RuleStanding ruleStanding(const std::optional<Evidence>& e, const StandingInputs& in) {
   RuleStanding s;
-  const std::optional<int> measuredUnder =
-      e && !e->ncclVersion.empty() ? abi::parseNcclVersion(e->ncclVersion) : std::nullopt;
+  // The release the evidence was measured under; 0 when it names none (unreadable is told apart below).
+  const int measuredUnder = e && !e->ncclVersion.empty() ? abi::parseNcclVersion(e->ncclVersion).value_or(0) : 0;
   if (!e) s.why = "no evidence";
   else if (!isMeasured(e->provenance)) s.why = std::string(provenanceName(e->provenance));
   else if (!measuredGain(*e)) s.refuted = true, s.why = "measured, no gain beyond its interval (" + evidenceText(*e) + ")";
   else if (!e->fingerprint) s.why = "measured, fingerprint not recorded";
   else if (!in.shared) s.why = "measured, but this communicator has no fingerprint every rank shares";
-  else if (!sameHardware(*in.shared, *e->fingerprint))
-    s.why = "measured on another fingerprint (" + firstDifference(*in.shared, *e->fingerprint, false, "this communicator's") + ")";
-  else if (in.local && !probeAgrees(*in.local, *e->fingerprint))
-    s.why = "measured on another fingerprint (" + firstDifference(*in.local, *e->fingerprint, true, "this host's probe") + ")";
-  else if (!e->ncclVersion.empty() && !measuredUnder) s.why = "measured, NCCL version \"" + e->ncclVersion + "\" unreadable";
-  else if (measuredUnder && in.ncclVersionCode > 0 &&
-           abi::pickRuleFor(*measuredUnder) != abi::pickRuleFor(in.ncclVersionCode))
+  else if (std::string d = firstDifference(*in.shared, *e->fingerprint, false, "this communicator's");
+           !d.empty() || (in.local && !(d = firstDifference(*in.local, *e->fingerprint, true, "this host's probe")).empty()))
+    s.why = "measured on another fingerprint (" + d + ")";
+  else if (!e->ncclVersion.empty() && measuredUnder == 0) s.why = "measured, NCCL version \"" + e->ncclVersion + "\" unreadable";
+  else if (measuredUnder > 0 && in.ncclVersionCode > 0 &&
+           abi::pickRuleFor(measuredUnder) != abi::pickRuleFor(in.ncclVersionCode))
     s.otherRelease = true,
-    s.why = std::string("measured under NCCL ") + abi::pickRuleName(abi::pickRuleFor(*measuredUnder)) +
+    s.why = std::string("measured under NCCL ") + abi::pickRuleName(abi::pickRuleFor(measuredUnder)) +
             "'s selection rules, this job runs " + abi::pickRuleName(abi::pickRuleFor(in.ncclVersionCode)) + "'s";
   else s.verified = true, s.why = "verified";
   // NVIDIA CSV files are the user's own explicit rules: applying them is the user's opt-in.
