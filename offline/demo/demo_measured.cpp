@@ -163,7 +163,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
                 const jobreplay::JobResult& jr) {
   std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
-              "simulated; verdicts and exploration were measured in the replayed job.\n",
+              "simulated; verdicts and exploration were measured in the replayed job, whose calls draw from the dataset's real runs (how many stand behind each verdict: step 4).\n",
               job.nRanks, job.system.substr(0, 40).c_str());
   std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "", "NCCL default",
               "simulator's rule", "in-job verdict", "job's final epoch", "measured best");
@@ -424,7 +424,18 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
   auto verified = exportVerified(storePath, (out / "verified.json").string());
   if (!verified) return fail("export: " + verified.error());
-  for (const JobVerdict& v : verified->verdicts) std::printf("      %s\n", v.line.c_str());
+  // The samples of a verdict are the job's calls, each a draw from the dataset's repeats: say how many
+  // real runs stand behind each side, so nobody reads thousands of draws as thousands of measurements.
+  auto realRuns = [&](const JobVerdict& v) {
+    for (const jobreplay::JobKey& k : job->keys)
+      if (k.coll == v.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes)
+        for (const jobreplay::MeasuredConfig& m : k.measured)
+          if (m.forced && jobreplay::configLabel(m.config) == v.candidate)
+            return fmt("; real runs behind it: %.0f of the candidate, %.0f of NCCL's default",
+                       static_cast<double>(m.samples_us.size()), static_cast<double>(k.byDefault().samples_us.size()));
+    return std::string("; no real run of the candidate at this size");
+  };
+  for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
   s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
           std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
 
