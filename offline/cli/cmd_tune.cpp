@@ -42,7 +42,17 @@ std::optional<abi::PickRule> ruleOf(const TuneCmdOptions& o) {
   return o.ncclVersion.empty() ? std::nullopt : abi::parsePickRule(o.ncclVersion);
 }
 
-Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOptions& o) {
+using Backends = std::vector<std::unique_ptr<tune::MeasurementBackend>>;
+
+Expected<Backends> one(Expected<std::unique_ptr<tune::MeasurementBackend>> b) {
+  if (!b) return makeError(b.error());
+  Backends out;
+  out.push_back(std::move(b.value()));
+  return out;
+}
+
+// Replay: one backend per communicator shape in the data (or the one asked for); others: one.
+Expected<Backends> makeBackends(const TuneCmdOptions& o) {
   auto cluster = resolveClusterFacts(o.cluster);
   if (!cluster) return makeError(cluster.error());
   if (*cluster && o.backend == "sim")
@@ -51,12 +61,12 @@ Expected<std::unique_ptr<tune::MeasurementBackend>> makeBackend(const TuneCmdOpt
   if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
     return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
   if (o.backend == "sim")
-    return tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)});
+    return one(tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)}));
   if (o.backend == "replay")
-    return tune::makeReplayBackend({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform, *cluster});
+    return tune::makeReplayBackends({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform, *cluster});
   if (o.backend == "runner")
-    return tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
-                                    o.nodes, {}, *cluster, o.ncclVersion});
+    return one(tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
+                                        o.nodes, {}, *cluster, o.ncclVersion}));
   return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
 }
 
@@ -112,14 +122,12 @@ Expected<tune::RunSearchResult> searchByRuns(const TuneCmdOptions& o, const tune
   return tune::searchByRuns(*backend, exec, r, ro);
 }
 
-int run(const TuneCmdOptions& o) {
-  auto backend = makeBackend(o);
-  if (!backend) return std::cerr << "tune: " << backend.error() << "\n", 1;
+Expected<tune::TuneRequest> requestOf(const TuneCmdOptions& o) {
   tune::TuneRequest req;
   req.collectives.clear();  // the request's default list is replaced by --collective
   for (const std::string& c : o.collectives) {
     const auto coll = parseCollective(c);
-    if (!coll) return std::cerr << "tune: unknown collective " << c << "\n", 1;
+    if (!coll) return makeError("unknown collective " + c);
     req.collectives.push_back(*coll);
   }
   if (o.backend != "replay") req.sizes = tune::powerOfTwoSizes(o.minBytes, o.maxBytes);
@@ -132,97 +140,153 @@ int run(const TuneCmdOptions& o) {
   req.warmStartTop = o.share;
   req.progress = !o.noProgress;
   req.ncclRule = ruleOf(o);
+  if (!o.fakeCluster.empty() && !(o.backend == "runner" && o.search == "runs"))
+    return makeError("--fake-cluster needs --backend runner --search runs");
+  return req;
+}
+
+void printRuns(const TuneCmdOptions& o, const tune::TuneResult& result, const tune::RunSearchResult& runs) {
+  std::printf("%s%s: %d ranks / %d nodes\n", result.backend.c_str(),
+              o.fakeCluster.empty() ? "" : (" (simulated cluster " + o.fakeCluster + ")").c_str(), result.nRanks,
+              result.nNodes);
+  for (const std::string& l : runs.log) std::printf("  %s\n", l.c_str());
+  int decided = 0;
+  for (const tune::SizeStatus& st : runs.sizes) {
+    decided += st.decided;
+    std::printf("  %-13s %6s  %-9s %s (%d survivor(s))\n", std::string(collectiveName(st.coll)).c_str(),
+                tune::formatBytes(st.bytes).c_str(), st.decided ? "decided" : "UNDECIDED", st.why.c_str(), st.survivors);
+  }
+  std::printf("runs used %d vs exhaustive grid %d (%d candidates + NCCL's default, %d runs each; %d candidates run); "
+              "sizes decided %d of %zu\n",
+              runs.runsUsed, runs.gridRuns, runs.candidates, o.gridRepeats, runs.candidatesRun, decided,
+              runs.sizes.size());
+}
+
+void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions& so,
+                   const std::vector<tune::TunedInterval>& all,
+                   const std::vector<std::vector<tune::PointEvidence>>& evidence, std::vector<tune::PointEvidence>& points) {
+  for (const std::string& n : result.dataNotes) std::printf("  data: %s\n", n.c_str());
+  for (const std::string& u : result.undecidable) std::printf("  undecidable: %s\n", u.c_str());
+  std::printf("per size (the most promising candidate; bound at %.0f%% confidence, rule: upper < %.3f):\n",
+              100 * so.confidence, 1 - so.minGain);
+  for (const auto& perKey : evidence)
+    for (const tune::PointEvidence& e : perKey) {
+      std::printf("  %s\n", tune::describe(e).c_str());
+      points.push_back(e);
+    }
+  const bool simulated = result.evidence.provenance == policy::Provenance::Simulated;
+  for (const tune::TunedInterval& t : all)
+    std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes)\n",
+                std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
+                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
+                simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes);
+  std::printf("evidence: %s\n", policy::evidenceText(result.evidence).c_str());
+  if (simulated)
+    std::printf("  simulated rules are unverified: the plugin applies them only with DYNAMICCL_TRUST=all; measure "
+                "them on the cluster (--backend runner) to make them count\n");
+  else if (!result.evidence.fingerprint)
+    std::printf("  no fingerprint of the measured cluster (unknown hardware): the rules stay unverified, and the "
+                "plugin tests them in the job (declare it: `dynamiccl probe -o FILE` on the machine then --fingerprint "
+                "FILE, or --preset, --probe-host, --gpu-cc/--nvlink-gbps/--nics/--nic-gbps)\n");
+  else
+    std::printf("  the rules carry the fingerprint of %s: %s; they apply where the plugin probes that hardware\n",
+                result.evidence.fingerprint->source.c_str(),
+                policy::clusterHardwareToJson(*result.evidence.fingerprint).c_str());
+}
+
+// One communicator shape: search, smoothing and the guard, job knobs; prints it and returns its report.
+Expected<tune::TuneReport> tuneShape(const TuneCmdOptions& o, const tune::TuneRequest& req,
+                                     std::unique_ptr<tune::MeasurementBackend>& backend,
+                                     std::vector<tune::PointEvidence>& points) {
   const bool byRuns = o.backend == "runner" && o.search == "runs";
-  if (!o.fakeCluster.empty() && !byRuns) return std::cerr << "tune: --fake-cluster needs --backend runner --search runs\n", 1;
   std::optional<tune::RunSearchResult> runs;
   Expected<tune::TuneResult> result = makeError("not run");
   if (byRuns) {
-    auto r = searchByRuns(o, req, *backend);
-    if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
+    auto r = searchByRuns(o, req, backend);
+    if (!r) return makeError(r.error());
     runs = std::move(r.value());
     result = runs->tune;
   } else {
-    result = tune::tune(**backend, req);
+    result = tune::tune(*backend, req);
   }
-  if (!result) return std::cerr << "tune: " << result.error() << "\n", 1;
-
+  if (!result) return makeError(result.error());
   tune::SmoothingOptions so;
   so.switchPenalty = o.switchPenalty;
   so.minGain = o.minGain;
   so.confidence = o.confidence;
   so.poolNeighbours = o.pool;
   // Undecided sizes get the repeats that would decide them (runner, simulator), then the rule again.
-  if (const int n = byRuns ? 0 : tune::measureUndecided(**backend, *result, so, o.maxRepeats); n > 0)
+  if (const int n = byRuns ? 0 : tune::measureUndecided(*backend, *result, so, o.maxRepeats); n > 0)
     std::printf("measured %d undecided sizes again (up to %d repeats each)\n", n, o.maxRepeats);
   auto [all, chosen, evidence] = tune::smoothAll(*result, so);
   tune::JobKnobAdvice knobs;
   if (byRuns) knobs.reasons.push_back("NCCL_NTHREADS/NCCL_BUFFSIZE: not searched by runs; NCCL's defaults kept");
-  else knobs = tune::recommendJobKnobs(**backend, *result, all, so, o.iterations);
-  const std::string name = o.name.empty() ? "tuned " + (*backend)->name() : o.name;
-  const tune::TuneReport report = tune::makeReport(*result, all, chosen, name, knobs);
-
-  const abi::PickRule target = tune::targetRule(req, **backend);
+  else knobs = tune::recommendJobKnobs(*backend, *result, all, so, o.iterations);
+  const std::string name = o.name.empty() ? "tuned " + backend->name() : o.name;
+  const abi::PickRule target = tune::targetRule(req, *backend);
   if (!o.ncclVersion.empty() || target != abi::PickRule::Nccl2_28)
     std::printf("rules for NCCL %s%s\n", abi::pickRuleName(target),
                 abi::channelsAreCap(target) ? " (channel counts above NCCL's own are not proposed: 2.31 caps them)" : "");
-  if (runs) {
-    std::printf("%s%s: %d ranks / %d nodes\n", result->backend.c_str(),
-                o.fakeCluster.empty() ? "" : (" (simulated cluster " + o.fakeCluster + ")").c_str(), result->nRanks,
-                result->nNodes);
-    for (const std::string& l : runs->log) std::printf("  %s\n", l.c_str());
-    int decided = 0;
-    for (const tune::SizeStatus& st : runs->sizes) {
-      decided += st.decided;
-      std::printf("  %-13s %6s  %-9s %s (%d survivor(s))\n", std::string(collectiveName(st.coll)).c_str(),
-                  tune::formatBytes(st.bytes).c_str(), st.decided ? "decided" : "UNDECIDED", st.why.c_str(), st.survivors);
-    }
-    std::printf("runs used %d vs exhaustive grid %d (%d candidates + NCCL's default, %d runs each; %d candidates run); "
-                "sizes decided %d of %zu\n",
-                runs->runsUsed, runs->gridRuns, runs->candidates, o.gridRepeats, runs->candidatesRun, decided,
-                runs->sizes.size());
-  } else {
+  if (runs) printRuns(o, *result, *runs);
+  else
     std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
                 result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
                 100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
                 static_cast<long long>(result->gridIterations));
-  }
-  for (const std::string& n : result->dataNotes) std::printf("  data: %s\n", n.c_str());
-  for (const std::string& u : result->undecidable) std::printf("  undecidable: %s\n", u.c_str());
-  std::printf("per size (the most promising candidate; bound at %.0f%% confidence, rule: upper < %.3f):\n",
-              100 * so.confidence, 1 - so.minGain);
-  std::vector<tune::PointEvidence> points;
-  for (const auto& perKey : evidence)
-    for (const tune::PointEvidence& e : perKey) {
-      std::printf("  %s\n", tune::describe(e).c_str());
-      points.push_back(e);
+  printEvidence(*result, so, all, evidence, points);
+  for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
+  return tune::makeReport(*result, all, chosen, name, knobs);
+}
+
+// Several shapes' reports as one: their rules in one profile (merge refuses conflicts), one knob
+// advice only where every shape agrees.
+Expected<tune::TuneReport> mergedReport(std::vector<tune::TuneReport> reports, const std::string& name) {
+  if (reports.size() == 1) return std::move(reports.front());
+  std::vector<policy::Profile> profiles;
+  for (const tune::TuneReport& r : reports) profiles.push_back(r.profile);
+  auto merged = policy::mergeProfiles(profiles);
+  if (!merged) return makeError(merged.error());
+  tune::TuneReport out = reports.front();
+  out.profile = std::move(merged.value());
+  out.profile.name = name.empty() ? "tuned " + std::to_string(reports.size()) + " shapes" : name;
+  for (size_t i = 1; i < reports.size(); ++i) {
+    out.backend += "; " + reports[i].backend;
+    out.spentIterations += reports[i].spentIterations;
+    out.gridIterations += reports[i].gridIterations;
+    out.keys.insert(out.keys.end(), reports[i].keys.begin(), reports[i].keys.end());
+    if (!(reports[i].jobKnobs.knobs == out.jobKnobs.knobs)) {
+      out.jobKnobs.knobs = {};
+      out.jobKnobs.reasons.push_back("job knobs differ between shapes: NCCL's defaults kept");
     }
+  }
+  return out;
+}
+
+int run(const TuneCmdOptions& o) {
+  auto req = requestOf(o);
+  if (!req) return std::cerr << "tune: " << req.error() << "\n", 1;
+  auto backends = makeBackends(o);
+  if (!backends) return std::cerr << "tune: " << backends.error() << "\n", 1;
+  std::vector<tune::TuneReport> reports;
+  std::vector<tune::PointEvidence> points;
+  for (auto& backend : *backends) {
+    if (backends->size() > 1) std::printf("== shape %zu of %zu: %s\n", reports.size() + 1, backends->size(), backend->name().c_str());
+    auto r = tuneShape(o, *req, backend, points);
+    if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
+    reports.push_back(std::move(r.value()));
+  }
   if (!o.pointsCsv.empty()) {
     std::ofstream(o.pointsCsv) << tune::evidenceCsv(points);
     std::printf("wrote %s\n", o.pointsCsv.c_str());
   }
-  const bool simulated = result->evidence.provenance == policy::Provenance::Simulated;
-  for (const tune::TunedInterval& t : all)
-    std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes)\n",
-                std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
-                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
-                simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes);
-  std::printf("evidence: %s\n", policy::evidenceText(result->evidence).c_str());
-  if (simulated)
-    std::printf("  simulated rules are unverified: the plugin applies them only with DYNAMICCL_TRUST=all; measure "
-                "them on the cluster (--backend runner) to make them count\n");
-  else if (!result->evidence.fingerprint)
-    std::printf("  no fingerprint of the measured cluster (unknown hardware): the rules stay unverified, and the "
-                "plugin tests them in the job (declare it: `dynamiccl probe -o FILE` on the machine then --fingerprint "
-                "FILE, or --preset, --probe-host, --gpu-cc/--nvlink-gbps/--nics/--nic-gbps)\n");
-  else
-    std::printf("  the rules carry the fingerprint of %s: %s; they apply where the plugin probes that hardware\n",
-                result->evidence.fingerprint->source.c_str(),
-                policy::clusterHardwareToJson(*result->evidence.fingerprint).c_str());
-  for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
-  if (auto s = files::writeFile(o.out, tune::reportToJson(report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
-  std::printf("wrote %s (%zu rules)\n", o.out.c_str(), report.profile.rules.size());
+  const size_t shapes = reports.size();
+  auto report = mergedReport(std::move(reports), o.name);
+  if (!report) return std::cerr << "tune: " << report.error() << "\n", 1;
+  if (auto s = files::writeFile(o.out, tune::reportToJson(*report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
+  std::printf("wrote %s (%zu rules%s)\n", o.out.c_str(), report->profile.rules.size(),
+              shapes > 1 ? (", " + std::to_string(shapes) + " shapes").c_str() : "");
   if (!o.profile.empty()) {
-    if (auto s = files::writeFile(o.profile, policy::profileToJson(report.profile)); !s)
+    if (auto s = files::writeFile(o.profile, policy::profileToJson(report->profile)); !s)
       return std::cerr << "tune: " << s.error() << "\n", 1;
     std::printf("wrote %s\n", o.profile.c_str());
   }
@@ -240,7 +304,7 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--topology", o->topology, "sim: preset name or topology JSON");
   cmd->add_option("--sim-params", o->simParams, "sim: calibrated parameters JSON");
   cmd->add_option("--nodes", o->nodes, "sim/runner: nodes (replay: filter)");
-  cmd->add_option("--nranks", o->nranks, "runner: ranks (replay: filter)");
+  cmd->add_option("--nranks", o->nranks, "runner: ranks (replay: only this shape; default every shape in the data)");
   cmd->add_option("--dataset", o->dataset, "replay: interchange CSV");
   cmd->add_option("--system", o->system, "replay: system substring filter");
   cmd->add_option("--script", o->script, "runner: measurement script");

@@ -81,6 +81,9 @@ struct ReplayBackendOptions {
   std::optional<ClusterHardware> declared;
 };
 Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& options);
+// One backend per communicator shape (nRanks, nNodes) matching the options, the most forced
+// measurements first; a second system or variant of a shape is named in the first one's notes.
+Expected<std::vector<std::unique_ptr<MeasurementBackend>>> makeReplayBackends(const ReplayBackendOptions& options);
 
 // Runs `script` (scripts/measure_nccl_tests.sh) once per measurement; it prints one time_us per line.
 struct RunnerBackendOptions {

@@ -1,8 +1,8 @@
 // Replayed dataset: each measured (collective, bytes) point of one communicator shape answers with
 // its recorded repeats, every one a sample. Half-forced rows (only NCCL_ALGO or only NCCL_PROTO)
 // stay their own arm; the configuration a rule would write for them is what NCCL's model says
-// NCCL ran (sim/replay). A point without a default row is compared against the arm NCCL's model
-// would pick there, or reported as undecidable.
+// NCCL ran (sim/replay). A forced row is its own arm whatever a model guesses NCCL would pick, and
+// a point without a default row is undecidable: no vs-default figure is made up.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -15,13 +15,9 @@
 namespace dynamiccl::tune {
 namespace {
 
-std::string algoProtoLabel(const sim::Config& c) {
-  return std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto));
-}
-
 class ReplayBackend final : public MeasurementBackend {
  public:
-  ReplayBackend(sim::ReplayData data, const sim::Shape* shape, const std::string& group,
+  ReplayBackend(std::shared_ptr<const sim::ReplayData> data, const sim::Shape* shape, const std::string& group,
                 const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes,
                 std::optional<ClusterHardware> hardware)
       : data_(std::move(data)), shape_(shape), notes_(std::move(notes)), hardware_(std::move(hardware)) {
@@ -48,13 +44,8 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
-  // The data records no algorithm for its default rows: NCCL's model says what NCCL ran, as
-  // `dynamiccl replay` takes it when it judges a decision (forcing that is judged as the default).
-  std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
-    const sim::Config d = shape_->nccl->defaultConfig(k.coll, k.bytes);
-    if (d.algo == Algo::Default) return std::nullopt;
-    return Config{d.algo, d.proto, 0, 0};
-  }
+  // ncclDefaultRuns stays unknown: the data records no algorithm for its default rows, and a model's
+  // guess would hide the forced arm it names (a rule forcing what NCCL runs anyway is harmless).
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
   std::optional<ClusterHardware> measuredOn() const override { return hardware_; }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
@@ -99,20 +90,11 @@ class ReplayBackend final : public MeasurementBackend {
       out.push_back(ConfigStats{Config{r.algo, r.proto, 0, 0}, a.samples_us, a.label()});
     }
     if (haveDefault) return out;
-    // No default row: NCCL's own pick per its model stands in, when that arm was measured.
-    const sim::Config d = shape_->nccl->defaultConfig(p.coll, p.bytes);
-    for (size_t i = 1; i < out.size(); ++i)
-      if (out[i].config.algo == d.algo && out[i].config.proto == d.proto) {
-        out[0] = ConfigStats{keepDefault(), out[i].samples_us, out[i].arm + " as NCCL's default (model: " +
-                                                                   algoProtoLabel(d) + ")"};
-        out.erase(out.begin() + static_cast<long>(i));
-        return out;
-      }
-    if (d.algo == Algo::Default) return makeError("no default row, and NCCL's model has no choice here");
-    return makeError("no default row, and " + algoProtoLabel(d) + " (NCCL's pick per its model) was not measured");
+    return makeError("no default row (NCCL's own choice was not measured; " + std::to_string(out.size() - 1) +
+                     " forced arm(s) were): no figure against NCCL's default");
   }
 
-  sim::ReplayData data_;
+  std::shared_ptr<const sim::ReplayData> data_;
   const sim::Shape* shape_;
   std::vector<std::string> notes_;
   std::optional<ClusterHardware> hardware_;  // nullopt: unknown hardware (the rules stay unverified)
@@ -127,15 +109,31 @@ bool matchesShape(const sim::ReplayPoint& p, const ReplayBackendOptions& o) {
   return (o.nRanks == 0 || p.shape->nRanks == o.nRanks) && (o.nNodes == 0 || p.shape->nNodes == o.nNodes);
 }
 
-}  // namespace
+// One (shape, environment variant) of the data and how much tuning can use it.
+struct Candidate {
+  const sim::Shape* shape = nullptr;
+  std::string group;
+  int score = 0;
+};
 
-Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& o) {
+std::string shapeName(const sim::Shape& s, const std::string& group) {
+  return std::to_string(s.nRanks) + "r/" + std::to_string(s.nNodes) + "n of '" + group.substr(0, 48) + "'";
+}
+
+struct LoadedReplay {
+  std::vector<sim::Measurement> rows;
+  std::shared_ptr<const sim::ReplayData> data;
+  std::vector<std::string> notes;
+  bool standIn = false;
+  std::vector<Candidate> candidates;  // matching the options, the most forced measurements first
+};
+
+Expected<LoadedReplay> loadReplay(const ReplayBackendOptions& o) {
   auto rows = sim::loadMeasurements(o.csvPath);
   if (!rows) return makeError("replay backend: " + rows.error());
   auto data = sim::buildReplayData(rows->rows, o.system, o.platform);
   if (!data) return makeError("replay backend: " + data.error());
-  std::vector<std::string> notes;
-  bool standIn = false;
+  LoadedReplay out;
   if (o.platform.empty() &&
       std::none_of(data->points.begin(), data->points.end(), [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
     // Tuning from measurements needs no platform file: the data decides; a model only reads its rows.
@@ -143,53 +141,87 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
     if (again && std::any_of(again->points.begin(), again->points.end(),
                              [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
       for (const std::string& line : sim::describeSkipped(data->skipped))
-        notes.push_back("no platform describes the data (" + line + "): NCCL's model of " + kStandInPlatform +
-                        " stands in to read half-forced rows and NCCL's table; no fact of it reaches a rule");
+        out.notes.push_back("no platform describes the data (" + line + "): NCCL's model of " + kStandInPlatform +
+                            " stands in to read half-forced rows and NCCL's table; no fact of it reaches a rule");
       data = std::move(again);
-      standIn = true;
+      out.standIn = true;
     }
   }
-  for (const auto& [why, n] : rows->skipped) notes.push_back(std::to_string(n) + " rows not read: " + why);
-  for (const std::string& line : sim::describeSkipped(data->skipped)) notes.push_back(line);
-  // The requested shape, or the one with most forced measurements (what tuning can use); one
-  // environment variant (group) of it, since variants are not repeats of each other.
+  for (const auto& [why, n] : rows->skipped) out.notes.push_back(std::to_string(n) + " rows not read: " + why);
+  for (const std::string& line : sim::describeSkipped(data->skipped)) out.notes.push_back(line);
   std::map<std::pair<const sim::Shape*, std::string>, int> score;
   for (const sim::ReplayPoint& p : data->points)
-    if ((o.nRanks == 0 || p.shape->nRanks == o.nRanks) && (o.nNodes == 0 || p.shape->nNodes == o.nNodes))
-      score[{p.shape, p.group}] += 1 + static_cast<int>(p.forced_us.size()) * 4;
-  const std::pair<const sim::Shape*, std::string>* best = nullptr;
-  for (const auto& [s, n] : score)
-    if (!best || n > score[*best]) best = &s;
-  if (!best) {
+    if (matchesShape(p, o)) score[{p.shape, p.group}] += 1 + static_cast<int>(p.forced_us.size()) * 4;
+  for (const auto& [s, n] : score) out.candidates.push_back({s.first, s.second, n});
+  std::stable_sort(out.candidates.begin(), out.candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  if (out.candidates.empty()) {
     std::string why;
     for (const std::string& line : sim::describeSkipped(data->skipped)) why += "; " + line;
     return makeError("replay backend: no measurements match in " + o.csvPath + " (ranks " + std::to_string(o.nRanks) +
                      ", nodes " + std::to_string(o.nNodes) + ", system '" + o.system + "')" + why);
   }
-  const sim::Shape* shape = best->first;
-  // One shape per run, never others dropped without a word: each is named with how to tune it too.
+  out.rows = std::move(rows->rows);
+  out.data = std::make_shared<const sim::ReplayData>(std::move(data.value()));
+  return out;
+}
+
+std::unique_ptr<MeasurementBackend> backendOf(const LoadedReplay& l, const Candidate& c, std::vector<std::string> notes,
+                                              const ReplayBackendOptions& o) {
+  std::optional<ClusterHardware> hardware = o.declared;
+  if (!hardware && !l.standIn) {
+    hardware = model::clusterHardwareOf(c.shape->topology);
+    hardware->source = o.platform.empty() ? "dataset system " + c.shape->system : "--measured-on " + o.platform;
+  }
+  if (!hardware)
+    notes.push_back("unknown hardware: no platform describes '" + c.shape->system +
+                    "' and no fingerprint was declared (`dynamiccl probe -o FILE` on the machine, then --fingerprint "
+                    "FILE): the rules carry none, so the plugin tests them in the job before they count");
+  std::vector<sim::Measurement> kept;
+  for (const sim::Measurement& m : l.rows)
+    if (m.system == c.shape->system && m.group == c.group) kept.push_back(m);
+  return std::make_unique<ReplayBackend>(l.data, c.shape, c.group, sim::groupRepeats(kept), std::move(notes),
+                                         std::move(hardware));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBackendOptions& o) {
+  auto l = loadReplay(o);
+  if (!l) return makeError(l.error());
+  // The requested shape, or the one with most forced measurements (what tuning can use); one
+  // environment variant (group) of it, since variants are not repeats of each other.
+  const Candidate& best = l->candidates.front();
+  std::vector<std::string> notes = l->notes;
+  // One shape per backend, never others dropped without a word: each is named with how to tune it too.
   std::map<std::string, int> others;
-  for (const sim::ReplayPoint& p : data->points)
-    if (!(p.shape == shape && p.group == best->second))
-      ++others[std::to_string(p.shape->nRanks) + "r/" + std::to_string(p.shape->nNodes) + "n of '" + p.group.substr(0, 48) + "'"];
+  for (const sim::ReplayPoint& p : l->data->points)
+    if (!(p.shape == best.shape && p.group == best.group)) ++others[shapeName(*p.shape, p.group)];
   for (const auto& [what, keys] : others)
     notes.push_back("not tuned in this run: " + what + " (" + std::to_string(keys) + " keys): tune it with --nranks/"
                     "--nodes/--system, then `dynamiccl merge` the profiles into one");
-  std::optional<ClusterHardware> hardware = o.declared;
-  if (!hardware && !standIn) {
-    hardware = model::clusterHardwareOf(shape->topology);
-    hardware->source = o.platform.empty() ? "dataset system " + shape->system : "--measured-on " + o.platform;
-  }
-  if (!hardware)
-    notes.push_back("unknown hardware: no platform describes '" + shape->system +
-                    "' and no fingerprint was declared (`dynamiccl probe -o FILE` on the machine, then --fingerprint "
-                    "FILE): the rules carry none, so the plugin tests them in the job before they count");
-  const std::string group = best->second;
-  std::vector<sim::Measurement> kept;
-  for (const sim::Measurement& m : rows->rows)
-    if (m.system == shape->system && m.group == group) kept.push_back(m);
-  return std::unique_ptr<MeasurementBackend>(std::make_unique<ReplayBackend>(
-      std::move(data.value()), shape, group, sim::groupRepeats(kept), std::move(notes), std::move(hardware)));
+  return backendOf(*l, best, std::move(notes), o);
+}
+
+Expected<std::vector<std::unique_ptr<MeasurementBackend>>> makeReplayBackends(const ReplayBackendOptions& o) {
+  auto l = loadReplay(o);
+  if (!l) return makeError(l.error());
+  std::vector<std::unique_ptr<MeasurementBackend>> out;
+  std::set<std::pair<int, int>> shapes;
+  std::vector<std::string> notes = l->notes;
+  // Variants of one shape (e.g. NVLS on and off) answer the same calls: one profile holds one of them.
+  for (const Candidate& c : l->candidates)
+    if (shapes.count({c.shape->nRanks, c.shape->nNodes}))
+      notes.push_back("not tuned in this run: " + shapeName(*c.shape, c.group) +
+                      ", a second system or variant of a shape tuned here (one profile answers a call once): tune "
+                      "it with --system into a profile of its own");
+    else
+      shapes.insert({c.shape->nRanks, c.shape->nNodes});
+  shapes.clear();
+  for (const Candidate& c : l->candidates)
+    if (shapes.insert({c.shape->nRanks, c.shape->nNodes}).second)
+      out.push_back(backendOf(*l, c, out.empty() ? notes : std::vector<std::string>{}, o));
+  return out;
 }
 
 }  // namespace dynamiccl::tune
