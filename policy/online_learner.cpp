@@ -130,20 +130,25 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
   return slots;
 }
 
+Judgement OnlineLearner::compare(const ArmStats& a, const ArmStats& b) const {
+  auto se2 = [&](const ArmStats& x) {
+    const double m = x.s / x.w, var = std::max(x.ss / x.w - m * m, config_.noiseFloor * config_.noiseFloor);
+    return var / std::max(x.w, 1.0);
+  };
+  const double df = static_cast<double>(std::max<uint64_t>(2, std::min(a.n, b.n)) - 1);
+  return judge(a.s / a.w - b.s / b.w, std::sqrt(se2(a) + se2(b)), df, config_.rule);
+}
+
 bool OnlineLearner::decided(const KeyState& k, int slot, int runs) const {
   if (slot < 0) return true;
   if (k.modelled && !(k.modelled_us[slot] >= 0)) return true;  // NCCL's table forbids it here: nothing to measure
   const ArmStats& a = k.arms[slot];
   if (runs < 0 || runs == slot || a.w <= 0.1 || k.arms[runs].w <= 0.1) return false;
   const ArmStats& r = k.arms[runs];
-  const double gap = a.s / a.w - r.s / r.w;  // > 0: behind what runs
-  if (gap > std::log(config_.maxModelledRatio)) return true;  // far behind after a sample or two
+  if (a.s / a.w - r.s / r.w > std::log(config_.maxModelledRatio)) return true;  // far behind after a sample or two
   if (a.n < static_cast<uint64_t>(config_.minSamples) || r.n < static_cast<uint64_t>(config_.minSamples)) return false;
-  auto se2 = [&](const ArmStats& x) {
-    const double m = x.s / x.w, var = std::max(x.ss / x.w - m * m, config_.noiseFloor * config_.noiseFloor);
-    return var / std::max(x.w, 1.0);
-  };
-  return std::abs(gap) > std::max(0.01, config_.guardSigmas * std::sqrt(se2(a) + se2(r)));
+  const Judgement j = compare(a, r);
+  return j.faster || j.noGain;
 }
 
 int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
@@ -153,7 +158,7 @@ int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
     const ArmStats& a = k.arms[s];
     if (s == runs || !(k.tested >> s & 1) || a.n < static_cast<uint64_t>(config_.minSamples) || a.w <= 0.5) continue;
     if (k.modelled && !(k.modelled_us[s] >= 0)) continue;
-    if (!decided(k, s, runs) || a.s / a.w >= k.arms[runs].s / k.arms[runs].w) continue;
+    if (!compare(a, k.arms[runs]).faster) continue;
     if (winner < 0 || a.s / a.w < k.arms[winner].s / k.arms[winner].w) winner = s;
   }
   return winner;
@@ -214,18 +219,12 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
   if (runs < 0) return -1;
   const uint64_t minSamples = static_cast<uint64_t>(config_.minSamples);
   auto meanOf = [&](const ArmStats& a) { return a.s / a.w; };
-  auto se2 = [&](const ArmStats& a) {
-    const double m = meanOf(a), var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
-    return var / std::max(a.w, 1.0);
-  };
-  // Lost to what runs: beyond noise once measured, or far behind after a sample or two.
+  // Lost to what runs: no gain beyond noise once measured, or far behind after a sample or two.
   auto lost = [&](int s) {
     const ArmStats &a = k.arms[s], &r = k.arms[runs];
     if (a.w <= 0.1 || r.w <= 0.1) return false;
-    const double behind = meanOf(a) - meanOf(r);
-    if (behind > std::log(config_.maxModelledRatio)) return true;
-    return a.n >= minSamples && r.n >= minSamples &&
-           behind > std::max(0.01, config_.guardSigmas * std::sqrt(se2(a) + se2(r)));
+    if (meanOf(a) - meanOf(r) > std::log(config_.maxModelledRatio)) return true;
+    return a.n >= minSamples && r.n >= minSamples && compare(a, r).noGain;
   };
   auto trusted = [&](int s) { return k.arms[s].n >= minSamples && k.arms[s].w > 0.5; };
   // An arm already measured faster than what runs beyond noise (this job's samples, or a previous
@@ -235,9 +234,7 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
     for (int s = 0; s < kArmSlots; ++s) {
       if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(s) || (k.modelled && !(k.modelled_us[s] >= 0)))
         continue;
-      const double ahead = meanOf(k.arms[runs]) - meanOf(k.arms[s]);
-      if (ahead > std::max(0.01, config_.guardSigmas * std::sqrt(se2(k.arms[s]) + se2(k.arms[runs]))) &&
-          (winner < 0 || meanOf(k.arms[s]) < meanOf(k.arms[winner])))
+      if (compare(k.arms[s], k.arms[runs]).faster && (winner < 0 || meanOf(k.arms[s]) < meanOf(k.arms[winner])))
         winner = s;
     }
     if (winner >= 0) return k.proposal = winner;
@@ -348,24 +345,20 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
       const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
       return std::sqrt(var / std::max(a.w, 1.0));
     };
-    auto margin = [&](int a, int b) {
-      return std::max(0.01, config_.guardSigmas * std::sqrt(se(a) * se(a) + se(b) * se(b)));
-    };
     for (int s : slots) decay(k, k.arms[s]);
 
     if (k.incumbent < 0) k.incumbent = priorSlot;
     int best = -1;
     for (int s : slots)
       if (trusted(s) && (best < 0 || mean(s) < mean(best))) best = s;
-    if (best >= 0 && best != k.incumbent && trusted(k.incumbent) &&
-        mean(best) + margin(best, k.incumbent) < mean(k.incumbent)) {
+    if (best >= 0 && best != k.incumbent && trusted(k.incumbent) && compare(k.arms[best], k.arms[k.incumbent]).faster) {
       k.incumbent = best;
       ++counters_.switches;
     }
     // The guard: never keep a choice that measures worse than NCCL's own beyond noise.
     const int def = k.ncclDefault;
     if (def >= 0 && def != k.incumbent && trusted(def) && trusted(k.incumbent) &&
-        mean(k.incumbent) > mean(def) + margin(k.incumbent, def)) {
+        compare(k.arms[k.incumbent], k.arms[def]).slower) {
       k.incumbent = def;
       ++counters_.guardTrips;
     }
@@ -487,10 +480,8 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
         v.gainHigh = std::exp(d + half) - 1;
         const bool settled =
             c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
-        const double margin =
-            std::max(0.01, config_.guardSigmas * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm)));
         if (k.incumbent == slot) v.state = VerdictState::Promoted;
-        else if ((settled && -d > margin) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
+        else if ((settled && compare(c, b).noGain) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
       }
       out.push_back(v);
     }

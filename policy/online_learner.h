@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "features/features.h"
+#include "policy/decision_rule.h"
 #include "policy/decision_table.h"
 #include "policy/online_table.h"
 
@@ -26,7 +27,7 @@ struct OnlineConfig {
   int minSamples = 6;              // before an arm's mean is trusted
   double halfLifeCalls = 1000;     // a key's old measurements count half after this many of its calls
   double noiseFloor = 0.02;        // log-latency sigma assumed at least (run-to-run noise)
-  double guardSigmas = 3;          // "worse beyond noise": this many standard errors, 1% at least
+  DecisionRule rule;               // ahead, behind or no gain beyond noise: the rule `tune` applies too
   // Prior for arms not yet measured: NCCL's modelled time relative to the incumbent's, times this
   // allowance for the model's error; without a model, an unknown arm is assumed this much slower.
   double modelErrorFactor = 1.5;
@@ -170,6 +171,8 @@ class OnlineLearner {
   };
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
+  // The decision rule on arm a against arm b (log-latency means, their standard errors).
+  Judgement compare(const ArmStats& a, const ArmStats& b) const;
   // Verifying: whether an arm tried as a candidate has its answer against `runs`.
   bool decided(const KeyState& k, int slot, int runs) const;
   // The tried arm measured faster than `runs` beyond noise (the fastest such), -1 none.

@@ -2,6 +2,7 @@
 // path reads. Public header of dynamiccl_policy.
 #pragma once
 
+#include "policy/decision_rule.h"
 #include "policy/decision_table.h"
 #include "policy/evidence.h"
 #include "policy/profile.h"

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "offline/applied/applied.h"
@@ -158,20 +159,31 @@ TEST_F(JobReplay, LoadsTheMeasuredKeysAsReplayJudgesThem) {
   EXPECT_FALSE(jobreplay::loadMeasuredJob(kEmbedded, {16, 0, ""}));  // no such shape: an error, not an empty job
 }
 
-TEST_F(JobReplay, DrawsAreMeasuredRepeatsIdenticalForACallIndex) {
-  const jobreplay::MeasuredConfig c{{Algo::Ring, Proto::LL, 0, 0}, {10.0, 11.0, 12.0}, 11.0};
+TEST_F(JobReplay, DrawsComeFromTheFittedNoiseIdenticalForACallIndex) {
+  jobreplay::MeasuredConfig c{{Algo::Ring, Proto::LL, 0, 0}, {10.0, 11.0, 12.0}, 11.0};
   EXPECT_EQ(jobreplay::drawLatency_us(c, 0.02, 3, 12345), jobreplay::drawLatency_us(c, 0.02, 3, 12345));
   EXPECT_NE(jobreplay::drawLatency_us(c, 0.02, 3, 12345), jobreplay::drawLatency_us(c, 0.02, 4, 12345));
-  std::map<double, int> seen;
-  double sum = 0;
+  EXPECT_EQ(jobreplay::drawLatency_us(c, 0.0, 3, 7), 11.0);  // no spread: the measured median, never a repeat
+  // The configuration's own spread, shrunk toward the pooled one: three runs say little alone.
+  double mean = 0, ss = 0;
+  for (double t : c.samples_us) mean += std::log(t) / 3;
+  for (double t : c.samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
+  c.sigma = jobreplay::fittedSigma(c.samples_us, 0.02);
+  EXPECT_NEAR(c.sigma, std::sqrt((ss + 3 * 0.02 * 0.02) / (2 + 3)), 1e-12);
+  EXPECT_GT(c.sigma, 0.02);                 // the repeats spread more than the pool
+  EXPECT_LT(c.sigma, std::sqrt(ss / 2));    // but less than their own estimate alone
+  double sum = 0, sumLog = 0, sumLog2 = 0;
+  std::set<double> distinct;
   const int n = 200000;
   for (int i = 0; i < n; ++i) {
-    sum += jobreplay::drawLatency_us(c, 0.02, 3, i);
-    ++seen[jobreplay::drawLatency_us(c, 0.0, 3, i)];  // without jitter: exactly the repeats
+    const double t = jobreplay::drawLatency_us(c, 0.5, 3, i);  // c.sigma wins over the fallback
+    sum += t, sumLog += std::log(t), sumLog2 += std::log(t) * std::log(t);
+    if (distinct.size() < 10) distinct.insert(t);
   }
-  EXPECT_NEAR(sum / n, 11.0, 0.01);  // the measured mean
-  ASSERT_EQ(seen.size(), 3u);
-  for (const auto& [t, count] : seen) EXPECT_NEAR(count, n / 3, n / 100) << t;
+  EXPECT_NEAR(sum / n, 11.0, 0.01);  // the measured median is the job's mean
+  const double m = sumLog / n;
+  EXPECT_NEAR(std::sqrt(sumLog2 / n - m * m), c.sigma, 0.002);
+  EXPECT_EQ(distinct.size(), 10u);  // draws, not a handful of values resampled
 }
 
 TEST_F(JobReplay, FourRanksDecideAlikeWhileVerifying) {

@@ -30,6 +30,10 @@ struct MeasuredConfig {
   double mean_us = 0;              // their median: what sim::replay and `dynamiccl replay` judge by
   int ncclChannels = 0;            // NCCL's own channel count for it at this size (the platform's model: simulated)
   bool forced = false;             // forced rows; false: NCCL's default rows (what ran when NCCL chose)
+  // Log-latency spread between its repeats, shrunk toward the dataset's pooled spread where they are
+  // few (0: use the job's); the replayed job draws each call from it (fitted noise, not resampling).
+  double sigma = 0;
+  int runs() const { return static_cast<int>(samples_us.size()); }  // the real runs behind it
 };
 
 // One (collective, size) of the job.
@@ -77,10 +81,15 @@ Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimPa
                                    const sim::NcclReference& nccl, const std::vector<Collective>& collectives,
                                    const std::vector<uint64_t>& sizes, int repeats = 8, uint64_t seed = 1);
 
-// Latency of call `callIndex` running `c`: a repeat picked uniformly, times lognormal jitter of
-// `sigma` with mean 1 (so the job's mean is the measured mean). A pure function of its arguments:
-// every rank draws the same for the same call, as every rank of a real collective sees one time.
+// Latency of call `callIndex` running `c`: lognormal around its measured median with its fitted
+// spread (c.sigma, else `sigma`), mean-corrected so the job's mean is the median the judge uses. A
+// pure function of its arguments: every rank draws the same for the same call, as every rank of a
+// real collective sees one time.
 double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex);
+// The spread a configuration's repeats show, shrunk toward `pooled` with the weight of
+// kNoisePriorRuns repeats (a handful of runs says little about their own spread).
+inline constexpr double kNoisePriorRuns = 3;
+double fittedSigma(const std::vector<double>& samples_us, double pooled);
 
 // A congestion episode: during calls [fromCall, toCall) of the job (the call index every rank
 // shares), at the keys of [minBytes, maxBytes], the listed configurations (empty: every one) run

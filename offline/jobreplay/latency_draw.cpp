@@ -1,4 +1,5 @@
 // The latency of one call: a pure function of (seed, call, congestion episodes), so every rank draws the same.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -20,12 +21,20 @@ double unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x
 }  // namespace
 
 double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex) {
-  if (c.samples_us.empty()) return c.mean_us;
+  const double s = c.sigma > 0 ? c.sigma : sigma;
   const uint64_t h = mix64(mix64(seed) ^ callIndex);
-  const double repeat = c.samples_us[h % c.samples_us.size()];
-  // Box-Muller from two more independent words; exp(sigma z - sigma^2 / 2) has mean 1.
+  // Box-Muller from two independent words; exp(s z - s^2 / 2) has mean 1.
   const double z = std::sqrt(-2.0 * std::log(unit(mix64(h ^ 1)))) * std::cos(2 * std::numbers::pi * unit(mix64(h ^ 2)));
-  return repeat * std::exp(sigma * z - sigma * sigma / 2);
+  return c.mean_us * std::exp(s * z - s * s / 2);
+}
+
+double fittedSigma(const std::vector<double>& samples_us, double pooled) {
+  double mean = 0, ss = 0;
+  for (double t : samples_us) mean += std::log(t);
+  mean /= std::max<double>(1, static_cast<double>(samples_us.size()));
+  for (double t : samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
+  const double dof = samples_us.empty() ? 0 : static_cast<double>(samples_us.size() - 1);
+  return std::sqrt((ss + kNoisePriorRuns * pooled * pooled) / (dof + kNoisePriorRuns));
 }
 
 bool CongestionEpisode::hits(uint64_t callIndex, const JobKey& key, const sim::Config& ran) const {

@@ -184,6 +184,8 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   std::sort(job.keys.begin(), job.keys.end(),
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   poolRepeatSpread(repeats, job);
+  for (JobKey& k : job.keys)
+    for (MeasuredConfig& m : k.measured) m.sigma = fittedSigma(m.samples_us, job.repeatSigma);
   const int twins = foldTwinsOfTheDefault(job);
   if (twins) job.notes.push_back(std::to_string(twins) + " forced configurations equal to NCCL's default by the model and within "
                                  "the repeats' noise of its rows: taken as the same configuration measured twice");

@@ -112,16 +112,18 @@ PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, 
     double q = 0;
     for (const Diff& x : ds) q += (x.d - mean) * (x.d - mean) / (x.se * x.se);
     if (ds.size() > 1 && q > chiSquareQuantile(0.95, static_cast<double>(ds.size() - 1))) continue;
-    const double se = 1 / std::sqrt(sw), t = studentTQuantile(rule.confidence, df);
+    const double se = 1 / std::sqrt(sw);
+    const policy::Judgement j = policy::judge(mean, se, df, rule);
     ev.pooledSizes = static_cast<int>(ds.size());
     ev.pooledRatio = std::exp(mean);
-    ev.ratioUpper = std::exp(mean + t * se);
-    ev.ratioLower = std::exp(mean - t * se);
+    ev.ratioUpper = std::exp(j.upper);
+    ev.ratioLower = std::exp(j.lower);
+    ev.faster = j.faster;
     ev.winProbability = standardNormalCdf(-mean / std::max(se, 1e-9));
     break;
   }
   const double threshold = 1 - rule.minGain;
-  if (ev.ratioUpper < threshold) ev.verdict = Verdict::Faster;
+  if (ev.faster) ev.verdict = Verdict::Faster;
   else if (!(ev.pooledRatio < threshold)) ev.verdict = Verdict::NotFaster;
   else {
     ev.verdict = Verdict::Undecided;

@@ -1,5 +1,6 @@
-// The decision rule: a configuration replaces NCCL's default at a size only when the one-sided
-// upper confidence bound on its time ratio to the default is below 1 - minGain. Noise comes from
+// The decision rule (policy/decision_rule.h, shared with in-job verification) on a dataset: a
+// configuration replaces NCCL's default at a size only when the one-sided upper confidence bound on
+// its time ratio to the default is below 1 - minGain. The unit of evidence is a run; noise comes from
 // repeats (docs/TUNING.md says how it is pooled across neighbouring sizes).
 #pragma once
 
@@ -11,9 +12,7 @@
 
 namespace dynamiccl::tune {
 
-struct DecisionRule {
-  double confidence = 0.95;  // of the one-sided bound on chosen/default
-  double minGain = 0.01;     // the bound must be below 1 - minGain
+struct DecisionRule : policy::DecisionRule {
   int poolNeighbours = 2;    // sizes either side that may pool noise and (when consistent) evidence
   double power = 0.8;        // for the repeats that would decide an undecided point
 };
@@ -42,6 +41,7 @@ struct PointEvidence {
   double pooledRatio = 1;       // chosen/default over those sizes
   double ratioLower = 1, ratioUpper = 1;  // the two one-sided bounds at the rule's confidence
   double winProbability = 0.5;  // P(chosen faster than the default)
+  bool faster = false;          // policy::judge's answer on the pooled evidence
   Verdict verdict = Verdict::NoiseUnknown;
   int repeatsToDecide = 0;      // Undecided/NoiseUnknown: repeats of each arm at this size that would decide
   bool chosen = false;          // the smoothed profile applies this configuration here

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "offline/tune/config.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::tune {
 
@@ -21,12 +22,11 @@ double relativeStdErrOfMedian(const std::vector<double>& v);
 double meanLog(const std::vector<double>& v);
 double logSumSquares(const std::vector<double>& v);  // around meanLog; n - 1 degrees of freedom
 
-// Quantiles for the decision rule: Student's t (Cornish-Fisher from 3 degrees of freedom, within
-// 0.5% up to p = 0.99; below 3 df rounded down to the exact 1 or 2; infinite df = normal) and
-// chi-square (Wilson-Hilferty).
-double normalQuantile(double p);
-double studentTQuantile(double p, double df);
-double chiSquareQuantile(double p, double df);
+// The decision rule's quantiles live with the rule (policy/decision_rule.h).
+using policy::chiSquareQuantile;
+using policy::normalQuantile;
+using policy::standardNormalCdf;
+using policy::studentTQuantile;
 
 // All samples of one configuration at one key.
 struct ConfigStats {
@@ -41,6 +41,5 @@ struct ConfigStats {
   int count() const { return static_cast<int>(samples_us.size()); }
 };
 
-double standardNormalCdf(double x);
 
 }  // namespace dynamiccl::tune
