@@ -388,6 +388,18 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         trusted(k.incumbent) ? std::optional<double>(mean(k.incumbent)) : std::nullopt;
     std::vector<std::pair<int, double>> rates;
     double callSum = 0, costSum = 0;
+    // Racing: an arm whose estimate is a gain of minGain over the incumbent but whose bound is not yet
+    // (tune's "undecided") is measured further at a higher rate; its trials cost nothing while it
+    // stays ahead, so only the time budget bounds it.
+    int racing = -1;
+    const double gainLog = std::log(1 - config_.rule.minGain);
+    for (int s : slots)
+      if (s >= 0 && s != k.incumbent && trusted(s) && trusted(k.incumbent) && mean(s) - mean(k.incumbent) < gainLog &&
+          (racing < 0 || mean(s) < mean(racing))) {
+        const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
+        if (!j.faster && !j.noGain) racing = s;
+      }
+    double raceCost = 0;
     for (int s : slots) {
       if (s < 0 || s == k.incumbent || rates.size() == kOnlineMaxArms) continue;  // s < 0: never; tells GCC so
       double rate, ratio;
@@ -402,6 +414,10 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         if (!prior) continue;  // the model says it cannot pay off here
         rate = config_.exploreCallShare / static_cast<double>(slots.size());
         ratio = *prior;
+      } else if (s == racing) {
+        raceCost = config_.raceCallShare * std::max(0.0, std::exp(mean(s) - mean(k.incumbent)) - 1.0);
+        rates.emplace_back(s, config_.raceCallShare);
+        continue;
       } else {
         ratio = trusted(k.incumbent) ? std::exp(mean(s) - mean(k.incumbent)) : 1.0;
         const bool plausible = !trusted(k.incumbent) || mean(s) - 2 * se(s) < mean(k.incumbent);
@@ -411,12 +427,15 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
       callSum += rate;
       costSum += rate * std::max(0.0, ratio - 1.0);
     }
+    // The call cap is for arms that may cost (the racing arm is outside it); the time cap for all.
     double scale = 1.0;
     if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
-    if (costSum * scale > config_.exploreTimeShare) scale = config_.exploreTimeShare / costSum;
+    double timeScale = 1.0;
+    if (costSum * scale + raceCost > config_.exploreTimeShare)
+      timeScale = config_.exploreTimeShare / (costSum * scale + raceCost);
     double cumulative = 0;
     for (auto [s, rate] : rates) {
-      cumulative += rate * scale;
+      cumulative += rate * (s == racing ? 1.0 : scale) * timeScale;
       const int i = e.nArms++;
       e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
       append(e.arms[i], decisionOf(s));

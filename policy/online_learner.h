@@ -23,6 +23,7 @@ struct OnlineConfig {
   uint64_t epochCalls = 1000;      // DYNAMICCL_EPOCH_CALLS: calls per table version
   double exploreTimeShare = 0.01;  // DYNAMICCL_EXPLORE_BUDGET: expected extra time from exploring
   double exploreCallShare = 0.05;  // at most this share of a key's calls explore
+  double raceCallShare = 0.2;      // an undecided arm measured ahead of the incumbent: this share of calls
   double retestEvery = 1000;       // a clearly worse arm is re-measured about once per this many calls
   int minSamples = 6;              // before an arm's mean is trusted
   double halfLifeCalls = 1000;     // a key's old measurements count half after this many of its calls

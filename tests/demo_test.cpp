@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -136,6 +137,31 @@ TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
     EXPECT_NE(text.find(step), std::string::npos) << step << "\n" << text;
   EXPECT_NE(text.find("simulated (unverified)"), std::string::npos) << text;
   EXPECT_NE(text.find("times are measured medians"), std::string::npos) << text;
+}
+
+// The job's configurations next to tune's on the same runs: every key counted, and every key where
+// they differ says why, on a line of its own.
+TEST_F(MeasuredDemoTest, SaysKeyByKeyWhereTuneOnTheSameRunsDiffersAndWhy) {
+  ASSERT_EQ(rc_, 0) << log();
+  const std::string text = log();
+  const size_t at = text.find("the same rule on the dataset's runs (`dynamiccl tune --backend replay");
+  ASSERT_NE(at, std::string::npos) << text;
+  int agree = 0, keys = 0, undecided = 0, differ = 0;
+  const std::string line = text.substr(text.find("`): ", at));
+  ASSERT_EQ(std::sscanf(line.c_str(), "`): the same configuration at %d of %d keys; at %d tune is undecided on the "
+                        "real runs; %d differ", &agree, &keys, &undecided, &differ), 4) << line;
+  EXPECT_EQ(keys, 25);
+  EXPECT_EQ(agree + undecided + differ, keys);
+  EXPECT_GE(agree, keys * 3 / 4) << text;  // one rule: where the runs decide, both decide alike
+  std::istringstream rest(text.substr(at));
+  std::string l;
+  std::getline(rest, l);
+  int reasons = 0;
+  while (std::getline(rest, l) && l.rfind("    ", 0) == 0) {
+    ++reasons;
+    EXPECT_NE(l.find("real runs"), std::string::npos) << l;  // each says how many runs stand behind it
+  }
+  EXPECT_EQ(reasons, undecided + differ) << text;
 }
 
 TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {

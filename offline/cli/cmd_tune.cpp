@@ -27,7 +27,7 @@ struct TuneCmdOptions {
   // runner: the search by runs (one nccl-tests sweep per forced configuration)
   std::string search = "runs", prior = "sim", priorProfile, fakeCluster, dimensions = "algo-proto";
   int maxRuns = 0, gridRepeats = 3;
-  std::vector<std::string> collectives{"allreduce"};
+  std::vector<std::string> collectives;  // empty: allreduce (replay: every collective the data measured)
   int nodes = 1, nranks = 0, iterations = 27, eta = 3, share = 3, pool = 2, maxRepeats = 200;
   uint64_t minBytes = 1024, maxBytes = 1 << 30, seed = 1;
   int64_t budget = 0;
@@ -120,6 +120,15 @@ Expected<tune::RunSearchResult> searchByRuns(const TuneCmdOptions& o, const tune
   tune::TuneRequest r = req;
   if (o.dimensions == "algo-proto") r.dimensions.channels = {0}, r.dimensions.chunks = {0};
   return tune::searchByRuns(*backend, exec, r, ro);
+}
+
+// Replay: every collective the data measured; elsewhere AllReduce.
+std::vector<Collective> collectivesOf(const tune::MeasurementBackend& b) {
+  if (!b.recorded()) return {Collective::AllReduce};
+  std::vector<Collective> out;
+  for (int c = 0; c < kNumCollectives; ++c)
+    if (!b.measurableSizes(static_cast<Collective>(c)).empty()) out.push_back(static_cast<Collective>(c));
+  return out.empty() ? std::vector<Collective>{Collective::AllReduce} : out;
 }
 
 Expected<tune::TuneRequest> requestOf(const TuneCmdOptions& o) {
@@ -271,7 +280,9 @@ int run(const TuneCmdOptions& o) {
   std::vector<tune::PointEvidence> points;
   for (auto& backend : *backends) {
     if (backends->size() > 1) std::printf("== shape %zu of %zu: %s\n", reports.size() + 1, backends->size(), backend->name().c_str());
-    auto r = tuneShape(o, *req, backend, points);
+    tune::TuneRequest shapeReq = *req;
+    if (o.collectives.empty()) shapeReq.collectives = collectivesOf(*backend);
+    auto r = tuneShape(o, shapeReq, backend, points);
     if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
     reports.push_back(std::move(r.value()));
   }
@@ -311,7 +322,7 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--launcher", o->launcher, "runner: mpirun, srun or none");
   cmd->add_option("--nccl-tests-dir", o->ncclTestsDir, "runner: directory of *_perf binaries");
   cmd->add_option("--plugin", o->plugin, "runner: NCCL_TUNER_PLUGIN value (path to the plugin)");
-  cmd->add_option("--collective", o->collectives, "collectives to tune")->delimiter(',')->check(collectiveCheck());
+  cmd->add_option("--collective", o->collectives, "collectives to tune (default allreduce; replay: every collective measured)")->delimiter(',')->check(collectiveCheck());
   cmd->add_option("--min-bytes", o->minBytes, "smallest size (powers of two up to --max-bytes)")->check(byteCountCheck());
   cmd->add_option("--max-bytes", o->maxBytes, "largest size")->check(byteCountCheck());
   cmd->add_option("--method", o->method, "tpe (TPE + Hyperband), random or grid")

@@ -447,6 +447,9 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   s5.done(std::to_string(t.replayAgrees) + "/" + std::to_string(rows.size()) +
           " keys run the job's final configuration (DYNAMICCL_TRUST=verified: the rules apply as verified)");
   printTable(*job, rows, t, *jr);
+  auto agreement = compareWithTune(csv, o, *job, jr->keys);
+  if (agreement) printAgreement(*agreement);
+  else std::printf("  tune on the same data could not run: %s\n", agreement.error().c_str());
   if (o.learned) {
     int promoted = 0, dropped = 0;
     for (const JobVerdict& v : verified->verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";

@@ -186,6 +186,19 @@ Expected<LearnedJobResult> verifyLearnedInSimulatedJob(const DemoOptions& o, con
                                                        const std::string& pluginPath);
 void printLearnedJob(const LearnedJobResult& r);
 
+// The job's final configurations next to what `dynamiccl tune --backend replay` decides on the same
+// dataset's runs (demo_agreement.cpp): one decision rule, two kinds of evidence.
+struct TuneAgreement {
+  std::string command;   // the tune command that reproduces tune's side
+  int agree = 0;         // keys where both run the same configuration
+  int undecided = 0;     // keys where they differ because the runs cannot decide (tune undecided)
+  int differ = 0;        // keys where tune decided and the job ended elsewhere
+  std::vector<std::string> lines;  // one per key that differs, saying why
+};
+Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
+                                        const std::vector<jobreplay::KeyOutcome>& keys);
+void printAgreement(const TuneAgreement& a);
+
 // The default main job, on measurements (demo_measured.cpp), with the plugin at pluginPath; plot
 // writes the PNGs of outDir and says so (appended to the last step's line). Returns the exit code.
 int runMeasured(const DemoOptions& o, const std::string& pluginPath,

@@ -33,6 +33,29 @@ void poolRepeatSpread(const std::vector<sim::MeasuredPoint>& points, MeasuredJob
   if (dof > 0) job.repeatSigma = std::sqrt(ss / dof);
 }
 
+// Each configuration's noise: its repeats' spread, shrunk toward the spread of every repeat at its
+// key and the two sizes either side (noise is relative, and a dataset's small sizes may spread far
+// more than its large ones), else toward the dataset's.
+void fitNoise(MeasuredJob& job) {
+  constexpr int kNeighbours = 2;
+  const int n = static_cast<int>(job.keys.size());
+  for (int i = 0; i < n; ++i) {
+    double ss = 0, dof = 0;
+    for (int j = std::max(0, i - kNeighbours); j <= std::min(n - 1, i + kNeighbours); ++j) {
+      if (job.keys[j].coll != job.keys[i].coll) continue;
+      for (const MeasuredConfig& m : job.keys[j].measured) {
+        if (m.samples_us.size() < 2) continue;
+        double mean = 0;
+        for (double t : m.samples_us) mean += std::log(t) / static_cast<double>(m.samples_us.size());
+        for (double t : m.samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
+        dof += static_cast<double>(m.samples_us.size() - 1);
+      }
+    }
+    const double local = dof > 0 ? std::sqrt(ss / dof) : job.repeatSigma;
+    for (MeasuredConfig& m : job.keys[i].measured) m.sigma = fittedSigma(m.samples_us, local);
+  }
+}
+
 // A forced arm of the configuration the model guesses NCCL picks is its own arm: NCCL may have chosen
 // otherwise (its rows then differ beyond noise, as forcing Ring on a B200 whose NCCL ran NVLS). Within
 // the repeats' noise of the default rows it is that configuration measured twice: folded away, so
@@ -184,8 +207,7 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   std::sort(job.keys.begin(), job.keys.end(),
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   poolRepeatSpread(repeats, job);
-  for (JobKey& k : job.keys)
-    for (MeasuredConfig& m : k.measured) m.sigma = fittedSigma(m.samples_us, job.repeatSigma);
+  fitNoise(job);
   const int twins = foldTwinsOfTheDefault(job);
   if (twins) job.notes.push_back(std::to_string(twins) + " forced configurations equal to NCCL's default by the model and within "
                                  "the repeats' noise of its rows: taken as the same configuration measured twice");

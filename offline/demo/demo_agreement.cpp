@@ -1,0 +1,113 @@
+// The demo's verdicts next to `dynamiccl tune --backend replay` on the same data, key by key: one
+// decision rule (policy::judge) on two kinds of evidence, the dataset's runs and the job's calls.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "offline/demo/demo_steps.h"
+#include "offline/tune/tune.h"
+
+namespace dynamiccl::cli::demo {
+namespace {
+
+std::string labelOf(const tune::Config& c, const sim::Config& ncclDefault) {
+  return jobreplay::configLabel(c.keepsAlgoProto() ? ncclDefault : sim::Config{c.algo, c.proto, 0, 0});
+}
+
+}  // namespace
+
+Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
+                                        const std::vector<jobreplay::KeyOutcome>& keys) {
+  auto backend = tune::makeReplayBackend({csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, ""});
+  if (!backend) return makeError(backend.error());
+  tune::TuneRequest req;
+  req.progress = false;
+  req.collectives.clear();
+  for (const jobreplay::KeyOutcome& k : keys)
+    if (std::find(req.collectives.begin(), req.collectives.end(), k.coll) == req.collectives.end())
+      req.collectives.push_back(k.coll);
+  auto result = tune::tune(**backend, req);
+  if (!result) return makeError(result.error());
+  const tune::SmoothedResult smoothed = tune::smoothAll(*result, tune::SmoothingOptions{});
+  TuneAgreement out;
+  out.command = "dynamiccl tune --backend replay --dataset " + csv + " --nranks " + std::to_string(job.nRanks) +
+                (o.system.empty() ? "" : " --system '" + o.system + "'");
+  const tune::DecisionRule rule = tune::SmoothingOptions{};
+  for (const jobreplay::KeyOutcome& k : keys) {
+    const std::string jobRuns = jobreplay::configLabel(k.finalConfig);
+    const std::string where = std::string(collectiveName(k.coll)) + " " + tune::formatBytes(k.bytes);
+    int ci = -1, ki = -1;
+    for (size_t c = 0; c < result->collectives.size(); ++c)
+      for (size_t i = 0; i < result->collectives[c].keys.size(); ++i)
+        if (result->collectives[c].coll == k.coll && result->collectives[c].keys[i].key.bytes == k.bytes)
+          ci = static_cast<int>(c), ki = static_cast<int>(i);
+    if (ci < 0) {
+      ++out.differ;
+      out.lines.push_back(where + ": tune has no key here (no default row it can compare with); the job runs " + jobRuns);
+      continue;
+    }
+    const std::string tuneRuns = labelOf(smoothed.chosenPerCollective[ci][ki], k.ncclDefault);
+    if (tuneRuns == jobRuns) {
+      ++out.agree;
+      continue;
+    }
+    // The evidence in dispute: the runs' for the configuration the job moved to, else for tune's rule.
+    const std::vector<tune::KeyResult>& tk = result->collectives[ci].keys;
+    const sim::Config disputed = jobRuns != jobreplay::configLabel(k.ncclDefault)
+                                     ? k.finalConfig
+                                     : sim::Config{smoothed.chosenPerCollective[ci][ki].algo,
+                                                   smoothed.chosenPerCollective[ci][ki].proto, 0, 0};
+    std::optional<tune::PointEvidence> ev;
+    for (size_t e = 1; e < tk[ki].evaluated.size(); ++e)
+      if (tk[ki].evaluated[e].config.algo == disputed.algo && tk[ki].evaluated[e].config.proto == disputed.proto) {
+        tune::PointEvidence x = tune::assessCandidate(tk, ki, static_cast<int>(e), rule);
+        if (!ev || x.ratioUpper < ev->ratioUpper) ev = x;
+      }
+    char buf[512];
+    if (!ev) {
+      ++out.differ;
+      out.lines.push_back(where + ": tune runs " + tuneRuns + ", the job runs " + jobRuns + ", which the dataset never measured");
+      continue;
+    }
+    const bool undecided = ev->verdict == tune::Verdict::Undecided || ev->verdict == tune::Verdict::NoiseUnknown;
+    std::snprintf(buf, sizeof buf, "%s: tune runs %s, the job runs %s; the runs' evidence for %s: chosen/default %.3f [%.3f, "
+                  "%.3f] on %d vs %d real runs, %s",
+                  where.c_str(), tuneRuns.c_str(), jobRuns.c_str(), jobreplay::configLabel(disputed).c_str(),
+                  ev->pooledRatio, ev->ratioLower, ev->ratioUpper, ev->samples, ev->defaultSamples,
+                  std::string(tune::verdictName(ev->verdict)).c_str());
+    std::string line = buf;
+    const tune::Config& tuneRule = smoothed.chosenPerCollective[ci][ki];
+    if (!tuneRule.keepsAlgoProto() && tuneRuns == jobreplay::configLabel(k.ncclDefault)) {
+      ++out.differ;
+      line += "; tune's rule forces " + tuneRuns + ", the configuration NCCL's model says NCCL runs itself, whose forced "
+              "runs were faster than the default runs: a job cannot tell the two apart (forcing NCCL's own choice is "
+              "the same arm), so it compares the other arms with the default's runs";
+    } else if (undecided) {
+      ++out.undecided;
+      line += " (" + std::to_string(ev->repeatsToDecide) + " repeats of each would decide; the job decided on its own "
+              "calls, here draws from those runs' fitted noise)";
+    } else {
+      ++out.differ;
+      if (ev->verdict == tune::Verdict::Faster && jobRuns == jobreplay::configLabel(k.ncclDefault))
+        line += k.trialsToBest < 0 ? " (the job never tried it)" : " (the job tried it and had not decided by its end)";
+      else if (ev->verdict == tune::Verdict::Faster) line += " (tune's smoothing over neighbouring sizes chose otherwise)";
+      else if (ev->pooledSizes > 1) {
+        std::snprintf(buf, sizeof buf, " (this size alone: %.3f; tune pools the %d neighbouring sizes whose ratios agree, "
+                      "the job judges each size bucket alone)", ev->ratio, ev->pooledSizes);
+        line += buf;
+      }
+    }
+    out.lines.push_back(line);
+  }
+  return out;
+}
+
+void printAgreement(const TuneAgreement& a) {
+  std::printf("  the same rule on the dataset's runs (`%s`): the same configuration at %d of %d keys; at %d tune is "
+              "undecided on the real runs; %d differ\n",
+              a.command.c_str(), a.agree, a.agree + a.undecided + a.differ, a.undecided, a.differ);
+  for (const std::string& l : a.lines) std::printf("    %s\n", l.c_str());
+}
+
+}  // namespace dynamiccl::cli::demo
