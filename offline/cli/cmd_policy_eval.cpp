@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "offline/cli/commands.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
+#include "offline/platforms/platforms.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"
 #include "offline/tune/tune.h"
@@ -36,6 +38,7 @@ struct PolicyEvalOptions {
   int tpeBudget = 0;              // timed iterations per key for the TPE search; 0 = tune/'s own stopping
   std::optional<float> guardMargin;  // replaces the network's own guard_margin when given
   bool noGuard = false;              // the network's choices everywhere (no guard), for comparison
+  bool proposers = false;            // the network as the ranker of what to measure, leave one machine out
 };
 
 // The network with the guard margin this run asks for (the profile's own unless overridden).
@@ -190,7 +193,84 @@ std::vector<std::string> measuredTrainedOn(const std::string& path) {
   return out;
 }
 
+// A simulator per shape whose platform names a calibration; nullptr elsewhere.
+std::function<const sim::Simulator*(const sim::Shape&)> calibratedSimulators() {
+  auto cache = std::make_shared<std::map<const sim::Shape*, std::unique_ptr<sim::Simulator>>>();
+  return [cache](const sim::Shape& shape) -> const sim::Simulator* {
+    auto it = cache->find(&shape);
+    if (it == cache->end()) {
+      std::unique_ptr<sim::Simulator> s;
+      auto reg = platforms::registry();
+      const platforms::Platform* p = reg ? (*reg)->forSystem(shape.system) : nullptr;
+      if (p && p->calibration)
+        if (auto cal = sim::calibrationFor(*p); cal && cal->calibrated())
+          s = std::make_unique<sim::Simulator>(shape.topology, cal->params);
+      it = cache->emplace(&shape, std::move(s)).first;
+    }
+    return it->second.get();
+  };
+}
+
+// Leave one machine out: per dataset with forced sweeps, a network trained on simulator rollouts and
+// the other datasets' measurements, never on this one's, ranks what to measure at its keys.
+int runProposers(const PolicyEvalOptions& o) {
+  std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
+  if (files.empty()) files.push_back(demo::embeddedDataset());
+  std::printf("== proposers, leave one machine out (measured: the dataset's medians say what is best; a configuration "
+              "within 1%% of the best counts as the best; trials: alternatives measured until the best was)\n");
+  train::ProposerFigures total[3];
+  const char* names[3] = {"NCCL's cost order", "simulator (calibrated)", "learned network"};
+  for (const std::string& csv : files) {
+    auto data = train::loadReplayData(csv, o.measuredOn);
+    if (!data) {
+      std::printf("%s: not read: %s\n", csv.c_str(), data.error().c_str());
+      continue;
+    }
+    const train::ProposerFigures nccl = train::evaluateProposer(names[0], *data, train::ncclCostOrder());
+    if (nccl.keys == 0) {
+      std::printf("%s: no key has NCCL's default and a forced configuration measured: nothing to rank\n", csv.c_str());
+      continue;
+    }
+    std::printf("-- %s (%s)\n", csv.c_str(), data->shapes.front()->system.substr(0, 48).c_str());
+    demo::DemoOptions d;
+    d.data = csv;
+    d.preset = data->shapes.front()->topology.name;
+    for (const std::string& other : files)
+      if (other != csv) d.trainData.push_back(other);
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("dynamiccl-proposers-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const demo::LearnedProfile learned = demo::trainProfile(d, dir.string());
+    const train::ProposerFigures sim = train::evaluateProposer(names[1], *data, train::simulatorOrder(calibratedSimulators()));
+    std::vector<train::ProposerFigures> figs{nccl, sim};
+    if (auto p = learned.trained ? policy::loadProfileFile(learned.profilePath) : Expected<policy::Profile>(makeError(learned.skipped));
+        p && p->network)
+      figs.push_back(train::evaluateProposer(names[2], *data, train::networkOrder(p->network)));
+    else
+      std::printf("   learned network: not trained (%s)\n", p ? "no network" : p.error().c_str());
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    for (size_t i = 0; i < figs.size(); ++i) {
+      std::printf("   %s\n", train::describeProposer(figs[i]).c_str());
+      total[i].proposer = figs[i].proposer;
+      total[i].keys += figs[i].keys, total[i].bestIsDefault += figs[i].bestIsDefault, total[i].top1 += figs[i].top1;
+      total[i].top3 += figs[i].top3, total[i].trials += figs[i].trials, total[i].everyArm += figs[i].everyArm;
+    }
+  }
+  std::printf("-- all machines, each held out of the network's training\n");
+  for (const train::ProposerFigures& t : total)
+    if (t.keys) std::printf("   %s\n", train::describeProposer(t).c_str());
+  if (total[2].keys && total[2].trials > total[0].trials)
+    std::printf("   the network finds the best later than NCCL's cost order here: in-job verification keeps NCCL's order "
+                "as its prior (docs/ONLINE.md)\n");
+  else if (total[2].keys)
+    std::printf("   the network finds the best no later than NCCL's cost order here\n");
+  return 0;
+}
+
 int run(const PolicyEvalOptions& o) {
+  if (o.proposers) return runProposers(o);
+  if (o.profile.empty()) return std::cerr << "policy-eval: a profile with a \"policy\" section is required\n", 1;
   auto profile = policy::loadProfileFile(o.profile);
   if (!profile) {
     std::cerr << "invalid profile: " << profile.error() << "\n";
@@ -240,7 +320,10 @@ int run(const PolicyEvalOptions& o) {
 void addPolicyEvalCommand(CLI::App& app) {
   auto o = std::make_shared<PolicyEvalOptions>();
   CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out machines and shared/data");
-  cmd->add_option("profile", o->profile, "profile with a \"policy\" section")->required();
+  cmd->add_option("profile", o->profile, "profile with a \"policy\" section (not with --proposers)");
+  cmd->add_flag("--proposers", o->proposers,
+                "the learned network as the ranker of what to measure, leave one machine out (trains one network per "
+                "--data file), against NCCL's cost order and the calibrated simulator");
   cmd->add_option("--presets", o->presets, "machine name prefixes to evaluate on (default h800; keep them held out)");
   cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every shared/data dataset)");
   cmd->add_option("--measured-on", o->measuredOn, "the platform the --data files were measured on");

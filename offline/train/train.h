@@ -10,6 +10,7 @@
 #include "offline/train/dataset.h"
 #include "offline/train/measured_data.h"
 #include "offline/train/policy_eval.h"
+#include "offline/train/proposer_eval.h"
 #include "offline/train/replay_eval.h"
 #include "offline/train/sim_adapter.h"
 
