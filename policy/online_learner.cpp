@@ -477,14 +477,17 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
   std::vector<Verdict> out;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     const KeyState& k = keys_[key];
-    if (!k.active || !k.tested) continue;
+    if (!k.active) continue;
     const int base = k.ncclDefault >= 0 ? k.ncclDefault : k.incumbent;
     for (int slot = 0; slot < kArmSlots; ++slot) {
-      if (!(k.tested >> slot & 1) || base < 0 || base == slot) continue;
+      // Online learning switches to arms that were never a candidate: the incumbent gets its verdict too,
+      // so what the job learned reaches the exported profile.
+      const bool learnedIncumbent = !(k.tested >> slot & 1) && slot == k.incumbent;
+      if ((!(k.tested >> slot & 1) && !learnedIncumbent) || base < 0 || base == slot) continue;
       Verdict v;
       v.coll = static_cast<int>(key / SizeBucket::kCount);
       v.bucket = static_cast<int>(key % SizeBucket::kCount);
-      v.candidate = k.testedDecision[slot];
+      v.candidate = learnedIncumbent ? Decision{algoOf(slot), protoOf(slot), 0, 0} : k.testedDecision[slot];
       v.candidateArm = summary(k, slot);
       v.baselineArm = summary(k, base);
       const ArmStats &c = k.arms[slot], &b = k.arms[base];
@@ -499,7 +502,8 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
         v.gainHigh = std::exp(d + half) - 1;
         const bool settled =
             c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
-        if (k.incumbent == slot) v.state = VerdictState::Promoted;
+        if (k.incumbent == slot && (!learnedIncumbent || (settled && compare(c, b).faster)))
+          v.state = VerdictState::Promoted;
         else if ((settled && compare(c, b).noGain) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
       }
       out.push_back(v);

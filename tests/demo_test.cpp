@@ -103,6 +103,29 @@ TEST_F(DemoTest, TunedNeverSlowerThanNcclDefault) {
   EXPECT_LT(s["tuner"]["spent_iterations"].get<int64_t>(), s["tuner"]["grid_iterations"].get<int64_t>());
 }
 
+// ---- online learning: what the job learned reaches the exported profile, and the check holds ----
+
+class OnlineDemoTest : public DemoRun {
+ protected:
+  static void SetUpTestSuite() { run("--online"); }
+};
+
+TEST_F(OnlineDemoTest, TheExportedProfileRunsWhatTheJobLearnedAtEveryKey) {
+  ASSERT_EQ(rc_, 0) << log();  // the demo fails when verified.json does not reproduce the job's final epoch
+  const nlohmann::json s = summary();
+  // Every key runs the job's final configuration, or its promotion at the last build (said on a line).
+  const std::string text = log();
+  size_t late = 0;
+  for (size_t at = text.find("promoted at the job's last table build"); at != std::string::npos;
+       at = text.find("promoted at the job's last table build", at + 1))
+    ++late;
+  EXPECT_EQ(s["totals"]["replay_agrees"].get<size_t>() + late, s["totals"]["keys"].get<size_t>()) << text;
+  int moved = 0;  // keys where the job ended off NCCL's default: each needs its rule in verified.json
+  for (const auto& k : s["keys"]) moved += k["final_config"] != k["default_config"];
+  EXPECT_GT(moved, 0) << log();
+  EXPECT_GE(s["verified"]["rules"].get<int>(), 1) << log();
+}
+
 // ---- the default: the replayed job on the embedded measurements ----
 
 class MeasuredDemoTest : public DemoRun {

@@ -450,6 +450,24 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   auto agreement = compareWithTune(csv, o, *job, jr->keys);
   if (agreement) printAgreement(*agreement);
   else std::printf("  tune on the same data could not run: %s\n", agreement.error().c_str());
+  // The check that the exported profile carries what the job learned: a failure fails the command. A
+  // promotion at the job's last table build (published for a boundary the job never reached) is
+  // carried though the job never ran it.
+  int late = 0, wrong = 0;
+  for (const KeyRow& r : rows) {
+    if (r.replayConfig == jobreplay::configLabel(r.job.finalConfig)) continue;
+    if (r.verdict == r.replayConfig + " promoted") {
+      ++late;
+      std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
+                  "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
+                  r.replayConfig.c_str());
+    } else {
+      ++wrong;
+    }
+  }
+  if (wrong)
+    return fail("check failed: verified.json through the plugin alone runs neither the job's final configuration nor "
+                "its last promotion at " + std::to_string(wrong) + " of " + std::to_string(rows.size()) + " keys");
   if (o.learned) {
     int promoted = 0, dropped = 0;
     for (const JobVerdict& v : verified->verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
