@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dynamiccl: offline toolkit of the DynamICCL NCCL tuner"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dynamiccl 0.1.0");
+  app.option_defaults()->always_capture_default();  // every subcommand's --help shows its defaults
   dynamiccl::cli::addShowCommand(app);
   dynamiccl::cli::addValidateCommand(app);
   dynamiccl::cli::addIngestCommand(app);
