@@ -120,7 +120,8 @@ void addSimCommand(CLI::App& app) {
   auto o = std::make_shared<SimCmdOptions>();
   CLI::App* cmd = app.add_subcommand("sim", "Simulate collectives: one config, all configs, or a synthetic CSV");
   addPlatformOption(cmd);
-  cmd->add_option("--topology,--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
+  cmd->add_option("--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
+  cmd->add_option("--topology", o->topology)->group("");  // the former name, hidden: the other commands say --preset
   cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("--collective", o->collective)->capture_default_str()->check(collectiveCheck());
   cmd->add_option("--bytes", o->bytes, "NCCL's nBytes")->capture_default_str()->check(byteCountCheck());

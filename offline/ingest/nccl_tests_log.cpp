@@ -367,7 +367,7 @@ Claim directoryClaim(std::string_view path) {
   std::string part;
   std::vector<std::string> dirs;
   while (std::getline(parts, part, '/')) dirs.push_back(lower(part));
-  if (!dirs.empty()) dirs.pop_back();  // the file name is fileNameClaim's
+  if (!dirs.empty()) dirs.pop_back();  // the file name is fileNameClaims'
   for (const std::string& d : dirs) {
     const size_t us = d.rfind('_');
     const std::string head = us == std::string::npos ? d : d.substr(0, us);

@@ -27,7 +27,7 @@ std::vector<std::string> candidates() {
 
 Expected<const TorchModuleApi*> open() {
   if (!DYNAMICCL_HAVE_TORCH)
-    return makeError("this dynamiccl was built without LibTorch (install libtorch-dev; DYNAMICCL_WITH_TORCH=ON)");
+    return makeError("this dynamiccl was built with no LibTorch (install libtorch-dev; DYNAMICCL_WITH_TORCH=ON)");
   std::string tried;
   for (const std::string& path : candidates()) {
     if (!std::filesystem::exists(path)) {
