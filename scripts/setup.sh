@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what DynamICCL needs from Debian's packages (idempotent). DYNAMICCL_SKIP_APT=1 skips it.
+# `setup.sh demo`: only what scripts/demo.sh builds (no test, benchmark or LibTorch packages).
 set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config binutils
-      libeigen3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libtorch-dev python3 python3-matplotlib)
+      libeigen3-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
+[ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev)
 [ "${DYNAMICCL_SKIP_APT:-0}" = 1 ] && exit 0
 missing=()
 for p in "${PKGS[@]}"; do

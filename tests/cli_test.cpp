@@ -94,6 +94,108 @@ TEST(Cli, InvalidValuesAreRefused) {
   EXPECT_EQ(shown.rc, 0) << shown.output;
 }
 
+int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+// Every size option takes nccl-tests' suffixes (binary: 1K = 1024), the same as the number written out.
+TEST(CliConventions, SizesTakeSuffixes) {
+  const std::string profile = std::string(DYNAMICCL_SOURCE_DIR) + "/profiles/example-dgx-h100.json";
+  for (auto [suffixed, plain] : {std::pair{"1M", "1048576"}, std::pair{"64K", "65536"}, std::pair{"64KiB", "65536"},
+                                 std::pair{"2g", "2147483648"}, std::pair{"1MB", "1048576"}}) {
+    const Result a = dynamiccl(std::string("sim --algo ring --proto simple --bytes ") + suffixed);
+    const Result b = dynamiccl(std::string("sim --algo ring --proto simple --bytes ") + plain);
+    EXPECT_EQ(a.rc, 0) << suffixed << "\n" << a.output;
+    EXPECT_EQ(a.output, b.output) << suffixed;
+  }
+  const Result shown = dynamiccl("show -p '" + profile + "' -c allreduce --min-bytes 4K --max-bytes 1M");
+  const Result plain = dynamiccl("show -p '" + profile + "' -c allreduce --min-bytes 4096 --max-bytes 1048576");
+  EXPECT_EQ(shown.rc, 0) << shown.output;
+  EXPECT_EQ(shown.output, plain.output);
+  const Result chunk = dynamiccl("sim --algo ring --proto simple --chunk 128K");
+  EXPECT_EQ(chunk.rc, 0) << chunk.output;
+  for (const char* bad : {"1Q", "M", "1.5M", "-1K", "1KK", "99999999T", "0K"}) {
+    const Result r = dynamiccl(std::string("sim --bytes ") + bad);
+    EXPECT_NE(r.rc, 0) << bad << "\n" << r.output;
+    EXPECT_EQ(lines(r.output), 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("a size in bytes"), std::string::npos) << r.output;
+  }
+}
+
+// A bad value: a non-zero exit and one line that names it, never a run on it or a raw exception.
+TEST(CliConventions, EveryBadValueIsOneLineAndNonZero) {
+  TempDir dir;
+  const std::string csv = (dir.path / "normalized.csv").string();
+  std::ofstream(csv) << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n"
+                     << "s,allreduce,2,1,1024,default,default,,,10.0,0,a\n";
+  const std::string profile = std::string(DYNAMICCL_SOURCE_DIR) + "/profiles/example-dgx-h100.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"replay --data '" + csv + "' --profile '" + (dir.path / "nope.json").string() + "'", "nope.json"},
+      {"replay --data '" + csv + "' --profile '" + csv + "'", "--profile"},
+      {"sim --nodes 0", "--nodes"},
+      {"show -p '" + profile + "' --nodes 0", "--nodes"},
+      {"show -p '" + profile + "' --ranks 0", "--ranks"},
+      {"env '" + dir.path.string() + "'", "is a directory"},
+      {"env '" + csv + "'", "is not JSON"},
+      {"sim --bytes 1Q", "1Q"},
+  };
+  for (const auto& [args, says] : cases) {
+    const Result r = dynamiccl(args);
+    EXPECT_NE(r.rc, 0) << args << "\n" << r.output;
+    EXPECT_EQ(lines(r.output), 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("json.exception"), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+// One name per idea: `db export-csv -o/--out` as every command; --output still works, hidden.
+TEST(CliConventions, FormerFlagNamesAreHiddenAliases) {
+  TempDir dir;
+  const std::string db = storeWithRows(dir);
+  const Result byOldName = dynamiccl("db export-csv --db '" + db + "' --output '" + (dir.path / "a.csv").string() + "'");
+  EXPECT_EQ(byOldName.rc, 0) << byOldName.output;
+  EXPECT_TRUE(fs::exists(dir.path / "a.csv"));
+  const Result byNewName = dynamiccl("db export-csv --db '" + db + "' --out '" + (dir.path / "b.csv").string() + "'");
+  EXPECT_EQ(byNewName.rc, 0) << byNewName.output;
+  EXPECT_TRUE(fs::exists(dir.path / "b.csv"));
+  const Result help = dynamiccl("db export-csv --help");
+  EXPECT_NE(help.output.find("--out"), std::string::npos) << help.output;
+  EXPECT_EQ(help.output.find("--output"), std::string::npos) << help.output;
+}
+
+// --help shows each option's default where it has one.
+TEST(CliConventions, HelpShowsDefaults) {
+  const Result replay = dynamiccl("replay --help");
+  EXPECT_NE(replay.output.find("=verified"), std::string::npos) << replay.output;  // --trust
+  const Result sim = dynamiccl("sim --help");
+  EXPECT_NE(sim.output.find("=1048576"), std::string::npos) << sim.output;  // --bytes
+  const Result env = dynamiccl("env --help");
+  EXPECT_NE(env.output.find("=dynamiccl"), std::string::npos) << env.output;  // --plugin
+}
+
+// ingest says per file what it detected, and refuses a file whose sources disagree.
+TEST(CliIngest, SaysWhatItDetectedAndRefusesAmbiguousFiles) {
+  TempDir dir;
+  const std::string body =
+      "# Collective test starting: all_reduce_perf\n"
+      "#  Rank  0 Group  0 Pid 1 on hostA device  0 [0000:01:00] GPU X\n"
+      "#  Rank  1 Group  0 Pid 2 on hostA device  1 [0000:02:00] GPU X\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "        1024           256     float     sum      -1    10.00    0.10    0.05      0    11.00    0.09    0.05      0\n";
+  fs::create_directories(dir.path / "logs");
+  std::ofstream(dir.path / "logs" / "allreduce_tree.txt") << body;
+  const std::string db = (dir.path / "store.db").string();
+  const Result ok = dynamiccl("ingest --db '" + db + "' '" + (dir.path / "logs").string() + "'");
+  EXPECT_EQ(ok.rc, 0) << ok.output;
+  EXPECT_NE(ok.output.find("allreduce, 2 ranks x 1 node, forced algorithm TREE (NCCL's protocol) (file name allreduce_tree.txt)"),
+            std::string::npos) << ok.output;
+  std::ofstream(dir.path / "logs" / "ring_ll.txt") << "NCCL_ALGO=Tree\n" << body;
+  const Result refused = dynamiccl("ingest -q --db '" + db + "' '" + (dir.path / "logs" / "ring_ll.txt").string() + "'");
+  EXPECT_EQ(refused.rc, 2) << refused.output;
+  EXPECT_NE(refused.output.find("refused, ambiguous forced configuration (env line NCCL_ALGO=Tree says TREE, file name "
+                                "ring_ll.txt says RING)"),
+            std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("ingested 0 of 1 files"), std::string::npos) << refused.output;
+}
+
 TEST(Cli, ReadOnlyCommandsCreateNothing) {
   TempDir dir;
   for (const std::string cmd : {std::string("db stats"), std::string("db export-csv"), std::string("db applied")}) {

@@ -114,6 +114,112 @@ TEST(NcclTestsLog, EnvLinesForceConfigAndTuningLinesAnnotateRows) {
   EXPECT_EQ(again->skipped.count("already ingested (same content)"), 1u);
 }
 
+// One allreduce section on 2 ranks of one host, two sizes: what each source test below adds to.
+const std::string kAllReduceBody =
+    "# Collective test starting: all_reduce_perf\n"
+    "#  Rank  0 Group  0 Pid 1 on hostA device  0 [0000:01:00] GPU X\n"
+    "#  Rank  1 Group  0 Pid 2 on hostA device  1 [0000:02:00] GPU X\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "        1024           256     float     sum      -1    10.00    0.10    0.05      0    11.00    0.09    0.05      0\n"
+    "     1048576        262144     float     sum      -1    50.00   20.97   20.97      0    51.00   20.56   20.56      0\n";
+
+Detection detectOnly(const std::string& text, const std::string& path) {
+  const ParsedLog log = parseNcclTestsLog(text, path);
+  EXPECT_EQ(log.sections.size(), 1u) << path;
+  return log.sections.empty() ? Detection{} : detect(log.sections[0], log.tuning);
+}
+
+TEST(IngestDetects, ForcedRunFromAnEnvLine) {
+  const Detection d = detectOnly("export NCCL_ALGO=Ring\nNCCL_PROTO=LL128\n" + kAllReduceBody, "/logs/run1.txt");
+  EXPECT_EQ(d.collective, "allreduce");
+  EXPECT_EQ(d.n_ranks, 2);
+  EXPECT_EQ(d.n_nodes, 1);
+  EXPECT_EQ(d.config, "forced RING/LL128");
+  EXPECT_EQ(d.from, "env line NCCL_ALGO=Ring, env line NCCL_PROTO=LL128");
+  EXPECT_EQ(describe(d), "allreduce, 2 ranks x 1 node, forced RING/LL128 (env line NCCL_ALGO=Ring, env line NCCL_PROTO=LL128)");
+}
+
+TEST(IngestDetects, ForcedRunFromNcclSetByEnvironment) {
+  const Detection d = detectOnly("hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n" + kAllReduceBody,
+                                 "/logs/run1.txt");
+  EXPECT_EQ(d.config, "forced protocol SIMPLE (NCCL's algorithm)");
+  EXPECT_EQ(d.from, "NCCL INFO set by environment: NCCL_PROTO=Simple");
+  EXPECT_TRUE(d.ambiguous.empty());
+}
+
+TEST(IngestDetects, NcclsChoicePerSizeFromTuningLines) {
+  const std::string tuning =
+      "hostA:1:1 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..1}\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}\n";
+  const Detection d = detectOnly(kAllReduceBody + tuning, "/logs/run1.txt");
+  EXPECT_EQ(d.config, "NCCL's choice per size");
+  EXPECT_EQ(d.from, "TUNING lines at 2 of 2 sizes");
+  // Forced by an env line and confirmed by NCCL's own lines: both sources said.
+  const Detection agreed = detectOnly("NCCL_PROTO=LL\n" + kAllReduceBody +
+                                          "hostA:1:1 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..1}\n",
+                                      "/logs/run1.txt");
+  EXPECT_EQ(agreed.config, "forced protocol LL (NCCL's algorithm)");
+  EXPECT_EQ(agreed.from, "env line NCCL_PROTO=LL; TUNING lines at 1 of 2 sizes agree");
+  // NCCL ran another protocol than the env line forced at one size: what NCCL says it ran stands there, and is said.
+  const Detection overridden = detectOnly("NCCL_PROTO=LL\n" + kAllReduceBody + tuning, "/logs/run1.txt");
+  EXPECT_TRUE(overridden.ambiguous.empty()) << overridden.ambiguous;
+  EXPECT_EQ(overridden.from, "env line NCCL_PROTO=LL; TUNING lines at 2 of 2 sizes, 1 naming another (NCCL ran that)");
+}
+
+TEST(IngestDetects, ForcedRunFromADirectoryName) {
+  const Detection d = detectOnly(kAllReduceBody, "/logs/ring_ll128/2026-02-22_15-08-18.txt");
+  EXPECT_EQ(d.config, "forced RING/LL128");
+  EXPECT_EQ(d.from, "directory ring_ll128");
+  EXPECT_EQ(detectOnly(kAllReduceBody, "/logs/auto_simple/x.txt").config, "forced protocol SIMPLE (NCCL's algorithm)");
+}
+
+TEST(IngestDetects, ForcedRunFromAFileName) {
+  const Detection tree = detectOnly(kAllReduceBody, "/logs/allreduce_tree.txt");
+  EXPECT_EQ(tree.config, "forced algorithm TREE (NCCL's protocol)");
+  EXPECT_EQ(tree.from, "file name allreduce_tree.txt");
+  const Detection both = detectOnly(kAllReduceBody, "/logs/ring_ll128.log");
+  EXPECT_EQ(both.config, "forced RING/LL128");
+  EXPECT_EQ(both.from, "file name ring_ll128.log");
+  // Named after a feature NCCL_NVLS_ENABLE switches on: NCCL's default with NVLS on, not a forced NVLS.
+  EXPECT_EQ(detectOnly(kAllReduceBody, "/logs/all_reduce_nvls.out").config, "NCCL's default (nothing forced)");
+  EXPECT_EQ(detectOnly(kAllReduceBody, "/logs/all_reduce_perf.txt").config, "NCCL's default (nothing forced)");
+  // The same source twice, in agreement: one forced configuration.
+  EXPECT_EQ(detectOnly(kAllReduceBody, "/logs/tree/allreduce_tree.txt").from, "directory tree; file name allreduce_tree.txt");
+}
+
+TEST(IngestDetects, AmbiguousFileIsRefusedWhole) {
+  TempDb db;
+  const std::string path = db.dir + "/allreduce_tree.txt";  // the file name says tree ...
+  { std::ofstream(path) << "NCCL_ALGO=Ring\n" + kAllReduceBody; }  // ... and an env line ring
+  const Detection d = detectOnly("NCCL_ALGO=Ring\n" + kAllReduceBody, path);
+  EXPECT_EQ(d.ambiguous, "env line NCCL_ALGO=Ring says RING, file name allreduce_tree.txt says TREE");
+  EXPECT_EQ(describe(d), "allreduce, 2 ranks x 1 node, ambiguous: " + d.ambiguous);
+
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  auto report = ingestFile(**store, **writer, path);
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report->kind, "ambiguous");
+  EXPECT_EQ(report->observations, 0);
+  ASSERT_EQ(report->detected.size(), 1u);
+  EXPECT_EQ(report->detected[0].ambiguous, d.ambiguous);
+  EXPECT_EQ(report->skipped.count("ambiguous forced configuration (" + d.ambiguous + ")"), 1u);
+  // Nothing of it went in, not even the "already ingested" mark: once renamed, it is ingested.
+  auto stats = (*store)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_TRUE(stats->observations_per_collective.empty());
+  const std::string renamed = db.dir + "/allreduce_run.txt";
+  std::filesystem::rename(path, renamed);
+  auto again = ingestFile(**store, **writer, renamed);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->kind, "nccl-tests");
+  EXPECT_EQ(again->observations, 4);
+  ASSERT_EQ(again->detected.size(), 1u);
+  EXPECT_EQ(again->detected[0].config, "forced algorithm RING (NCCL's protocol)");
+}
+
 int64_t countRows(const std::string& dbPath, const char* table) {
   sqlite3* db = nullptr;
   int64_t n = -1;

@@ -13,6 +13,7 @@ P="$TMP/prefix"
 for f in lib/libnccl-tuner-dynamiccl.so bin/dynamiccl share/dynamiccl/offline/platforms/dgx-h100.json \
          share/dynamiccl/offline/platforms/calibration/h100-ib-cluster-xxrjun.json \
          share/dynamiccl/profiles/example-dgx-h100.json share/dynamiccl/scripts/plot_demo.py \
+         share/dynamiccl/scripts/measure_nccl_tests.sh \
          share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/normalized.csv \
          share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/PROVENANCE.md \
          share/doc/dynamiccl/README.md share/doc/dynamiccl/PROFILE_FORMAT.md share/doc/dynamiccl/SCHEMA.md \
@@ -20,6 +21,14 @@ for f in lib/libnccl-tuner-dynamiccl.so bin/dynamiccl share/dynamiccl/offline/pl
   [ -f "$P/$f" ] || fail "not installed: $f"
 done
 [ -x "$P/bin/dynamiccl" ] || fail "bin/dynamiccl is not executable"
+[ -x "$P/share/dynamiccl/scripts/measure_nccl_tests.sh" ] || fail "the runner's measurement script is not executable"
+# LibTorch only in the training module, never in the command or the plugin.
+for f in "$P/bin/dynamiccl" "$P/lib/libnccl-tuner-dynamiccl.so"; do
+  ! readelf -d "$f" | grep -q 'NEEDED.*torch' || fail "$f links LibTorch"
+done
+if grep -q '^DYNAMICCL_HAVE_TORCH:INTERNAL=ON' "$BUILD/CMakeCache.txt"; then
+  [ -f "$P"/lib*/dynamiccl/libdynamiccl-train.so ] || fail "not installed: the training module <libdir>/dynamiccl/libdynamiccl-train.so"
+fi
 extra=$(find "$P" -name '*.a' -o -name '*_test' -o -name 'bench_*')
 [ -z "$extra" ] || fail "installed what should not be: $extra"
 grep -q 'DynamICCL::abi' "$P"/lib/cmake/DynamICCL/DynamICCLTargets.cmake || fail "no DynamICCL::abi target"
@@ -41,7 +50,8 @@ env -u DYNAMICCL_PLUGIN_PATH -u DYNAMICCL_PLATFORM_DIR -u DYNAMICCL_SCRIPTS_DIR 
   dynamiccl show --plugin "\$NCCL_TUNER_PLUGIN" --profile "$P/share/dynamiccl/profiles/example-dgx-h100.json" \
     --nodes 2 --ranks 16 --trust all >"$TMP/show.out" 2>&1
   dynamiccl env "$P/share/dynamiccl/profiles/example-dgx-h100.json" >"$TMP/env.out" 2>&1
-  dynamiccl demo --help >"$TMP/demo-help.out" 2>&1'
+  dynamiccl demo --help >"$TMP/demo-help.out" 2>&1
+  dynamiccl tune --help >"$TMP/tune-help.out" 2>&1'
 RUN
 if unshare -rm true 2>/dev/null; then
   unshare -rm sh -c "mount -t tmpfs none '$SRC' && sh '$TMP/run.sh'" || { cat "$TMP"/*.out; fail "installed dynamiccl failed"; }
@@ -59,4 +69,6 @@ grep -qx 'export NCCL_TUNER_PLUGIN=dynamiccl' "$TMP/env.out" || fail "env: no NC
 grep -qF "export LD_LIBRARY_PATH=$P/lib" "$TMP/env.out" || fail "env: no LD_LIBRARY_PATH with the prefix's lib"
 grep -qF "(data: $P/share/dynamiccl)" "$TMP/env.out" || fail "env: data root is not the installed one"
 grep -q 'installtest-only' "$TMP/demo-help.out" || fail "the installed platform folder was not read"
+grep -qF "$P/share/dynamiccl/scripts/measure_nccl_tests.sh" "$TMP/tune-help.out" ||
+  fail "tune --backend runner's default script is not the installed one"
 echo "install test passed"

@@ -92,7 +92,8 @@ void addDbCommand(CLI::App& app) {
   });
   CLI::App* exportCsv = db->add_subcommand("export-csv", "Observations as the interchange CSV (shared/data/README.md)");
   addDbOption(exportCsv, *o);
-  exportCsv->add_option("-o,--output", o->output, "output file (default: stdout)");
+  exportCsv->add_option("-o,--out", o->output, "output file (default: stdout)");
+  exportCsv->add_option("--output", o->output)->group("");  // the former name, hidden (every command says --out)
   exportCsv->add_flag("--in-place", o->in_place, "include nccl-tests in-place rows");
   exportCsv->callback([o] {
     if (int rc = runExport(*o); rc != 0) throw CLI::RuntimeError(rc);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "offline/cli/commands.h"
@@ -18,6 +19,13 @@ struct EnvCmdOptions {
 };
 
 int run(const EnvCmdOptions& o) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.in, ec))
+    return std::cerr << "env: " << o.in << " is a directory; give a tune report (dynamiccl tune -o) or a profile JSON\n", 1;
+  // A report or profile is a JSON object; a CSV (or anything else) is said in a line, not by the JSON reader.
+  std::ifstream in(o.in);
+  if (char first = 0; in >> first && first != '{')
+    return std::cerr << "env: " << o.in << " is not JSON; give a tune report (dynamiccl tune -o) or a profile JSON\n", 1;
   auto report = tune::loadReportFile(o.in);
   if (!report) return std::cerr << "env: " << report.error() << "\n", 1;
   // The plugin reads the profile JSON; a tune report is one too only through `export`.

@@ -29,7 +29,7 @@ int runIngest(const IngestOptions& o) {
     return 1;
   }
   const auto files = ingest::expandPaths(o.paths);
-  int64_t observations = 0, decisions = 0, skippedFiles = 0, failed = 0;
+  int64_t observations = 0, decisions = 0, skippedFiles = 0, failed = 0, refused = 0;
   std::map<std::string, int64_t> skippedWhy;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string progress = "[" + std::to_string(i + 1) + "/" + std::to_string(files.size()) + "] ";
@@ -41,20 +41,32 @@ int runIngest(const IngestOptions& o) {
     }
     observations += report->observations;
     decisions += report->decisions;
+    const bool whole = report->kind == "skipped" || report->kind == "ambiguous";
     if (report->kind == "skipped") ++skippedFiles;
+    if (report->kind == "ambiguous") ++refused;
     std::string why;
     for (auto& [reason, n] : report->skipped) {
       skippedWhy[reason] += n;
-      why += (why.empty() ? "" : ", ") + reason + (report->kind == "skipped" ? "" : " x" + std::to_string(n));
+      why += (why.empty() ? "" : ", ") + reason + (whole ? "" : " x" + std::to_string(n));
     }
-    if (!o.quiet)
+    if (report->kind == "ambiguous") {  // said even with --quiet: nothing of the file went in
+      std::cout << progress << files[i] << ": refused, " << why << "\n";
+    } else if (!o.quiet) {
       std::cout << progress << files[i] << ": " << report->kind << ", " << report->observations << " observations, "
                 << report->decisions << " decisions" << (why.empty() ? "" : "; skipped: " + why) << "\n";
+    }
+    // What was detected, per section: the collective, shape and configuration, and where they came from.
+    if (!o.quiet || report->kind == "ambiguous")
+      for (const ingest::Detection& d : report->detected) std::cout << "    " << ingest::describe(d) << "\n";
   }
-  std::cout << "ingested " << files.size() - skippedFiles - failed << " of " << files.size() << " files into "
-            << (*store)->path() << ": " << observations << " observations, " << decisions << " decisions\n";
+  std::cout << "ingested " << files.size() - skippedFiles - failed - refused << " of " << files.size()
+            << " files into " << (*store)->path() << ": " << observations << " observations, " << decisions
+            << " decisions\n";
   for (auto& [reason, n] : skippedWhy) std::cout << "  skipped (" << reason << "): " << n << "\n";
-  return failed == 0 ? 0 : 2;
+  if (refused > 0)
+    std::cerr << "dynamiccl ingest: refused " << refused << " file(s) whose sources name different forced "
+              << "configurations; rename them or fix their env lines\n";
+  return failed == 0 && refused == 0 ? 0 : 2;
 }
 
 }  // namespace

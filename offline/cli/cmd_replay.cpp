@@ -105,6 +105,9 @@ int run(const ReplayCmdOptions& o) {
   const std::string dataset = std::filesystem::path(o.data).parent_path().filename().string();
   if (!o.makeProfiles.empty()) return makeProfiles(o, loaded->rows, dataset);
   if (o.profile.empty()) return std::cerr << "replay: --profile or --make-profiles is required\n", 1;
+  // The plugin keeps NCCL's default for a profile it cannot read; a replay of that would judge nothing asked.
+  if (auto p = policy::loadProfileFile(o.profile); !p)
+    return std::cerr << "replay: --profile " << o.profile << ": " << p.error() << "\n", 1;
 
   auto data = sim::buildReplayData(loaded->rows, o.system);
   if (!data) return std::cerr << "replay: " << data.error() << "\n", 1;

@@ -120,8 +120,9 @@ void addSimCommand(CLI::App& app) {
   auto o = std::make_shared<SimCmdOptions>();
   CLI::App* cmd = app.add_subcommand("sim", "Simulate collectives: one config, all configs, or a synthetic CSV");
   addPlatformOption(cmd);
-  cmd->add_option("--topology,--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
-  cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str();
+  cmd->add_option("--preset", o->topology, "preset name or topology JSON file")->capture_default_str();
+  cmd->add_option("--topology", o->topology)->group("");  // the former name, hidden: the other commands say --preset
+  cmd->add_option("--nodes", o->nodes, "node count")->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("--collective", o->collective)->capture_default_str()->check(collectiveCheck());
   cmd->add_option("--bytes", o->bytes, "NCCL's nBytes")->capture_default_str()->check(byteCountCheck());
   cmd->add_option("--algo", o->algo, "predict this algorithm (else compare all)");
@@ -130,7 +131,7 @@ void addSimCommand(CLI::App& app) {
   cmd->add_option("--nccl-version", o->ncclVersion,
                   "NCCL whose channel rule applies (2.28, 2.30, 2.31...): from 2.31 a channel count only lowers "
                   "NCCL's own")->capture_default_str();
-  cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default")->check(countCheck());
+  cmd->add_option("--chunk", o->chunk, "bytes per pipeline step, 0 = default")->check(byteCountOrZeroCheck());
   cmd->add_option("--samples", o->samples, "also print this many noisy samples")->check(countCheck());
   cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
   cmd->add_option("--params", o->params, "simulator parameters JSON (one group's \"params\" object)");

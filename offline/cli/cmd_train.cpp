@@ -76,9 +76,8 @@ Status writeProfile(const TrainCmdOptions& o, const policy::PolicyWeights& w,
 }
 
 int run(TrainCmdOptions o) {
-  if (!train::torchAvailable()) {
-    std::cerr << "dynamiccl train: this build has no LibTorch (configure with libtorch-dev installed and "
-                 "DYNAMICCL_WITH_TORCH=ON)\n";
+  if (auto loaded = train::loadTorchModule(); !loaded) {
+    std::cerr << "dynamiccl train: " << loaded.error() << "\n";
     return 2;
   }
   auto cluster = resolveClusterFacts(o.cluster);  // before training: a typo should not cost the run

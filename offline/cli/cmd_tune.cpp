@@ -13,6 +13,7 @@
 #include "offline/cli/platform_option.h"
 #include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
+#include "offline/platforms/platforms.h"
 #include "offline/demo/demo.h"
 #include "offline/tune/tune.h"
 #include "plugin/abi/abi.h"
@@ -21,7 +22,7 @@ namespace dynamiccl::cli {
 namespace {
 
 struct TuneCmdOptions {
-  std::string backend = "sim", topology = "dgx-h100", simParams, dataset, system, script = "scripts/measure_nccl_tests.sh";
+  std::string backend = "sim", topology = "dgx-h100", simParams, dataset, system, script = platforms::dataRoot().path + "/scripts/measure_nccl_tests.sh";
   std::string launcher = "mpirun", ncclTestsDir, plugin, method = "tpe", out = "dynamiccl-tune.json", profile, name;
   std::string platform, pointsCsv;
   // runner: the search by runs (one nccl-tests sweep per forced configuration)

@@ -4,12 +4,16 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
+#include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dynamiccl: offline toolkit of the DynamICCL NCCL tuner"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dynamiccl 0.1.0");
+  app.option_defaults()->always_capture_default();  // every subcommand's --help shows its defaults
+  // A bad value is one line: what is wrong, and where help is.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()) + " (see --help)\n"; });
   dynamiccl::cli::addShowCommand(app);
   dynamiccl::cli::addValidateCommand(app);
   dynamiccl::cli::addIngestCommand(app);
@@ -28,6 +32,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addDemoCommand(app);
   dynamiccl::cli::addProbeCommand(app);
   dynamiccl::cli::addMergeCommand(app);
+  dynamiccl::cli::applyConventions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 // The value checks shared by the subcommands (CLI11 validators run on the text, before conversion).
 #include "offline/cli/value_checks.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,33 @@ std::string wholeNumberIn(const std::string& text, uint64_t lo, uint64_t hi, con
   if (text.empty() || ec != std::errc() || ptr != end || v < lo || v > hi)
     return std::string(what) + " must be a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
            "], not '" + text + "'";
+  return {};
+}
+
+// A size as nccl-tests and this tool print it: a whole number with an optional binary suffix K, M, G
+// or T (also written KiB, KB, k ...: all powers of 1024), rewritten in place to the whole number.
+std::string sizeIn(std::string& text, uint64_t lo, uint64_t hi) {
+  const std::string what = "a size in bytes (e.g. 4096, 64K, 1M, 2G)";
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::string suffix = text.substr(digits);
+  for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix.ends_with("IB")) suffix.erase(suffix.size() - 2);
+  else if (suffix.ends_with("B")) suffix.erase(suffix.size() - 1);
+  static const std::string kUnits = "KMGT";
+  const size_t unit = suffix.empty() ? std::string::npos : kUnits.find(suffix);
+  if (digits == 0 || suffix.size() > 1 || (!suffix.empty() && unit == std::string::npos))
+    return what + " must be a whole number with an optional K, M, G or T, not '" + text + "'";
+  std::string number = text.substr(0, digits);
+  if (auto e = wholeNumberIn(number, 0, hi, what.c_str()); !e.empty()) return e;
+  uint64_t v = std::stoull(number);
+  for (size_t i = 0; unit != std::string::npos && i <= unit; ++i) {
+    if (v > hi / 1024) return what + " must be at most " + std::to_string(hi) + ", not '" + text + "'";
+    v *= 1024;
+  }
+  if (v < lo || v > hi)
+    return what + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], not '" + text + "'";
+  text = std::to_string(v);
   return {};
 }
 
@@ -51,8 +79,12 @@ const CLI::Validator& ncclVersionCheck() {
 }
 
 const CLI::Validator& byteCountCheck() {
-  static const CLI::Validator check(
-      [](std::string& s) { return wholeNumberIn(s, 1, uint64_t{1} << 62, "a size in bytes"); }, "BYTES");
+  static const CLI::Validator check([](std::string& s) { return sizeIn(s, 1, uint64_t{1} << 62); }, "BYTES", "size");
+  return check;
+}
+
+const CLI::Validator& byteCountOrZeroCheck() {
+  static const CLI::Validator check([](std::string& s) { return sizeIn(s, 0, INT32_MAX); }, "BYTES", "size");
   return check;
 }
 
@@ -66,6 +98,17 @@ const CLI::Validator& countCheck() {
   static const CLI::Validator check([](std::string& s) { return wholeNumberIn(s, 0, INT32_MAX, "a count"); },
                                     "COUNT");
   return check;
+}
+
+void applyConventions(CLI::App& app) {
+  // CLI11's check() runs a validator on a copy: a size check must convert "1M" in place, so it modifies.
+  for (CLI::Option* opt : app.get_options()) {
+    try {
+      opt->get_validator("size")->non_modifying(false);
+    } catch (const CLI::OptionNotFound&) {
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands({})) applyConventions(*sub);
 }
 
 }  // namespace dynamiccl::cli

@@ -51,9 +51,16 @@ struct NcclTestsSection {
   int n_nodes = 0;         // 0: unknown
   std::string nccl_version, gpu_name, host;
   std::map<std::string, std::string> env;  // NCCL_* knobs from env lines (or path hints, marked)
+  std::map<std::string, std::string> env_from;  // NCCL_* knob -> the line kind that set it ("env line", ...)
   Algo forced_algo = Algo::Default;
   Proto forced_proto = Proto::Default;
   int forced_channels = -1;
+  // Where forced_algo/forced_proto came from, e.g. "env line NCCL_ALGO=Ring; directory ring_ll128";
+  // empty when nothing forced them.
+  std::string forced_from;
+  // Non-empty when two sources name different algorithms or protocols (the file name says tree, an
+  // env line ring): which, and the file is refused rather than guessed.
+  std::string ambiguous;
   std::vector<NcclTestsRow> rows;
 };
 
@@ -70,12 +77,29 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint);
 // observation (in-place too when asked; notes say which).
 Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place = false);
 
+// What ingest detected in one section of a log, as the command prints it: the collective, the
+// communicator shape, the configuration it ran and where that came from ("env line NCCL_ALGO=Ring",
+// "NCCL INFO set by environment", "directory ring", "file name allreduce_tree.txt", "TUNING lines"),
+// or why the sources disagree.
+struct Detection {
+  std::string collective;  // empty: unknown
+  int n_ranks = 0, n_nodes = 0;
+  std::string config;     // "forced RING/LL128", "NCCL's choice per size", "NCCL's default (nothing forced)"
+  std::string from;       // the sources of `config`; empty when nothing forced it
+  std::string ambiguous;  // non-empty: the sources disagree and the file is refused
+};
+// A section with its file's TUNING lines (what NCCL says it ran per size; they win where they name
+// another configuration than was forced, and the detection says at how many sizes).
+Detection detect(const NcclTestsSection& section, const std::vector<TuningChoice>& tuning);
+std::string describe(const Detection& d);  // "allreduce, 8 ranks x 1 node, forced RING/LL128 (env line ...)"
+
 // What ingesting one file did.
 struct FileReport {
   std::string path;
-  std::string kind;  // "nccl-tests", "interchange-csv", "tuning-log", "skipped"
+  std::string kind;  // "nccl-tests", "interchange-csv", "tuning-log", "skipped", "ambiguous" (refused)
   int64_t observations = 0, decisions = 0;
   std::map<std::string, int64_t> skipped;  // reason -> rows (or 1 for a whole file)
+  std::vector<Detection> detected;         // one per section of an nccl-tests log
 };
 
 // Files under the given files/directories (recursive, sorted).

@@ -53,6 +53,12 @@ std::optional<TuningChoice> agreedChoice(const std::vector<TuningChoice>& tuning
   return found;
 }
 
+std::string configName(Algo a, Proto p) {
+  if (p == Proto::Default) return "algorithm " + std::string(algoNcclName(a)) + " (NCCL's protocol)";
+  if (a == Algo::Default) return "protocol " + std::string(protoNcclName(p)) + " (NCCL's algorithm)";
+  return std::string(algoNcclName(a)) + "/" + std::string(protoNcclName(p));
+}
+
 Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log, const std::string& path,
                  const std::string& hash, FileReport& report) {
   for (const NcclTestsSection& s : log.sections) {
@@ -192,6 +198,42 @@ Status ingestCsv(store::Store& store, store::Batch& batch, const std::vector<sim
 
 }  // namespace
 
+Detection detect(const NcclTestsSection& s, const std::vector<TuningChoice>& tuning) {
+  Detection d{s.collective, s.n_ranks, s.n_nodes, "", "", s.ambiguous};
+  const bool forced = s.forced_algo != Algo::Default || s.forced_proto != Proto::Default;
+  // NCCL's TUNING lines say what it ran (they win over what was forced: NCCL ignores an algorithm a
+  // collective does not support); sizes where they name another configuration are said.
+  int told = 0, differ = 0;
+  for (const NcclTestsRow& r : s.rows) {
+    auto t = agreedChoice(tuning, s.collective, tuningBytesOf(s.collective, r.bytes, s.n_ranks));
+    if (!t) continue;
+    ++told;
+    differ += (s.forced_algo != Algo::Default && t->algo != s.forced_algo) ||
+              (s.forced_proto != Proto::Default && t->proto != s.forced_proto);
+  }
+  const std::string tuningFrom = "TUNING lines at " + std::to_string(told) + " of " + std::to_string(s.rows.size()) + " sizes";
+  if (forced) {
+    d.config = "forced " + configName(s.forced_algo, s.forced_proto);
+    d.from = s.forced_from;
+    if (told > 0)
+      d.from += "; " + tuningFrom + (differ == 0 ? " agree" : ", " + std::to_string(differ) + " naming another (NCCL ran that)");
+  } else if (told > 0) {
+    d.config = "NCCL's choice per size";
+    d.from = tuningFrom;
+  } else {
+    d.config = "NCCL's default (nothing forced)";
+  }
+  return d;
+}
+
+std::string describe(const Detection& d) {
+  std::string out = d.collective.empty() ? "unknown collective" : d.collective;
+  out += ", " + (d.n_ranks > 0 ? std::to_string(d.n_ranks) : std::string("?")) + " ranks x " +
+         (d.n_nodes > 0 ? std::to_string(d.n_nodes) : std::string("?")) + (d.n_nodes == 1 ? " node" : " nodes");
+  if (!d.ambiguous.empty()) return out + ", ambiguous: " + d.ambiguous;
+  return out + ", " + d.config + (d.from.empty() ? "" : " (" + d.from + ")");
+}
+
 std::vector<std::string> expandPaths(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& p : paths) {
@@ -249,6 +291,14 @@ Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, cons
       return report;
     }
     report.kind = log.sections.empty() ? "tuning-log" : "nccl-tests";
+    for (const NcclTestsSection& section : log.sections) {
+      report.detected.push_back(detect(section, log.tuning));
+      if (const std::string& why = report.detected.back().ambiguous; !why.empty() && report.kind != "ambiguous") {
+        report.kind = "ambiguous";  // refused: a guessed configuration would corrupt the baseline
+        report.skipped["ambiguous forced configuration (" + why + ")"] = 1;
+      }
+    }
+    if (report.kind == "ambiguous") return report;
   }
 
   // One transaction per file: its run rows (the "already ingested" mark) land with its observations,

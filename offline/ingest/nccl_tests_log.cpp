@@ -354,28 +354,104 @@ void applyForcedSettings(NcclTestsSection& s) {
   }
 }
 
+// A forced algorithm/protocol one source names, and the words that say where.
+struct Claim {
+  std::string from;
+  std::string algo, proto;  // as written there; empty when this source names none
+};
+
 // Directory names such as ".../ring/", ".../auto_ll128/", ".../tree_simple/" mark forced runs
-// when the log itself has no env lines (shared/data/l40s-pcie-cs244c).
-void applyPathHints(std::string_view path, std::map<std::string, std::string>& env) {
-  std::string p(path);
-  std::stringstream parts(p);
+// when the log itself has no env lines (shared/data/l40s-pcie-cs244c). The first such directory wins.
+Claim directoryClaim(std::string_view path) {
+  std::stringstream parts{std::string(path)};
   std::string part;
   std::vector<std::string> dirs;
   while (std::getline(parts, part, '/')) dirs.push_back(lower(part));
-  if (!dirs.empty()) dirs.pop_back();  // the file name itself says nothing reliable
+  if (!dirs.empty()) dirs.pop_back();  // the file name is fileNameClaims'
   for (const std::string& d : dirs) {
     const size_t us = d.rfind('_');
     const std::string head = us == std::string::npos ? d : d.substr(0, us);
     const std::string tail = us == std::string::npos ? "" : d.substr(us + 1);
-    if (!env.contains("NCCL_ALGO") && !env.contains("NCCL_PROTO")) {
-      if (parseAlgo(d) && d != "default") env["NCCL_ALGO"] = d;
-      else if (!tail.empty() && parseProto(tail) && (head == "auto" || (parseAlgo(head) && head != "default"))) {
-        env["NCCL_PROTO"] = tail;
-        if (head != "auto") env["NCCL_ALGO"] = head;
-      }
-      if (env.contains("NCCL_ALGO") || env.contains("NCCL_PROTO")) env["_forced_from"] = "path";
-    }
+    if (parseAlgo(d) && d != "default") return {"directory " + d, d, ""};
+    if (!tail.empty() && parseProto(tail) && (head == "auto" || (parseAlgo(head) && head != "default")))
+      return {"directory " + d, head == "auto" ? "" : head, tail};
   }
+  return {};
+}
+
+// File names such as "allreduce_tree.txt" or "ring_ll128.log": words naming one algorithm and/or one
+// protocol. NVLS and CollNet are also what NCCL_NVLS_ENABLE / NCCL_COLLNET_ENABLE switch on, and a
+// log named after them is as often NCCL's default with the feature on (shared/data/h100-8gpu-together),
+// so a name with them forces no algorithm. Two algorithms or two protocols: both kept, ambiguous.
+std::vector<Claim> fileNameClaims(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  std::string name(path.substr(slash == std::string_view::npos ? 0 : slash + 1));
+  const std::string stem = lower(name.substr(0, name.find('.')));
+  std::vector<std::string> words;
+  for (size_t i = 0; i < stem.size();) {
+    size_t j = i;
+    while (j < stem.size() && std::isalnum(static_cast<unsigned char>(stem[j]))) ++j;
+    if (j > i) words.push_back(stem.substr(i, j - i));
+    i = j + 1;
+  }
+  bool feature = false;
+  for (const std::string& w : words) feature = feature || w.starts_with("nvls") || w.starts_with("collnet");
+  std::vector<Claim> claims;
+  for (const std::string& w : words) {
+    if (!feature && (w == "ring" || w == "tree" || w == "pat")) claims.push_back({"file name " + name, w, ""});
+    else if (w == "ll" || w == "ll128" || w == "simple") claims.push_back({"file name " + name, "", w});
+  }
+  return claims;
+}
+
+void applyPathHints(std::string_view path, std::map<std::string, std::string>& env) {
+  const Claim c = directoryClaim(path);
+  if (c.algo.empty() && c.proto.empty()) return;
+  if (!c.algo.empty()) env["NCCL_ALGO"] = c.algo;
+  if (!c.proto.empty()) env["NCCL_PROTO"] = c.proto;
+  env["_forced_from"] = "path";
+}
+
+// The forced algorithm/protocol the env knobs name (lists and exclusions force nothing).
+Claim envClaim(const NcclTestsSection& s) {
+  Claim c;
+  auto knob = [&](const char* name, std::string& out) {
+    auto it = s.env.find(name);
+    if (it == s.env.end()) return;
+    out = forcedListEntry(it->second, s.collective);
+    if (out.empty()) return;
+    auto from = s.env_from.find(name);
+    c.from += (c.from.empty() ? "" : ", ") + (from == s.env_from.end() ? std::string("env") : from->second) + " " +
+              name + "=" + it->second;
+  };
+  knob("NCCL_ALGO", c.algo);
+  knob("NCCL_PROTO", c.proto);
+  return c;
+}
+
+// Every source's claim merged: one algorithm and one protocol at most, else `ambiguous` says who disagrees.
+void mergeClaims(NcclTestsSection& s, const std::vector<Claim>& claims) {
+  std::string algoBy, protoBy;
+  std::optional<Algo> algo;
+  std::optional<Proto> proto;
+  for (const Claim& c : claims) {
+    if (c.algo.empty() && c.proto.empty()) continue;
+    if (auto a = c.algo.empty() ? std::nullopt : parseAlgo(c.algo)) {
+      if (algo && *algo != *a && s.ambiguous.empty())
+        s.ambiguous = algoBy + " says " + std::string(algoNcclName(*algo)) + ", " + c.from + " says " +
+                      std::string(algoNcclName(*a));
+      if (!algo) algo = *a, algoBy = c.from;
+    }
+    if (auto p = c.proto.empty() ? std::nullopt : parseProto(c.proto)) {
+      if (proto && *proto != *p && s.ambiguous.empty())
+        s.ambiguous = protoBy + " says " + std::string(protoNcclName(*proto)) + ", " + c.from + " says " +
+                      std::string(protoNcclName(*p));
+      if (!proto) proto = *p, protoBy = c.from;
+    }
+    if (s.forced_from.find(c.from) == std::string::npos) s.forced_from += (s.forced_from.empty() ? "" : "; ") + c.from;
+  }
+  if (algo) s.forced_algo = *algo;
+  if (proto) s.forced_proto = *proto;
 }
 
 struct FileFacts {  // what the whole file says, used when a section lacks it
@@ -454,26 +530,35 @@ void finish(SectionBuilder& b, const FileFacts& facts, std::string_view path, Pa
   if (!b.rank_hosts.empty()) s.host = b.rank_hosts.begin()->second;
   if (s.nccl_version.empty()) s.nccl_version = b.library_version;
   if (s.nccl_version.empty()) s.nccl_version = facts.version_from_path;
+  std::vector<Claim> claims = {envClaim(s), directoryClaim(path)};
+  for (Claim& c : fileNameClaims(path)) claims.push_back(std::move(c));
   if (!s.env.contains("NCCL_ALGO") && !s.env.contains("NCCL_PROTO")) applyPathHints(path, s.env);
   applyForcedSettings(s);
+  mergeClaims(s, claims);
   out.sections.push_back(std::move(s));
 }
 
 
-// "NCCL_X=v" from an env line or the launcher: later sections inherit it through fileEnv.
-void setEnv(SectionBuilder& b, std::map<std::string, std::string>& fileEnv, const EnvPair& e) {
-  fileEnv[std::string(e.name)] = std::string(e.value);
-  b.section.env[std::string(e.name)] = std::string(e.value);
+// What the file says so far, inherited by every later section.
+struct FileEnv {
+  std::map<std::string, std::string> values, from;
+};
+
+// "NCCL_X=v" from an env line, the launcher or NCCL's INFO line (`from` says which).
+void setEnv(SectionBuilder& b, FileEnv& fileEnv, const EnvPair& e, const char* from) {
+  const std::string name(e.name);
+  fileEnv.values[name] = b.section.env[name] = std::string(e.value);
+  fileEnv.from[name] = b.section.env_from[name] = from;
 }
 
 // A "#" comment, a "> command" echo or a launcher line: table header, -np/-x flags, the *_perf binary.
 void readCommentOrLauncher(std::string_view line, const std::vector<std::string_view>& words, SectionBuilder& b,
-                           FileFacts& facts, std::map<std::string, std::string>& fileEnv) {
+                           FileFacts& facts, FileEnv& fileEnv) {
   if (auto l = layoutFromHeader(words)) b.layout = *l;
   if (words[0] == ">" || line.find("mpirun") != std::string_view::npos || line.find("srun") != std::string_view::npos) {
     if (auto np = matchNp(line)) facts.np = countFrom(*np);
     if (auto n = matchNpernode(line)) facts.npernode = countFrom(*n);
-    for (const EnvPair& e : matchEnvFlags(line)) setEnv(b, fileEnv, e);
+    for (const EnvPair& e : matchEnvFlags(line)) setEnv(b, fileEnv, e, "launcher -x");
     for (auto w : words)
       if (w.ends_with("_perf") && b.section.collective.empty())
         if (auto c = canonicalCollective(w.substr(w.rfind('/') == std::string_view::npos ? 0 : w.rfind('/') + 1)))
@@ -490,7 +575,7 @@ void readCommentOrLauncher(std::string_view line, const std::vector<std::string_
 ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
   ParsedLog out;
   FileFacts facts = factsFromPath(path_hint);
-  std::map<std::string, std::string> fileEnv;  // env lines apply to every later section
+  FileEnv fileEnv;  // env lines apply to every later section
   SectionBuilder b;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -512,7 +597,7 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
       finish(b, facts, path_hint, out);
       b = SectionBuilder{};
     }
-    if (b.section.env.empty()) b.section.env = fileEnv;
+    if (b.section.env.empty()) b.section.env = fileEnv.values, b.section.env_from = fileEnv.from;
 
     // First matching kind wins, in this order (a device line may also look like a comment, etc.).
     if (auto pos2 = line.find("Collective test starting:"); pos2 != std::string_view::npos) {
@@ -530,9 +615,9 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
     } else if (auto thr = matchThreads(line)) {
       b.threads_x_gpus = static_cast<int>(std::min<int64_t>(int64_t{countFrom(thr->first)} * countFrom(thr->second), int64_t{1} << 24));
     } else if (auto env = matchEnvLine(line)) {
-      setEnv(b, fileEnv, *env);
+      setEnv(b, fileEnv, *env, "env line");
     } else if (auto info = matchEnvInfo(line)) {
-      setEnv(b, fileEnv, *info);
+      setEnv(b, fileEnv, *info, "NCCL INFO set by environment:");
     } else if (words[0] == "#" || words[0] == ">" || line.find("mpirun") != std::string_view::npos ||
                line.find("srun") != std::string_view::npos) {
       readCommentOrLauncher(line, words, b, facts, fileEnv);

@@ -1,5 +1,6 @@
 // Offline training of the learned policy with LibTorch (dynamiccl train only; never in the plugin).
-// This header is Torch-free so callers compile fast; without LibTorch every call returns an error.
+// This header is Torch-free so callers compile fast. LibTorch runs in a module loaded on the first
+// call below (torch_module.cpp); where it cannot be loaded every call returns why.
 #pragma once
 
 #include <functional>
@@ -16,7 +17,10 @@
 
 namespace dynamiccl::train {
 
-bool torchAvailable();
+// Loads the training module once; the error says why it cannot (no LibTorch in this build, module
+// not built or not installed).
+Status loadTorchModule();
+bool torchAvailable();  // loadTorchModule() succeeded
 
 struct TrainOptions {
   int epochs = 12;

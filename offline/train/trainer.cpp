@@ -1,11 +1,11 @@
 // The LibTorch side: the GRU + MLP module, its training loop and weight export. The only Torch
-// translation unit, to keep builds short.
+// translation unit, to keep builds short; built into libdynamiccl-train.so (torch_module_entry.cpp).
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
 
-#include "offline/train/train.h"
+#include "offline/train/torch_module.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -110,9 +110,7 @@ double weightedLoss(PolicyNet& net, const Tensors& t) {
 
 }  // namespace
 
-bool torchAvailable() { return true; }
-
-Expected<policy::PolicyWeights> torchInitialWeights(const TrainOptions& o) {
+Expected<policy::PolicyWeights> torchInitial(const TrainOptions& o) {
   try {
     torch::manual_seed(o.seed);
     PolicyNet net(o.gruHidden, o.mlpHidden);
@@ -122,8 +120,7 @@ Expected<policy::PolicyWeights> torchInitialWeights(const TrainOptions& o) {
   }
 }
 
-Expected<std::vector<float>> torchPredictLogLatency_us(const policy::PolicyWeights& w, const float* rows, int n,
-                                                       const float* window) {
+Expected<std::vector<float>> torchPredict(const policy::PolicyWeights& w, const float* rows, int n, const float* window) {
   try {
     TrainOptions o;
     o.gruHidden = w.gruHidden;
@@ -140,10 +137,9 @@ Expected<std::vector<float>> torchPredictLogLatency_us(const policy::PolicyWeigh
   }
 }
 
-Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
-                                                   const std::vector<Sample>& validationRows,
-                                                   const std::vector<Sample>& heldOutRows, const TrainOptions& o,
-                                                   const std::function<void(const EpochStats&)>& onEpoch) {
+Expected<policy::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows, const std::vector<Sample>& validationRows,
+                                           const std::vector<Sample>& heldOutRows, const TrainOptions& o,
+                                           const std::function<void(const EpochStats&)>& onEpoch) {
   if (trainRows.empty()) return makeError("no training rows");
   try {
     torch::set_num_threads(o.threads);
