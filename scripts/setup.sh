@@ -3,7 +3,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config binutils
       libeigen3-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libtorch-dev python3 python3-matplotlib)
+      nlohmann-json3-dev libcli11-dev libtorch-dev python3 python3-matplotlib
+      libcurl4 etcd-server etcd-client)  # libcurl: loaded at run time for DYNAMICCL_ETCD; etcd: its tests
 [ "${DYNAMICCL_SKIP_APT:-0}" = 1 ] && exit 0
 missing=()
 for p in "${PKGS[@]}"; do

@@ -82,6 +82,17 @@ std::string settingsDump(const Settings& s) {
   d.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile);
   d.path("DYNAMICCL_COORD_DIR", s.coordDir);
   d.put("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms);
+  std::string etcd;
+  for (const std::string& e : s.etcdEndpoints) etcd += (etcd.empty() ? "" : ",") + e;
+  d.text("DYNAMICCL_ETCD", etcd);
+  d.path("DYNAMICCL_ETCD_AUTH_FILE", s.etcdAuthFile);
+  d.path("DYNAMICCL_ETCD_CA", s.etcdCa);
+  d.path("DYNAMICCL_ETCD_CERT", s.etcdCert);
+  d.path("DYNAMICCL_ETCD_KEY", s.etcdKey);
+  d.put("DYNAMICCL_ETCD_TIMEOUT_MS", s.etcdTimeout_ms);
+  d.put("DYNAMICCL_ETCD_TTL_S", s.etcdTtl_s);
+  d.put("DYNAMICCL_INPUTS_CHECK", int(s.inputsCheck));
+  d.put("DYNAMICCL_INPUTS_TIMEOUT_MS", s.inputsTimeout_ms);
   d.optional("DYNAMICCL_TOPO_GPU_CC", s.topo.computeCap);
   d.optional("DYNAMICCL_TOPO_NVLINK_GBPS", s.topo.nvlinkBw_GBps);
   d.optional("DYNAMICCL_TOPO_NICS", s.topo.nics);

@@ -1,0 +1,91 @@
+// The init-time exchange of input records through the coordination store. Every wait is bounded by
+// the timeout; the verdict is write-once, so a rank that timed out and one that saw every record
+// adopt the same one.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "plugin/online/inputs_check.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t commId) {
+  auto rec = store.read(commId, coord::kInputsVerdictKey);
+  if (!rec.ok() || !rec->has_value()) return std::nullopt;
+  return decodeVerdict(**rec);
+}
+
+// Proposes `proposal` and returns the verdict the store kept (ours or an earlier one).
+InputsVerdict settle(coord::RecordStore& store, uint64_t commId, const InputsVerdict& proposal) {
+  const coord::PublishResult p = store.publish(commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
+  if (p == coord::PublishResult::Won) return proposal;
+  if (p == coord::PublishResult::Lost)
+    if (auto v = storedVerdict(store, commId)) return *v;
+  return {false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's choices, "
+                 "other ranks may not: fix the store"};
+}
+
+uint64_t textHash(const std::string& s) {
+  uint64_t h = 0;
+  for (unsigned char c : s) h = policy::mix64(h ^ c);
+  return h;
+}
+
+}  // namespace
+
+InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
+                            int64_t timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (auto v = storedVerdict(store, commId)) return *v;  // a late rank: the others have settled
+  const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
+  // Claim a free slot, starting where this rank hashes to so that n ranks rarely try the same ones
+  // (several ranks of one process share the text: a counter tells them apart).
+  static std::atomic<uint64_t> claims{0};
+  const uint64_t first = policy::mix64(textHash(mine) ^ claims.fetch_add(1)) % n;
+  std::vector<std::string> records(n);
+  std::vector<bool> have(n, false);
+  bool claimed = false;
+  for (uint64_t i = 0; i < n && !claimed; ++i) {
+    const uint64_t slot = (first + i) % n;
+    const coord::PublishResult p = store.publish(commId, coord::inputsSlotKey(slot), mine);
+    if (p == coord::PublishResult::Failed)  // the others will miss ours and settle on "differ"
+      return {false, "the store (" + store.describe() + ") refused this rank's inputs; it keeps NCCL's choices"};
+    if (p == coord::PublishResult::Won) records[slot] = mine, have[slot] = true, claimed = true;
+  }
+  if (!claimed)
+    return settle(store, commId, {false, "more than " + std::to_string(n) + " input records for one communicator "
+                                         "(a stale or foreign record in the store)"});
+  // Wait for the others, resuming at the first slot still missing: about n reads in all, not n per round.
+  uint64_t next = 0;
+  auto pause = std::chrono::microseconds(50);
+  const auto maxPause = std::chrono::microseconds(std::clamp<int64_t>(1000 + 10 * static_cast<int64_t>(n), 1000, 20000));
+  for (;;) {
+    while (next < n) {
+      if (!have[next]) {
+        auto rec = store.read(commId, coord::inputsSlotKey(next));
+        if (!rec.ok() || !rec->has_value()) break;  // not there yet (or a transient error): wait
+        records[next] = **rec;
+        have[next] = true;
+      }
+      ++next;
+    }
+    if (next == n) return settle(store, commId, judgeInputs(records));
+    if (auto v = storedVerdict(store, commId)) return *v;
+    if (Clock::now() >= deadline) {
+      const auto present = static_cast<uint64_t>(std::count(have.begin(), have.end(), true));
+      return settle(store, commId,
+                    {false, "only " + std::to_string(present) + " of " + std::to_string(n) + " ranks published their "
+                            "inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank "
+                            "without this plugin, with DYNAMICCL_INPUTS_CHECK=0, another store, or started late"});
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, maxPause);
+  }
+}
+
+}  // namespace dynamiccl::plugin
