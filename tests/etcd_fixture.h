@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -101,6 +102,17 @@ class EtcdCluster {
     signal(SIGKILL, i);
     if (members_[i].pid > 0) waitpid(members_[i].pid, nullptr, 0);
     members_[i].pid = -1;
+  }
+  // etcdctl against the first live member: its standard output.
+  std::string ctlOutput(const std::string& args) const {
+    const std::string cmd = etcdctlBinary() + " --endpoints=" + endpoint(firstLive()) + " " + args + " 2>/dev/null";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      pclose(p);
+    }
+    return out;
   }
   // etcdctl against the first live member; its exit status.
   int ctl(const std::string& args) const {
