@@ -76,7 +76,13 @@ class EtcdStore : public RecordStore {
         {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}})},
         {"success", json::array({{{"request_put", put}}})}};
     auto reply = call("/v3/kv/txn", txn);
-    if (!reply.ok()) return PublishResult::Failed;
+    if (!reply.ok()) {
+      if (reply.error().find("lease") != std::string::npos) {  // revoked or expired: grant anew next time
+        std::lock_guard lock(mutex_);
+        lease_.clear();
+      }
+      return PublishResult::Failed;
+    }
     const auto it = reply->find("succeeded");  // proto3 JSON leaves a false out
     return it != reply->end() && it->is_boolean() && it->get<bool>() ? PublishResult::Won : PublishResult::Lost;
   }
@@ -141,8 +147,13 @@ class EtcdStore : public RecordStore {
       for (int authTry = 0; authTry < 2; ++authTry) {
         std::vector<std::string> headers = {"Content-Type: application/json"};
         if (!o_.user.empty()) {
-          auto token = authToken(at, authTry > 0);
-          if (!token.ok()) return makeError(token.error());  // refused credentials: every endpoint refuses
+          bool unreachable = false;
+          auto token = authToken(at, authTry > 0, unreachable);
+          if (!token.ok() && unreachable) {
+            lastError = token.error();
+            break;  // this endpoint is down: the next one may authenticate us
+          }
+          if (!token.ok()) return makeError(token.error());  // refused credentials: every member refuses
           headers.push_back("Authorization: " + *token);
         }
         auto reply = http_->post(o_.endpoints[at] + path, body, headers, tls_, o_.timeout_ms);
@@ -168,7 +179,8 @@ class EtcdStore : public RecordStore {
     return makeError(lastError);
   }
 
-  Expected<std::string> authToken(size_t endpoint, bool renew) {
+  // unreachable: set when the endpoint did not answer (as opposed to refusing the credentials).
+  Expected<std::string> authToken(size_t endpoint, bool renew, bool& unreachable) {
     {
       std::lock_guard lock(mutex_);
       if (!renew && !token_.empty()) return token_;
@@ -176,6 +188,7 @@ class EtcdStore : public RecordStore {
     auto reply = http_->post(o_.endpoints[endpoint] + "/v3/auth/authenticate",
                              json{{"name", o_.user}, {"password", o_.password}}.dump(),
                              {"Content-Type: application/json"}, tls_, o_.timeout_ms);
+    unreachable = !reply.ok() || reply->status >= 500;
     if (!reply.ok()) return makeError(o_.endpoints[endpoint] + ": " + reply.error());
     json parsed = json::parse(reply->body, nullptr, false);
     if (reply->status != 200 || !parsed.is_object() || !parsed.contains("token") || !parsed["token"].is_string())

@@ -58,10 +58,4 @@ struct EtcdCredentials {
 // One line "user:password" in a regular file no one else may read.
 Expected<EtcdCredentials> readEtcdCredentials(const std::string& path);
 
-// The TCP coordinator (`dynamiccl coord`); token: the shared secret read from a token file.
-std::unique_ptr<RecordStore> makeTcpStore(std::string host, int port, std::string token, int timeout_ms = 2000);
-
-// Reads a token file: 16..64 printable bytes after trimming whitespace; refuses group/other-readable files.
-Expected<std::string> readTokenFile(const std::string& path);
-
 }  // namespace dynamiccl::coord

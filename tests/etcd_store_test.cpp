@@ -1,6 +1,7 @@
 // The etcd backend against a real etcd on loopback: write-once records, exact bytes back, leases,
 // credentials, and endpoints that are down or trickle bytes (every request ends within its bound).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -106,6 +107,11 @@ TEST(EtcdStore, WrongCredentialsFailEveryRequestAndRightOnesWork) {
   EXPECT_EQ(**back, "fine");
   auto anonymous = storeFor(etcd.endpoint());
   EXPECT_FALSE(anonymous->read(1, 10).ok());  // auth on: no reading without credentials
+  // A dead first endpoint does not stop authentication at the next one.
+  o.endpoints = {"http://127.0.0.1:" + std::to_string(testing::freePort()), etcd.endpoint()};
+  auto failover = openEtcdStore(o);
+  ASSERT_TRUE(failover.ok());
+  EXPECT_EQ((*failover)->publish(1, 20, "again"), PublishResult::Won);
 }
 
 TEST(EtcdStore, CredentialsFileMustBePrivateAndOneLine) {
@@ -125,6 +131,26 @@ TEST(EtcdStore, CredentialsFileMustBePrivateAndOneLine) {
   std::ofstream(path) << "no-colon-here";
   EXPECT_FALSE(readEtcdCredentials(path).ok());
   std::filesystem::remove_all(dir);
+}
+
+TEST(EtcdStore, CredentialsFileNamingAFifoIsRefusedWithoutBlocking) {
+  char dir[] = "/tmp/dynamiccl-cred-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/cred";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {  // unblocks a blocked reader after 3 s: the test fails instead of hanging
+    for (int i = 0; i < 300 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done) return;
+    const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) close(fd);
+  });
+  auto read = readEtcdCredentials(fifo);  // a blocked open would be freed by the watchdog, then read nothing
+  done = true;
+  watchdog.join();
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().find("not a regular file"), std::string::npos) << read.error();
 }
 
 // Accepts connections and answers each with one byte per second, forever (until destroyed).

@@ -47,8 +47,6 @@ const Variable kVariables[] = {
     {"DYNAMICCL_EPOCH_CALLS", "1000", false},
     {"DYNAMICCL_EXPLORE_BUDGET", "0.01", false},
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
-    {"DYNAMICCL_COORD", "(unset)", false},
-    {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
     {"DYNAMICCL_COORD_DIR", "(unset)", true},
     {"DYNAMICCL_COORD_DELAY_MS", "0", false},
     {"DYNAMICCL_ETCD", "(unset)", false},
@@ -169,7 +167,7 @@ TEST(Settings, TheSettingsLineListsEveryVariableThisTestCovers) {
 TEST(Settings, GoodValuesAreInForce) {
   ScopedEnv workload("DYNAMICCL_WORKLOAD", "intensity=2,batch=8"), nics("DYNAMICCL_TOPO_NICS", "8"),
       nvlink("DYNAMICCL_TOPO_NVLINK_GBPS", "0"), cap("DYNAMICCL_DB_MAX_MB", "0.25"),
-      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), coord("DYNAMICCL_COORD", "coord-host:1234"),
+      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), etcd("DYNAMICCL_ETCD", "http://etcd-a:2379,https://etcd-b:2379/"),
       online("DYNAMICCL_ONLINE", "0"), grace("DYNAMICCL_PROFILER_GRACE_MS", "0"), db("DYNAMICCL_DB", "/tmp/x.db"),
       hook("DYNAMICCL_TEST_THROW", "stopEvent,getChunkSize");
   LogCapture::clear();
@@ -182,7 +180,7 @@ TEST(Settings, GoodValuesAreInForce) {
   EXPECT_EQ(inForce["DYNAMICCL_TOPO_NVLINK_GBPS"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_DB_MAX_MB"], "0.25");
   EXPECT_EQ(inForce["DYNAMICCL_EXPLORE_BUDGET"], "0.2");
-  EXPECT_EQ(inForce["DYNAMICCL_COORD"], "coord-host:1234");
+  EXPECT_EQ(inForce["DYNAMICCL_ETCD"], "http://etcd-a:2379,https://etcd-b:2379");
   EXPECT_EQ(inForce["DYNAMICCL_ONLINE"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_PROFILER_GRACE_MS"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_DB"], "(set)");

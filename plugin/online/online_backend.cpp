@@ -40,16 +40,11 @@ Expected<std::shared_ptr<coord::RecordStore>> etcdStore(const Settings& s) {
 }  // namespace
 
 bool hasOnlineBackend(const Settings& s, const CommShape& shape) {
-  return !s.etcdEndpoints.empty() || !s.coordHost.empty() || !s.coordDir.empty() || shape.nNodes == 1;
+  return !s.etcdEndpoints.empty() || !s.coordDir.empty() || shape.nNodes == 1;
 }
 
 Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape) {
   if (!s.etcdEndpoints.empty()) return etcdStore(s);
-  if (!s.coordHost.empty()) {
-    auto token = coord::readTokenFile(s.coordTokenFile);
-    if (!token.ok()) return makeError(token.error());
-    return std::shared_ptr<coord::RecordStore>(coord::makeTcpStore(s.coordHost, s.coordPort, *token));
-  }
   if (!s.coordDir.empty()) {
     auto store = coord::openDirStore(s.coordDir, false, s.coordDelay_ms);
     if (!store.ok()) return makeError(store.error());

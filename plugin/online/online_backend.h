@@ -1,4 +1,4 @@
-// Where a communicator's epoch records live: etcd, the TCP coordinator, a shared directory, or (one node
+// Where a communicator's records live (epochs, the input check): etcd, a shared directory, or (one node
 // only) a node-local directory, as the settings name them.
 #pragma once
 

@@ -131,20 +131,6 @@ void readOnline(Reader& r, const EnvReader& env, Settings& s) {
   r.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
   r.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget, 0, 0.5, false, "expected a number in 0..0.5", "0.01");
   r.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
-  if (const char* v = r.raw("DYNAMICCL_COORD", "unset (no TCP coordinator)")) {
-    const std::string_view text(v);
-    const size_t colon = text.rfind(':');
-    char* end = nullptr;
-    const long port = colon == std::string_view::npos ? 0 : std::strtol(v + colon + 1, &end, 10);
-    if (colon == 0 || colon == std::string_view::npos || text.size() >= kMaxPathChars || end == v + colon + 1 ||
-        *end != '\0' || port <= 0 || port > 65535) {
-      r.bad("DYNAMICCL_COORD", v, "expected host:port with port 1..65535", "unset (no TCP coordinator)");
-    } else {
-      s.coordHost.assign(text.substr(0, colon));
-      s.coordPort = static_cast<int>(port);
-    }
-  }
-  r.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile, "none");
   r.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");
   r.integer("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms, 0, 60'000);
   readEtcd(r, s);

@@ -54,9 +54,6 @@ struct Settings {
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
   double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
-  std::string coordHost;                      // DYNAMICCL_COORD=host:port (port 1..65535); empty: unset
-  int coordPort = 0;
-  std::string coordTokenFile;                 // DYNAMICCL_COORD_TOKEN_FILE
   std::string coordDir;                       // DYNAMICCL_COORD_DIR
   int coordDelay_ms = 0;                      // DYNAMICCL_COORD_DELAY_MS, 0..60000 (test-only fault injection)
   // etcd v3 backend (docs/ONLINE.md): endpoints, credentials, TLS files, bounds.

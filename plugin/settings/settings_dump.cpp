@@ -78,8 +78,6 @@ std::string settingsDump(const Settings& s) {
   d.put("DYNAMICCL_EPOCH_CALLS", s.epochCalls);
   d.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget);
   d.put("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms);
-  d.text("DYNAMICCL_COORD", s.coordHost.empty() ? "" : s.coordHost + ":" + std::to_string(s.coordPort));
-  d.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile);
   d.path("DYNAMICCL_COORD_DIR", s.coordDir);
   d.put("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms);
   std::string etcd;

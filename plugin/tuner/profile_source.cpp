@@ -1,5 +1,8 @@
 #include "plugin/tuner/profile_source.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -39,8 +42,13 @@ std::string evidenceSummary(const policy::Profile& p) {
 
 // The file's bytes as one short text ranks compare: a mount that failed on one node shows here.
 std::string digestOfFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return std::string("unreadable (") + std::strerror(errno) + ")";
+  auto fd = openRegularFile(path, O_RDONLY);  // never blocks: a FIFO is refused like the parser refuses it
+  if (!fd) return "unreadable (" + fd.error() + ")";
+  std::FILE* f = fdopen(*fd, "rb");
+  if (!f) {
+    close(*fd);
+    return std::string("unreadable (") + std::strerror(errno) + ")";
+  }
   uint64_t h = 0x6479636364696765ull, size = 0;
   char buf[1 << 16];
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
