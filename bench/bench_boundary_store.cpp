@@ -1,5 +1,5 @@
 // An epoch boundary's cost in the coordination store: the leader publishes the next table version
-// (write-once) and a rank reads it back, with a table of every key filled. Backends: etcd on loopback
+// (write-once) and a rank reads and parses it (adopts it), with a table of every key filled. Backends: etcd on loopback
 // (started here on free ports; skipped without the etcd binary) and a directory (the single-node default).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -31,9 +31,11 @@ void boundaries(benchmark::State& state, coord::RecordStore& store) {
     if (store.publish(commId, boundary, bytes) != coord::PublishResult::Won) state.SkipWithError("publish failed");
     auto back = store.read(commId, boundary);
     if (!back.ok() || !back->has_value() || **back != bytes) state.SkipWithError("read failed");
+    auto adopted = policy::OnlineTable::deserialize(**back);  // what a rank does with it at the boundary
+    if (!adopted.ok()) state.SkipWithError("the table does not parse");
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
-  state.SetLabel(std::to_string(bytes.size()) + "-byte table: publish + read");
+  state.SetLabel(std::to_string(bytes.size()) + "-byte table: publish + read + parse");
 }
 
 void BM_BoundaryEtcdLoopback(benchmark::State& state) {
