@@ -22,8 +22,9 @@ struct Fixture {
   std::string dir;
   std::shared_ptr<harness::TunerLibrary> lib;
   Fixture() {
-    char tmpl[] = "/tmp/dynamiccl-bench-inputs-XXXXXX";
-    dir = mkdtemp(tmpl);
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/dynamiccl-bench-inputs-XXXXXX";
+    dir = mkdtemp(tmpl.data());
     std::ofstream(dir + "/profile.json")
         << R"({"format":"dynamiccl-profile","version":1,"name":"bench","rules":[{"algo":"ring","proto":"ll"}]})";
     std::filesystem::create_directory(dir + "/coord");
