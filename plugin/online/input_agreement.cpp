@@ -77,8 +77,8 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
       }
       ++next;
     }
+    if (auto v = storedVerdict(store, commId)) return *v;  // settled: no need to propose (fewer writes)
     if (next == n) return settle(store, commId, judgeInputs(records));
-    if (auto v = storedVerdict(store, commId)) return *v;
     if (Clock::now() >= deadline) {
       const auto present = static_cast<uint64_t>(std::count(have.begin(), have.end(), true));
       return settle(store, commId,
