@@ -33,14 +33,17 @@ struct Case {
   bool oddHasProfilerRole = true;
   bool oddAbsent = false;  // the odd rank never starts (a rank without this plugin)
   int timeout_ms = 30000;
+  bool secondCommunicator = false;  // every rank then inits another one (another commId) and decides on it
 };
 
 struct RankResult {
   int exitCode = -1;
   uint64_t hash = 0;
   uint64_t ncclChoices = 0;  // calls that ran NCCL's own choice with NCCL's channel count
-  uint64_t differLines = 0;  // lines saying the ranks' inputs differ
+  uint64_t differLines = 0;  // lines saying the ranks' inputs differ (the first communicator)
   std::string line;          // the first of them
+  std::string secondLine;    // the second communicator's, if any
+  uint64_t secondNcclChoices = 0;
 };
 
 std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
@@ -112,12 +115,27 @@ std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE
     prof->stop(h);
     clock_ns += lat_ns + 1000;
   }
-  for (const std::string& l : harness::LogCapture::lines())
-    if (l.find("not known to be alike") != std::string::npos) {
-      if (r.differLines++ == 0) r.line = l;
+  if (c.secondCommunicator) {
+    harness::CommSpec second = spec;
+    second.commId = spec.commId + 1;
+    auto comm2 = (*tuner)->init(second);
+    if (!comm2.ok()) _exit(11);
+    for (uint64_t i = 0; i < 100; ++i) {
+      const Choice ch = (*comm2)->decide(4, kSizes[i % 4], table);
+      r.secondNcclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
     }
+  }
+  for (const std::string& l : harness::LogCapture::lines()) {
+    if (l.find("not known to be alike") == std::string::npos) continue;
+    if (l.find("5eed1234") != std::string::npos) {
+      if (r.differLines++ == 0) r.line = l;
+    } else {
+      r.secondLine = l;
+    }
+  }
   std::ofstream f(out);
-  f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << '\n' << r.line << '\n';
+  f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << ' ' << r.secondNcclChoices << '\n'
+    << r.line << '\n' << r.secondLine << '\n';
   f.close();
   _exit(f ? 0 : 13);
 }
@@ -148,13 +166,15 @@ JobRun runCommunicator(const Case& c) {
     RankResult res;
     res.exitCode = codes[i];
     std::ifstream in(dir + "/rank" + std::to_string(started[i]));
-    unsigned long long h = 0, nccl = 0, lines = 0;
-    if (in >> h >> nccl >> lines) {
+    unsigned long long h = 0, nccl = 0, lines = 0, second = 0;
+    if (in >> h >> nccl >> lines >> second) {
       res.hash = h;
       res.ncclChoices = nccl;
       res.differLines = lines;
+      res.secondNcclChoices = second;
       std::getline(in, res.line);
       std::getline(in, res.line);
+      std::getline(in, res.secondLine);
     }
     run.ranks.push_back(res);
   }
@@ -233,10 +253,16 @@ TEST(InputAgreement, ProfilerRoleMissingOnOneRank) {
 TEST(InputAgreement, ARankThatNeverPublishesTurnsTuningOffEverywhereAfterTheBoundedWait) {
   Case c;
   c.oddAbsent = true;
-  c.timeout_ms = 300;
+  c.timeout_ms = 3000;
+  c.secondCommunicator = true;
   const JobRun run = runCommunicator(c);
   EXPECT_EQ(run.ranks.size(), static_cast<size_t>(kRanks - 1));
-  expectNcclEverywhere(run, "of 8 ranks published their inputs within 300 ms");
+  expectNcclEverywhere(run, "of 8 ranks published their inputs within 3000 ms");
+  // The next communicator misses the same rank: it waits 1 s, not the full timeout, and ends alike.
+  for (const RankResult& r : run.ranks) {
+    EXPECT_EQ(r.secondNcclChoices, 100u);
+    EXPECT_NE(r.secondLine.find("of 8 ranks published their inputs within 1000 ms"), std::string::npos) << r.secondLine;
+  }
 }
 
 }  // namespace

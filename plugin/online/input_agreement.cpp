@@ -26,8 +26,8 @@ InputsVerdict settle(coord::RecordStore& store, uint64_t commId, const InputsVer
   if (p == coord::PublishResult::Won) return proposal;
   if (p == coord::PublishResult::Lost)
     if (auto v = storedVerdict(store, commId)) return *v;
-  return {false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's choices, "
-                 "other ranks may not: fix the store"};
+  return {false, false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's "
+                        "choices, other ranks may not: fix the store"};
 }
 
 uint64_t textHash(const std::string& s) {
@@ -54,12 +54,12 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
     const uint64_t slot = (first + i) % n;
     const coord::PublishResult p = store.publish(commId, coord::inputsSlotKey(slot), mine);
     if (p == coord::PublishResult::Failed)  // the others will miss ours and settle on "differ"
-      return {false, "the store (" + store.describe() + ") refused this rank's inputs; it keeps NCCL's choices"};
+      return {false, false, "the store (" + store.describe() + ") refused this rank's inputs; it keeps NCCL's choices"};
     if (p == coord::PublishResult::Won) records[slot] = mine, have[slot] = true, claimed = true;
   }
   if (!claimed)
-    return settle(store, commId, {false, "more than " + std::to_string(n) + " input records for one communicator "
-                                         "(a stale or foreign record in the store)"});
+    return settle(store, commId, {false, false, "more than " + std::to_string(n) + " input records for one "
+                                                "communicator (a stale or foreign record in the store)"});
   // Wait for the others, resuming at the first slot still missing: about n reads in all, not n per round.
   uint64_t next = 0;
   // Polls back off to a pause that grows with the communicator: n ranks polling a shared store
@@ -82,7 +82,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
     if (Clock::now() >= deadline) {
       const auto present = static_cast<uint64_t>(std::count(have.begin(), have.end(), true));
       return settle(store, commId,
-                    {false, "only " + std::to_string(present) + " of " + std::to_string(n) + " ranks published their "
+                    {false, true, "only " + std::to_string(present) + " of " + std::to_string(n) + " ranks published their "
                             "inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank "
                             "without this plugin, with DYNAMICCL_INPUTS_CHECK=0, another store, or started late"});
     }

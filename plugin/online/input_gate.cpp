@@ -1,6 +1,7 @@
 // Whether a communicator's ranks may tune: the input check run at tuner init, with its one log line.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -13,6 +14,11 @@ namespace {
 
 std::atomic<bool> gSaidUnchecked{false};
 std::atomic<bool> gSaidAgreed{false};
+// Once a communicator missed a rank's inputs, later ones likely miss the same rank (no plugin
+// there): they wait this long, not the full timeout, so hundreds of communicators do not each wait
+// it out. Safe: whichever verdict is written first holds for every rank.
+std::atomic<bool> gSawMissing{false};
+constexpr int64_t kAfterMissing_ms = 1000;
 
 std::string whoAmI() {
   char host[256] = {};
@@ -43,7 +49,10 @@ bool ranksAgreeOnInputs(const Settings& s, const LoadedProfile& profile, const C
     return false;
   }
   const std::string mine = inputsRecord(decisionInputs(s, profile, shape, rules), whoAmI());
-  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, s.inputsTimeout_ms);
+  const int64_t timeout_ms =
+      gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
+  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms);
+  if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {
     logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "
             "every rank and online updates are off",

@@ -78,27 +78,28 @@ InputsVerdict judgeInputs(const std::vector<std::string>& records) {
   size_t refCount = 0;
   for (const auto& p : parsed)
     if (p && count[p->body] > refCount) ref = &*p, refCount = count[p->body];
-  if (ref && refCount == records.size()) return {true, ""};
+  if (ref && refCount == records.size()) return {true, false, ""};
   size_t odd = 0;
   const std::optional<Parsed>* first = nullptr;
   for (const auto& p : parsed)
     if (!p || !ref || p->body != ref->body) first = first ? first : &p, ++odd;
   std::string why = std::to_string(odd) + " of " + std::to_string(records.size()) + " ranks differ from the rest; first ";
-  if (!*first) return {false, why + "a record that does not parse (not written by this plugin)"};
-  return {false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount)};
+  if (!*first) return {false, false, why + "a record that does not parse (not written by this plugin)"};
+  return {false, false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount)};
 }
 
 std::string encodeVerdict(const InputsVerdict& v) {
   std::string why = v.why;
   for (char& c : why) c = c == '\n' ? ' ' : c;
-  return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree\n" : "differ\n" + why + "\n");
+  return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree\n" : (v.missing ? "missing\n" : "differ\n") + why + "\n");
 }
 
 InputsVerdict decodeVerdict(const std::string& bytes) {
   const std::vector<std::string> ls = lines(bytes);
-  if (ls.size() == 2 && ls[0] == kVerdictHeader && ls[1] == "agree") return {true, ""};
-  if (ls.size() == 3 && ls[0] == kVerdictHeader && ls[1] == "differ") return {false, ls[2]};
-  return {false, "the verdict record does not parse (not written by this plugin)"};
+  if (ls.size() == 2 && ls[0] == kVerdictHeader && ls[1] == "agree") return {true, false, ""};
+  if (ls.size() == 3 && ls[0] == kVerdictHeader && (ls[1] == "differ" || ls[1] == "missing"))
+    return {false, ls[1] == "missing", ls[2]};
+  return {false, false, "the verdict record does not parse (not written by this plugin)"};
 }
 
 }  // namespace dynamiccl::plugin

@@ -31,7 +31,8 @@ std::string inputsRecord(const std::vector<InputField>& fields, const std::strin
 // What every rank of the communicator adopts: the first verdict written to the store.
 struct InputsVerdict {
   bool agree = false;
-  std::string why;  // when not: the first differing rank and field, or who is missing
+  bool missing = false;  // not every rank's inputs arrived in time (rather than some differing)
+  std::string why;       // when not agreed: the first differing rank and field, or who is missing
 };
 
 // The verdict on a complete set of records (slot order); the same records give the same text everywhere.
