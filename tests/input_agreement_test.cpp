@@ -12,6 +12,7 @@
 #include <functional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "policy/online_schedule.h"
 #include "tests/test_support.h"
@@ -263,6 +264,39 @@ TEST(InputAgreement, ARankThatNeverPublishesTurnsTuningOffEverywhereAfterTheBoun
     EXPECT_EQ(r.secondNcclChoices, 100u);
     EXPECT_NE(r.secondLine.find("of 8 ranks published their inputs within 1000 ms"), std::string::npos) << r.secondLine;
   }
+}
+
+// One process holding every rank of a communicator (one thread per GPU): the ranks' inits run
+// concurrently, each claims its own slot, and they agree.
+TEST(InputAgreement, RanksOfOneProcessInitConcurrentlyAndAgree) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), coord("DYNAMICCL_COORD_DIR", dir.c_str()),
+      check("DYNAMICCL_INPUTS_CHECK", "1"), record("DYNAMICCL_RECORD", "0");
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  std::vector<std::unique_ptr<harness::TunerComm>> comms(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      harness::CommSpec spec;
+      spec.commId = 0x7e57ab1e;
+      spec.nRanks = kRanks;
+      auto c = lib->init(spec);
+      if (c.ok()) comms[r] = std::move(c.value());
+    });
+  for (auto& t : threads) t.join();
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(comms[r]) << "rank " << r;
+    EXPECT_EQ(comms[r]->decide(4, 4096, table), (Choice{1, 0, 0})) << "rank " << r << ": the profile's ring/ll";
+  }
+  for (const std::string& l : harness::LogCapture::lines())
+    EXPECT_EQ(l.find("not known to be alike"), std::string::npos) << l;
+  comms.clear();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
