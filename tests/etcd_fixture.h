@@ -48,10 +48,15 @@ inline int freePort() {
   return port;
 }
 
+// Files for an etcd serving TLS and requiring client certificates (all empty: plain HTTP).
+struct EtcdTls {
+  std::string ca, serverCert, serverKey, clientCert, clientKey;
+};
+
 // One or more etcd members forming a cluster on loopback.
 class EtcdCluster {
  public:
-  explicit EtcdCluster(int members = 1) {
+  explicit EtcdCluster(int members = 1, EtcdTls tls = {}) : tls_(std::move(tls)) {
     char tmpl[] = "/tmp/dynamiccl-etcd-XXXXXX";
     dir_ = mkdtemp(tmpl);
     std::string initial;
@@ -77,6 +82,9 @@ class EtcdCluster {
     for (size_t i = 0; i < members_.size(); ++i) {
       coord::EtcdOptions o;
       o.endpoints = {endpoint(i)};
+      o.caFile = tls_.ca;
+      o.certFile = tls_.clientCert;
+      o.keyFile = tls_.clientKey;
       auto store = coord::openEtcdStore(o);
       if (!store.ok()) return false;
       bool up = false;
@@ -89,7 +97,9 @@ class EtcdCluster {
     return true;
   }
 
-  std::string endpoint(size_t i = 0) const { return "http://127.0.0.1:" + std::to_string(members_[i].clientPort); }
+  std::string endpoint(size_t i = 0) const {
+    return (tls_.ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(members_[i].clientPort);
+  }
   std::string endpoints() const {
     std::string out;
     for (size_t i = 0; i < members_.size(); ++i) out += (i ? "," : "") + endpoint(i);
@@ -132,7 +142,7 @@ class EtcdCluster {
     return 0;
   }
   void start(Member& m, const std::string& initial) {
-    const std::string client = "http://127.0.0.1:" + std::to_string(m.clientPort);
+    const std::string client = (tls_.ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(m.clientPort);
     const std::string peer = "http://127.0.0.1:" + std::to_string(m.peerPort);
     const std::string data = dir_ + "/" + m.name;
     const std::string log = dir_ + "/" + m.name + ".log";
@@ -140,6 +150,9 @@ class EtcdCluster {
                                      "--advertise-client-urls", client, "--listen-peer-urls", peer,
                                      "--initial-advertise-peer-urls", peer, "--initial-cluster", initial,
                                      "--initial-cluster-state", "new", "--logger", "zap", "--log-level", "error"};
+    if (!tls_.ca.empty())
+      args.insert(args.end(), {"--cert-file", tls_.serverCert, "--key-file", tls_.serverKey, "--trusted-ca-file", tls_.ca,
+                               "--client-cert-auth"});
     m.pid = fork();
     if (m.pid == 0) {
       setenv("ETCD_UNSUPPORTED_ARCH", "", 0);
@@ -165,6 +178,7 @@ class EtcdCluster {
     waitpid(m.pid, &status, 0);
     m.pid = -1;
   }
+  EtcdTls tls_;
   std::string dir_;
   std::vector<Member> members_;
 };

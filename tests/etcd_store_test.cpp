@@ -114,6 +114,60 @@ TEST(EtcdStore, WrongCredentialsFailEveryRequestAndRightOnesWork) {
   EXPECT_EQ((*failover)->publish(1, 20, "again"), PublishResult::Won);
 }
 
+// A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl in dir.
+bool makeCertificates(const std::string& dir) {
+  const std::string o = "openssl ";
+  const std::string q = " >/dev/null 2>&1";
+  const std::string cmds[] = {
+      o + "req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/ca.key -out " + dir + "/ca.crt -days 1 -subj /CN=test-ca",
+      o + "req -newkey rsa:2048 -nodes -keyout " + dir + "/server.key -out " + dir + "/server.csr -subj /CN=127.0.0.1",
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > " + dir + "/san.ext",
+      o + "x509 -req -in " + dir + "/server.csr -CA " + dir + "/ca.crt -CAkey " + dir + "/ca.key -CAcreateserial -out " +
+          dir + "/server.crt -days 1 -extfile " + dir + "/san.ext",
+      o + "req -newkey rsa:2048 -nodes -keyout " + dir + "/client.key -out " + dir + "/client.csr -subj /CN=root",
+      o + "x509 -req -in " + dir + "/client.csr -CA " + dir + "/ca.crt -CAkey " + dir + "/ca.key -CAcreateserial -out " +
+          dir + "/client.crt -days 1"};
+  for (const std::string& c : cmds)
+    if (std::system((c + q).c_str()) != 0) return false;
+  return true;
+}
+
+TEST(EtcdStore, TlsWithClientCertificatesAndNothingWithoutThem) {
+  SKIP_WITHOUT_ETCD();
+  if (std::system("openssl version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl to make certificates";
+  char tmpl[] = "/tmp/dynamiccl-tls-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  ASSERT_TRUE(makeCertificates(dir));
+  testing::EtcdTls tls{dir + "/ca.crt", dir + "/server.crt", dir + "/server.key", dir + "/client.crt", dir + "/client.key"};
+  {
+    EtcdCluster etcd(1, tls);
+    ASSERT_TRUE(etcd.ready());
+    EtcdOptions o;
+    o.endpoints = {etcd.endpoint()};
+    o.caFile = tls.ca;
+    o.certFile = tls.clientCert;
+    o.keyFile = tls.clientKey;
+    auto good = openEtcdStore(o);
+    ASSERT_TRUE(good.ok());
+    EXPECT_EQ((*good)->publish(5, 50, "over tls"), PublishResult::Won);
+    auto back = (*good)->read(5, 50);
+    ASSERT_TRUE(back.ok() && back->has_value()) << (back.ok() ? "absent" : back.error());
+    EXPECT_EQ(**back, "over tls");
+    o.certFile.clear();  // no client certificate: refused
+    o.keyFile.clear();
+    auto anonymous = openEtcdStore(o);
+    ASSERT_TRUE(anonymous.ok());
+    EXPECT_FALSE((*anonymous)->read(5, 50).ok());
+    o.caFile.clear();  // the server's certificate is not one the system trusts
+    o.certFile = tls.clientCert;
+    o.keyFile = tls.clientKey;
+    auto untrusted = openEtcdStore(o);
+    ASSERT_TRUE(untrusted.ok());
+    EXPECT_FALSE((*untrusted)->read(5, 50).ok());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(EtcdStore, CredentialsFileMustBePrivateAndOneLine) {
   char dir[] = "/tmp/dynamiccl-cred-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
