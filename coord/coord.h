@@ -1,7 +1,5 @@
-// coord: coordination backends for online updates (directory, TCP) and the TCP coordinator.
+// coord: coordination backends for online updates and the input check (directory, etcd).
 // The one header other modules include.
 #pragma once
 
 #include "coord/record_store.h"
-#include "coord/server.h"
-#include "coord/wire.h"

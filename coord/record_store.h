@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "features/features.h"
 
@@ -14,6 +15,11 @@ namespace dynamiccl::coord {
 inline constexpr size_t kMaxRecordBytes = 1u << 20;
 // The record a follower writes when the leader's did not come in time: "no more versions".
 inline constexpr const char* kFrozenRecord = "DYNAMICCL-FROZEN-1";
+
+// Records beside the epochs' (no boundary reaches 2^62 calls): each rank's decision inputs, one per
+// slot a rank claims, and the verdict on them that every rank adopts.
+inline constexpr uint64_t kInputsVerdictKey = 1ull << 62;
+inline constexpr uint64_t inputsSlotKey(uint64_t slot) { return kInputsVerdictKey + 1 + slot; }
 
 enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
 
@@ -34,10 +40,22 @@ Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool
 // The node-local default: $TMPDIR (or /tmp)/dynamiccl-<uid>/coord, private to this user.
 std::string nodeLocalDir();
 
-// The TCP coordinator (`dynamiccl coord`); token: the shared secret read from a token file.
-std::unique_ptr<RecordStore> makeTcpStore(std::string host, int port, std::string token, int timeout_ms = 2000);
+// etcd v3 (its JSON gateway, through libcurl loaded at run time): endpoints "http(s)://host:port".
+struct EtcdOptions {
+  std::vector<std::string> endpoints;
+  std::string user, password;                 // empty user: no authentication
+  std::string caFile, certFile, keyFile;      // TLS: CA bundle, client certificate and key
+  int timeout_ms = 2000;                      // per request, everything included
+  int64_t ttl_s = 86400;                      // lease of every key: old jobs' records expire; 0: none
+  std::string prefix = "dynamiccl";           // keys: <prefix>/<commId>/b<boundary>
+};
+// An error (one line) when libcurl.so.4 cannot be loaded; nothing is contacted here.
+Expected<std::unique_ptr<RecordStore>> openEtcdStore(const EtcdOptions& options);
 
-// Reads a token file: 16..64 printable bytes after trimming whitespace; refuses group/other-readable files.
-Expected<std::string> readTokenFile(const std::string& path);
+struct EtcdCredentials {
+  std::string user, password;
+};
+// One line "user:password" in a regular file no one else may read.
+Expected<EtcdCredentials> readEtcdCredentials(const std::string& path);
 
 }  // namespace dynamiccl::coord

@@ -41,7 +41,9 @@ def replay(bin_, data, system, profile, trust, out):
 def judge(judge_py, lib, data, system, profile, trust, env, out):
     args = [sys.executable, judge_py, lib, data, "--system", system, "--json", out,
             "--env", f"DYNAMICCL_PROFILE={profile}", "--env", f"DYNAMICCL_TRUST={trust}",
-            "--env", "DYNAMICCL_RECORD=0"]
+            "--env", "DYNAMICCL_RECORD=0",
+            # One process plays one rank: no other rank publishes its inputs (as in the harness).
+            "--env", "DYNAMICCL_INPUTS_CHECK=0"]
     for kv in env:
         args += ["--env", kv]
     p = run(args)

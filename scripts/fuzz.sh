@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 shift || true
-ALL=(fuzz_profile_json fuzz_nvidia_csv fuzz_nccl_tests_log fuzz_interchange_csv fuzz_coord_wire)
+ALL=(fuzz_profile_json fuzz_nvidia_csv fuzz_nccl_tests_log fuzz_interchange_csv)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}

@@ -7,11 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-address}
 # TSan subset: ctest names are <Suite>.<Test>; these suites start threads (or drive the plugin's
-# worker/profiler/coordinator threads; Store forks processes instead, and under TSan its bounded
+# worker/profiler/epoch-agent threads; Store forks processes instead, and under TSan its bounded
 # busy waits expire). Extend the regex when a new threaded suite appears.
-TSAN_DEFAULT='^(Concurrency|Profiler|EveryVersion|OnlineCoord|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
+TSAN_DEFAULT='^(Concurrency|Profiler|EveryVersion|EtcdStore|InputAgreement|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
 # Only the programs holding those suites are built under TSan (the whole tree takes ~20 min on 2 cores).
-TSAN_TARGETS="dynamiccl_plugin bad_input_test profiler_test online_coord_test online_consistency_test verification_test learned_job_test plugin_abi_test"
+TSAN_TARGETS="dynamiccl_plugin bad_input_test profiler_test etcd_store_test input_agreement_test online_consistency_test verification_test learned_job_test plugin_abi_test"
 case "$MODE" in
   address) BUILD_DIR=${BUILD_DIR:-build-asan}; SAN=address,undefined; REGEX=${ASAN_TESTS:-.}; TARGETS=all ;;
   thread)  BUILD_DIR=${BUILD_DIR:-build-tsan}; SAN=thread; REGEX=${TSAN_TESTS:-$TSAN_DEFAULT}; TARGETS=$TSAN_TARGETS ;;

@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config binutils
       libeigen3-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
-[ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev)
+# libcurl: loaded at run time for DYNAMICCL_ETCD; etcd: its tests
+[ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev libcurl4 etcd-server etcd-client)
 [ "${DYNAMICCL_SKIP_APT:-0}" = 1 ] && exit 0
 missing=()
 for p in "${PKGS[@]}"; do

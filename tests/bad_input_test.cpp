@@ -315,7 +315,7 @@ TEST(BadInput, OnlineWithoutTheProfilerRoleIsRefusedNeverBlocks) {
   ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
   ScopedEnv online("DYNAMICCL_ONLINE", "1"), calls("DYNAMICCL_EPOCH_CALLS", "10"),
       timeout("DYNAMICCL_EPOCH_TIMEOUT_MS", "3000"), noProfiler("NCCL_PROFILER_PLUGIN", nullptr),
-      noDir("DYNAMICCL_COORD_DIR", nullptr), noCoord("DYNAMICCL_COORD", nullptr), record("DYNAMICCL_RECORD", "0");
+      noDir("DYNAMICCL_COORD_DIR", nullptr), noEtcd("DYNAMICCL_ETCD", nullptr), record("DYNAMICCL_RECORD", "0");
   LogCapture::clear();
   auto lib = openPlugin();
   ASSERT_TRUE(lib);

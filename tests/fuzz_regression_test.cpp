@@ -7,7 +7,6 @@
 #include <sstream>
 #include <string>
 
-#include "coord/wire.h"
 #include "offline/ingest/ingest.h"
 #include "offline/measurements/measurements.h"
 #include "policy/profile.h"
@@ -121,9 +120,6 @@ TEST(FuzzRegression, SeedCorporaReplay) {
         EXPECT_NO_THROW((void)parseNcclTestsLog(text.substr(nl + 1), text.substr(0, nl)));
       } else if (name == "fuzz_interchange_csv") {
         EXPECT_TRUE(dynamiccl::sim::parseInterchangeCsv(text).ok());
-      } else if (name == "fuzz_coord_wire") {
-        ASSERT_GE(text.size(), dynamiccl::coord::wire::kRequestHeaderBytes);
-        EXPECT_TRUE(dynamiccl::coord::wire::decodeRequestHeader(text.data()).has_value());
       } else {
         ADD_FAILURE() << "no reader for corpus " << name;
       }

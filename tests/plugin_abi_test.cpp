@@ -270,5 +270,13 @@ TEST(PluginAbi, NeedsNoLibTorch) {
     for (const char* torch : {"torch", "c10"}) EXPECT_EQ(lib.find(torch), std::string::npos) << "needs " << lib;
 }
 
+// libcurl is loaded at run time and only for DYNAMICCL_ETCD: the plugin loads where it is absent.
+TEST(PluginAbi, NeedsNoLibcurl) {
+  const ToolWords needed = pluginToolWords("objdump -p", "NEEDED");
+  if (needed.words.empty() && needed.rc != 0) GTEST_SKIP() << "objdump not available";
+  ASSERT_FALSE(needed.words.empty());
+  for (const std::string& lib : needed.words) EXPECT_EQ(lib.find("curl"), std::string::npos) << "needs " << lib;
+}
+
 }  // namespace
 }  // namespace dynamiccl

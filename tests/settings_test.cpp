@@ -47,10 +47,17 @@ const Variable kVariables[] = {
     {"DYNAMICCL_EPOCH_CALLS", "1000", false},
     {"DYNAMICCL_EXPLORE_BUDGET", "0.01", false},
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
-    {"DYNAMICCL_COORD", "(unset)", false},
-    {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
     {"DYNAMICCL_COORD_DIR", "(unset)", true},
     {"DYNAMICCL_COORD_DELAY_MS", "0", false},
+    {"DYNAMICCL_ETCD", "(unset)", false},
+    {"DYNAMICCL_ETCD_AUTH_FILE", "(unset)", true},
+    {"DYNAMICCL_ETCD_CA", "(unset)", true},
+    {"DYNAMICCL_ETCD_CERT", "(unset)", true},
+    {"DYNAMICCL_ETCD_KEY", "(unset)", true},
+    {"DYNAMICCL_ETCD_TIMEOUT_MS", "2000", false},
+    {"DYNAMICCL_ETCD_TTL_S", "86400", false},
+    {"DYNAMICCL_INPUTS_CHECK", "1", false},
+    {"DYNAMICCL_INPUTS_TIMEOUT_MS", "10000", false},
     {"DYNAMICCL_TOPO_GPU_CC", "(unset)", false},
     {"DYNAMICCL_TOPO_NVLINK_GBPS", "(unset)", false},
     {"DYNAMICCL_TOPO_NICS", "(unset)", false},
@@ -62,19 +69,25 @@ const Variable kVariables[] = {
 
 const std::string kLong(10000, '7');
 
-// The last "settings:" line: variable name -> value in force.
+// The last "settings:" line and its continuations: variable name -> value in force.
 std::map<std::string, std::string> settingsInForce() {
   std::map<std::string, std::string> out;
   const std::vector<std::string> lines = LogCapture::lines();
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const size_t at = it->find("DynamICCL: settings: ");
-    if (at == std::string::npos) continue;
-    std::istringstream words(it->substr(at + std::strlen("DynamICCL: settings: ")));
+  size_t first = lines.size();
+  for (size_t i = lines.size(); i-- > 0;)
+    if (lines[i].find("DynamICCL: settings: ") != std::string::npos) {
+      first = i;
+      break;
+    }
+  for (size_t i = first; i < lines.size(); ++i) {
+    const bool head = i == first, more = lines[i].find("DynamICCL: settings, continued: ") != std::string::npos;
+    if (!head && !more) continue;
+    const char* tag = head ? "DynamICCL: settings: " : "DynamICCL: settings, continued: ";
+    std::istringstream words(lines[i].substr(lines[i].find(tag) + std::strlen(tag)));
     for (std::string w; words >> w;) {
       const size_t eq = w.find('=');
       if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
     }
-    break;
   }
   return out;
 }
@@ -82,7 +95,7 @@ std::map<std::string, std::string> settingsInForce() {
 size_t linesNaming(const std::string& name) {
   size_t n = 0;
   for (const std::string& l : LogCapture::lines())
-    n += l.find(name + "=") != std::string::npos && l.find("DynamICCL: settings: ") == std::string::npos;
+    n += l.find(name + "=") != std::string::npos && l.find("DynamICCL: settings") == std::string::npos;
   return n;
 }
 
@@ -108,20 +121,24 @@ TEST_P(GarbageValue, OneLineNamingItAndTheDefaultStands) {
   LogCapture::clear();
   auto lib = openPlugin();
   ASSERT_TRUE(lib);
-  auto comm = lib->init(harness::CommSpec{});
+  // A bad DYNAMICCL_INPUTS_CHECK leaves the check on, and this process is one rank: a one-rank
+  // communicator has no other rank to wait for.
+  harness::CommSpec spec;
+  if (std::strcmp(g.variable.name, "DYNAMICCL_INPUTS_CHECK") == 0) spec.nRanks = 1;
+  auto comm = lib->init(spec);
   ASSERT_TRUE(comm.ok()) << comm.error();
   EXPECT_EQ(linesNaming(g.variable.name), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
   const std::vector<std::string> lines = LogCapture::lines();
   for (const std::string& l : lines)
-    if (l.find(std::string(g.variable.name) + "=") != std::string::npos && l.find("settings: ") == std::string::npos) {
+    if (l.find(std::string(g.variable.name) + "=") != std::string::npos && l.find("DynamICCL: settings") == std::string::npos) {
       EXPECT_NE(l.find(std::string("using ")), std::string::npos) << l;  // says what stands instead
       EXPECT_LT(l.size(), 400u) << "the bad value is truncated";
     }
   EXPECT_EQ(settingsInForce()[g.variable.name], g.variable.inForce);
   // A second communicator with the same environment: read once, nothing logged again.
   LogCapture::clear();
-  auto again = lib->init(harness::CommSpec{});
+  auto again = lib->init(spec);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(linesNaming(g.variable.name), 0u);
 }
@@ -150,7 +167,7 @@ TEST(Settings, TheSettingsLineListsEveryVariableThisTestCovers) {
 TEST(Settings, GoodValuesAreInForce) {
   ScopedEnv workload("DYNAMICCL_WORKLOAD", "intensity=2,batch=8"), nics("DYNAMICCL_TOPO_NICS", "8"),
       nvlink("DYNAMICCL_TOPO_NVLINK_GBPS", "0"), cap("DYNAMICCL_DB_MAX_MB", "0.25"),
-      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), coord("DYNAMICCL_COORD", "coord-host:1234"),
+      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), etcd("DYNAMICCL_ETCD", "http://etcd-a:2379,https://etcd-b:2379/"),
       online("DYNAMICCL_ONLINE", "0"), grace("DYNAMICCL_PROFILER_GRACE_MS", "0"), db("DYNAMICCL_DB", "/tmp/x.db"),
       hook("DYNAMICCL_TEST_THROW", "stopEvent,getChunkSize");
   LogCapture::clear();
@@ -163,7 +180,7 @@ TEST(Settings, GoodValuesAreInForce) {
   EXPECT_EQ(inForce["DYNAMICCL_TOPO_NVLINK_GBPS"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_DB_MAX_MB"], "0.25");
   EXPECT_EQ(inForce["DYNAMICCL_EXPLORE_BUDGET"], "0.2");
-  EXPECT_EQ(inForce["DYNAMICCL_COORD"], "coord-host:1234");
+  EXPECT_EQ(inForce["DYNAMICCL_ETCD"], "http://etcd-a:2379,https://etcd-b:2379");
   EXPECT_EQ(inForce["DYNAMICCL_ONLINE"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_PROFILER_GRACE_MS"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_DB"], "(set)");

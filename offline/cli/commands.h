@@ -15,7 +15,6 @@ void addSimCommand(CLI::App& app);
 void addReplayCommand(CLI::App& app);
 void addTrainCommand(CLI::App& app);
 void addPolicyEvalCommand(CLI::App& app);
-void addCoordCommand(CLI::App& app);
 void addOnlineEvalCommand(CLI::App& app);
 void addTuneCommand(CLI::App& app);
 void addCrossvalCommand(CLI::App& app);

@@ -23,7 +23,6 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addReplayCommand(app);
   dynamiccl::cli::addTrainCommand(app);
   dynamiccl::cli::addPolicyEvalCommand(app);
-  dynamiccl::cli::addCoordCommand(app);
   dynamiccl::cli::addOnlineEvalCommand(app);
   dynamiccl::cli::addTuneCommand(app);
   dynamiccl::cli::addCrossvalCommand(app);

@@ -64,6 +64,9 @@ void* dlopenIn(const std::string& name, const std::string& searchDir) {
 
 Expected<std::shared_ptr<TunerLibrary>> TunerLibrary::open(const std::string& nameOrPath,
                                                            const OpenOptions& options) {
+  // This process plays one rank of communicators whose other ranks do not exist: the plugin's check
+  // that every rank has the same inputs would wait for them. Forked ranks set it to 1 themselves.
+  setenv("DYNAMICCL_INPUTS_CHECK", "0", 0);
   std::string tried = nameOrPath;
   void* handle = dlopenIn(nameOrPath, options.searchDir);
   std::string path = nameOrPath;

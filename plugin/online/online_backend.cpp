@@ -1,19 +1,56 @@
 #include "plugin/online/online_backend.h"
 
+#include <mutex>
+
 namespace dynamiccl::plugin {
+namespace {
+
+// One etcd client per process and configuration: communicators come by the hundred, and each would
+// otherwise grant its own lease and authenticate again.
+Expected<std::shared_ptr<coord::RecordStore>> etcdStore(const Settings& s) {
+  static std::mutex mutex;
+  static std::string cachedFor;
+  static std::shared_ptr<coord::RecordStore> cached;
+  coord::EtcdOptions o;
+  o.endpoints = s.etcdEndpoints;
+  o.caFile = s.etcdCa;
+  o.certFile = s.etcdCert;
+  o.keyFile = s.etcdKey;
+  o.timeout_ms = s.etcdTimeout_ms;
+  o.ttl_s = s.etcdTtl_s;
+  if (!s.etcdAuthFile.empty()) {
+    auto credentials = coord::readEtcdCredentials(s.etcdAuthFile);
+    if (!credentials.ok()) return makeError(credentials.error());
+    o.user = credentials->user;
+    o.password = credentials->password;
+  }
+  std::string key;
+  for (const std::string& e : o.endpoints) key += e + ",";
+  key += "\n" + o.user + "\n" + o.password + "\n" + o.caFile + "\n" + o.certFile + "\n" + o.keyFile + "\n" +
+         std::to_string(o.timeout_ms) + "\n" + std::to_string(o.ttl_s);
+  std::lock_guard lock(mutex);
+  if (cached && cachedFor == key) return cached;
+  auto store = coord::openEtcdStore(o);
+  if (!store.ok()) return makeError(store.error());
+  cached = std::move(store.value());
+  cachedFor = key;
+  return cached;
+}
+
+}  // namespace
+
+bool hasOnlineBackend(const Settings& s, const CommShape& shape) {
+  return !s.etcdEndpoints.empty() || !s.coordDir.empty() || shape.nNodes == 1;
+}
 
 Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape) {
-  if (!s.coordHost.empty()) {
-    auto token = coord::readTokenFile(s.coordTokenFile);
-    if (!token.ok()) return makeError(token.error());
-    return std::shared_ptr<coord::RecordStore>(coord::makeTcpStore(s.coordHost, s.coordPort, *token));
-  }
+  if (!s.etcdEndpoints.empty()) return etcdStore(s);
   if (!s.coordDir.empty()) {
     auto store = coord::openDirStore(s.coordDir, false, s.coordDelay_ms);
     if (!store.ok()) return makeError(store.error());
     return std::shared_ptr<coord::RecordStore>(std::move(store.value()));
   }
-  if (shape.nNodes != 1) return makeError("no coordination backend for a multi-node communicator");
+  if (!hasOnlineBackend(s, shape)) return makeError("no coordination backend for a multi-node communicator");
   auto store = coord::openDirStore(coord::nodeLocalDir(), true, s.coordDelay_ms);
   if (!store.ok()) return makeError(store.error());
   return std::shared_ptr<coord::RecordStore>(std::move(store.value()));

@@ -1,4 +1,4 @@
-// Where a communicator's epoch records live: the TCP coordinator, a shared directory, or (one node
+// Where a communicator's records live (epochs, the input check): etcd, a shared directory, or (one node
 // only) a node-local directory, as the settings name them.
 #pragma once
 
@@ -11,5 +11,7 @@
 namespace dynamiccl::plugin {
 
 Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape);
+// Whether the settings name a backend for this communicator (a multi-node one needs one configured).
+bool hasOnlineBackend(const Settings& s, const CommShape& shape);
 
 }  // namespace dynamiccl::plugin

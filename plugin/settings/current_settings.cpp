@@ -1,4 +1,5 @@
 // The process's settings, read from the environment at init and cached until the environment changes.
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -9,6 +10,8 @@
 
 namespace dynamiccl::plugin {
 namespace {
+
+constexpr size_t kSettingsLineChars = 800;
 
 struct Cache {
   std::mutex mutex;
@@ -48,7 +51,14 @@ std::shared_ptr<const Settings> currentSettings() {
       },
       [&](const std::string& line) { bad.push_back(line); });
   for (const std::string& line : bad) logWarn("%s", line.c_str());
-  logInfo("settings: %s", settingsDump(s).c_str());
+  // NCCL's logger cuts a line at 1024 bytes: the dump goes in lines of whole variables.
+  const std::string dump = settingsDump(s);
+  for (size_t at = 0, n = 0; at < dump.size(); ++n) {
+    size_t end = std::min(dump.size(), at + kSettingsLineChars);
+    if (end < dump.size()) end = std::max(dump.rfind(' ', end), at + 1);
+    logInfo("settings%s: %s", n ? ", continued" : "", dump.substr(at, end - at).c_str());
+    at = end + (end < dump.size() && dump[end] == ' ');
+  }
   gTestThrowMask.store(s.testThrowMask, std::memory_order_relaxed);
   c.settings = std::make_shared<const Settings>(std::move(s));
   return c.settings;

@@ -87,6 +87,32 @@ class Reader {
   const SettingsReport& report_;
 };
 
+// DYNAMICCL_ETCD: comma-separated http:// or https:// endpoints, each with a host.
+void readEtcd(Reader& r, Settings& s) {
+  if (const char* v = r.raw("DYNAMICCL_ETCD", "unset (no etcd)")) {
+    std::vector<std::string> endpoints;
+    std::string_view rest(v);
+    bool ok = rest.size() < kMaxPathChars;
+    while (ok && !rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view one = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      while (!one.empty() && one.back() == '/') one.remove_suffix(1);
+      const size_t scheme = one.rfind("https://", 0) == 0 ? 8 : one.rfind("http://", 0) == 0 ? 7 : 0;
+      ok = scheme > 0 && one.size() > scheme && one.find_first_of(" \t\"\\") == std::string_view::npos;
+      if (ok) endpoints.emplace_back(one);
+    }
+    if (ok && !endpoints.empty()) s.etcdEndpoints = std::move(endpoints);
+    else r.bad("DYNAMICCL_ETCD", v, "expected http(s)://host:port[,http(s)://host:port...]", "unset (no etcd)");
+  }
+  r.path("DYNAMICCL_ETCD_AUTH_FILE", s.etcdAuthFile, "none (no authentication)");
+  r.path("DYNAMICCL_ETCD_CA", s.etcdCa, "the system's CAs");
+  r.path("DYNAMICCL_ETCD_CERT", s.etcdCert, "none");
+  r.path("DYNAMICCL_ETCD_KEY", s.etcdKey, "none");
+  r.integer("DYNAMICCL_ETCD_TIMEOUT_MS", s.etcdTimeout_ms, 10, 60'000);
+  r.integer("DYNAMICCL_ETCD_TTL_S", s.etcdTtl_s, 60, 31'536'000);
+}
+
 void readOnline(Reader& r, const EnvReader& env, Settings& s) {
   if (const char* v = r.raw("DYNAMICCL_ONLINE", "unset (off)")) {
     if (std::strcmp(v, "0") == 0) s.online = OnlineSwitch::Off;
@@ -105,22 +131,11 @@ void readOnline(Reader& r, const EnvReader& env, Settings& s) {
   r.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
   r.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget, 0, 0.5, false, "expected a number in 0..0.5", "0.01");
   r.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
-  if (const char* v = r.raw("DYNAMICCL_COORD", "unset (no TCP coordinator)")) {
-    const std::string_view text(v);
-    const size_t colon = text.rfind(':');
-    char* end = nullptr;
-    const long port = colon == std::string_view::npos ? 0 : std::strtol(v + colon + 1, &end, 10);
-    if (colon == 0 || colon == std::string_view::npos || text.size() >= kMaxPathChars || end == v + colon + 1 ||
-        *end != '\0' || port <= 0 || port > 65535) {
-      r.bad("DYNAMICCL_COORD", v, "expected host:port with port 1..65535", "unset (no TCP coordinator)");
-    } else {
-      s.coordHost.assign(text.substr(0, colon));
-      s.coordPort = static_cast<int>(port);
-    }
-  }
-  r.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile, "none");
   r.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");
   r.integer("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms, 0, 60'000);
+  readEtcd(r, s);
+  r.flag("DYNAMICCL_INPUTS_CHECK", s.inputsCheck);
+  r.integer("DYNAMICCL_INPUTS_TIMEOUT_MS", s.inputsTimeout_ms, 1, 600'000);
 }
 
 // DYNAMICCL_TOPO_*: the rule (range, integral) is features' readTopoOverrides, fed one variable at a time.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "features/features.h"
 #include "policy/policy.h"
@@ -53,11 +54,17 @@ struct Settings {
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
   double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
-  std::string coordHost;                      // DYNAMICCL_COORD=host:port (port 1..65535); empty: unset
-  int coordPort = 0;
-  std::string coordTokenFile;                 // DYNAMICCL_COORD_TOKEN_FILE
   std::string coordDir;                       // DYNAMICCL_COORD_DIR
   int coordDelay_ms = 0;                      // DYNAMICCL_COORD_DELAY_MS, 0..60000 (test-only fault injection)
+  // etcd v3 backend (docs/ONLINE.md): endpoints, credentials, TLS files, bounds.
+  std::vector<std::string> etcdEndpoints;     // DYNAMICCL_ETCD=http(s)://host:port[,...]; empty: unset
+  std::string etcdAuthFile;                   // DYNAMICCL_ETCD_AUTH_FILE: "user:password", mode 600
+  std::string etcdCa, etcdCert, etcdKey;      // DYNAMICCL_ETCD_CA, _CERT, _KEY: TLS files
+  int etcdTimeout_ms = 2000;                  // DYNAMICCL_ETCD_TIMEOUT_MS, 10..60000: each request, all in
+  int64_t etcdTtl_s = 86400;                  // DYNAMICCL_ETCD_TTL_S, 60..31536000: records' lease
+  // Ranks agree on their inputs (docs/ONLINE.md): each publishes a digest at init, all compare them.
+  bool inputsCheck = true;                    // DYNAMICCL_INPUTS_CHECK=0: skip (one process playing one rank)
+  int64_t inputsTimeout_ms = 10000;           // DYNAMICCL_INPUTS_TIMEOUT_MS, 1..600000: wait for every digest
 
   // Inputs of learned rules: job configuration, the same on every rank.
   TopoOverrides topo;        // DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE

@@ -1,7 +1,13 @@
 #include "plugin/tuner/profile_source.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -34,6 +40,34 @@ std::string evidenceSummary(const policy::Profile& p) {
   return text.empty() ? "" : " (" + text + ")";
 }
 
+// The file's bytes as one short text ranks compare: a mount that failed on one node shows here.
+std::string digestOfFile(const std::string& path) {
+  auto fd = openRegularFile(path, O_RDONLY);  // never blocks: a FIFO is refused like the parser refuses it
+  if (!fd) return "unreadable (" + fd.error() + ")";
+  std::FILE* f = fdopen(*fd, "rb");
+  if (!f) {
+    close(*fd);
+    return std::string("unreadable (") + std::strerror(errno) + ")";
+  }
+  uint64_t h = 0x6479636364696765ull, size = 0;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+    for (size_t i = 0; i < n; i += 8) {  // FNV-1a over 8-byte words: a 60k-rule profile in a few ms
+      uint64_t w = 0;
+      std::memcpy(&w, buf + i, std::min<size_t>(8, n - i));
+      h = ((h ^ w) * 0x100000001b3ull) ^ (h >> 29);
+    }
+    size += n;
+  }
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed) return "unreadable (read error)";
+  char text[64];
+  std::snprintf(text, sizeof text, "%llu bytes, hash %016llx", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(h));
+  return text;
+}
+
 constexpr double kFirstReadBudget_ms = 50;
 
 std::mutex gMutex;
@@ -63,6 +97,7 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
   out->profile = std::make_shared<policy::Profile>();
   logTrust(s.trust);
   if (!s.enabled) {
+    out->sourceDigest = "not read (DYNAMICCL_ENABLE=0)";
     logInfo("disabled by DYNAMICCL_ENABLE=0; NCCL's own choices stand");
     return out;
   }
@@ -79,6 +114,7 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
     return out;
   }
   const auto started = std::chrono::steady_clock::now();
+  out->sourceDigest = digestOfFile(path);
   auto profile = policy::loadProfileFile(path, format);
   const double readMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -29,6 +29,8 @@ struct LoadedProfile {
   std::shared_ptr<const policy::Profile> profile;  // never null: empty when none or bad
   bool bad = false;                                // the named file could not be used
   std::string error;
+  // What every rank compares at init: the file's size and hash, "none", or why it could not be read.
+  std::string sourceDigest = "none";
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
   mutable std::atomic<bool> warnedLearnedRulesOff{false}, warnedProbeDisagrees{false}, warnedRefuted{false},
       warnedOtherRelease{false};

@@ -7,6 +7,7 @@
 #include "plugin/guard.h"
 #include "plugin/tuner/cost_table_edit.h"
 #include "plugin/nccl_version.h"
+#include "plugin/online/inputs_check.h"
 #include "plugin/online/online_start.h"
 #include "plugin/log.h"
 #include "plugin/settings/settings.h"
@@ -76,9 +77,15 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->table = std::move(compiled.table);
   c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
+  // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
+  const bool agreed = ranksAgreeOnInputs(*settings, *c->loaded, c->shape, rules);
+  if (!agreed) {
+    c->table = policy::DecisionTable{};
+    c->unverified = policy::DecisionTable{};
+  }
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
-  if (commId != 0)
+  if (commId != 0 && agreed)
     c->online = startOnline(c->shape, c->table, c->unverified, *c->loaded->profile, *settings);
   if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
     c->online->verdictScope.ncclVersion = ncclVersionText(rules.versionCode);

@@ -1,0 +1,66 @@
+// An epoch boundary's cost in the coordination store: the leader publishes the next table version
+// (write-once) and a rank reads and parses it (adopts it), with a table of every key filled. Backends: etcd on loopback
+// (started here on free ports; skipped without the etcd binary) and a directory (the single-node default).
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "coord/coord.h"
+#include "policy/policy.h"
+#include "tests/etcd_fixture.h"
+
+namespace {
+
+using namespace dynamiccl;
+
+std::string fullTable() {
+  policy::OnlineTable t;
+  t.setVersion(7);
+  for (uint32_t k = 0; k < policy::kOnlineKeys; ++k) t.entry(k).exploit.count = 1;
+  return t.serialize();
+}
+
+void boundaries(benchmark::State& state, coord::RecordStore& store) {
+  const std::string bytes = fullTable();
+  static uint64_t commId = 0xb0b0000000000000ull + static_cast<uint64_t>(getpid()) * 1000;
+  ++commId;
+  uint64_t boundary = 0;
+  for (auto _ : state) {
+    boundary += 1000;
+    if (store.publish(commId, boundary, bytes) != coord::PublishResult::Won) state.SkipWithError("publish failed");
+    auto back = store.read(commId, boundary);
+    if (!back.ok() || !back->has_value() || **back != bytes) state.SkipWithError("read failed");
+    auto adopted = policy::OnlineTable::deserialize(**back);  // what a rank does with it at the boundary
+    if (!adopted.ok()) state.SkipWithError("the table does not parse");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
+  state.SetLabel(std::to_string(bytes.size()) + "-byte table: publish + read + parse");
+}
+
+void BM_BoundaryEtcdLoopback(benchmark::State& state) {
+  if (testing::etcdBinary().empty()) return state.SkipWithError("no etcd binary (scripts/setup.sh)");
+  static testing::EtcdCluster etcd;
+  static const bool ready = etcd.ready();
+  if (!ready) return state.SkipWithError("etcd did not start");
+  coord::EtcdOptions o;
+  o.endpoints = {etcd.endpoint()};
+  auto store = coord::openEtcdStore(o);
+  if (!store.ok()) return state.SkipWithError(store.error().c_str());
+  boundaries(state, **store);
+}
+BENCHMARK(BM_BoundaryEtcdLoopback)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_BoundaryDirectory(benchmark::State& state) {
+  char tmpl[] = "/tmp/dynamiccl-bench-dir-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto store = coord::openDirStore(dir, true);
+  if (!store.ok()) return state.SkipWithError(store.error().c_str());
+  boundaries(state, **store);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_BoundaryDirectory)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,242 @@
+// etcd v3 backend through its JSON gateway: a record is published by a transaction that puts the key
+// only if it was never created (first writer wins, as link(2) in a directory), read by a range request.
+// Keys live under <prefix>/<commId>/ with a lease, so that old jobs' records expire.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "coord/http_client.h"
+#include "coord/record_store.h"
+
+namespace dynamiccl::coord {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+    out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], kB64[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    out += {kB64[v >> 18], kB64[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8;
+    out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+std::optional<std::string> unbase64(const std::string& in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    const char* p = std::strchr(kB64, c);
+    if (!p || !c) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+class EtcdStore : public RecordStore {
+ public:
+  EtcdStore(std::shared_ptr<HttpClient> http, EtcdOptions o)
+      : http_(std::move(http)), o_(std::move(o)), tls_{o_.caFile, o_.certFile, o_.keyFile} {}
+
+  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
+    if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
+    const auto lease = currentLease();
+    if (!lease.ok()) return PublishResult::Failed;
+    const std::string key = base64(keyOf(commId, boundary));
+    json put = {{"key", key}, {"value", base64(bytes)}};
+    if (!lease->empty()) put["lease"] = *lease;
+    const json txn = {
+        {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}})},
+        {"success", json::array({{{"request_put", put}}})}};
+    auto reply = call("/v3/kv/txn", txn);
+    if (!reply.ok()) {
+      if (reply.error().find("lease") != std::string::npos) {  // revoked or expired: grant anew next time
+        std::lock_guard lock(mutex_);
+        lease_.clear();
+      }
+      return PublishResult::Failed;
+    }
+    const auto it = reply->find("succeeded");  // proto3 JSON leaves a false out
+    return it != reply->end() && it->is_boolean() && it->get<bool>() ? PublishResult::Won : PublishResult::Lost;
+  }
+
+  Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
+    auto reply = call("/v3/kv/range", json{{"key", base64(keyOf(commId, boundary))}});
+    if (!reply.ok()) return makeError(reply.error());
+    const auto kvs = reply->find("kvs");
+    if (kvs == reply->end() || !kvs->is_array() || kvs->empty()) return std::optional<std::string>{};
+    const json& kv = kvs->front();
+    // An empty value is left out of the reply: a record of no bytes.
+    const auto value = kv.find("value");
+    if (value == kv.end()) return std::optional<std::string>{std::string()};
+    if (!value->is_string()) return makeError("etcd answered a value that is not a string");
+    auto bytes = unbase64(value->get<std::string>());
+    if (!bytes) return makeError("etcd answered a value that is not base64");
+    return std::optional<std::string>{std::move(*bytes)};
+  }
+
+  std::string describe() const override {
+    std::string out = "etcd ";
+    for (size_t i = 0; i < o_.endpoints.size(); ++i) out += (i ? "," : "") + o_.endpoints[i];
+    return out;
+  }
+
+ private:
+  std::string keyOf(uint64_t commId, uint64_t boundary) const {
+    char b[64];
+    std::snprintf(b, sizeof b, "/%016" PRIx64 "/b%" PRIu64, commId, boundary);
+    return o_.prefix + b;
+  }
+
+  // The lease every key of this process is put under, granted again at half its TTL so a long job
+  // never puts under an expired one; "" when leases are off (ttl 0).
+  Expected<std::string> currentLease() {
+    if (o_.ttl_s <= 0) return std::string();
+    {
+      std::lock_guard lock(mutex_);
+      if (!lease_.empty() && Clock::now() < leaseRenewAt_) return lease_;
+    }
+    auto reply = call("/v3/lease/grant", json{{"TTL", o_.ttl_s}});
+    if (!reply.ok()) return makeError(reply.error());
+    const auto id = reply->find("ID");
+    if (id == reply->end() || !(id->is_string() || id->is_number_integer())) return makeError("etcd granted no lease");
+    std::lock_guard lock(mutex_);
+    lease_ = id->is_string() ? id->get<std::string>() : std::to_string(id->get<int64_t>());
+    leaseRenewAt_ = Clock::now() + std::chrono::seconds(o_.ttl_s / 2);
+    return lease_;
+  }
+
+  // One request, tried on each endpoint in turn from the last one that answered; with credentials,
+  // authenticated first (and again when etcd says the token expired).
+  Expected<json> call(const std::string& path, const json& request) {
+    const std::string body = request.dump();
+    std::string lastError = "no endpoint";
+    for (size_t attempt = 0; attempt < o_.endpoints.size(); ++attempt) {
+      size_t at;
+      {
+        std::lock_guard lock(mutex_);
+        at = (current_ + attempt) % o_.endpoints.size();
+      }
+      for (int authTry = 0; authTry < 2; ++authTry) {
+        std::vector<std::string> headers = {"Content-Type: application/json"};
+        if (!o_.user.empty()) {
+          bool unreachable = false;
+          auto token = authToken(at, authTry > 0, unreachable);
+          if (!token.ok() && unreachable) {
+            lastError = token.error();
+            break;  // this endpoint is down: the next one may authenticate us
+          }
+          if (!token.ok()) return makeError(token.error());  // refused credentials: every member refuses
+          headers.push_back("Authorization: " + *token);
+        }
+        auto reply = http_->post(o_.endpoints[at] + path, body, headers, tls_, o_.timeout_ms);
+        if (!reply.ok()) {
+          lastError = o_.endpoints[at] + ": " + reply.error();
+          break;  // transport: the next endpoint
+        }
+        json parsed = json::parse(reply->body, nullptr, false);
+        if (reply->status == 200 && parsed.is_object()) {
+          std::lock_guard lock(mutex_);
+          current_ = at;
+          return parsed;
+        }
+        const std::string message = parsed.is_object() && parsed.contains("error") && parsed["error"].is_string()
+                                        ? parsed["error"].get<std::string>()
+                                        : "HTTP " + std::to_string(reply->status);
+        lastError = o_.endpoints[at] + ": " + message;
+        if (!o_.user.empty() && authTry == 0 && message.find("token") != std::string::npos) continue;
+        if (reply->status >= 500) break;  // this member is unwell: the next endpoint
+        return makeError(lastError);      // etcd refused the request itself
+      }
+    }
+    return makeError(lastError);
+  }
+
+  // unreachable: set when the endpoint did not answer (as opposed to refusing the credentials).
+  Expected<std::string> authToken(size_t endpoint, bool renew, bool& unreachable) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!renew && !token_.empty()) return token_;
+    }
+    auto reply = http_->post(o_.endpoints[endpoint] + "/v3/auth/authenticate",
+                             json{{"name", o_.user}, {"password", o_.password}}.dump(),
+                             {"Content-Type: application/json"}, tls_, o_.timeout_ms);
+    unreachable = !reply.ok() || reply->status >= 500;
+    if (!reply.ok()) return makeError(o_.endpoints[endpoint] + ": " + reply.error());
+    json parsed = json::parse(reply->body, nullptr, false);
+    if (reply->status != 200 || !parsed.is_object() || !parsed.contains("token") || !parsed["token"].is_string())
+      return makeError(o_.endpoints[endpoint] + " refused the credentials of user " + o_.user);
+    std::lock_guard lock(mutex_);
+    token_ = parsed["token"].get<std::string>();
+    return token_;
+  }
+
+  std::shared_ptr<HttpClient> http_;
+  EtcdOptions o_;
+  TlsFiles tls_;
+  std::mutex mutex_;
+  size_t current_ = 0;
+  std::string token_;
+  std::string lease_;
+  Clock::time_point leaseRenewAt_{};
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<RecordStore>> openEtcdStore(const EtcdOptions& options) {
+  if (options.endpoints.empty()) return makeError("no etcd endpoint");
+  auto http = HttpClient::load();
+  if (!http.ok()) return makeError("etcd backend unavailable: " + http.error());
+  return std::unique_ptr<RecordStore>(std::make_unique<EtcdStore>(std::move(http.value()), options));
+}
+
+Expected<EtcdCredentials> readEtcdCredentials(const std::string& path) {
+  auto fd = openRegularFile(path, O_RDONLY);
+  if (!fd) return makeError("etcd credentials file: " + fd.error());
+  struct stat st {};
+  std::string text;
+  const bool statted = fstat(*fd, &st) == 0;
+  if (statted && !(st.st_mode & 077) && st.st_size <= 4096) {
+    text.resize(static_cast<size_t>(st.st_size));
+    const ssize_t n = ::read(*fd, text.data(), text.size());
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  close(*fd);
+  if (!statted) return makeError("cannot read etcd credentials file " + path);
+  if (st.st_mode & 077) return makeError("etcd credentials file " + path + " is readable by others; chmod 600 it");
+  if (st.st_size > 4096) return makeError("etcd credentials file " + path + " is too large");
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0 || text.find('\n') != std::string::npos)
+    return makeError("etcd credentials file " + path + " must hold one line user:password");
+  return EtcdCredentials{text.substr(0, colon), text.substr(colon + 1)};
+}
+
+}  // namespace dynamiccl::coord

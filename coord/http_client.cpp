@@ -1,0 +1,142 @@
+// libcurl through dlopen: the few functions and option numbers used are declared here (libcurl's ABI
+// keeps them stable), so building needs no curl headers and loading the plugin no libcurl.
+#include "coord/http_client.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace dynamiccl::coord {
+namespace {
+
+// curl.h's values (CURLOPTTYPE_LONG 0, OBJECTPOINT 10000, FUNCTIONPOINT 20000).
+constexpr int kOptWriteData = 10001, kOptUrl = 10002, kOptProxy = 10004, kOptLowSpeedLimit = 19,
+              kOptLowSpeedTime = 20, kOptHttpHeader = 10023, kOptSslCert = 10025, kOptWriteFunction = 20011,
+              kOptPostFields = 10015, kOptPostFieldSize = 60, kOptSslVerifyPeer = 64, kOptCaInfo = 10065,
+              kOptSslVerifyHost = 81, kOptSslKey = 10087, kOptNoSignal = 99, kOptTimeoutMs = 155,
+              kOptConnectTimeoutMs = 156, kOptNoProxy = 10177, kOptProtocols = 181;
+constexpr int kInfoResponseCode = 0x200000 + 2;
+constexpr long kProtoHttp = 1, kProtoHttps = 2;
+constexpr long kGlobalDefault = 3;
+constexpr size_t kMaxReplyBytes = 4u << 20;  // a record is <= 1 MiB, base64 in JSON: well below
+
+struct Api {
+  int (*globalInit)(long);
+  void* (*easyInit)();
+  int (*setopt)(void*, int, ...);
+  int (*perform)(void*);
+  int (*getinfo)(void*, int, ...);
+  void (*cleanup)(void*);
+  void (*reset)(void*);
+  const char* (*strerror)(int);
+  void* (*slistAppend)(void*, const char*);
+  void (*slistFree)(void*);
+};
+
+size_t collect(char* data, size_t size, size_t n, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  if (out->size() + size * n > kMaxReplyBytes) return 0;  // curl then fails the transfer
+  out->append(data, size * n);
+  return size * n;
+}
+
+class CurlClient : public HttpClient {
+ public:
+  explicit CurlClient(Api api) : api_(api) {}
+  ~CurlClient() override {
+    for (void* h : idle_) api_.cleanup(h);
+  }
+
+  Expected<HttpReply> post(const std::string& url, const std::string& body, const std::vector<std::string>& headers,
+                           const TlsFiles& tls, int timeout_ms) override {
+    void* h = take();
+    if (!h) return makeError("libcurl could not make a handle");
+    void* list = nullptr;
+    for (const std::string& line : headers) list = api_.slistAppend(list, line.c_str());
+    HttpReply reply;
+    api_.setopt(h, kOptUrl, url.c_str());
+    api_.setopt(h, kOptProtocols, kProtoHttp | kProtoHttps);
+    api_.setopt(h, kOptProxy, "");     // never through a proxy the environment names
+    api_.setopt(h, kOptNoProxy, "*");
+    api_.setopt(h, kOptNoSignal, 1L);  // no SIGALRM in NCCL's process for timeouts
+    api_.setopt(h, kOptTimeoutMs, static_cast<long>(timeout_ms));
+    api_.setopt(h, kOptConnectTimeoutMs, static_cast<long>(timeout_ms));
+    // A peer sending under 64 bytes/s for a second is cut off before the total bound.
+    api_.setopt(h, kOptLowSpeedLimit, 64L);
+    api_.setopt(h, kOptLowSpeedTime, 1L);
+    api_.setopt(h, kOptPostFields, body.data());
+    api_.setopt(h, kOptPostFieldSize, static_cast<long>(body.size()));
+    api_.setopt(h, kOptHttpHeader, list);
+    api_.setopt(h, kOptWriteFunction, &collect);
+    api_.setopt(h, kOptWriteData, &reply.body);
+    api_.setopt(h, kOptSslVerifyPeer, 1L);
+    api_.setopt(h, kOptSslVerifyHost, 2L);
+    if (!tls.caFile.empty()) api_.setopt(h, kOptCaInfo, tls.caFile.c_str());
+    if (!tls.certFile.empty()) api_.setopt(h, kOptSslCert, tls.certFile.c_str());
+    if (!tls.keyFile.empty()) api_.setopt(h, kOptSslKey, tls.keyFile.c_str());
+    const int rc = api_.perform(h);
+    api_.getinfo(h, kInfoResponseCode, &reply.status);
+    api_.slistFree(list);
+    give(h);
+    if (rc != 0) return makeError(std::string(api_.strerror(rc)));
+    return reply;
+  }
+
+ private:
+  void* take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        void* h = idle_.back();
+        idle_.pop_back();
+        return h;
+      }
+    }
+    return api_.easyInit();
+  }
+  void give(void* h) {
+    api_.reset(h);  // options cleared, the connection kept for the next request
+    std::lock_guard lock(mutex_);
+    idle_.push_back(h);
+  }
+
+  Api api_;
+  std::mutex mutex_;
+  std::vector<void*> idle_;
+};
+
+template <typename F>
+bool bind(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<HttpClient>> HttpClient::load(const char* library) {
+  static std::mutex mutex;
+  static std::shared_ptr<HttpClient> loaded;  // one per process: libcurl's global init is not reentrant
+  static std::string loadedFrom;
+  std::lock_guard lock(mutex);
+  if (loaded && loadedFrom == library) return loaded;
+  void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    return makeError(std::string("cannot load ") + library + " (" + (why ? why : "?") + ")");
+  }
+  Api api{};
+  if (!bind(lib, "curl_global_init", api.globalInit) || !bind(lib, "curl_easy_init", api.easyInit) ||
+      !bind(lib, "curl_easy_setopt", api.setopt) || !bind(lib, "curl_easy_perform", api.perform) ||
+      !bind(lib, "curl_easy_getinfo", api.getinfo) || !bind(lib, "curl_easy_cleanup", api.cleanup) ||
+      !bind(lib, "curl_easy_reset", api.reset) || !bind(lib, "curl_easy_strerror", api.strerror) ||
+      !bind(lib, "curl_slist_append", api.slistAppend) || !bind(lib, "curl_slist_free_all", api.slistFree)) {
+    dlclose(lib);
+    return makeError(std::string(library) + " lacks a libcurl function");
+  }
+  if (api.globalInit(kGlobalDefault) != 0) return makeError(std::string(library) + ": curl_global_init failed");
+  loaded = std::make_shared<CurlClient>(api);  // the library stays loaded for the process
+  loadedFrom = library;
+  return loaded;
+}
+
+}  // namespace dynamiccl::coord

@@ -1,0 +1,106 @@
+// The init-time exchange of input records through the coordination store. Every wait is bounded by
+// the timeout; the verdict is write-once, so a rank that timed out and one that saw every record
+// adopt the same one.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "plugin/online/inputs_check.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kJudges = 4;  // ranks that read every record; more would only repeat their verdict
+
+std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t commId) {
+  auto rec = store.read(commId, coord::kInputsVerdictKey);
+  if (!rec.ok() || !rec->has_value()) return std::nullopt;
+  return decodeVerdict(**rec);
+}
+
+// Proposes `proposal` and returns the verdict the store kept (ours or an earlier one).
+InputsVerdict settle(coord::RecordStore& store, uint64_t commId, const InputsVerdict& proposal) {
+  const coord::PublishResult p = store.publish(commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
+  if (p == coord::PublishResult::Won) return proposal;
+  if (p == coord::PublishResult::Lost)
+    if (auto v = storedVerdict(store, commId)) return *v;
+  return {false, false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's "
+                        "choices, other ranks may not: fix the store"};
+}
+
+uint64_t textHash(const std::string& s) {
+  uint64_t h = 0;
+  for (unsigned char c : s) h = policy::mix64(h ^ c);
+  return h;
+}
+
+}  // namespace
+
+InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
+                            int64_t timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (auto v = storedVerdict(store, commId)) return *v;  // a late rank: the others have settled
+  const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
+  // Claim a free slot, starting where this rank hashes to so that n ranks rarely try the same ones
+  // (several ranks of one process share the text: a counter tells them apart).
+  static std::atomic<uint64_t> claims{0};
+  const uint64_t first = policy::mix64(textHash(mine) ^ claims.fetch_add(1)) % n;
+  std::vector<std::string> records(n);
+  std::vector<bool> have(n, false);
+  uint64_t mySlot = n;
+  for (uint64_t i = 0; i < n && mySlot == n; ++i) {
+    const uint64_t slot = (first + i) % n;
+    const coord::PublishResult p = store.publish(commId, coord::inputsSlotKey(slot), mine);
+    if (p == coord::PublishResult::Failed)  // the others will miss ours and settle on "missing"
+      return {false, false, "the store (" + store.describe() + ") refused this rank's inputs; it keeps NCCL's choices"};
+    if (p == coord::PublishResult::Won) records[slot] = mine, have[slot] = true, mySlot = slot;
+  }
+  if (mySlot == n)
+    return settle(store, commId, {false, false, "more than " + std::to_string(n) + " input records for one "
+                                                "communicator (a stale or foreign record in the store)"});
+  // The ranks in the first slots judge (read every record); the others only wait for the verdict,
+  // so a communicator of n ranks costs about kJudges x n reads, not n x n.
+  const bool judge = mySlot < kJudges;
+  uint64_t next = 0;  // a judge resumes at the first slot still missing
+  auto readSlots = [&] {
+    while (next < n) {
+      if (!have[next]) {
+        auto rec = store.read(commId, coord::inputsSlotKey(next));
+        if (!rec.ok() || !rec->has_value()) return;  // not there yet (or a transient error)
+        records[next] = **rec;
+        have[next] = true;
+      }
+      ++next;
+    }
+  };
+  // Polls back off to a pause that grows with the communicator: n ranks polling a shared store
+  // (etcd, a parallel file system) stay near 20 requests per millisecond in all.
+  auto pause = std::chrono::microseconds(50);
+  const auto maxPause =
+      std::chrono::microseconds(std::clamp<int64_t>(1000 + 50 * static_cast<int64_t>(n), 1000, 250'000));
+  for (;;) {
+    if (judge) readSlots();
+    if (auto v = storedVerdict(store, commId)) return *v;  // settled: no need to propose (fewer writes)
+    if (next == n) return settle(store, commId, judgeInputs(records));
+    if (Clock::now() >= deadline) {
+      if (!judge)  // one pass, to say how many arrived
+        for (uint64_t at = 0; at < n; ++at)
+          if (!have[at]) {
+            auto rec = store.read(commId, coord::inputsSlotKey(at));
+            have[at] = rec.ok() && rec->has_value();
+          }
+      const auto present = static_cast<uint64_t>(std::count(have.begin(), have.end(), true));
+      return settle(store, commId,
+                    {false, true, "only " + std::to_string(present) + " of " + std::to_string(n) + " ranks published "
+                                  "their inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): "
+                                  "a rank without this plugin, with DYNAMICCL_INPUTS_CHECK=0, another store, or started late"});
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, maxPause);
+  }
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,70 @@
+// Whether a communicator's ranks may tune: the input check run at tuner init, with its one log line.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "plugin/log.h"
+#include "plugin/online/inputs_check.h"
+#include "plugin/online/online_backend.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+std::atomic<bool> gSaidUnchecked{false};
+std::atomic<bool> gSaidAgreed{false};
+// Once a communicator missed a rank's inputs, later ones likely miss the same rank (no plugin
+// there): they wait this long, not the full timeout, so hundreds of communicators do not each wait
+// it out. Safe: whichever verdict is written first holds for every rank.
+std::atomic<bool> gSawMissing{false};
+constexpr int64_t kAfterMissing_ms = 1000;
+
+std::string whoAmI() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string("on host ") + (host[0] ? host : "?") + " (pid " + std::to_string(getpid()) + ")";
+}
+
+}  // namespace
+
+bool ranksAgreeOnInputs(const Settings& s, const LoadedProfile& profile, const CommShape& shape,
+                        const NcclRules& rules) {
+  if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return true;
+  if (!hasOnlineBackend(s, shape)) {
+    if (firstTime(gSaidUnchecked))
+      logWarn("communicators across %d nodes: whether every rank has the same profile, settings and hardware is "
+              "unchecked (no coordination backend: set DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR); a rank that "
+              "differs may choose differently and hang the job",
+              shape.nNodes);
+    return true;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const unsigned long long id = shape.commId;
+  auto store = openOnlineBackend(s, shape);
+  if (!store.ok()) {  // the other ranks miss this rank's record and settle on NCCL's choices too
+    logWarn("communicator %016llx: cannot check that every rank has the same inputs (%s); NCCL's own choices stand "
+            "on this rank, and on every other rank once it misses this one's inputs",
+            id, store.error().c_str());
+    return false;
+  }
+  const std::string mine = inputsRecord(decisionInputs(s, profile, shape, rules), whoAmI());
+  const int64_t timeout_ms =
+      gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
+  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms);
+  if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
+  if (!v.agree) {
+    logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "
+            "every rank and online updates are off",
+            id, shape.nRanks, v.why.c_str());
+    return false;
+  }
+  if (firstTime(gSaidAgreed))
+    logInfo("communicator %016llx: its %d ranks have the same profile, settings and hardware (checked through %s in "
+            "%.1f ms)",
+            id, shape.nRanks, (*store)->describe().c_str(),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+  return true;
+}
+
+}  // namespace dynamiccl::plugin

@@ -1,0 +1,105 @@
+// Judging every rank's input record, and the verdict record all ranks adopt. Pure: the same records
+// give the same verdict text on every rank.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "plugin/online/inputs_check.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+constexpr const char* kVerdictHeader = "DYNAMICCL-INPUTS-VERDICT-1";
+constexpr size_t kShownChars = 80;
+
+struct Parsed {
+  std::string who;
+  std::string body;  // everything after the who line: what is compared
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t nl = text.find('\n', at);
+    out.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return out;
+}
+
+std::optional<Parsed> parse(const std::string& record) {
+  const std::vector<std::string> ls = lines(record);
+  if (ls.size() < 2 || ls[0] != kInputsHeader || ls[1].rfind("who=", 0) != 0) return std::nullopt;
+  Parsed p;
+  p.who = ls[1].substr(4);
+  p.body = record.substr(std::min(record.size(), ls[0].size() + ls[1].size() + 2));
+  for (size_t i = 2; i < ls.size(); ++i) {
+    const size_t eq = ls[i].find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    p.fields.emplace_back(ls[i].substr(0, eq), ls[i].substr(eq + 1));
+  }
+  return p;
+}
+
+std::string shown(const std::string& v) {
+  std::string out;
+  for (char c : v.substr(0, kShownChars)) out += (c >= 32 && c < 127) ? c : '?';  // someone else's bytes
+  return "\"" + out + (v.size() > kShownChars ? "...\"" : "\"");
+}
+
+// "DYNAMICCL_TRUST is "all" there, "verified" on 7 rank(s)": the first field where `odd` leaves `ref`.
+std::string firstDifference(const Parsed& odd, const Parsed& ref, size_t refCount) {
+  const std::string others = " on " + std::to_string(refCount) + " rank(s)";
+  for (size_t i = 0; i < odd.fields.size() || i < ref.fields.size(); ++i) {
+    if (i >= odd.fields.size()) return ref.fields[i].first + " is missing there, " + shown(ref.fields[i].second) + others;
+    if (i >= ref.fields.size()) return odd.fields[i].first + " is " + shown(odd.fields[i].second) + " there, absent" + others;
+    if (odd.fields[i].first != ref.fields[i].first)
+      return "field " + shown(odd.fields[i].first) + " stands where " + ref.fields[i].first + " does" + others;
+    if (odd.fields[i].second != ref.fields[i].second)
+      return odd.fields[i].first + " is " + shown(odd.fields[i].second) + " there, " + shown(ref.fields[i].second) + others;
+  }
+  return "the records differ";
+}
+
+}  // namespace
+
+InputsVerdict judgeInputs(const std::vector<std::string>& records) {
+  std::vector<std::optional<Parsed>> parsed;
+  std::map<std::string, size_t> count;  // body -> ranks holding it
+  for (const std::string& r : records) {
+    parsed.push_back(parse(r));
+    if (parsed.back()) ++count[parsed.back()->body];
+  }
+  // The reference is the inputs most ranks hold (ties: the lowest slot's), so one odd rank is the one named.
+  const Parsed* ref = nullptr;
+  size_t refCount = 0;
+  for (const auto& p : parsed)
+    if (p && count[p->body] > refCount) ref = &*p, refCount = count[p->body];
+  if (ref && refCount == records.size()) return {true, false, ""};
+  size_t odd = 0;
+  const std::optional<Parsed>* first = nullptr;
+  for (const auto& p : parsed)
+    if (!p || !ref || p->body != ref->body) first = first ? first : &p, ++odd;
+  std::string why = std::to_string(odd) + " of " + std::to_string(records.size()) + " ranks differ from the rest; first ";
+  if (!*first) return {false, false, why + "a record that does not parse (not written by this plugin)"};
+  return {false, false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount)};
+}
+
+std::string encodeVerdict(const InputsVerdict& v) {
+  std::string why = v.why;
+  for (char& c : why) c = c == '\n' ? ' ' : c;
+  return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree\n" : (v.missing ? "missing\n" : "differ\n") + why + "\n");
+}
+
+InputsVerdict decodeVerdict(const std::string& bytes) {
+  const std::vector<std::string> ls = lines(bytes);
+  if (ls.size() == 2 && ls[0] == kVerdictHeader && ls[1] == "agree") return {true, false, ""};
+  if (ls.size() == 3 && ls[0] == kVerdictHeader && (ls[1] == "differ" || ls[1] == "missing"))
+    return {false, ls[1] == "missing", ls[2]};
+  return {false, false, "the verdict record does not parse (not written by this plugin)"};
+}
+
+}  // namespace dynamiccl::plugin

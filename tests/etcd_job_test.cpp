@@ -1,0 +1,298 @@
+// Online updates through a real etcd on loopback: 8 forked processes are the ranks of one
+// communicator presented as 2 nodes of 4, each driving the built plugin (tuner + profiler roles) with
+// DYNAMICCL_ETCD. Healthy, killed mid-epoch, stopped and resumed, one member of three killed, a
+// trickling endpoint, wrong credentials, a foreign record in the prefix: every rank's decisions hash
+// alike, and no rank hangs (a rank past the deadline fails the test).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "policy/online_schedule.h"
+#include "tests/etcd_fixture.h"
+#include "tests/test_support.h"
+#include "trust_opt_in.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::Choice;
+using testing::EtcdCluster;
+
+#define SKIP_WITHOUT_ETCD() \
+  if (testing::etcdBinary().empty()) GTEST_SKIP() << "no etcd binary (scripts/setup.sh installs etcd-server)"
+
+constexpr int kRanks = 8;
+constexpr uint64_t kCommId = 0xe7cd0001;
+constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20};
+
+struct Scenario {
+  std::string endpoints;
+  std::string authFile;
+  uint64_t calls = 12000;
+  int epochCalls = 1000;
+  int epochTimeout_ms = 20000;
+  int etcdTimeout_ms = 2000;
+  int64_t pauseAt = -1;  // every rank waits here for the parent's fault (files "paused<rank>", then "go")
+};
+
+struct RankResult {
+  int exitCode = -1;
+  uint64_t hash = 0;
+  uint64_t lateNonStatic = 0;  // last tenth, 16 MiB: not the profile's ring/ll (a version was adopted)
+  uint64_t ncclChoices = 0;    // NCCL's own ring/simple with its channel count
+};
+
+std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
+std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
+double trueLatency_us(int proto, uint64_t bytes) {
+  const double gbps = proto == 0 ? 4 : proto == 1 ? 9 : 12;
+  return (proto == 0 ? 5 : proto == 1 ? 8 : 12) + static_cast<double>(bytes) / (gbps * 1e3);
+}
+
+bool waitForFile(const std::string& path, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+[[noreturn]] void runRank(int rank, const Scenario& s, const std::string& dir) {
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  setenv("DYNAMICCL_PROFILE", (dir + "/profile.json").c_str(), 1);
+  setenv("DYNAMICCL_ONLINE", "1", 1);
+  setenv("DYNAMICCL_ETCD", s.endpoints.c_str(), 1);
+  if (!s.authFile.empty()) setenv("DYNAMICCL_ETCD_AUTH_FILE", s.authFile.c_str(), 1);
+  setenv("DYNAMICCL_ETCD_TIMEOUT_MS", std::to_string(s.etcdTimeout_ms).c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls).c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", std::to_string(s.epochTimeout_ms).c_str(), 1);
+  setenv("DYNAMICCL_INPUTS_CHECK", "1", 1);
+  setenv("DYNAMICCL_INPUTS_TIMEOUT_MS", "20000", 1);
+  setenv("DYNAMICCL_RECORD", "0", 1);
+  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
+  auto tuner = harness::TunerLibrary::open(path);
+  auto prof = harness::ProfilerLibrary::open(path);
+  if (!tuner.ok() || !prof.ok()) _exit(10);
+  harness::CommSpec spec;
+  spec.commId = kCommId;
+  spec.nRanks = kRanks;
+  spec.nNodes = 2;
+  auto comm = (*tuner)->init(spec);
+  if (!comm.ok()) _exit(11);
+  int mask = 0;
+  void* pctx = nullptr;
+  harness::ProfilerCommSpec pspec{kCommId, kRanks, 2, rank};
+  if ((*prof)->init(pspec, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  std::mt19937_64 rng(1000 + rank);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  RankResult r;
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < s.calls; ++i) {
+    // Every rank pauses at the same call, as a collective would hold them together, for the fault.
+    if (static_cast<int64_t>(i) == s.pauseAt) {
+      std::ofstream(dir + "/paused" + std::to_string(rank)) << "1";
+      if (!waitForFile(dir + "/go", 60)) _exit(14);
+    }
+    const uint64_t bytes = kSizes[i % 4];
+    const Choice c = (*comm)->decide(4, bytes, table);
+    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
+                           (static_cast<uint64_t>(c.nChannels) << 16));
+    if (bytes == kSizes[3] && i >= s.calls * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
+    r.ncclChoices += c.algo == 1 && c.proto == 2 && c.nChannels == 0;
+    harness::ProfilerColl pc;
+    pc.seq = i;
+    pc.count = bytes / 4;
+    const std::string a = algoName(c.algo), p = protoName(c.proto);
+    pc.algo = a.c_str();
+    pc.proto = p.c_str();
+    pc.nChannels = 1;
+    pc.rank = rank;
+    const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.proto, bytes) * noise(rng));
+    void* h = nullptr;
+    void* k = nullptr;
+    (*prof)->startColl(pctx, pc, &h);
+    (*prof)->startKernelCh(pctx, h, 0, clock_ns, &k);
+    (*prof)->kernelChStop(k, clock_ns + lat_ns);
+    (*prof)->stop(k);
+    (*prof)->stop(h);
+    clock_ns += lat_ns + 1000;
+  }
+  std::ofstream f(dir + "/rank" + std::to_string(rank));
+  f << r.hash << ' ' << r.lateNonStatic << ' ' << r.ncclChoices << '\n';
+  f.close();
+  _exit(f ? 0 : 13);
+}
+
+// Forks the ranks; `fault` runs once every rank has paused (if the scenario pauses them), then they go on.
+std::vector<RankResult> runJob(const Scenario& s, const std::function<void()>& fault = {}, double deadline_s = 120) {
+  char tmpl[] = "/tmp/dynamiccl-etcdjob-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/profile.json") << testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) runRank(r, s, dir);
+    pids.push_back(pid);
+  }
+  if (s.pauseAt >= 0) {
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_TRUE(waitForFile(dir + "/paused" + std::to_string(r), 60)) << "rank " << r << " never reached the pause";
+    if (fault) fault();
+    std::ofstream(dir + "/go") << "1";
+  }
+  const std::vector<int> codes = testing::waitForRanks(pids, deadline_s);
+  std::vector<RankResult> results(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    results[r].exitCode = codes[r];
+    std::ifstream in(dir + "/rank" + std::to_string(r));
+    unsigned long long h = 0, late = 0, nccl = 0;
+    if (in >> h >> late >> nccl) results[r].hash = h, results[r].lateNonStatic = late, results[r].ncclChoices = nccl;
+    else if (results[r].exitCode == 0) results[r].exitCode = -2;
+  }
+  std::filesystem::remove_all(dir);
+  return results;
+}
+
+void expectSameDecisions(const std::vector<RankResult>& results) {
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(results[r].hash, results[0].hash) << "rank " << r << " decided otherwise than rank 0";
+  }
+}
+
+TEST(EtcdJob, TwoNodesOfFourDecideIdenticallyAndLearn) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  const auto results = runJob(s);
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted through etcd";
+}
+
+TEST(EtcdJob, EtcdKilledMidEpochFreezesEveryRankAlikeAndTheJobGoesOn) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  s.epochTimeout_ms = 1000;
+  s.pauseAt = 3200;  // before the leader publishes boundary 4000 (halfway, at call 3500)
+  const auto results = runJob(s, [&] { etcd.kill9(); });
+  expectSameDecisions(results);
+}
+
+TEST(EtcdJob, EtcdStoppedAndResumedOnlyDelays) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  s.pauseAt = 3600;  // around the leader's publication of boundary 4000: the followers still read
+  std::thread resume;
+  const auto results = runJob(s, [&] {
+    etcd.signal(SIGSTOP);
+    resume = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      etcd.signal(SIGCONT);
+    });
+  });
+  resume.join();
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "versions stopped being adopted after the resume";
+}
+
+TEST(EtcdJob, AThreeMemberClusterLosingOneMemberKeepsProgressing) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ready());
+  Scenario s;
+  s.endpoints = etcd.endpoints();
+  s.pauseAt = 3200;
+  const auto results = runJob(s, [&] { etcd.kill9(0); });  // the first endpoint every rank uses
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the member died";
+}
+
+TEST(EtcdJob, ATricklingEndpointKeepsNcclsChoiceOnEveryRankWithoutHanging) {
+  // Accepts and answers one byte per second: each request ends at its bound, the input check
+  // cannot publish, and every rank keeps NCCL's choices.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 64), 0);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const pid_t server = fork();
+  if (server == 0) {
+    for (;;) {
+      const int c = accept(fd, nullptr, nullptr);
+      if (c < 0) _exit(0);
+      if (fork() == 0) {
+        for (const char* p = "HTTP/1.1 200 OK\r\n"; *p; ++p) {
+          if (send(c, p, 1, MSG_NOSIGNAL) != 1) break;
+          sleep(1);
+        }
+        _exit(0);
+      }
+      close(c);
+    }
+  }
+  close(fd);
+  Scenario s;
+  s.endpoints = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  s.calls = 2000;
+  const auto results = runJob(s);
+  kill(-server, SIGKILL);
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+  expectSameDecisions(results);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(results[r].ncclChoices, s.calls) << "rank " << r;
+}
+
+TEST(EtcdJob, WrongCredentialsKeepNcclsChoiceOnEveryRank) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  ASSERT_EQ(etcd.ctl("user add root:rootpw"), 0);
+  ASSERT_EQ(etcd.ctl("auth enable"), 0);
+  testing::TempFile cred("root:not-the-password\n", "");
+  chmod(cred.path().c_str(), 0600);
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  s.authFile = cred.path();
+  s.calls = 2000;
+  const auto results = runJob(s);
+  expectSameDecisions(results);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(results[r].ncclChoices, s.calls) << "rank " << r;
+}
+
+TEST(EtcdJob, AForeignRecordInThePrefixFreezesEveryRankAlike) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  char key[64];
+  std::snprintf(key, sizeof key, "dynamiccl/%016llx/b2000", static_cast<unsigned long long>(kCommId));
+  ASSERT_EQ(etcd.ctl(std::string("put ") + key + " 'not a table'"), 0);  // where the leader's version goes
+  ASSERT_EQ(etcd.ctl(std::string("put 'dynamiccl/%%not-a-key' junk")), 0);
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  const auto results = runJob(s);
+  expectSameDecisions(results);  // every rank read the same bytes at boundary 2000: frozen alike
+  EXPECT_NE(etcd.ctlOutput(std::string("get ") + key).find("not a table"), std::string::npos)
+      << "the foreign record was replaced: records are write-once";
+}
+
+}  // namespace
+}  // namespace dynamiccl

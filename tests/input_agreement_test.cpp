@@ -1,0 +1,303 @@
+// Ranks agree on their inputs: 8 forked processes are the ranks of one communicator, each driving the
+// built plugin (tuner and, where NCCL would load it, profiler), and one rank's environment differs
+// as a real cluster's does (a failed mount, a degraded node, a variable not exported to it). Every
+// rank must then make the same decision on every call, NCCL's own, and say once which rank differs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "policy/online_schedule.h"
+#include "tests/test_support.h"
+#include "trust_opt_in.h"
+
+namespace dynamiccl {
+namespace {
+
+using harness::Choice;
+
+constexpr int kRanks = 8;
+constexpr int kOdd = 5;  // the rank whose environment differs
+constexpr uint64_t kCalls = 3000;
+constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20};
+
+struct Case {
+  // Applied in the odd rank only, after the environment every rank shares.
+  std::function<void()> oddEnv = [] {};
+  bool oddHasProfilerRole = true;
+  bool oddAbsent = false;  // the odd rank never starts (a rank without this plugin)
+  int timeout_ms = 30000;
+  bool secondCommunicator = false;  // every rank then inits another one (another commId) and decides on it
+};
+
+struct RankResult {
+  int exitCode = -1;
+  uint64_t hash = 0;
+  uint64_t ncclChoices = 0;  // calls that ran NCCL's own choice with NCCL's channel count
+  uint64_t differLines = 0;  // lines saying the ranks' inputs differ (the first communicator)
+  std::string line;          // the first of them
+  std::string secondLine;    // the second communicator's, if any
+  uint64_t secondNcclChoices = 0;
+};
+
+std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
+std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
+
+[[noreturn]] void runRank(int rank, const Case& c, const std::string& dir, const std::string& out) {
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  setenv("DYNAMICCL_PROFILE", (dir + "/profile.json").c_str(), 1);
+  setenv("DYNAMICCL_COORD_DIR", (dir + "/coord").c_str(), 1);
+  setenv("DYNAMICCL_INPUTS_CHECK", "1", 1);
+  setenv("DYNAMICCL_INPUTS_TIMEOUT_MS", std::to_string(c.timeout_ms).c_str(), 1);
+  setenv("DYNAMICCL_ONLINE", "1", 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", "500", 1);
+  setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", "20000", 1);
+  setenv("DYNAMICCL_TOPO_NICS", "8", 1);
+  setenv("DYNAMICCL_RECORD", "0", 1);
+  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
+  const bool odd = rank == kOdd;
+  if (odd) c.oddEnv();
+  const bool profilerRole = !odd || c.oddHasProfilerRole;
+  if (!profilerRole) unsetenv("NCCL_PROFILER_PLUGIN");
+  auto tuner = harness::TunerLibrary::open(path);
+  if (!tuner.ok()) _exit(10);
+  std::shared_ptr<harness::ProfilerLibrary> prof;
+  if (profilerRole) {
+    auto p = harness::ProfilerLibrary::open(path);
+    if (!p.ok()) _exit(10);
+    prof = p.value();
+  }
+  harness::CommSpec spec;
+  spec.commId = 0x5eed1234;
+  spec.nRanks = kRanks;
+  auto comm = (*tuner)->init(spec);
+  if (!comm.ok()) _exit(11);
+  int mask = 0;
+  void* pctx = nullptr;
+  if (prof) {
+    harness::ProfilerCommSpec pspec{spec.commId, kRanks, 1, rank};
+    if (prof->init(pspec, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  }
+  // NCCL's own choice on this table is ring/simple; the profile says ring/ll.
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  std::mt19937_64 rng(77 + rank);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  RankResult r;
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < kCalls; ++i) {
+    const uint64_t bytes = kSizes[i % 4];
+    const Choice ch = (*comm)->decide(4, bytes, table);
+    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(ch.algo + 1) << 8 | static_cast<uint64_t>(ch.proto + 1)) ^
+                           (static_cast<uint64_t>(ch.nChannels) << 16));
+    r.ncclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
+    if (!prof) continue;
+    harness::ProfilerColl pc;
+    pc.seq = i;
+    pc.count = bytes / 4;
+    const std::string a = algoName(ch.algo), p = protoName(ch.proto);
+    pc.algo = a.c_str();
+    pc.proto = p.c_str();
+    pc.nChannels = 1;
+    pc.rank = rank;
+    const uint64_t lat_ns = static_cast<uint64_t>((10 + bytes / (ch.proto == 2 ? 12e3 : 4e3)) * 1000 * noise(rng));
+    void* h = nullptr;
+    void* k = nullptr;
+    prof->startColl(pctx, pc, &h);
+    prof->startKernelCh(pctx, h, 0, clock_ns, &k);
+    prof->kernelChStop(k, clock_ns + lat_ns);
+    prof->stop(k);
+    prof->stop(h);
+    clock_ns += lat_ns + 1000;
+  }
+  if (c.secondCommunicator) {
+    harness::CommSpec second = spec;
+    second.commId = spec.commId + 1;
+    auto comm2 = (*tuner)->init(second);
+    if (!comm2.ok()) _exit(11);
+    for (uint64_t i = 0; i < 100; ++i) {
+      const Choice ch = (*comm2)->decide(4, kSizes[i % 4], table);
+      r.secondNcclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
+    }
+  }
+  for (const std::string& l : harness::LogCapture::lines()) {
+    if (l.find("not known to be alike") == std::string::npos) continue;
+    if (l.find("5eed1234") != std::string::npos) {
+      if (r.differLines++ == 0) r.line = l;
+    } else {
+      r.secondLine = l;
+    }
+  }
+  std::ofstream f(out);
+  f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << ' ' << r.secondNcclChoices << '\n'
+    << r.line << '\n' << r.secondLine << '\n';
+  f.close();
+  _exit(f ? 0 : 13);
+}
+
+struct JobRun {
+  std::vector<RankResult> ranks;
+  pid_t oddPid = 0;
+};
+
+JobRun runCommunicator(const Case& c) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/profile.json") << testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})");
+  std::filesystem::create_directory(dir + "/coord");
+  JobRun run;
+  std::vector<pid_t> pids;
+  std::vector<int> started;
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == kOdd && c.oddAbsent) continue;
+    const pid_t pid = fork();
+    if (pid == 0) runRank(r, c, dir, dir + "/rank" + std::to_string(r));
+    if (r == kOdd) run.oddPid = pid;
+    pids.push_back(pid);
+    started.push_back(r);
+  }
+  const std::vector<int> codes = testing::waitForRanks(pids, 120);
+  for (size_t i = 0; i < started.size(); ++i) {
+    RankResult res;
+    res.exitCode = codes[i];
+    std::ifstream in(dir + "/rank" + std::to_string(started[i]));
+    unsigned long long h = 0, nccl = 0, lines = 0, second = 0;
+    if (in >> h >> nccl >> lines >> second) {
+      res.hash = h;
+      res.ncclChoices = nccl;
+      res.differLines = lines;
+      res.secondNcclChoices = second;
+      std::getline(in, res.line);
+      std::getline(in, res.line);
+      std::getline(in, res.secondLine);
+    }
+    run.ranks.push_back(res);
+  }
+  std::filesystem::remove_all(dir);
+  return run;
+}
+
+// Every rank ran NCCL's own choice on every call and said once why, naming the odd rank and `field`.
+void expectNcclEverywhere(const JobRun& run, const std::string& field) {
+  ASSERT_FALSE(run.ranks.empty());
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const RankResult& x = run.ranks[r];
+    EXPECT_EQ(x.exitCode, 0) << "rank " << r;
+    EXPECT_EQ(x.hash, run.ranks[0].hash) << "rank " << r << " decided otherwise than the first";
+    EXPECT_EQ(x.ncclChoices, kCalls) << "rank " << r << " changed NCCL's choice";
+    EXPECT_EQ(x.differLines, 1u) << "rank " << r;
+    EXPECT_NE(x.line.find(field), std::string::npos) << x.line;
+    if (run.oddPid) {
+      EXPECT_NE(x.line.find("(pid " + std::to_string(run.oddPid) + ")"), std::string::npos) << x.line;
+    }
+  }
+}
+
+TEST(InputAgreement, IdenticalInputsDecideAsBefore) {
+  const JobRun run = runCommunicator(Case{});
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].differLines, 0u) << run.ranks[r].line;
+    EXPECT_LT(run.ranks[r].ncclChoices, kCalls / 2) << "the profile's rule did not apply";
+  }
+}
+
+TEST(InputAgreement, ProfileMissingOnOneRank) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_PROFILE", "/nonexistent/mount/profile.json", 1); };
+  expectNcclEverywhere(runCommunicator(c), "profile is \"unreadable");
+}
+
+TEST(InputAgreement, OneNodeSeesFourNicsWhereTheOthersSeeEight) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_TOPO_NICS", "4", 1); };
+  expectNcclEverywhere(runCommunicator(c), "topology is");
+}
+
+TEST(InputAgreement, TrustDiffersOnOneRank) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_TRUST", "verified", 1); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_TRUST is \"verified\" there, \"all\" on 7 rank(s)");
+}
+
+TEST(InputAgreement, VerifyDiffersOnOneRank) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_VERIFY", "0", 1); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_VERIFY is \"0\" there");
+}
+
+TEST(InputAgreement, EnableDiffersOnOneRank) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_ENABLE", "0", 1); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_ENABLE is \"0\" there");
+}
+
+TEST(InputAgreement, EpochLengthDiffersOnOneRank) {
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_EPOCH_CALLS", "700", 1); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_EPOCH_CALLS is \"700\" there, \"500\"");
+}
+
+TEST(InputAgreement, ProfilerRoleMissingOnOneRank) {
+  Case c;
+  c.oddHasProfilerRole = false;
+  expectNcclEverywhere(runCommunicator(c), "NCCL_PROFILER_PLUGIN is \"not this library\" there");
+}
+
+TEST(InputAgreement, ARankThatNeverPublishesTurnsTuningOffEverywhereAfterTheBoundedWait) {
+  Case c;
+  c.oddAbsent = true;
+  c.timeout_ms = 3000;
+  c.secondCommunicator = true;
+  const JobRun run = runCommunicator(c);
+  EXPECT_EQ(run.ranks.size(), static_cast<size_t>(kRanks - 1));
+  expectNcclEverywhere(run, "of 8 ranks published their inputs within 3000 ms");
+  // The next communicator misses the same rank: it waits 1 s, not the full timeout, and ends alike.
+  for (const RankResult& r : run.ranks) {
+    EXPECT_EQ(r.secondNcclChoices, 100u);
+    EXPECT_NE(r.secondLine.find("of 8 ranks published their inputs within 1000 ms"), std::string::npos) << r.secondLine;
+  }
+}
+
+// One process holding every rank of a communicator (one thread per GPU): the ranks' inits run
+// concurrently, each claims its own slot, and they agree.
+TEST(InputAgreement, RanksOfOneProcessInitConcurrentlyAndAgree) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), coord("DYNAMICCL_COORD_DIR", dir.c_str()),
+      check("DYNAMICCL_INPUTS_CHECK", "1"), record("DYNAMICCL_RECORD", "0");
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  std::vector<std::unique_ptr<harness::TunerComm>> comms(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      harness::CommSpec spec;
+      spec.commId = 0x7e57ab1e;
+      spec.nRanks = kRanks;
+      auto c = lib->init(spec);
+      if (c.ok()) comms[r] = std::move(c.value());
+    });
+  for (auto& t : threads) t.join();
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(comms[r]) << "rank " << r;
+    EXPECT_EQ(comms[r]->decide(4, 4096, table), (Choice{1, 0, 0})) << "rank " << r << ": the profile's ring/ll";
+  }
+  for (const std::string& l : harness::LogCapture::lines())
+    EXPECT_EQ(l.find("not known to be alike"), std::string::npos) << l;
+  comms.clear();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dynamiccl
