@@ -103,6 +103,7 @@ const CLI::Validator& countCheck() {
 void applyConventions(CLI::App& app) {
   // CLI11's check() runs a validator on a copy: a size check must convert "1M" in place, so it modifies.
   for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_default_str() == "[]") opt->default_str("");  // an empty list is no default to show
     try {
       opt->get_validator("size")->non_modifying(false);
     } catch (const CLI::OptionNotFound&) {
