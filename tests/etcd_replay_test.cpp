@@ -69,7 +69,7 @@ Outcome runJob(const jobreplay::MeasuredJob& job, const std::string& profile, co
                const std::vector<std::pair<std::string, std::string>>& extraEnv) {
   jobreplay::JobOptions o;
   o.pluginPath = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
-  o.iterations = 400;
+  o.iterations = 1000;  // the decision rule needs ~30 calls of a 2% gain: a few epochs of trials per key
   o.epochCalls = 500;
   o.seed = 7;
   o.workDir = dir + "/job";

@@ -313,11 +313,13 @@ void addTuneCommand(CLI::App& app) {
   addPlatformOption(cmd);
   cmd->add_option("--backend", o->backend, "sim, replay (a normalized.csv) or runner (nccl-tests on a cluster)")
       ->check(CLI::IsMember({"sim", "replay", "runner"}));
-  cmd->add_option("--topology", o->topology, "sim: preset name or topology JSON");
+  cmd->add_option("--topology", o->topology, "sim: preset name or topology JSON (--preset declares the measured cluster)");
   cmd->add_option("--sim-params", o->simParams, "sim: calibrated parameters JSON");
   cmd->add_option("--nodes", o->nodes, "sim/runner: nodes (replay: filter)");
-  cmd->add_option("--nranks", o->nranks, "runner: ranks (replay: only this shape; default every shape in the data)");
-  cmd->add_option("--dataset", o->dataset, "replay: interchange CSV");
+  cmd->add_option("--ranks", o->nranks, "runner: ranks (replay: only this shape; default every shape in the data)");
+  cmd->add_option("--nranks", o->nranks)->group("");  // former names, hidden: the other commands say --ranks, --data
+  cmd->add_option("--data", o->dataset, "replay: interchange CSV");
+  cmd->add_option("--dataset", o->dataset)->group("");
   cmd->add_option("--system", o->system, "replay: system substring filter");
   cmd->add_option("--script", o->script, "runner: measurement script");
   cmd->add_option("--launcher", o->launcher, "runner: mpirun, srun or none");

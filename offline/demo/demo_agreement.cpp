@@ -31,7 +31,7 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
   if (!result) return makeError(result.error());
   const tune::SmoothedResult smoothed = tune::smoothAll(*result, tune::SmoothingOptions{});
   TuneAgreement out;
-  out.command = "dynamiccl tune --backend replay --dataset " + csv + " --nranks " + std::to_string(job.nRanks) +
+  out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
                 (o.system.empty() ? "" : " --system '" + o.system + "'");
   const tune::DecisionRule rule = tune::SmoothingOptions{};
   for (const jobreplay::KeyOutcome& k : keys) {

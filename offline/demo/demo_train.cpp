@@ -46,8 +46,8 @@ std::string countsLine(const char* what, size_t a, size_t b) {
 LearnedProfile trainProfile(const DemoOptions& o, const std::string& outDir,
                             const std::optional<ClusterHardware>& forHardware) {
   LearnedProfile out;
-  if (!train::torchAvailable()) {
-    out.skipped = "this build has no LibTorch (install libtorch-dev, configure with DYNAMICCL_WITH_TORCH=ON)";
+  if (auto loaded = train::loadTorchModule(); !loaded) {
+    out.skipped = loaded.error();
     return out;
   }
   // The cluster the profile is for: the dataset's machine with --data, else the simulated preset.
