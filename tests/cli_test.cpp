@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "policy/policy.h"
 #include "shipped_data.h"
 #include "test_support.h"
 
@@ -434,6 +435,27 @@ TEST(CliTune, ReplayOnUnknownHardwareWritesAProfileWithTheDeclaredFingerprintOrN
 }  // namespace
 
 namespace {
+
+// From measurements to one profile in one command: every shape tuned, a table per shape, and the
+// profile loads with rules pinned to the shapes that earned them.
+TEST(CliProfile, OneCommandFromMeasurementsToAProfileForEveryShape) {
+  TempDir dir;
+  const std::string out = (dir.path / "profile.json").string();
+  const std::string data = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
+  const Result r = dynamiccl("profile '" + data + "' -o '" + out + "' --work-dir '" + (dir.path / "work").string() + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("2r/1n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("4r/1n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verdict (real runs)"), std::string::npos) << r.output;
+  auto p = dynamiccl::policy::loadProfileFile(out);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_FALSE(p->rules.empty()) << r.output;
+  for (const dynamiccl::policy::Rule& rule : p->rules) {
+    EXPECT_EQ(rule.minRanks, rule.maxRanks);  // each rule for its own shape
+  }
+  const Result none = dynamiccl("profile '" + (dir.path / "nothing").string() + "' -o '" + out + "'");
+  EXPECT_NE(none.rc, 0) << none.output;
+}
 
 // Profiles tuned one shape at a time become one; two rules answering the same calls differently are
 // refused with a line naming both; the merged file reads back and keeps every rule.

@@ -23,4 +23,5 @@ void addEnvCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addProbeCommand(CLI::App& app);
 void addMergeCommand(CLI::App& app);
+void addProfileCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addDemoCommand(app);
   dynamiccl::cli::addProbeCommand(app);
   dynamiccl::cli::addMergeCommand(app);
+  dynamiccl::cli::addProfileCommand(app);
   dynamiccl::cli::applyConventions(app);
   try {
     app.parse(argc, argv);

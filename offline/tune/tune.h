@@ -14,6 +14,7 @@
 #include "offline/tune/hyperband.h"
 #include "offline/tune/job_knobs.h"
 #include "offline/tune/key_search.h"
+#include "offline/tune/logs_to_profile.h"
 #include "offline/tune/measurement_backend.h"
 #include "offline/tune/profile_export.h"
 #include "offline/tune/progress_bar.h"

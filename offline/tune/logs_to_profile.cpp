@@ -1,0 +1,119 @@
+#include "offline/tune/logs_to_profile.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "offline/ingest/ingest.h"
+#include "offline/tune/measurement_backend.h"
+#include "offline/tune/profile_export.h"
+#include "offline/tune/tune_report.h"
+#include "offline/tune/tuner.h"
+#include "store/store.h"
+
+namespace dynamiccl::tune {
+
+double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
+  if (!(us > 0) || nRanks < 1) return 0;
+  const double n = nRanks, algbw = static_cast<double>(bytes) / (us * 1e3);
+  switch (coll) {
+    case Collective::AllReduce: return algbw * 2 * (n - 1) / n;
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return algbw * (n - 1) / n;
+    default: return algbw;
+  }
+}
+
+namespace {
+
+Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsProfileReport& out) {
+  store::StoreOptions so;
+  so.path = dbPath;
+  auto db = store::Store::open(so);
+  if (!db) return makeError(db.error());
+  auto writer = store::Writer::create(**db);
+  if (!writer) return makeError(writer.error());
+  for (const std::string& f : ingest::expandPaths(plan.paths)) {
+    auto r = ingest::ingestFile(**db, **writer, f);
+    if (!r) {
+      out.files.push_back(f + ": error: " + r.error());
+      continue;
+    }
+    std::string why;
+    for (const auto& [reason, n] : r->skipped) why += (why.empty() ? "" : ", ") + reason;
+    if (r->kind == "ambiguous") ++out.refused;
+    out.files.push_back(f + ": " + (r->kind == "ambiguous" ? "refused, " + why
+                                                          : r->kind + ", " + std::to_string(r->observations) +
+                                                                " observations" + (why.empty() ? "" : "; skipped: " + why)));
+    for (const ingest::Detection& d : r->detected) out.files.push_back("    " + ingest::describe(d));
+  }
+  std::ofstream csv(out.csvPath);
+  auto rows = ingest::exportInterchangeCsv(**db, csv);
+  if (!rows) return makeError(rows.error());
+  if (*rows == 0) return makeError("no measurement was read from the given files");
+  return Ok{};
+}
+
+ShapeTable tableOf(const MeasurementBackend& b, const TuneResult& result, const SmoothedResult& s) {
+  ShapeTable t;
+  t.shape = b.name();
+  t.nRanks = result.nRanks;
+  t.nNodes = result.nNodes;
+  for (const std::string& n : result.dataNotes) t.notes.push_back(n);
+  for (const std::string& u : result.undecidable) t.notes.push_back("undecidable: " + u);
+  for (size_t c = 0; c < result.collectives.size(); ++c)
+    for (size_t i = 0; i < result.collectives[c].keys.size(); ++i) {
+      const KeyResult& k = result.collectives[c].keys[i];
+      ProfileRow row;
+      row.coll = k.key.coll;
+      row.bytes = k.key.bytes;
+      row.default_us = k.keep().median_us();
+      row.default_busbw = busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
+      row.evidence = s.evidencePerCollective[c][i];
+      const Config& chosen = s.chosenPerCollective[c][i];
+      row.runs_us = row.default_us;
+      if (!chosen.keepsAlgoProto()) {
+        row.runs = configLabel(chosen);
+        for (const ConfigStats& e : k.evaluated)
+          if (e.config == chosen) row.runs_us = e.median_us();
+      }
+      row.runs_busbw = busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
+      t.rows.push_back(row);
+    }
+  return t;
+}
+
+}  // namespace
+
+Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(plan.workDir, ec);
+  LogsProfileReport out;
+  out.csvPath = (fs::path(plan.workDir) / "normalized.csv").string();
+  const std::string dbPath = (fs::path(plan.workDir) / "store.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dbPath + suffix, ec);  // every run reads its files afresh
+  if (auto s = ingestAll(plan, dbPath, out); !s) return makeError(s.error());
+  if (out.refused) return out;  // the caller says which files, and writes nothing
+  auto backends = makeReplayBackends({out.csvPath, plan.system, 0, 0, "", plan.declared});
+  if (!backends) return makeError(backends.error());
+  std::vector<policy::Profile> profiles;
+  for (auto& b : *backends) {
+    TuneRequest req;
+    req.progress = false;
+    req.collectives.clear();
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (!b->measurableSizes(static_cast<Collective>(c)).empty()) req.collectives.push_back(static_cast<Collective>(c));
+    auto result = tune(*b, req);
+    if (!result) return makeError(b->name() + ": " + result.error());
+    const SmoothedResult s = smoothAll(*result, plan.rule);
+    out.shapes.push_back(tableOf(*b, *result, s));
+    profiles.push_back(makeReport(*result, s.intervals, s.chosenPerCollective, plan.name, {}).profile);
+  }
+  auto merged = policy::mergeProfiles(profiles);
+  if (!merged) return makeError(merged.error());
+  out.profile = std::move(merged.value());
+  out.profile.name = plan.name;
+  return out;
+}
+
+}  // namespace dynamiccl::tune
