@@ -16,6 +16,7 @@
 
 #include "policy/online_schedule.h"
 #include "tests/etcd_fixture.h"
+#include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
 
@@ -49,8 +50,6 @@ struct RankResult {
   uint64_t ncclChoices = 0;    // NCCL's own ring/simple with its channel count
 };
 
-std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
-std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
 double trueLatency_us(int proto, uint64_t bytes) {
   const double gbps = proto == 0 ? 4 : proto == 1 ? 9 : 12;
   return (proto == 0 ? 5 : proto == 1 ? 8 : 12) + static_cast<double>(bytes) / (gbps * 1e3);
@@ -107,23 +106,8 @@ bool waitForFile(const std::string& path, int seconds) {
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.calls * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
     r.ncclChoices += c.algo == 1 && c.proto == 2 && c.nChannels == 0;
-    harness::ProfilerColl pc;
-    pc.seq = i;
-    pc.count = bytes / 4;
-    const std::string a = algoName(c.algo), p = protoName(c.proto);
-    pc.algo = a.c_str();
-    pc.proto = p.c_str();
-    pc.nChannels = 1;
-    pc.rank = rank;
     const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.proto, bytes) * noise(rng));
-    void* h = nullptr;
-    void* k = nullptr;
-    (*prof)->startColl(pctx, pc, &h);
-    (*prof)->startKernelCh(pctx, h, 0, clock_ns, &k);
-    (*prof)->kernelChStop(k, clock_ns + lat_ns);
-    (*prof)->stop(k);
-    (*prof)->stop(h);
-    clock_ns += lat_ns + 1000;
+    testing::emitProfiledCall(**prof, pctx, i, bytes, c, rank, lat_ns, clock_ns);
   }
   std::ofstream f(dir + "/rank" + std::to_string(rank));
   f << r.hash << ' ' << r.lateNonStatic << ' ' << r.ncclChoices << '\n';

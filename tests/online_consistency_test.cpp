@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "policy/online_schedule.h"
+#include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
 
@@ -49,8 +50,6 @@ double trueLatency_us(int algo, int proto, uint64_t bytes) {
   return (algo == 0 ? 1.1 : 1.0) * (base + static_cast<double>(bytes) / (gbps * 1e3));
 }
 
-std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
-std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
 
 // One rank's life; returns through the exit code only what the parent reads back from `out`.
 [[noreturn]] void runRank(int rank, const Scenario& s, const std::string& profile, const std::string& coordDir,
@@ -92,23 +91,8 @@ std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.callsPerRank * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
     if (i < static_cast<uint64_t>(s.epochCalls) && c.algo == 1 && c.proto == 0) ++r.firstEpochStatic;
-    harness::ProfilerColl pc;
-    pc.seq = i;
-    pc.count = bytes / 4;
-    const std::string a = algoName(c.algo), p = protoName(c.proto);
-    pc.algo = a.c_str();
-    pc.proto = p.c_str();
-    pc.nChannels = 1;
-    pc.rank = rank;
     const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.algo, c.proto, bytes) * noise(rng));
-    void* h = nullptr;
-    void* k = nullptr;
-    (*prof)->startColl(pctx, pc, &h);
-    (*prof)->startKernelCh(pctx, h, 0, clock_ns, &k);
-    (*prof)->kernelChStop(k, clock_ns + lat_ns);
-    (*prof)->stop(k);
-    (*prof)->stop(h);
-    clock_ns += lat_ns + 1000;
+    testing::emitProfiledCall(**prof, pctx, i, bytes, c, rank, lat_ns, clock_ns);
   }
   r.exitCode = 0;
   FILE* f = std::fopen(out.c_str(), "w");

@@ -19,6 +19,7 @@
 #include "offline/verdicts/verdicts.h"
 #include "policy/online_schedule.h"
 #include "store/store.h"
+#include "tests/profiled_call.h"
 #include "tests/test_support.h"
 
 namespace dynamiccl {
@@ -62,30 +63,6 @@ void setHardwareEnv() {
   setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "0", 1);
   setenv("DYNAMICCL_TOPO_NICS", "1", 1);
   setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 1);
-}
-
-std::string algoName(int a) { return a == kTree ? "TREE" : a == kRing ? "RING" : "NVLS"; }
-std::string protoName(int p) { return p == kLL ? "LL" : p == kLL128 ? "LL128" : "SIMPLE"; }
-
-// One allreduce as NCCL's profiler events give it (one channel spanning the call); advances the clock.
-void emitCall(const harness::ProfilerLibrary& prof, void* pctx, uint64_t seq, uint64_t bytes, const Choice& c,
-              int rank, double lat_us, uint64_t& clock_ns) {
-  harness::ProfilerColl pc;
-  pc.seq = seq;
-  pc.count = bytes / 4;
-  const std::string a = algoName(c.algo), p = protoName(c.proto);
-  pc.algo = a.c_str();
-  pc.proto = p.c_str();
-  pc.nChannels = 1;
-  pc.rank = rank;
-  void* h = nullptr;
-  void* k = nullptr;
-  prof.startColl(pctx, pc, &h);
-  prof.startKernelCh(pctx, h, 0, clock_ns, &k);
-  prof.kernelChStop(k, clock_ns + static_cast<uint64_t>(lat_us * 1000));
-  prof.stop(k);
-  prof.stop(h);
-  clock_ns += static_cast<uint64_t>(lat_us * 1000) + 1000;
 }
 
 // What one rank saw, per size: how often each (algo, proto) ran overall, in the first epoch, in
@@ -167,7 +144,7 @@ struct Job {
     epochSlots[s].push_back(slot);
     const double lat_us = trueLatency_us(c.algo, c.proto, bytes) * noise(shared) * jitter(own);
     r.total_us += lat_us;
-    emitCall(**prof, pctx, i, bytes, c, rank, lat_us, clock_ns);
+    testing::emitProfiledCall(**prof, pctx, i, bytes, c, rank, static_cast<uint64_t>(lat_us * 1000), clock_ns);
     // A real job's collectives take microseconds to milliseconds; this loop takes nanoseconds. Pace it
     // so the profiler's worker keeps up on a loaded machine, as it does in a job.
     if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -412,7 +389,7 @@ TEST_F(Verification, AProfilerRoleNcclNeverStartedCostsAHiccupNotAHang) {
     const Choice c = (*comm)->decide(4, kSmall, table);
     if (c.algo < 0 || table[c.algo][c.proto] < 0) _exit(14);  // NCCL can never run an IGNORE slot
     const double lat_us = (c.algo == kTree ? 80.0 : c.proto == kLL ? 100.0 : 130.0) * noise(rng);
-    emitCall(**prof, pctx, i, kSmall, c, 0, lat_us, clock_ns);
+    testing::emitProfiledCall(**prof, pctx, i, kSmall, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
     if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   (*prof)->finalize(pctx);

@@ -1,0 +1,36 @@
+// One allreduce as NCCL's profiler events hand it to the profiler role (one channel spanning the
+// call), for the tests that drive forked ranks through the real .so; advances the rank's clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "offline/harness/harness.h"
+
+namespace dynamiccl::testing {
+
+// NCCL's names for the tests' algorithm and protocol indices (0 Tree, 1 Ring; 0 LL, 1 LL128, 2 Simple).
+inline std::string testAlgoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
+inline std::string testProtoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
+
+inline void emitProfiledCall(const harness::ProfilerLibrary& prof, void* pctx, uint64_t seq, uint64_t bytes,
+                             const harness::Choice& c, int rank, uint64_t lat_ns, uint64_t& clock_ns) {
+  harness::ProfilerColl pc;
+  pc.seq = seq;
+  pc.count = bytes / 4;
+  const std::string a = testAlgoName(c.algo), p = testProtoName(c.proto);
+  pc.algo = a.c_str();
+  pc.proto = p.c_str();
+  pc.nChannels = 1;
+  pc.rank = rank;
+  void* h = nullptr;
+  void* k = nullptr;
+  prof.startColl(pctx, pc, &h);
+  prof.startKernelCh(pctx, h, 0, clock_ns, &k);
+  prof.kernelChStop(k, clock_ns + lat_ns);
+  prof.stop(k);
+  prof.stop(h);
+  clock_ns += lat_ns + 1000;
+}
+
+}  // namespace dynamiccl::testing
