@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "policy/online_schedule.h"
+#include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
 
@@ -47,8 +48,6 @@ struct RankResult {
   uint64_t secondNcclChoices = 0;
 };
 
-std::string algoName(int a) { return a == 0 ? "TREE" : a == 1 ? "RING" : "NVLS"; }
-std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE"; }
 
 [[noreturn]] void runRank(int rank, const Case& c, const std::string& dir, const std::string& out) {
   const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
@@ -98,23 +97,8 @@ std::string protoName(int p) { return p == 0 ? "LL" : p == 1 ? "LL128" : "SIMPLE
                            (static_cast<uint64_t>(ch.nChannels) << 16));
     r.ncclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
     if (!prof) continue;
-    harness::ProfilerColl pc;
-    pc.seq = i;
-    pc.count = bytes / 4;
-    const std::string a = algoName(ch.algo), p = protoName(ch.proto);
-    pc.algo = a.c_str();
-    pc.proto = p.c_str();
-    pc.nChannels = 1;
-    pc.rank = rank;
     const uint64_t lat_ns = static_cast<uint64_t>((10 + bytes / (ch.proto == 2 ? 12e3 : 4e3)) * 1000 * noise(rng));
-    void* h = nullptr;
-    void* k = nullptr;
-    prof->startColl(pctx, pc, &h);
-    prof->startKernelCh(pctx, h, 0, clock_ns, &k);
-    prof->kernelChStop(k, clock_ns + lat_ns);
-    prof->stop(k);
-    prof->stop(h);
-    clock_ns += lat_ns + 1000;
+    testing::emitProfiledCall(*prof, pctx, i, bytes, ch, rank, lat_ns, clock_ns);
   }
   if (c.secondCommunicator) {
     harness::CommSpec second = spec;
