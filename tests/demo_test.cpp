@@ -62,6 +62,7 @@ TEST_F(DemoTest, WritesEveryOutput) {
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
     EXPECT_TRUE(fs::exists(*out_ / "busbw.png")) << log();
     EXPECT_TRUE(fs::exists(*out_ / "decision_map.png")) << log();
+    EXPECT_TRUE(fs::exists(*out_ / "vs_nccl.png")) << log();
   }
 }
 

@@ -90,7 +90,7 @@ int fail(const std::string& what) {
 std::string plot(const DemoOptions& o, const std::string& outDir) {
   if (o.noPlots) return "; plots skipped (--no-plots)";
   if (auto plotted = runPlotScript("plot_demo.py", {outDir}); !plotted) return "; could not plot: " + plotted.error();
-  return "; busbw.png, decision_map.png";
+  return "; busbw.png, vs_nccl.png, decision_map.png";
 }
 
 int runSimulated(const DemoOptions& o) {
