@@ -165,17 +165,29 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
   std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
               "simulated; verdicts and exploration were measured in the replayed job, whose calls draw from the dataset's real runs (how many stand behind each verdict: step 4).\n",
               job.nRanks, job.system.substr(0, 40).c_str());
-  std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "", "NCCL default",
-              "simulator's rule", "in-job verdict", "job's final epoch", "measured best");
-  std::printf("  %-9s %-9s | %-20s | %-34s | %-24s | %-20s | %-27s\n", "", "size", "config     us (meas)",
-              "config                 gain (sim)", "candidate state    gain", "config    vs NCCL", "config      us  final/best");
+  // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
+  size_t w[5] = {11, 26, 16, 11, 11};
+  for (const KeyRow& r : rows) {
+    w[0] = std::max(w[0], jobreplay::configLabel(r.job.ncclDefault).size());
+    w[1] = std::max(w[1], r.simRule.size());
+    w[2] = std::max(w[2], r.verdict.size());
+    w[3] = std::max(w[3], jobreplay::configLabel(r.job.finalConfig).size());
+    w[4] = std::max(w[4], jobreplay::configLabel(r.job.best).size());
+  }
+  const int b[5] = {int(w[0]) + 9, int(w[1]) + 8, int(w[2]) + 8, int(w[3]) + 9, int(w[4]) + 17};
+  std::printf("  %-9s %-9s | %-*s | %-*s | %-*s | %-*s | %-*s\n", "", "", b[0], "NCCL default", b[1], "simulator's rule",
+              b[2], "in-job verdict", b[3], "job's final epoch", b[4], "measured best");
+  std::printf("  %-9s %-9s | %-*s %8s | %-*s %7s | %-*s %7s | %-*s %8s | %-*s %8s %7s\n", "", "size", int(w[0]), "config",
+              "us", int(w[1]), "config", "gain", int(w[2]), "candidate state", "gain", int(w[3]), "config", "vs NCCL",
+              int(w[4]), "config", "us", "fin/best");
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
-    std::printf("  %-9s %-9s | %-11s %8.2f | %-26s %7s | %-16s %7s | %-11s %7.3fx | %-11s %8.2f %6.3fx\n",
-                std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(),
-                jobreplay::configLabel(k.ncclDefault).c_str(), k.default_us, r.simRule.c_str(), pct(r.simGain).c_str(),
-                r.verdict.c_str(), pct(r.verdictGain).c_str(), jobreplay::configLabel(k.finalConfig).c_str(),
-                k.vsDefault(), jobreplay::configLabel(k.best).c_str(), k.best_us, k.vsBest());
+    std::printf("  %-9s %-9s | %-*s %8.2f | %-*s %7s | %-*s %7s | %-*s %7.3fx | %-*s %8.2f %6.3fx\n",
+                std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(), int(w[0]),
+                jobreplay::configLabel(k.ncclDefault).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
+                pct(r.simGain).c_str(), int(w[2]), r.verdict.c_str(), pct(r.verdictGain).c_str(), int(w[3]),
+                jobreplay::configLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
+                jobreplay::configLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
   std::printf("  job's final epoch over %zu keys (measured): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
