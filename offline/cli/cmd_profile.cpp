@@ -24,7 +24,8 @@ struct ProfileCmdOptions {
 };
 
 void printShape(const tune::ShapeTable& t) {
-  std::printf("\n%s\n", t.shape.c_str());
+  std::printf("\n%s (measured: medians of the real runs; the verdict says how many runs of each arm stand behind it)\n",
+              t.shape.c_str());
   std::printf("  %-13s %8s | %-10s %10s %8s | %-14s %10s %8s | %-22s %s\n", "collective", "size", "NCCL", "time(us)",
               "busbw", "profile", "time(us)", "busbw", "gain [bound interval]", "verdict (real runs)");
   for (const tune::ProfileRow& r : t.rows) {

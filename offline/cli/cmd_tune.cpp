@@ -177,7 +177,10 @@ void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions&
                    const std::vector<std::vector<tune::PointEvidence>>& evidence, std::vector<tune::PointEvidence>& points) {
   for (const std::string& n : result.dataNotes) std::printf("  data: %s\n", n.c_str());
   for (const std::string& u : result.undecidable) std::printf("  undecidable: %s\n", u.c_str());
-  std::printf("per size (the most promising candidate; bound at %.0f%% confidence, rule: upper < %.3f):\n",
+  std::printf("per size (the most promising candidate; %s; n = samples of the candidate / of NCCL's default%s; bound at "
+              "%.0f%% confidence, rule: upper < %.3f):\n",
+              result.evidence.provenance == policy::Provenance::Simulated ? "simulated" : "measured",
+              result.evidence.provenance == policy::Provenance::Simulated ? "" : ", each measured, none resampled",
               100 * so.confidence, 1 - so.minGain);
   for (const auto& perKey : evidence)
     for (const tune::PointEvidence& e : perKey) {

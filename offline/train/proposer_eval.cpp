@@ -14,7 +14,8 @@ constexpr double kWithinBest = 1.01;  // arms this close to the best are the bes
 
 using Arm = std::pair<Algo, Proto>;
 
-std::vector<sim::Config> byCost(const sim::ReplayPoint& p, const std::function<double(const sim::Config&)>& cost) {
+// Every (algo, proto), cheapest first; those the cost marks impossible (< 0) last.
+std::vector<sim::Config> byCost(const std::function<double(const sim::Config&)>& cost) {
   std::vector<std::pair<double, sim::Config>> scored;
   for (int a = 0; a < kNumAlgos; ++a)
     for (int q = 0; q < kNumProtos; ++q) {
@@ -25,7 +26,6 @@ std::vector<sim::Config> byCost(const sim::ReplayPoint& p, const std::function<d
   std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<sim::Config> out;
   for (const auto& [t, c] : scored) out.push_back(c);
-  (void)p;
   return out;
 }
 
@@ -68,7 +68,7 @@ ProposerFigures evaluateProposer(const std::string& name, const sim::ReplayData&
 ArmOrder ncclCostOrder() {
   return [](const sim::ReplayPoint& p) {
     const model::CostTable cost = p.shape->nccl->costTable(p.coll, p.bytes);
-    return byCost(p, [&](const sim::Config& c) { return static_cast<double>(cost[int(c.algo)][int(c.proto)]); });
+    return byCost([&](const sim::Config& c) { return static_cast<double>(cost[int(c.algo)][int(c.proto)]); });
   };
 }
 
@@ -76,7 +76,7 @@ ArmOrder simulatorOrder(std::function<const sim::Simulator*(const sim::Shape&)> 
   return [simulatorFor](const sim::ReplayPoint& p) -> std::vector<sim::Config> {
     const sim::Simulator* s = simulatorFor(*p.shape);
     if (!s) return {};
-    return byCost(p, [&](const sim::Config& c) { return s->time_us(p.coll, p.bytes, c); });
+    return byCost([&](const sim::Config& c) { return s->time_us(p.coll, p.bytes, c); });
   };
 }
 
