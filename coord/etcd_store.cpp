@@ -65,7 +65,31 @@ class EtcdStore : public RecordStore {
   EtcdStore(std::shared_ptr<HttpClient> http, EtcdOptions o)
       : http_(std::move(http)), o_(std::move(o)), tls_{o_.caFile, o_.certFile, o_.keyFile} {}
 
+  // No exception leaves the store (JSON of odd credentials, allocation): a failure is a value.
   PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
+    try {
+      return publishOrThrow(commId, boundary, bytes);
+    } catch (...) {
+      return PublishResult::Failed;
+    }
+  }
+
+  Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
+    try {
+      return readOrThrow(commId, boundary);
+    } catch (...) {
+      return makeError("etcd: an unexpected error reading the record");
+    }
+  }
+
+  std::string describe() const override {
+    std::string out = "etcd ";
+    for (size_t i = 0; i < o_.endpoints.size(); ++i) out += (i ? "," : "") + o_.endpoints[i];
+    return out;
+  }
+
+ private:
+  PublishResult publishOrThrow(uint64_t commId, uint64_t boundary, const std::string& bytes) {
     if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
     const auto lease = currentLease();
     if (!lease.ok()) return PublishResult::Failed;
@@ -87,7 +111,7 @@ class EtcdStore : public RecordStore {
     return it != reply->end() && it->is_boolean() && it->get<bool>() ? PublishResult::Won : PublishResult::Lost;
   }
 
-  Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
+  Expected<std::optional<std::string>> readOrThrow(uint64_t commId, uint64_t boundary) {
     auto reply = call("/v3/kv/range", json{{"key", base64(keyOf(commId, boundary))}});
     if (!reply.ok()) return makeError(reply.error());
     const auto kvs = reply->find("kvs");
@@ -102,13 +126,6 @@ class EtcdStore : public RecordStore {
     return std::optional<std::string>{std::move(*bytes)};
   }
 
-  std::string describe() const override {
-    std::string out = "etcd ";
-    for (size_t i = 0; i < o_.endpoints.size(); ++i) out += (i ? "," : "") + o_.endpoints[i];
-    return out;
-  }
-
- private:
   std::string keyOf(uint64_t commId, uint64_t boundary) const {
     char b[64];
     std::snprintf(b, sizeof b, "/%016" PRIx64 "/b%" PRIu64, commId, boundary);

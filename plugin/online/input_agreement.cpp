@@ -21,12 +21,17 @@ std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t c
   return decodeVerdict(**rec);
 }
 
-// Proposes `proposal` and returns the verdict the store kept (ours or an earlier one).
-InputsVerdict settle(coord::RecordStore& store, uint64_t commId, const InputsVerdict& proposal) {
+// Proposes `proposal` and returns the verdict the store kept (ours or an earlier one). A write that
+// failed may still have landed (a reply lost after the commit): the stored verdict is polled for until
+// `deadline` before this rank gives up alone.
+InputsVerdict settle(coord::RecordStore& store, uint64_t commId, const InputsVerdict& proposal, Clock::time_point deadline) {
   const coord::PublishResult p = store.publish(commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
   if (p == coord::PublishResult::Won) return proposal;
-  if (p == coord::PublishResult::Lost)
+  for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
     if (auto v = storedVerdict(store, commId)) return *v;
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(pause);
+  }
   return {false, false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's "
                         "choices, other ranks may not: fix the store"};
 }
@@ -51,7 +56,9 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   std::vector<std::string> records(n);
   std::vector<bool> have(n, false);
   uint64_t mySlot = n;
-  for (uint64_t i = 0; i < n && mySlot == n; ++i) {
+  // A verdict that failed to write is looked for a little longer (at most a second past the check's bound).
+  const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
+  for (uint64_t i = 0; i < n && mySlot == n && Clock::now() < deadline; ++i) {
     const uint64_t slot = (first + i) % n;
     const coord::PublishResult p = store.publish(commId, coord::inputsSlotKey(slot), mine);
     if (p == coord::PublishResult::Failed)  // the others will miss ours and settle on "missing"
@@ -59,14 +66,17 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
     if (p == coord::PublishResult::Won) records[slot] = mine, have[slot] = true, mySlot = slot;
   }
   if (mySlot == n)
-    return settle(store, commId, {false, false, "more than " + std::to_string(n) + " input records for one "
-                                                "communicator (a stale or foreign record in the store)"});
+    return settle(store, commId,
+                  {false, false, Clock::now() >= deadline ? "no input slot claimed within " + std::to_string(timeout_ms) + " ms"
+                                                          : "more than " + std::to_string(n) + " input records for one "
+                                                            "communicator (a stale or foreign record in the store)"},
+                  settleBy);
   // The ranks in the first slots judge (read every record); the others only wait for the verdict,
   // so a communicator of n ranks costs about kJudges x n reads, not n x n.
   const bool judge = mySlot < kJudges;
   uint64_t next = 0;  // a judge resumes at the first slot still missing
   auto readSlots = [&] {
-    while (next < n) {
+    while (next < n && Clock::now() < deadline) {
       if (!have[next]) {
         auto rec = store.read(commId, coord::inputsSlotKey(next));
         if (!rec.ok() || !rec->has_value()) return;  // not there yet (or a transient error)
@@ -84,19 +94,17 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   for (;;) {
     if (judge) readSlots();
     if (auto v = storedVerdict(store, commId)) return *v;  // settled: no need to propose (fewer writes)
-    if (next == n) return settle(store, commId, judgeInputs(records));
+    if (next == n) return settle(store, commId, judgeInputs(records), settleBy);
     if (Clock::now() >= deadline) {
-      if (!judge)  // one pass, to say how many arrived
-        for (uint64_t at = 0; at < n; ++at)
-          if (!have[at]) {
-            auto rec = store.read(commId, coord::inputsSlotKey(at));
-            have[at] = rec.ok() && rec->has_value();
-          }
-      const auto present = static_cast<uint64_t>(std::count(have.begin(), have.end(), true));
+      // Judges know how many arrived; the others never read the slots (no read storm at the timeout).
+      const std::string arrived =
+          judge ? "only " + std::to_string(std::count(have.begin(), have.end(), true)) + " of " + std::to_string(n)
+                : "not all of " + std::to_string(n);
       return settle(store, commId,
-                    {false, true, "only " + std::to_string(present) + " of " + std::to_string(n) + " ranks published "
-                                  "their inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): "
-                                  "a rank without this plugin, with DYNAMICCL_INPUTS_CHECK=0, another store, or started late"});
+                    {false, true, arrived + " ranks published their inputs within " + std::to_string(timeout_ms) +
+                                  " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank without this plugin, with "
+                                  "DYNAMICCL_INPUTS_CHECK=0, another store, or started late"},
+                    settleBy);
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, maxPause);

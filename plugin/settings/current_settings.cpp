@@ -55,7 +55,8 @@ std::shared_ptr<const Settings> currentSettings() {
   const std::string dump = settingsDump(s);
   for (size_t at = 0, n = 0; at < dump.size(); ++n) {
     size_t end = std::min(dump.size(), at + kSettingsLineChars);
-    if (end < dump.size()) end = std::max(dump.rfind(' ', end), at + 1);
+    if (end < dump.size())  // at a space before the limit; a longer word is cut at the limit
+      if (const size_t space = dump.rfind(' ', end); space != std::string::npos && space > at) end = space;
     logInfo("settings%s: %s", n ? ", continued" : "", dump.substr(at, end - at).c_str());
     at = end + (end < dump.size() && dump[end] == ' ');
   }
