@@ -354,6 +354,11 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     if (best >= 0 && best != k.incumbent && trusted(k.incumbent) && compare(k.arms[best], k.arms[k.incumbent]).faster) {
       k.incumbent = best;
       ++counters_.switches;
+      // An arm online learning switched to gets its verdict like a candidate, so the job's gain is exported.
+      if (!(k.tested >> best & 1)) {
+        k.tested |= uint32_t{1} << best;
+        k.testedDecision[best] = Decision{algoOf(best), protoOf(best), 0, 0};
+      }
     }
     // The guard: never keep a choice that measures worse than NCCL's own beyond noise.
     const int def = k.ncclDefault;
@@ -399,7 +404,6 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
         if (!j.faster && !j.noGain) racing = s;
       }
-    double raceCost = 0;
     for (int s : slots) {
       if (s < 0 || s == k.incumbent || rates.size() == kOnlineMaxArms) continue;  // s < 0: never; tells GCC so
       double rate, ratio;
@@ -414,8 +418,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         if (!prior) continue;  // the model says it cannot pay off here
         rate = config_.exploreCallShare / static_cast<double>(slots.size());
         ratio = *prior;
-      } else if (s == racing) {
-        raceCost = config_.raceCallShare * std::max(0.0, std::exp(mean(s) - mean(k.incumbent)) - 1.0);
+      } else if (s == racing) {  // ahead of the incumbent: no cost, outside the call cap
         rates.emplace_back(s, config_.raceCallShare);
         continue;
       } else {
@@ -427,15 +430,12 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
       callSum += rate;
       costSum += rate * std::max(0.0, ratio - 1.0);
     }
-    // The call cap is for arms that may cost (the racing arm is outside it); the time cap for all.
     double scale = 1.0;
     if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
-    double timeScale = 1.0;
-    if (costSum * scale + raceCost > config_.exploreTimeShare)
-      timeScale = config_.exploreTimeShare / (costSum * scale + raceCost);
+    if (costSum * scale > config_.exploreTimeShare) scale = config_.exploreTimeShare / costSum;
     double cumulative = 0;
     for (auto [s, rate] : rates) {
-      cumulative += rate * (s == racing ? 1.0 : scale) * timeScale;
+      cumulative += s == racing ? rate : rate * scale;
       const int i = e.nArms++;
       e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
       append(e.arms[i], decisionOf(s));
@@ -477,17 +477,14 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
   std::vector<Verdict> out;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     const KeyState& k = keys_[key];
-    if (!k.active) continue;
+    if (!k.active || !k.tested) continue;
     const int base = k.ncclDefault >= 0 ? k.ncclDefault : k.incumbent;
     for (int slot = 0; slot < kArmSlots; ++slot) {
-      // Online learning switches to arms that were never a candidate: the incumbent gets its verdict too,
-      // so what the job learned reaches the exported profile.
-      const bool learnedIncumbent = !(k.tested >> slot & 1) && slot == k.incumbent;
-      if ((!(k.tested >> slot & 1) && !learnedIncumbent) || base < 0 || base == slot) continue;
+      if (!(k.tested >> slot & 1) || base < 0 || base == slot) continue;
       Verdict v;
       v.coll = static_cast<int>(key / SizeBucket::kCount);
       v.bucket = static_cast<int>(key % SizeBucket::kCount);
-      v.candidate = learnedIncumbent ? Decision{algoOf(slot), protoOf(slot), 0, 0} : k.testedDecision[slot];
+      v.candidate = k.testedDecision[slot];
       v.candidateArm = summary(k, slot);
       v.baselineArm = summary(k, base);
       const ArmStats &c = k.arms[slot], &b = k.arms[base];
@@ -502,8 +499,7 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
         v.gainHigh = std::exp(d + half) - 1;
         const bool settled =
             c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
-        if (k.incumbent == slot && (!learnedIncumbent || (settled && compare(c, b).faster)))
-          v.state = VerdictState::Promoted;
+        if (k.incumbent == slot) v.state = VerdictState::Promoted;
         else if ((settled && compare(c, b).noGain) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
       }
       out.push_back(v);

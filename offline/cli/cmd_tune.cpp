@@ -123,15 +123,6 @@ Expected<tune::RunSearchResult> searchByRuns(const TuneCmdOptions& o, const tune
   return tune::searchByRuns(*backend, exec, r, ro);
 }
 
-// Replay: every collective the data measured; elsewhere AllReduce.
-std::vector<Collective> collectivesOf(const tune::MeasurementBackend& b) {
-  if (!b.recorded()) return {Collective::AllReduce};
-  std::vector<Collective> out;
-  for (int c = 0; c < kNumCollectives; ++c)
-    if (!b.measurableSizes(static_cast<Collective>(c)).empty()) out.push_back(static_cast<Collective>(c));
-  return out.empty() ? std::vector<Collective>{Collective::AllReduce} : out;
-}
-
 Expected<tune::TuneRequest> requestOf(const TuneCmdOptions& o) {
   tune::TuneRequest req;
   req.collectives.clear();  // the request's default list is replaced by --collective
@@ -189,10 +180,12 @@ void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions&
     }
   const bool simulated = result.evidence.provenance == policy::Provenance::Simulated;
   for (const tune::TunedInterval& t : all)
-    std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes)\n",
+    std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes; %d vs %d "
+                "samples)\n",
                 std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
                 tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
-                simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes);
+                simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes,
+                t.samples, t.defaultSamples);
   std::printf("evidence: %s\n", policy::evidenceText(result.evidence).c_str());
   if (simulated)
     std::printf("  simulated rules are unverified: the plugin applies them only with DYNAMICCL_TRUST=all; measure "
@@ -285,7 +278,7 @@ int run(const TuneCmdOptions& o) {
   for (auto& backend : *backends) {
     if (backends->size() > 1) std::printf("== shape %zu of %zu: %s\n", reports.size() + 1, backends->size(), backend->name().c_str());
     tune::TuneRequest shapeReq = *req;
-    if (o.collectives.empty()) shapeReq.collectives = collectivesOf(*backend);
+    if (o.collectives.empty()) shapeReq.collectives = tune::measuredCollectives(*backend);
     auto r = tuneShape(o, shapeReq, backend, points);
     if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
     reports.push_back(std::move(r.value()));

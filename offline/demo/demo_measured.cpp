@@ -163,7 +163,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
                 const jobreplay::JobResult& jr) {
   std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
-              "simulated; verdicts and exploration were measured in the replayed job, whose calls draw from the dataset's real runs (how many stand behind each verdict: step 4).\n",
+              "simulated; verdicts and exploration come from the replayed job, whose calls are draws from noise fitted to the dataset's real runs (how many runs stand behind each verdict: step 4).\n",
               job.nRanks, job.system.substr(0, 40).c_str());
   // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
   size_t w[5] = {11, 26, 16, 11, 11};
@@ -190,12 +190,12 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
                 jobreplay::configLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
-  std::printf("  job's final epoch over %zu keys (measured): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
+  std::printf("  job's final epoch over %zu keys (judged on measured medians): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
               "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best\n",
               rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent,
               rows.size());
   std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
-              "time (measured; %.0f of %.0f us; a faster trial costs nothing)\n",
+              "time (replayed: calls drawn from noise fitted to the real runs; %.0f of %.0f us; a faster trial costs nothing)\n",
               static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us);
   {  // The search per key: trials until the measured best had been tried, against trying every arm.
     int keys = 0, atDefault = 0, never = 0, trials = 0, every = 0, tried = 0;
@@ -430,7 +430,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
   s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
           std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
-          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (measured)" +
+          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (replayed: calls drawn from noise fitted to the real runs)" +
           (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
 
   StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
@@ -443,8 +443,8 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
       if (k.coll == v.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes)
         for (const jobreplay::MeasuredConfig& m : k.measured)
           if (m.forced && jobreplay::configLabel(m.config) == v.candidate)
-            return fmt("; real runs behind it: %.0f of the candidate, %.0f of NCCL's default",
-                       static_cast<double>(m.samples_us.size()), static_cast<double>(k.byDefault().samples_us.size()));
+            return "; real runs behind it: " + std::to_string(m.runs()) + " of the candidate, " +
+                   std::to_string(k.byDefault().runs()) + " of NCCL's default";
     return std::string("; no real run of the candidate at this size");
   };
   for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
@@ -465,11 +465,10 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   // The check that the exported profile carries what the job learned: a failure fails the command. A
   // promotion at the job's last table build (published for a boundary the job never reached) is
   // carried though the job never ran it.
-  int late = 0, wrong = 0;
+  int wrong = 0;
   for (const KeyRow& r : rows) {
     if (r.replayConfig == jobreplay::configLabel(r.job.finalConfig)) continue;
     if (r.verdict == r.replayConfig + " promoted") {
-      ++late;
       std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
                   "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
                   r.replayConfig.c_str());
@@ -483,7 +482,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   if (o.learned) {
     int promoted = 0, dropped = 0;
     for (const JobVerdict& v : verified->verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
-    std::printf("  learned profile (no simulator rules: the column above is empty), verified in the job (measured): %d "
+    std::printf("  learned profile (no simulator rules: the column above is empty), verified in the replayed job: %d "
                 "candidates promoted, %d dropped, %zu verdicts; ranks agree: %s\n\n",
                 promoted, dropped, verified->verdicts.size(), jr->ranksAgree ? "yes" : "no");
   }

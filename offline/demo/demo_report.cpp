@@ -8,20 +8,13 @@
 
 #include "offline/demo/demo_steps.h"
 #include "offline/files/files.h"
+#include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
 namespace {
 
-// nccl-tests' bus bandwidth factor: what each rank's links carry relative to the algorithm bandwidth.
-double busBwFactor(Collective c, int nRanks) {
-  const double n = std::max(1, nRanks);
-  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
-  if (c == Collective::AllGather || c == Collective::ReduceScatter) return (n - 1) / n;
-  return 1.0;
-}
-
 double busBw_GBps(Collective c, uint64_t bytes, double time_us, int nRanks) {
-  return time_us > 0 ? double(bytes) / (time_us * 1e3) * busBwFactor(c, nRanks) : 0.0;
+  return tune::busBandwidth_GBps(c, bytes, time_us, nRanks);
 }
 
 std::string name(Collective c) { return std::string(collectiveName(c)); }

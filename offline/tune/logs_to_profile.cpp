@@ -1,5 +1,6 @@
 #include "offline/tune/logs_to_profile.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -12,15 +13,13 @@
 
 namespace dynamiccl::tune {
 
+// nccl-tests' factor: what each rank's links carry relative to the algorithm bandwidth.
 double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
-  if (!(us > 0) || nRanks < 1) return 0;
-  const double n = nRanks, algbw = static_cast<double>(bytes) / (us * 1e3);
-  switch (coll) {
-    case Collective::AllReduce: return algbw * 2 * (n - 1) / n;
-    case Collective::AllGather:
-    case Collective::ReduceScatter: return algbw * (n - 1) / n;
-    default: return algbw;
-  }
+  if (!(us > 0)) return 0;
+  const double n = std::max(1, nRanks), algbw = static_cast<double>(bytes) / (us * 1e3);
+  if (coll == Collective::AllReduce) return algbw * 2 * (n - 1) / n;
+  if (coll == Collective::AllGather || coll == Collective::ReduceScatter) return algbw * (n - 1) / n;
+  return algbw;
 }
 
 namespace {
@@ -100,9 +99,7 @@ Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan) {
   for (auto& b : *backends) {
     TuneRequest req;
     req.progress = false;
-    req.collectives.clear();
-    for (int c = 0; c < kNumCollectives; ++c)
-      if (!b->measurableSizes(static_cast<Collective>(c)).empty()) req.collectives.push_back(static_cast<Collective>(c));
+    req.collectives = measuredCollectives(*b);
     auto result = tune(*b, req);
     if (!result) return makeError(b->name() + ": " + result.error());
     const SmoothedResult s = smoothAll(*result, plan.rule);

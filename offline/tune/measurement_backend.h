@@ -84,6 +84,8 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
 // One backend per communicator shape (nRanks, nNodes) matching the options, the most forced
 // measurements first; a second system or variant of a shape is named in the first one's notes.
 Expected<std::vector<std::unique_ptr<MeasurementBackend>>> makeReplayBackends(const ReplayBackendOptions& options);
+// The collectives a recorded backend measured (AllReduce where it records none, or measures on demand).
+std::vector<Collective> measuredCollectives(const MeasurementBackend& b);
 
 // Runs `script` (scripts/measure_nccl_tests.sh) once per measurement; it prints one time_us per line.
 struct RunnerBackendOptions {

@@ -198,7 +198,7 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
   for (const sim::ReplayPoint& p : l->data->points)
     if (!(p.shape == best.shape && p.group == best.group)) ++others[shapeName(*p.shape, p.group)];
   for (const auto& [what, keys] : others)
-    notes.push_back("not tuned in this run: " + what + " (" + std::to_string(keys) + " keys): tune it with --nranks/"
+    notes.push_back("not tuned in this run: " + what + " (" + std::to_string(keys) + " keys): tune it with --ranks/"
                     "--nodes/--system, then `dynamiccl merge` the profiles into one");
   return backendOf(*l, best, std::move(notes), o);
 }
@@ -222,6 +222,14 @@ Expected<std::vector<std::unique_ptr<MeasurementBackend>>> makeReplayBackends(co
     if (shapes.insert({c.shape->nRanks, c.shape->nNodes}).second)
       out.push_back(backendOf(*l, c, out.empty() ? notes : std::vector<std::string>{}, o));
   return out;
+}
+
+std::vector<Collective> measuredCollectives(const MeasurementBackend& b) {
+  if (!b.recorded()) return {Collective::AllReduce};
+  std::vector<Collective> out;
+  for (int c = 0; c < kNumCollectives; ++c)
+    if (!b.measurableSizes(static_cast<Collective>(c)).empty()) out.push_back(static_cast<Collective>(c));
+  return out.empty() ? std::vector<Collective>{Collective::AllReduce} : out;
 }
 
 }  // namespace dynamiccl::tune
