@@ -282,6 +282,7 @@ TEST_F(JobReplay, AForcedArmOfTheModelsGuessedDefaultIsKept) {
   EXPECT_LT(forced->mean_us, 0.9 * k.byDefault().mean_us);
   EXPECT_EQ(&k.best(), forced) << "the measured best is the forced arm, not NCCL's default";
   EXPECT_GT(k.byDefault().mean_us / k.best().mean_us, 1.2) << "vs-best says the gap is there";
+  EXPECT_NE(&k.bestChoosable(), forced) << "a job whose table names ring/ll as NCCL's choice cannot choose it apart";
 }
 
 // A dataset without default rows: no key has NCCL's default, so nothing is compared with it.

@@ -48,6 +48,9 @@ struct JobKey {
   // that is the configuration (else whichever exists); nullptr: never measured here.
   const MeasuredConfig* find(Algo algo, Proto proto, bool forcedByTuner = false) const;
   const MeasuredConfig& best() const;                        // lowest mean
+  // Lowest mean among the arms a job can choose: a forced run of NCCL's own (algo, proto) is the same
+  // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.
+  const MeasuredConfig& bestChoosable() const;
   const MeasuredConfig& byDefault() const { return measured.front(); }
 };
 
@@ -163,11 +166,14 @@ struct KeyOutcome {
   uint64_t bytes = 0;
   sim::Config ncclDefault, finalConfig, best;
   double default_us = 0, final_us = 0, best_us = 0;
+  double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
-  // allows), how many the job tried, and after how many trials it had tried the measured best (0: the
+  // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
   // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.
   int alternatives = 0, tried = 0, trialsToBest = -1;
   double vsBest() const { return final_us / best_us; }
+  double vsBestChoosable() const { return final_us / bestChoosable_us; }
+  bool bestIsDefaultsTwin() const { return best_us < bestChoosable_us; }
   double vsDefault() const { return final_us / default_us; }
 };
 

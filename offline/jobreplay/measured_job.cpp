@@ -149,6 +149,13 @@ const MeasuredConfig& JobKey::best() const {
                            [](const MeasuredConfig& a, const MeasuredConfig& b) { return a.mean_us < b.mean_us; });
 }
 
+const MeasuredConfig& JobKey::bestChoosable() const {
+  const MeasuredConfig* out = &measured.front();
+  for (const MeasuredConfig& m : measured)
+    if (m.mean_us < out->mean_us && !(m.forced && sameArm(m.config, ncclDefault.algo, ncclDefault.proto))) out = &m;
+  return *out;
+}
+
 std::string configLabel(const sim::Config& c) {
   if (c.algo == Algo::Default) return "default";
   return std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto));

@@ -178,9 +178,11 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
       const MeasuredConfig* ran = key.find(fc.algo, fc.proto);
       const MeasuredConfig& ranOrDefault = ran ? *ran : key.byDefault();
       KeyOutcome o{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
-                   key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us};
+                   key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us,
+                   key.bestChoosable().mean_us};
       o.alternatives = static_cast<int>(key.measured.size()) - 1;
-      const size_t best = static_cast<size_t>(&key.best() - key.measured.data());
+      // The search's target is the best arm it can test (a forced twin of NCCL's own choice is not one).
+      const size_t best = static_cast<size_t>(&key.bestChoosable() - key.measured.data());
       o.trialsToBest = best == 0 ? 0 : -1;
       if (k < first->triedOrder.size()) {
         int trial = 0;
