@@ -8,6 +8,7 @@
 #include "features/feature_vector.h"
 #include "features/regular_file.h"
 #include "features/rule_fingerprint.h"
+#include "features/size_text.h"
 #include "features/timing_window.h"
 #include "features/topology_fingerprint.h"
 #include "features/vocabulary.h"

@@ -14,13 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-
-def size_label(b):
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if b >= div:
-            return f"{b // div}{unit}"
-    return str(b)
+from plot_sizes import size_text  # noqa: E402
 
 
 def read_points(path):
@@ -119,7 +113,7 @@ def plot_decision_map(path, out, points, source):
     ax.set_xlim(0, len(sizes))
     ax.set_ylim(0, len(colls))
     ax.set_xticks([i + 0.5 for i in range(len(sizes))])
-    ax.set_xticklabels([size_label(b) for b in sizes], rotation=60, fontsize=7)
+    ax.set_xticklabels([size_text(b) for b in sizes], rotation=60, fontsize=7)
     ax.set_yticks([i + 0.45 for i in range(len(colls))])
     ax.set_yticklabels(colls)
     handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i % 20)) for i in range(len(configs))]

@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plot_sizes import size_text  # noqa: E402
 
 
 def plot_curves(path, out):
@@ -52,21 +53,13 @@ def plot_map(path, out):
             ax.text(k["bytes"].bit_length() - 0.5, row, f"{100 * gain:+.0f}%", ha="center", va="center", fontsize=7)
     ax.set_yticks(range(len(colls)), colls)
     ticks = sorted({k["bytes"].bit_length() - 1 for k in keys})
-    ax.set_xticks([t + 0.5 for t in ticks][::2], [fmt_bytes(1 << t) for t in ticks][::2], fontsize=8)
+    ax.set_xticks([t + 0.5 for t in ticks][::2], [size_text(1 << t) for t in ticks][::2], fontsize=8)
     ax.set_xlabel("message size (chosen configuration; text: gain over NCCL's default)")
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=color[l]) for l in labels], labels=labels,
               loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(colls) < 3 else -0.15), ncol=min(6, len(labels)), fontsize=8)
     ax.set_title(f'Decision map: {report.get("backend", "")} ({report.get("nRanks")} ranks)')
     fig.tight_layout()
     fig.savefig(out, dpi=120, bbox_inches="tight")
-
-
-def fmt_bytes(b):
-    for unit in ["", "K", "M", "G"]:
-        if b < 1024:
-            return f"{b}{unit}"
-        b //= 1024
-    return f"{b}T"
 
 
 if __name__ == "__main__":

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "features/features.h"
 
 namespace dynamiccl {
@@ -38,6 +44,41 @@ TEST(SizeBucket, Boundaries) {
       EXPECT_EQ(SizeBucket::of(SizeBucket::lowest(b) - 1), b - 1);
     }
   }
+}
+
+// One size format for tables and plots: exact units whole, others one decimal, ranges of a bucket "..<".
+TEST(SizeText, OneFormat) {
+  EXPECT_EQ(sizeText(8), "8 B");
+  EXPECT_EQ(sizeText(1023), "1023 B");
+  EXPECT_EQ(sizeText(1024), "1K");
+  EXPECT_EQ(sizeText(1536), "1.5K");
+  EXPECT_EQ(sizeText(4095), "4.0K");
+  EXPECT_EQ(sizeText(3ull << 20), "3M");
+  EXPECT_EQ(sizeText((1ull << 30) + (1ull << 29)), "1.5G");
+  EXPECT_EQ(sizeText((1ull << 30) + 1), "1.0G");
+  EXPECT_EQ(sizeRangeText(8, 15), "8 B..<16 B");
+  EXPECT_EQ(sizeRangeText(1024, 2047), "1K..<2K");
+  EXPECT_EQ(sizeRangeText(1024, 1500), "1K..1.5K");
+  EXPECT_EQ(sizeRangeText(1ull << 20, UINT64_MAX), "1M..");
+}
+
+// The plots' formatter (scripts/plot_sizes.py) writes every size as the tables do.
+TEST(SizeText, PlotsWriteSizesAsTablesDo) {
+  if (std::system("python3 -c '' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  const std::vector<uint64_t> sizes = {0, 8, 1000, 1024, 1536, 4095, 65536, 3ull << 20, (3ull << 30) / 2,
+                                       (1ull << 40) + 1, 1ull << 62};
+  std::string cmd = "python3 " DYNAMICCL_SOURCE_DIR "/scripts/plot_sizes.py";
+  for (uint64_t b : sizes) cmd += " " + std::to_string(b);
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[64];
+  for (uint64_t b : sizes) {
+    ASSERT_NE(std::fgets(line, sizeof line, p), nullptr) << "python stopped before " << b;
+    std::string got(line);
+    if (!got.empty() && got.back() == '\n') got.pop_back();
+    EXPECT_EQ(got, sizeText(b)) << b;
+  }
+  EXPECT_EQ(pclose(p), 0);
 }
 
 }  // namespace dynamiccl

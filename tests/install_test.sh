@@ -63,7 +63,7 @@ fi
 
 cat "$TMP/show.out"
 grep -q 'plugin libnccl-tuner-dynamiccl.so (tuner v' "$TMP/show.out" || fail "show did not load the plugin by name"
-grep -Eq '^ +8 MiB \.\. 4 GiB +RING/SIMPLE channels=32$' "$TMP/show.out" || fail "show printed not the profile's decisions"
+grep -Eq '^ +8M \.\. 4G +RING/SIMPLE channels=32$' "$TMP/show.out" || fail "show printed not the profile's decisions"
 cat "$TMP/env.out"
 grep -qx 'export NCCL_TUNER_PLUGIN=dynamiccl' "$TMP/env.out" || fail "env: no NCCL_TUNER_PLUGIN=dynamiccl"
 grep -qF "export LD_LIBRARY_PATH=$P/lib" "$TMP/env.out" || fail "env: no LD_LIBRARY_PATH with the prefix's lib"

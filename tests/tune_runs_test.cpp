@@ -123,14 +123,14 @@ TEST(SearchByRuns, FindsTheBestAtEachSizeWithFewerRunsThanTheGrid) {
         if (truth_us({a, p, 0, 0}, k) < best) best = truth_us({a, p, 0, 0}, k), bestConfig = {a, p, 0, 0};
     const double got = truth_us(chosen, k), dflt = truth_us(keepDefault(), k);
     // The measured best (within the noise of a few runs), and a rule only where it is faster.
-    EXPECT_LE(got, best * 1.04) << formatBytes(k.bytes) << " chose " << configLabel(chosen) << ", best "
+    EXPECT_LE(got, best * 1.04) << sizeText(k.bytes) << " chose " << configLabel(chosen) << ", best "
                                 << configLabel(bestConfig);
     if (!chosen.keepsAlgoProto()) {
-      EXPECT_LT(got, dflt) << formatBytes(k.bytes) << " " << configLabel(chosen);
-      EXPECT_NE(chosen, ncclPick(k)) << "a rule equal to what NCCL runs at " << formatBytes(k.bytes);
+      EXPECT_LT(got, dflt) << sizeText(k.bytes) << " " << configLabel(chosen);
+      EXPECT_NE(chosen, ncclPick(k)) << "a rule equal to what NCCL runs at " << sizeText(k.bytes);
     }
     if (best < dflt * 0.85) {
-      EXPECT_FALSE(chosen.keepsAlgoProto()) << "gain of " << dflt / best << " lost at " << formatBytes(k.bytes);
+      EXPECT_FALSE(chosen.keepsAlgoProto()) << "gain of " << dflt / best << " lost at " << sizeText(k.bytes);
     }
   }
   // The default runs said what NCCL ran at each size.
@@ -156,7 +156,7 @@ TEST(SearchByRuns, NeverWritesARuleSlowerThanTheDefaultWhenNothingBeatsIt) {
   ASSERT_TRUE(r.ok()) << r.error();
   const SmoothedResult sm = smoothAll(r->tune, SmoothingOptions{});
   for (const TunedInterval& t : sm.intervals)
-    EXPECT_TRUE(t.config.keepsAlgoProto()) << configLabel(t.config) << " at " << formatBytes(t.minBytes);
+    EXPECT_TRUE(t.config.keepsAlgoProto()) << configLabel(t.config) << " at " << sizeText(t.minBytes);
 }
 
 TEST(SearchByRuns, StopsAtTheBudgetAndSaysWhichSizesAreUndecided) {

@@ -22,17 +22,10 @@ bool envSets(const std::string& envJson, const char* name) {
   return env.is_object() && env.contains(name);
 }
 
-std::string bytesText(uint64_t b) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (b >= 1024 && b % 1024 == 0 && u < 6) b /= 1024, ++u;
-  return std::to_string(b) + " " + kUnits[u];
-}
-
 std::string bucketText(int bucket) {
   if (bucket <= 0) return "0 B";
   const uint64_t low = SizeBucket::lowest(bucket);
-  return bytesText(low) + (bucket < 64 ? " .. <" + bytesText(SizeBucket::lowest(bucket + 1)) : " ..");
+  return bucket < 64 ? sizeRangeText(low, SizeBucket::lowest(bucket + 1) - 1) : sizeText(low) + "..";
 }
 
 void count(KeyShare& k, const Verdict& v) {

@@ -38,7 +38,7 @@ void printShape(const tune::ShapeTable& t) {
     const std::string verdict = std::string(tune::verdictName(e.verdict)) + " (" + std::to_string(e.samples) + " vs " +
                                 std::to_string(e.defaultSamples) + ")";
     std::printf("  %-13s %8s | %-10s %10.2f %8.2f | %-14s %10.2f %8.2f | %-22s %s\n",
-                std::string(collectiveName(r.coll)).c_str(), tune::formatBytes(r.bytes).c_str(), "default",
+                std::string(collectiveName(r.coll)).c_str(), sizeText(r.bytes).c_str(), "default",
                 r.default_us, r.default_busbw, r.runs.substr(0, 14).c_str(), r.runs_us, r.runs_busbw, gain,
                 verdict.c_str());
   }

@@ -23,19 +23,6 @@ struct ShowOptions {
   std::string ncclVersion = "2.28.9";  // the NCCL installed here
 };
 
-std::string humanBytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  double v = static_cast<double>(n);
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
 // What the plugin told NCCL for one call, as a short label ("RING/LL128 ch=16" or "NCCL's choice").
 std::string label(harness::TunerComm& comm, abi::PickRule rule, int coll, uint64_t nBytes) {
   const harness::CostTable table = harness::allAvailable();
@@ -80,7 +67,7 @@ void run(const ShowOptions& o) {
             << " ranks; plugin " << lib.value()->path() << " (tuner v" << lib.value()->version() << ", loaded as NCCL "
             << o.ncclVersion << " does; its selection rules: " << abi::pickRuleName(lib.value()->pickRule()) << ")\n"
             << "sizes are NCCL's nBytes (total buffer for AllGather/ReduceScatter); powers of two from "
-            << humanBytes(o.minBytes) << " to " << humanBytes(o.maxBytes) << "\n";
+            << sizeText(o.minBytes) << " to " << sizeText(o.maxBytes) << "\n";
   // Each rule's evidence, and whether it is verified for this communicator (as the plugin decides).
   const policy::Trust trustLevel = *policy::parseTrust(o.trust);
   const policy::StandingInputs standing =
@@ -108,13 +95,13 @@ void run(const ShowOptions& o) {
     for (uint64_t n = o.minBytes; n <= o.maxBytes && n != 0; n *= 2) {
       const std::string l = label(**comm, lib.value()->pickRule(), c, n);
       if (n != o.minBytes && l != current) {
-        std::printf("  %10s .. %-10s  %s\n", humanBytes(from).c_str(), humanBytes(last).c_str(), current.c_str());
+        std::printf("  %10s .. %-10s  %s\n", sizeText(from).c_str(), sizeText(last).c_str(), current.c_str());
         from = n;
       }
       current = l;
       last = n;
     }
-    std::printf("  %10s .. %-10s  %s\n", humanBytes(from).c_str(), humanBytes(last).c_str(), current.c_str());
+    std::printf("  %10s .. %-10s  %s\n", sizeText(from).c_str(), sizeText(last).c_str(), current.c_str());
   }
 }
 

@@ -155,7 +155,7 @@ void printRuns(const TuneCmdOptions& o, const tune::TuneResult& result, const tu
   for (const tune::SizeStatus& st : runs.sizes) {
     decided += st.decided;
     std::printf("  %-13s %6s  %-9s %s (%d survivor(s))\n", std::string(collectiveName(st.coll)).c_str(),
-                tune::formatBytes(st.bytes).c_str(), st.decided ? "decided" : "UNDECIDED", st.why.c_str(), st.survivors);
+                sizeText(st.bytes).c_str(), st.decided ? "decided" : "UNDECIDED", st.why.c_str(), st.survivors);
   }
   std::printf("runs used %d vs exhaustive grid %d (%d candidates + NCCL's default, %d runs each; %d candidates run); "
               "sizes decided %d of %zu\n",
@@ -182,8 +182,8 @@ void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions&
   for (const tune::TunedInterval& t : all)
     std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes; %d vs %d "
                 "samples)\n",
-                std::string(collectiveName(t.coll)).c_str(), tune::formatBytes(t.minBytes).c_str(),
-                tune::formatBytes(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
+                std::string(collectiveName(t.coll)).c_str(), sizeText(t.minBytes).c_str(),
+                sizeText(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
                 simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes,
                 t.samples, t.defaultSamples);
   std::printf("evidence: %s\n", policy::evidenceText(result.evidence).c_str());

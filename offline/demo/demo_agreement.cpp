@@ -36,7 +36,7 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
   const tune::DecisionRule rule = tune::SmoothingOptions{};
   for (const jobreplay::KeyOutcome& k : keys) {
     const std::string jobRuns = jobreplay::configLabel(k.finalConfig);
-    const std::string where = std::string(collectiveName(k.coll)) + " " + tune::formatBytes(k.bytes);
+    const std::string where = std::string(collectiveName(k.coll)) + " " + sizeText(k.bytes);
     int ci = -1, ki = -1;
     for (size_t c = 0; c < result->collectives.size(); ++c)
       for (size_t i = 0; i < result->collectives[c].keys.size(); ++i)

@@ -41,7 +41,6 @@ std::string fmt(const char* f, double a, double b = 0) {
   return buf;
 }
 
-std::string sizeText(uint64_t b) { return tune::formatBytes(b) + (b < 1024 ? " B" : ""); }
 
 std::string pct(double g) { return std::isfinite(g) ? fmt("%+.1f%%", 100 * g) : ""; }
 
@@ -392,9 +391,9 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
     std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
                 "verifies)\n");
     for (const policy::Rule& r : tuned.profile.rules)
-      std::printf("      %s %s..%s: %s, %s (simulated)\n",
+      std::printf("      %s %s: %s, %s (simulated)\n",
                   r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
-                  sizeText(r.minBytes).c_str(), sizeText(r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
+                  sizeRangeText(r.minBytes, r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
                   r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
     profilePath = (out / "tuned.json").string();
     profileName = "tuned.json";

@@ -30,6 +30,5 @@ struct JobKnobs {
   auto operator<=>(const JobKnobs&) const = default;
 };
 
-std::string formatBytes(uint64_t bytes);  // "512K", "4M", "100"
 
 }  // namespace dynamiccl::tune

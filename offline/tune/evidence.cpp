@@ -162,7 +162,7 @@ std::string describe(const PointEvidence& e) {
   const std::string what = e.config.keepsAlgoProto() ? std::string("no candidate")
                                                      : configLabel(e.config) + (e.arm.empty() ? "" : " (" + e.arm + ")");
   std::snprintf(buf, sizeof buf, "%-13s %6s  %-46s chosen/default %.3f [%.3f, %.3f] n=%d/%d noise %.1f%%/%.1f%% pooled %d  %s",
-                std::string(collectiveName(e.coll)).c_str(), formatBytes(e.bytes).c_str(), what.c_str(), e.pooledRatio,
+                std::string(collectiveName(e.coll)).c_str(), sizeText(e.bytes).c_str(), what.c_str(), e.pooledRatio,
                 e.ratioLower, e.ratioUpper, e.samples, e.defaultSamples, 100 * e.noise, 100 * e.defaultNoise,
                 e.pooledSizes, std::string(verdictName(e.verdict)).c_str());
   std::string s = buf;

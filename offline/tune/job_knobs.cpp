@@ -20,7 +20,7 @@ JobKnobAdvice recommendJobKnobs(MeasurementBackend& backend, const TuneResult& r
   if (maxChunk * kNcclSteps > kNcclDefaultBuffSize) {
     advice.knobs.buffSizeBytes = maxChunk * kNcclSteps;
     advice.reasons.push_back("NCCL_BUFFSIZE=" + std::to_string(advice.knobs.buffSizeBytes) + ": tuned chunk " +
-                             formatBytes(maxChunk) + " needs " + std::to_string(kNcclSteps) + " steps of buffer");
+                             sizeText(maxChunk) + " needs " + std::to_string(kNcclSteps) + " steps of buffer");
   }
   if (!backend.supportsJobKnobs()) {
     advice.reasons.push_back("NCCL_NTHREADS: not measurable with " + backend.name() + "; NCCL's default kept");

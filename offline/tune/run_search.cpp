@@ -342,7 +342,7 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
     cr.coll = req.collectives[ci];
     for (KeyResult& k : race.keys()) {
       if (k.keep().count() == 0) {
-        result.tune.undecidable.push_back(std::string(collectiveName(cr.coll)) + " " + formatBytes(k.key.bytes) +
+        result.tune.undecidable.push_back(std::string(collectiveName(cr.coll)) + " " + sizeText(k.key.bytes) +
                                           ": NCCL's default was not measured");
         continue;
       }

@@ -82,7 +82,7 @@ Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
       result.gridIterations += int64_t{space.size() + 1} * req.search.maxIterations;
       SearchOptions opt = req.search;
       opt.seed = req.search.seed * 1000003 + ci * 1009 + si;
-      const std::string label = std::string(collectiveName(cr.coll)) + " " + formatBytes(key.bytes) + " (" +
+      const std::string label = std::string(collectiveName(cr.coll)) + " " + sizeText(key.bytes) + " (" +
                                 std::to_string(doneKeys + 1) + "/" + std::to_string(totalKeys) + ")";
       const int64_t before = result.spentIterations;
       auto r = backend.recorded() ? recordedKey(backend, key)
@@ -92,7 +92,7 @@ Expected<TuneResult> tune(MeasurementBackend& backend, const TuneRequest& req) {
       });
       ++doneKeys;
       if (!r) {  // no rule at a size NCCL's default cannot be measured at; said, not dropped silently
-        result.undecidable.push_back(std::string(collectiveName(cr.coll)) + " " + formatBytes(key.bytes) + ": " + r.error());
+        result.undecidable.push_back(std::string(collectiveName(cr.coll)) + " " + sizeText(key.bytes) + ": " + r.error());
         continue;
       }
       result.spentIterations += r->spentIterations;

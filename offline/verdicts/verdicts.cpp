@@ -18,23 +18,16 @@ std::string isoDate(int64_t ts_ns) {
   return buf;
 }
 
-std::string sizeText(uint64_t b) {
-  if (static_cast<int64_t>(b) < 0) return std::to_string(static_cast<int64_t>(b));  // as an odd row stored it
-  const char* units[] = {"", "K", "M", "G", "T"};
-  int u = 0;
-  double x = static_cast<double>(b);
-  while (x >= 1024 && u < 4) x /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, x == std::floor(x) ? "%.0f%s" : "%.1f%s", x, units[u]);
-  return buf;
-}
-
 }  // namespace
 
 std::string describeVerdict(const store::VerdictRow& v) {
+  const auto stored = [](uint64_t b) { return std::to_string(static_cast<int64_t>(b)); };  // an odd row, as stored
+  const std::string range = static_cast<int64_t>(v.min_bytes) < 0 || static_cast<int64_t>(v.max_bytes) < 0
+                                ? stored(v.min_bytes) + ".." + stored(v.max_bytes)
+                                : sizeRangeText(v.min_bytes, v.max_bytes);
   char buf[384];
-  std::snprintf(buf, sizeof buf, "%s %s..%s %dx%d: %s/%s vs NCCL's %s/%s: %s, %+.1f%% [%+.1f%%, %+.1f%%], %lld vs %lld samples (measured)",
-                v.collective.c_str(), sizeText(v.min_bytes).c_str(), sizeText(v.max_bytes).c_str(), v.n_ranks,
+  std::snprintf(buf, sizeof buf, "%s %s %dx%d: %s/%s vs NCCL's %s/%s: %s, %+.1f%% [%+.1f%%, %+.1f%%], %lld vs %lld samples (measured)",
+                v.collective.c_str(), range.c_str(), v.n_ranks,
                 v.n_nodes, v.algo.c_str(), v.proto.c_str(), v.base_algo.c_str(), v.base_proto.c_str(), v.state.c_str(),
                 100 * v.gain, 100 * v.gain_low, 100 * v.gain_high, static_cast<long long>(v.n),
                 static_cast<long long>(v.base_n));
