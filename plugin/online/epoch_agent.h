@@ -16,11 +16,6 @@ void addToEpochAgent(std::shared_ptr<OnlineComm> comm);
 void removeFromEpochAgent(const std::shared_ptr<OnlineComm>& comm);
 void wakeEpochAgent();
 
-// NCCL started this library's profiler role in this process (it does so at communicator init, before
-// any collective): a leader can exist. Without it a rank waits only briefly at a boundary.
-void noteProfilerRoleStarted();
-bool profilerRoleStarted();
-
 // Parses a boundary's record (the same bytes give the same result on every rank), makes it the
 // staged one and frees records past use (record_staging.cpp).
 const StagedRecord* stageRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);

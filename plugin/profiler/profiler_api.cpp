@@ -5,7 +5,6 @@
 
 #include "plugin/guard.h"
 #include "plugin/log.h"
-#include "plugin/online/epoch_agent.h"
 #include "plugin/settings/settings.h"
 #include "plugin/profiler/worker.h"
 

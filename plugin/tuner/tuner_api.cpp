@@ -78,7 +78,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
-  const bool agreed = ranksAgreeOnInputs(*settings, *c->loaded, c->shape, rules);
+  const bool agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->shape, rules);
   if (!agreed) {
     c->table = policy::DecisionTable{};
     c->unverified = policy::DecisionTable{};
