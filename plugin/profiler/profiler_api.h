@@ -14,13 +14,13 @@
 
 namespace dynamiccl::plugin {
 
-// Its commId and link to the communicator's decision log are its DecisionLink (context_registry.h).
-struct ProfilerContext : DecisionLink {
-  ~ProfilerContext() { unregisterProfilerContext(this); }
+struct ProfilerContext {
+  ~ProfilerContext() { unregisterProfilerContext(&link); }
   static constexpr uint64_t kMagic = 0x44796e5072663031ull;  // "DynPrf01": guards against foreign pointers
   uint64_t magic = kMagic;
   int version = 0;
   int rank = -1, nRanks = 0, nNodes = 0;
+  DecisionLink link;  // commId, and the decision log of this communicator's tuner context in this process
   std::array<std::atomic<uint64_t>, kNumCollectives> nextCall{};  // the next decision a Coll start matches
 
   static ProfilerContext* from(void* p) {

@@ -14,12 +14,12 @@
 
 namespace dynamiccl::plugin {
 
-// Its shape and decision log, what the other roles read, are its TunerView (context_registry.h).
-struct TunerContext : TunerView {
+struct TunerContext {
   static constexpr uint64_t kMagic = 0x44796e4943434c31ull;  // "DynICCL1": guards against foreign pointers
   uint64_t magic = kMagic;
   int abiVersion = 0;
   abi::PickRule pickRule = abi::kNewestPickRule;  // NCCL's selection rules for this process (nccl_version.h)
+  TunerView view;  // the communicator's shape and the decision log per call, what the other roles read
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
   policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST
   policy::DecisionTable unverified;  // unverified rules, candidates for in-job verification; never read on the hot path
@@ -33,7 +33,7 @@ struct TunerContext : TunerView {
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
 
-  // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
+  // Online updates (plugin/online/epoch_agent.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
 
   static TunerContext* from(void* p) {
