@@ -51,11 +51,6 @@ void unregisterContext(TunerView* context) {
   v.erase(std::remove(v.begin(), v.end(), context), v.end());
 }
 
-size_t liveContextCount() {
-  std::lock_guard lock(gMutex);
-  return contexts().size();
-}
-
 void forEachContextWithCommId(uint64_t commId, const std::function<void(const TunerView&)>& fn) {
   std::lock_guard lock(gMutex);
   for (TunerView* c : contexts())

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,7 +34,6 @@ void registerContext(TunerView* context);
 void unregisterContext(TunerView* context);
 void registerProfilerContext(DecisionLink* context);
 void unregisterProfilerContext(DecisionLink* context);  // safe for one never registered
-size_t liveContextCount();
 // Calls fn for each live context with this commId (several ranks of one process share a commId).
 void forEachContextWithCommId(uint64_t commId, const std::function<void(const TunerView&)>& fn);
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "plugin/online/online_comm.h"
+#include "plugin/online_comm.h"
 
 namespace dynamiccl::plugin {
 

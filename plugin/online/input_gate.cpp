@@ -8,6 +8,7 @@
 #include "plugin/log.h"
 #include "plugin/online/inputs_check.h"
 #include "plugin/online/online_backend.h"
+#include "plugin/online_contract.h"
 
 namespace dynamiccl::plugin {
 namespace {

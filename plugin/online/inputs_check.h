@@ -46,11 +46,4 @@ InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ",
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
                             int64_t timeout_ms);
 
-// Tuner init's question: may this communicator's ranks act on their profile and learn online? False
-// (NCCL's choices on every rank, online off) when the ranks' inputs differ or some rank's are missing;
-// true when they agree or where nothing can check (a one-rank or id-less communicator, the check
-// off, a multi-node communicator without a backend: said once). Logs one line when false.
-bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
-                        const NcclRules& rules);
-
 }  // namespace dynamiccl::plugin

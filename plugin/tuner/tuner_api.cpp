@@ -5,12 +5,11 @@
 
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
-#include "plugin/tuner/cost_table_edit.h"
-#include "plugin/nccl_version.h"
-#include "plugin/online/inputs_check.h"
-#include "plugin/online/online_start.h"
 #include "plugin/log.h"
+#include "plugin/nccl_version.h"
+#include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
+#include "plugin/tuner/cost_table_edit.h"
 #include "plugin/tuner/tuner_context.h"
 
 namespace dynamiccl::plugin {

@@ -8,7 +8,7 @@
 
 #include "features/features.h"
 #include "plugin/context_registry.h"
-#include "plugin/online/online_comm.h"
+#include "plugin/online_comm.h"
 #include "plugin/tuner/profile_source.h"
 #include "policy/policy.h"
 
@@ -33,7 +33,7 @@ struct TunerContext {
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
 
-  // Online updates (plugin/online/epoch_agent.h); nullptr when off: the static table alone answers.
+  // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
 
   static TunerContext* from(void* p) {

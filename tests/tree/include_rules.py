@@ -8,10 +8,9 @@ the .so; plugin/abi is the leaf that declares NCCL's interface). Outside tests/,
      the module graph has no cycle;
   3. no file includes itself through a chain of other headers (no include cycle);
   4. the plugin's rooms (tuner/, profiler/, online/) include the plugin's root headers (the contracts
-     they share), plugin/abi, plugin/settings and themselves, and no other room, with one direction:
-     tuner may include online (a communicator's tuner init starts its online learning and input
-     check, and its hot path steps the online record; online never reaches back). The root, abi and
-     settings include no room.
+     they share: the decision log, the observation, the online record and the online room's init and
+     finalize calls), plugin/abi, plugin/settings and themselves, never another room. The root, abi
+     and settings include no room.
 Usage: include_rules.py SOURCE_DIR. Prints each violation; exits 1 if there is any."""
 import os
 import re
@@ -20,7 +19,6 @@ import sys
 EXEMPT = ("tests", "bench", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ROOMS = ("tuner", "profiler", "online")
-ROOM_MAY_INCLUDE = {("tuner", "online")}
 
 
 def module(path):
@@ -42,7 +40,7 @@ def room(path):
 
 def room_error(f, inc):
     r, to = room(f), room(inc)
-    if r is None or not to or to == r or (r, to) in ROOM_MAY_INCLUDE:
+    if r is None or not to or to == r:
         return None
     if not r:
         return f"{f}: includes {inc}; the plugin's root, abi and settings include no room"
