@@ -7,7 +7,7 @@
 #include <memory>
 #include <thread>
 
-#include "plugin/profiler/decision_log.h"
+#include "plugin/decision_log.h"
 
 namespace dynamiccl::plugin {
 namespace {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "plugin/context_registry.h"
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
 

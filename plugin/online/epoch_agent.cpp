@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/profiler/observation.h"
+#include "plugin/observation.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -139,13 +139,6 @@ class Agent {
 };
 
 }  // namespace
-
-namespace {
-std::atomic<bool> gProfilerRoleStarted{false};
-}  // namespace
-
-void noteProfilerRoleStarted() { gProfilerRoleStarted.store(true, std::memory_order_relaxed); }
-bool profilerRoleStarted() { return gProfilerRoleStarted.load(std::memory_order_relaxed); }
 
 void addToEpochAgent(std::shared_ptr<OnlineComm> comm) { Agent::instance().add(std::move(comm)); }
 void removeFromEpochAgent(const std::shared_ptr<OnlineComm>& comm) { Agent::instance().remove(comm); }

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "plugin/online/online_comm.h"
+#include "plugin/online_comm.h"
 
 namespace dynamiccl::plugin {
 
@@ -15,11 +15,6 @@ namespace dynamiccl::plugin {
 void addToEpochAgent(std::shared_ptr<OnlineComm> comm);
 void removeFromEpochAgent(const std::shared_ptr<OnlineComm>& comm);
 void wakeEpochAgent();
-
-// NCCL started this library's profiler role in this process (it does so at communicator init, before
-// any collective): a leader can exist. Without it a rank waits only briefly at a boundary.
-void noteProfilerRoleStarted();
-bool profilerRoleStarted();
 
 // Parses a boundary's record (the same bytes give the same result on every rank), makes it the
 // staged one and frees records past use (record_staging.cpp).

@@ -26,7 +26,7 @@ std::string workload(const WorkloadContext& w) {
 
 }  // namespace
 
-std::vector<InputField> decisionInputs(const Settings& s, const LoadedProfile& profile, const CommShape& shape,
+std::vector<InputField> decisionInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                                        const NcclRules& rules) {
   HostSources host = localHostSources();
   host.overrides = s.topo;  // as compileForShape sees the hardware
@@ -45,7 +45,7 @@ std::vector<InputField> decisionInputs(const Settings& s, const LoadedProfile& p
       {"NCCL_PROFILER_PLUGIN", s.profilerIsUs ? "this library" : "not this library"},
       {"DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls)},
       {"DYNAMICCL_EXPLORE_BUDGET", real(s.exploreBudget)},
-      {"profile", profile.sourceDigest},
+      {"profile", profileDigest},
       {"topology", buildFingerprint(shape, host).text()},
       {"DYNAMICCL_WORKLOAD", workload(s.workload)},
   };

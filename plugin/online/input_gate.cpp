@@ -8,6 +8,7 @@
 #include "plugin/log.h"
 #include "plugin/online/inputs_check.h"
 #include "plugin/online/online_backend.h"
+#include "plugin/online_contract.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -28,7 +29,7 @@ std::string whoAmI() {
 
 }  // namespace
 
-bool ranksAgreeOnInputs(const Settings& s, const LoadedProfile& profile, const CommShape& shape,
+bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                         const NcclRules& rules) {
   if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return true;
   if (!hasOnlineBackend(s, shape)) {
@@ -48,7 +49,7 @@ bool ranksAgreeOnInputs(const Settings& s, const LoadedProfile& profile, const C
             id, store.error().c_str());
     return false;
   }
-  const std::string mine = inputsRecord(decisionInputs(s, profile, shape, rules), whoAmI());
+  const std::string mine = inputsRecord(decisionInputs(s, profileDigest, shape, rules), whoAmI());
   const int64_t timeout_ms =
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
   const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms);

@@ -11,7 +11,6 @@
 #include "features/features.h"
 #include "plugin/nccl_version.h"
 #include "plugin/settings/settings.h"
-#include "plugin/tuner/profile_source.h"
 
 namespace dynamiccl::plugin {
 
@@ -22,7 +21,8 @@ struct InputField {
 };
 
 // Everything this rank's decisions for the communicator depend on, in a fixed order (input_fields.cpp).
-std::vector<InputField> decisionInputs(const Settings& s, const LoadedProfile& profile, const CommShape& shape,
+// profileDigest: the profile file's size and hash, "none", or why it could not be read (LoadedProfile).
+std::vector<InputField> decisionInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                                        const NcclRules& rules);
 
 // The record a rank publishes: a header, who it is (not compared), then one "name=value" per line.
@@ -45,12 +45,5 @@ InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ",
 // agree=false with a why also when the store fails this rank (it cannot know what the others chose).
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
                             int64_t timeout_ms);
-
-// Tuner init's question: may this communicator's ranks act on their profile and learn online? False
-// (NCCL's choices on every rank, online off) when the ranks' inputs differ or some rank's are missing;
-// true when they agree or where nothing can check (a one-rank or id-less communicator, the check
-// off, a multi-node communicator without a backend: said once). Logs one line when false.
-bool ranksAgreeOnInputs(const Settings& s, const LoadedProfile& profile, const CommShape& shape,
-                        const NcclRules& rules);
 
 }  // namespace dynamiccl::plugin

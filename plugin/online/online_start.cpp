@@ -1,8 +1,9 @@
-#include "plugin/online/online_start.h"
+#include "plugin/online_contract.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"

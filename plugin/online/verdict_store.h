@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "features/features.h"
+#include "plugin/online_comm.h"
 #include "plugin/settings/settings.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
 
-struct VerdictScope {
-  std::string fingerprint;  // the communicator's hardware (clusterHardwareToJson); "" when not known
-  std::string ncclVersion;
-  int nRanks = 0, nNodes = 0;
-  std::string dbPath;       // "" : the store's per-host default
-  bool record = true;       // DYNAMICCL_RECORD=0: read nothing, write nothing
-};
+// The scope this communicator's verdicts are stored under (VerdictScope: plugin/online_comm.h).
 VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHardware>& declared,
                           const Settings& settings);
 

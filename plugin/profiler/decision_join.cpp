@@ -2,7 +2,7 @@
 
 #include "plugin/context_registry.h"
 #include "plugin/log.h"
-#include "plugin/tuner/tuner_context.h"
+#include "plugin/profiler/profiler_names.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -23,7 +23,7 @@ JoinedDecision joinDecision(const Observation& o) {
   bool anyContext = false, asked = false;
   const int coll = static_cast<int>(o.coll);
   // Every context of one commId decides identically (several ranks of a process share it): any will do.
-  forEachContextWithCommId(o.commId, [&](TunerContext& c) {
+  forEachContextWithCommId(o.commId, [&](const TunerView& c) {
     if (j.join == DecisionJoin::Joined) return;
     anyContext = true;
     if (c.decisions->find(coll, o.seq, o.bytes, &j.decision)) j.join = DecisionJoin::Joined;

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "plugin/profiler/observation.h"
+#include "plugin/observation.h"
 #include "plugin/profiler/worker.h"
 
 namespace dynamiccl::plugin {

@@ -16,6 +16,7 @@
 
 #include "plugin/log.h"
 #include "plugin/nccl_version.h"
+#include "plugin/profiler/profiler_names.h"
 #include "plugin/profiler/worker.h"
 #include "store/store.h"
 

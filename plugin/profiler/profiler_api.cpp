@@ -5,7 +5,6 @@
 
 #include "plugin/guard.h"
 #include "plugin/log.h"
-#include "plugin/online/epoch_agent.h"
 #include "plugin/settings/settings.h"
 #include "plugin/profiler/worker.h"
 
@@ -24,11 +23,11 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   testThrowPoint(Entry::ProfilerInit);
   auto c = std::make_unique<ProfilerContext>();
   c->version = version;
-  c->commId = commId;
+  c->link.commId = commId;
   c->rank = rank;
   c->nRanks = nRanks;
   c->nNodes = nNodes;
-  if (commId != 0) registerProfilerContext(c.get());
+  if (commId != 0) registerProfilerContext(&c->link);
   acquireMeasurementChannel(std::move(settings));
   noteProfilerRoleStarted();
   // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
@@ -63,7 +62,7 @@ void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
 void* profilerStartColl(ProfilerContext& c, CollStart& start) {
   RecordPool* pool = currentRecordPool();
   if (!pool) return nullptr;
-  if (c.commId) start.commId = c.commId;
+  if (c.link.commId) start.commId = c.link.commId;
   if (c.nRanks > 0) {
     start.nRanks = c.nRanks;
     start.nNodes = c.nNodes;
@@ -76,7 +75,7 @@ void* profilerStartColl(ProfilerContext& c, CollStart& start) {
   const bool waitForChannels = c.version >= 4 && (counters.channelsSeen.load(std::memory_order_relaxed) ||
                                                   counters.forcedCompletions.load(std::memory_order_relaxed) < 16);
   start.expectedChannels = waitForChannels ? start.nChannels : 0;
-  if (const DecisionLog* log = c.decisions.load(std::memory_order_acquire)) joinAtStart(c, *log, start);
+  if (const DecisionLog* log = c.link.decisions.load(std::memory_order_acquire)) joinAtStart(c, *log, start);
   return pool->startColl(start);
 }
 

@@ -15,16 +15,12 @@
 namespace dynamiccl::plugin {
 
 struct ProfilerContext {
-  ~ProfilerContext() { unregisterProfilerContext(this); }
+  ~ProfilerContext() { unregisterProfilerContext(&link); }
   static constexpr uint64_t kMagic = 0x44796e5072663031ull;  // "DynPrf01": guards against foreign pointers
   uint64_t magic = kMagic;
   int version = 0;
-  uint64_t commId = 0;  // v4+: NCCL's commHash; v1/v2: taken from each Coll descriptor
   int rank = -1, nRanks = 0, nNodes = 0;
-  // The decision log of this communicator's tuner context in this process, linked at whichever init
-  // comes second (context_registry); read at each Coll start. The shared_ptr keeps it alive.
-  std::atomic<const DecisionLog*> decisions{nullptr};
-  std::shared_ptr<const DecisionLog> decisionsHeld;
+  DecisionLink link;  // commId, and the decision log of this communicator's tuner context in this process
   std::array<std::atomic<uint64_t>, kNumCollectives> nextCall{};  // the next decision a Coll start matches
 
   static ProfilerContext* from(void* p) {

@@ -2,8 +2,6 @@
 
 #include <atomic>
 
-#include "plugin/profiler/observation.h"
-
 namespace dynamiccl::plugin {
 namespace {
 

@@ -22,5 +22,7 @@ Proto protoFromIndex(unsigned proto);
 // v7 kernel variants: a small id per distinct name pointer NCCL passes (its names are static strings),
 // the text copied once on first sight. Lock-free, no allocation; 255 when the table is full, 0 for null.
 uint8_t internKernelVariant(const char* name);
+// The name of a symmetric kernel variant as NCCL spelled it (at most 31 characters); "" for 0 or unknown.
+const char* kernelVariantName(uint8_t id);
 
 }  // namespace dynamiccl::plugin

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "features/features.h"
-#include "plugin/profiler/observation.h"
+#include "plugin/observation.h"
 #include "plugin/profiler/observation_queue.h"
 
 namespace dynamiccl::plugin {

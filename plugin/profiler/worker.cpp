@@ -13,7 +13,6 @@
 #include "plugin/context_registry.h"
 #include "plugin/profiler/decision_join.h"
 #include "plugin/log.h"
-#include "plugin/tuner/tuner_context.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -100,7 +99,7 @@ class ShapeCache {
     auto it = known_.find(o.commId);
     if (it == known_.end()) {
       std::pair<int, int> shape{0, 0};
-      forEachContextWithCommId(o.commId, [&](TunerContext& t) { shape = {t.shape.nRanks, t.shape.nNodes}; });
+      forEachContextWithCommId(o.commId, [&](const TunerView& t) { shape = {t.shape.nRanks, t.shape.nNodes}; });
       if (shape.first <= 0) return;
       it = known_.emplace(o.commId, shape).first;
     }

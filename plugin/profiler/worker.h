@@ -7,12 +7,25 @@
 #include <cstddef>
 #include <memory>
 
-#include "plugin/profiler/decision_log.h"
-#include "plugin/profiler/observation.h"
+#include "plugin/decision_log.h"
+#include "plugin/observation.h"
 #include "plugin/profiler/profiler_records.h"
 #include "plugin/settings/settings.h"
 
 namespace dynamiccl::plugin {
+
+// Process-wide counters of the measurement channel (monotonic since load).
+struct ObservationCounters {
+  uint64_t published = 0;       // observations that entered the queue
+  uint64_t delivered = 0;       // observations handed to sinks
+  uint64_t droppedQueueFull = 0;
+  uint64_t droppedPoolFull = 0; // Coll starts that found no free record
+  uint64_t unknownHandles = 0;  // events whose handle was stale, foreign or already completed
+  uint64_t forcedCompletions = 0;  // records completed by the worker's sweep (missing stop/channels)
+  uint64_t sinkErrors = 0;
+  uint64_t unwritten = 0;       // delivered but lost by the store or log (full disk, lock held, shutdown bound)
+};
+ObservationCounters observationCounters();
 
 // Hot path: the pool of the running channel, or nullptr before the first init / after the last finalize.
 RecordPool* currentRecordPool();

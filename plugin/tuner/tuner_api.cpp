@@ -5,12 +5,11 @@
 
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
-#include "plugin/tuner/cost_table_edit.h"
-#include "plugin/nccl_version.h"
-#include "plugin/online/inputs_check.h"
-#include "plugin/online/online_start.h"
 #include "plugin/log.h"
+#include "plugin/nccl_version.h"
+#include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
+#include "plugin/tuner/cost_table_edit.h"
 #include "plugin/tuner/tuner_context.h"
 
 namespace dynamiccl::plugin {
@@ -32,10 +31,10 @@ void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
 
 void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
   if (!d) {
-    c.decisions->record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
+    c.view.decisions->record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
     return;
   }
-  c.decisions->record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
+  c.view.decisions->record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
                      online ? DecisionSource::Online : DecisionSource::Table);
 }
 
@@ -54,14 +53,14 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->abiVersion = abiVersion;
   const NcclRules rules = resolveNcclRules(*settings);
   c->pickRule = rules.rule;
-  c->shape.commId = commId;
-  c->shape.nRanks = static_cast<int>(nRanks);
-  c->shape.nNodes = static_cast<int>(nNodes);
+  c->view.shape.commId = commId;
+  c->view.shape.nRanks = static_cast<int>(nRanks);
+  c->view.shape.nNodes = static_cast<int>(nNodes);
   if (nvlDomainInfo) {
-    c->shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
-    c->shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
+    c->view.shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
+    c->view.shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
-  policy::PolicyTable compiled = compileForShape(*loaded, c->shape, *settings, rules.versionCode);
+  policy::PolicyTable compiled = compileForShape(*loaded, c->view.shape, *settings, rules.versionCode);
   if (!compiled.refutedRules.empty() && firstTime(loaded->warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
   if (!compiled.otherReleaseRules.empty() && firstTime(loaded->warnedOtherRelease))
     logInfo("%s", compiled.otherReleaseRules.c_str());
@@ -78,7 +77,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
-  const bool agreed = ranksAgreeOnInputs(*settings, *c->loaded, c->shape, rules);
+  const bool agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
   if (!agreed) {
     c->table = policy::DecisionTable{};
     c->unverified = policy::DecisionTable{};
@@ -86,10 +85,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (commId != 0 && agreed)
-    c->online = startOnline(c->shape, c->table, c->unverified, *c->loaded->profile, *settings);
+    c->online = startOnline(c->view.shape, c->table, c->unverified, *c->loaded->profile, *settings);
   if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
     c->online->verdictScope.ncclVersion = ncclVersionText(rules.versionCode);
-  registerContext(c.get());
+  registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;
 }
@@ -137,7 +136,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
   const policy::Decision* d =
       firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,
-                      collNetSupport != 0, c->shape.nNodes);
+                      collNetSupport != 0, c->view.shape.nNodes);
   if (d) {
     if (!d->keepsAlgoProto()) {
       *algorithm = static_cast<int>(d->algo);
@@ -165,7 +164,7 @@ ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int a
 ncclResult_t tunerFinalize(void* context) {
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
-  unregisterContext(c);
+  unregisterContext(&c->view);
   struct Free {  // the context goes even when stopping the online agent throws
     TunerContext* c;
     ~Free() {

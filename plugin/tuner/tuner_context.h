@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "features/features.h"
-#include "plugin/profiler/decision_log.h"
-#include "plugin/online/online_comm.h"
+#include "plugin/context_registry.h"
+#include "plugin/online_comm.h"
 #include "plugin/tuner/profile_source.h"
 #include "policy/policy.h"
 
@@ -19,7 +19,7 @@ struct TunerContext {
   uint64_t magic = kMagic;
   int abiVersion = 0;
   abi::PickRule pickRule = abi::kNewestPickRule;  // NCCL's selection rules for this process (nccl_version.h)
-  CommShape shape;
+  TunerView view;  // the communicator's shape and the decision log per call, what the other roles read
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
   policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST
   policy::DecisionTable unverified;  // unverified rules, candidates for in-job verification; never read on the hot path
@@ -33,11 +33,7 @@ struct TunerContext {
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
 
-  // What was decided per call, for the profiler's join of observations to decisions. Shared: the
-  // profiler contexts of this communicator read it at each Coll start and keep it past our finalize.
-  std::shared_ptr<DecisionLog> decisions = std::make_shared<DecisionLog>();
-
-  // Online updates (plugin/epoch_agent.h); nullptr when off: the static table alone answers.
+  // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
 
   static TunerContext* from(void* p) {

@@ -6,7 +6,11 @@ the .so; plugin/abi is the leaf that declares NCCL's interface). Outside tests/,
   1. another module is included only through its X/X.h;
   2. dependencies point one way: nothing includes plugin (but plugin/abi) or offline from outside;
      the module graph has no cycle;
-  3. no file includes itself through a chain of other headers (no include cycle).
+  3. no file includes itself through a chain of other headers (no include cycle);
+  4. the plugin's rooms (tuner/, profiler/, online/) include the plugin's root headers (the contracts
+     they share: the decision log, the observation, the online record and the online room's init and
+     finalize calls), plugin/abi, plugin/settings and themselves, never another room. The root, abi
+     and settings include no room.
 Usage: include_rules.py SOURCE_DIR. Prints each violation; exits 1 if there is any."""
 import os
 import re
@@ -14,6 +18,7 @@ import sys
 
 EXEMPT = ("tests", "bench", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+ROOMS = ("tuner", "profiler", "online")
 
 
 def module(path):
@@ -23,6 +28,23 @@ def module(path):
     if parts[0] == "offline" and len(parts) > 2:
         return "offline/" + parts[1]
     return parts[0]
+
+
+def room(path):
+    """The plugin room of a path; "" for the plugin's root, abi and settings; None outside plugin/."""
+    parts = path.split("/")
+    if parts[0] != "plugin":
+        return None
+    return parts[1] if len(parts) > 2 and parts[1] in ROOMS else ""
+
+
+def room_error(f, inc):
+    r, to = room(f), room(inc)
+    if r is None or not to or to == r:
+        return None
+    if not r:
+        return f"{f}: includes {inc}; the plugin's root, abi and settings include no room"
+    return f"{f}: includes {inc}; the {r} room includes the plugin's root contracts, abi, settings and itself, not {to}"
 
 
 def umbrella(mod):
@@ -78,6 +100,9 @@ def check(root):
         for inc in incs:
             if "/" not in inc:
                 continue
+            e = room_error(f, inc)
+            if e:
+                errors.append(e)
             n = module(inc)
             if n == m:
                 continue

@@ -1,5 +1,6 @@
 // Online updates of one communicator: the table version in force (swapped only at epoch
-// boundaries, by the hot path itself) and what the epoch agent prepared for the next boundary.
+// boundaries, by the hot path itself) and what the epoch agent prepared for the next boundary. The
+// record the tuner and online rooms share: the tuner's hot path steps it, online/ prepares it.
 #pragma once
 
 #include <array>
@@ -7,14 +8,23 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "coord/coord.h"
 #include "plugin/abi/abi.h"
-#include "plugin/online/verdict_store.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
+
+// Where in-job verification's verdicts are stored and read (online/verdict_store.h).
+struct VerdictScope {
+  std::string fingerprint;  // the communicator's hardware (clusterHardwareToJson); "" when not known
+  std::string ncclVersion;
+  int nRanks = 0, nNodes = 0;
+  std::string dbPath;       // "" : the store's per-host default
+  bool record = true;       // DYNAMICCL_RECORD=0: read nothing, write nothing
+};
 
 // What a boundary's record says, parsed once (the same bytes give the same result on every rank).
 struct StagedRecord {
@@ -58,7 +68,7 @@ struct OnlineComm {
   VerdictScope verdictScope;
 };
 
-// Slow paths of the hot path (plugin/epoch_agent.cpp); each runs at most once per epoch.
+// Slow paths of the hot path (online/boundary_wait.cpp); each runs at most once per epoch.
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary);
 void ensurePublished(OnlineComm& s, uint64_t boundary);
 

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "features/features.h"
-#include "plugin/profiler/decision_log.h"
+#include "plugin/decision_log.h"
 
 namespace dynamiccl::plugin {
 
@@ -45,9 +45,6 @@ struct Observation {
 };
 static_assert(sizeof(Observation) <= 112, "the queue's element: keep it unpadded");
 
-// The name of a symmetric kernel variant as NCCL spelled it (at most 31 characters); "" for 0 or unknown.
-const char* kernelVariantName(uint8_t id);
-
 // A sink gets batches of observations on the worker thread, in completion order. It must not block
 // for long (it delays every other sink), must not throw (exceptions are caught and counted) and must
 // not register/unregister sinks itself. After unregisterObservationSink returns it is never called again.
@@ -57,18 +54,5 @@ using ObservationSink = std::function<void(const Observation* observations, size
 // Returns an id for unregisterObservationSink. Safe from any thread, at any time (not the hot path).
 int registerObservationSink(ObservationSink sink);
 void unregisterObservationSink(int id);
-
-// Process-wide counters of the measurement channel (monotonic since load).
-struct ObservationCounters {
-  uint64_t published = 0;       // observations that entered the queue
-  uint64_t delivered = 0;       // observations handed to sinks
-  uint64_t droppedQueueFull = 0;
-  uint64_t droppedPoolFull = 0; // Coll starts that found no free record
-  uint64_t unknownHandles = 0;  // events whose handle was stale, foreign or already completed
-  uint64_t forcedCompletions = 0;  // records completed by the worker's sweep (missing stop/channels)
-  uint64_t sinkErrors = 0;
-  uint64_t unwritten = 0;       // delivered but lost by the store or log (full disk, lock held, shutdown bound)
-};
-ObservationCounters observationCounters();
 
 }  // namespace dynamiccl::plugin

@@ -1,0 +1,33 @@
+// What a communicator's tuner init and finalize call of the online room (defined in online/): the
+// ranks' input check, and the start and stop of online learning. Init/finalize only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "features/features.h"
+#include "plugin/nccl_version.h"
+#include "plugin/online_comm.h"
+#include "plugin/settings/settings.h"
+#include "policy/policy.h"
+
+namespace dynamiccl::plugin {
+
+// May this communicator's ranks act on their profile and learn online? False (NCCL's choices on
+// every rank, online off) when the ranks' inputs differ or some rank's are missing; true when they
+// agree or where nothing can check (a one-rank or id-less communicator, the check off, a multi-node
+// communicator without a backend: said once). Logs one line when false (online/input_gate.cpp).
+// profileDigest: the profile file's size and hash, "none", or why it could not be read (LoadedProfile).
+bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
+                        const NcclRules& rules);
+
+// nullptr when neither online updates nor in-job verification run for this communicator (the reason
+// is logged once). unverified: the candidates verification tests against NCCL's default; profile:
+// its hardware is part of the scope verdicts are stored under, and its learned network is
+// re-evaluated with the leader's recent timings (online/online_start.cpp).
+std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
+                                        const policy::DecisionTable& unverified, const policy::Profile& profile,
+                                        const Settings& settings);
+void stopOnline(const std::shared_ptr<OnlineComm>& comm);
+
+}  // namespace dynamiccl::plugin

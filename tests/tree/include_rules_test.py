@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""include_rules.py catches a plugin room including another, on a small tree made for it, and passes
+the real tree. Usage: include_rules_test.py SOURCE_DIR (run by ctest as include_rules_test)."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import include_rules  # noqa: E402
+
+SOURCE_DIR = "."
+
+
+def tree(files):
+    """A temporary source tree holding files, {path: text}; checked, then removed."""
+    with tempfile.TemporaryDirectory() as root:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+            with open(os.path.join(root, path), "w", encoding="utf-8") as f:
+                f.write(text)
+        return include_rules.check(root)[0]
+
+
+def including(path, header):
+    """A tree where path includes header, both present."""
+    return tree({path: f'#include "{header}"\n', header: "#pragma once\n"})
+
+
+class PluginRooms(unittest.TestCase):
+    def test_tuner_including_profiler_or_online_is_reported(self):
+        for header in ["plugin/profiler/y.h", "plugin/online/y.h"]:
+            with self.subTest(header=header):
+                errors = including("plugin/tuner/x.cpp", header)
+                self.assertEqual(len(errors), 1)
+                self.assertIn(f"plugin/tuner/x.cpp: includes {header}", errors[0])
+
+    def test_other_rooms_reaching_across_are_reported(self):
+        for path, header in [("plugin/profiler/x.cpp", "plugin/tuner/y.h"),
+                             ("plugin/profiler/x.cpp", "plugin/online/y.h"),
+                             ("plugin/online/x.cpp", "plugin/tuner/y.h"),
+                             ("plugin/online/x.cpp", "plugin/profiler/y.h"),
+                             ("plugin/x.cpp", "plugin/tuner/y.h"),
+                             ("plugin/settings/x.cpp", "plugin/online/y.h")]:
+            with self.subTest(path=path, header=header):
+                errors = including(path, header)
+                self.assertEqual(len(errors), 1)
+                self.assertIn(f"{path}: includes {header}", errors[0])
+
+    def test_contracts_abi_settings_and_own_room_pass(self):
+        for path in ["plugin/tuner/x.cpp", "plugin/profiler/x.cpp", "plugin/online/x.cpp"]:
+            for header in ["plugin/decision_log.h", "plugin/observation.h", "plugin/online_comm.h",
+                           "plugin/online_contract.h", "plugin/abi/abi.h", "plugin/settings/settings.h",
+                           path.rsplit("/", 1)[0] + "/z.h"]:
+                with self.subTest(path=path, header=header):
+                    self.assertEqual(including(path, header), [])
+
+    def test_real_tree_passes(self):
+        errors, n = include_rules.check(SOURCE_DIR)
+        self.assertEqual(errors, [])
+        self.assertGreater(n, 100)
+
+
+if __name__ == "__main__":
+    SOURCE_DIR = sys.argv.pop(1) if len(sys.argv) > 1 else "."
+    unittest.main()
