@@ -73,7 +73,6 @@ std::string listOrNone(const std::vector<std::string>& machines) {
 
 // What the fit will see: machines, rows and where they come from.
 void printRows(const TrainCmdOptions& o, const train::TrainReport& r) {
-  for (const std::string& m : r.unusableMachines) std::cerr << "skipping preset " << m << "\n";
   std::printf("machines: train %s\n          held out %s\n", train::machineList(r.trained).c_str(),
               listOrNone(r.heldOut).c_str());
   if (!o.noConfidence)
@@ -169,6 +168,7 @@ int run(const TrainCmdOptions& o) {
     std::fflush(stdout);
   };
   const train::TrainReport report = train::runTrainPlan(*plan);
+  for (const std::string& m : report.unusableMachines) std::cerr << "skipping preset " << m << "\n";
   printConfidence(report);
   printHeldOut(report);
   if (report.failure != train::TrainFailure::None) {

@@ -23,7 +23,7 @@ std::string countsLine(const std::string& what, size_t a, size_t b) {
 }
 
 // The demo's plan: its own machine (and the replayed dataset's) held out, the default calibration
-// machines, rollouts only where not quick, the store and other machines' measurements when given.
+// machines but its own, a smaller budget with --quick, the store and other machines' measurements when given.
 train::TrainPlan planOf(const DemoOptions& o, const std::string& outDir, std::vector<std::string> holdOut) {
   train::TrainPlan plan;
   plan.holdOut = std::move(holdOut);
