@@ -1,5 +1,5 @@
-// Clusters as data: a platform file written here is what the simulator, replay, the dataset mapping
-// and the `dynamiccl` command (sim, replay, demo) then use; unknown systems are counted and named;
+// Clusters as data: a platform file written here is what the simulator, replay, the dataset mapping,
+// training's machines and the `dynamiccl` command (sim, replay, demo, policy-eval) then use; unknown systems are counted and named;
 // a malformed file is refused with a message naming the file and the problem.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,8 @@
 
 #include "offline/platforms/platforms.h"
 #include "offline/sim/sim.h"
+#include "offline/train/train.h"
+#include "policy_weights_fixture.h"
 
 namespace fs = std::filesystem;
 using namespace dynamiccl;
@@ -163,9 +165,12 @@ TEST_F(PlatformsTest, AMalformedFileIsRefusedWithAClearMessage) {
       {"wrong-version.json", R"({"format": "dynamiccl-platform", "version": 2, "name": "x", "topology": {}})"},
       {"path-dataset.json",
        R"({"format": "dynamiccl-platform", "version": 1, "name": "x", "topology": {}, "calibration": {"dataset": "../x", "group": ""}})"},
+      {"no-train-nodes.json", R"({"format": "dynamiccl-platform", "version": 1, "name": "x", "topology": {}, "train": {"nodes": []}})"},
+      {"train-key.json", R"({"format": "dynamiccl-platform", "version": 1, "name": "x", "topology": {}, "train": {"nodes": [2], "gpus": 8}})"},
   };
   const char* expected[] = {"not a JSON object", "unknown key \"colour\"", "\"topology\" is required",
-                            "gpusPerNode must be >= 1", "\"version\" must be 1", "no path"};
+                            "gpusPerNode must be >= 1", "\"version\" must be 1", "no path",
+                            "\"nodes\" must be a non-empty array", "\"train\": unknown key \"gpus\""};
   for (size_t i = 0; i < std::size(bad); ++i) {
     const std::string file = write(bad[i].first, bad[i].second);
     auto p = platforms::loadPlatformFile(file);
@@ -194,6 +199,13 @@ TEST_F(PlatformsTest, AMalformedFileIsRefusedWithAClearMessage) {
   auto again = platforms::platformFromJson(platforms::platformToJson(good.value()));
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(platforms::platformToJson(again.value()), platforms::platformToJson(good.value()));
+  auto trained = platforms::platformFromJson(
+      R"({"format": "dynamiccl-platform", "version": 1, "name": "x", "topology": {}, "train": {"nodes": [2, 8], "order": 3}})");
+  ASSERT_TRUE(trained.ok()) << trained.error();
+  auto trainedAgain = platforms::platformFromJson(platforms::platformToJson(trained.value()));
+  ASSERT_TRUE(trainedAgain.ok() && trainedAgain->train) << platforms::platformToJson(trained.value());
+  EXPECT_EQ(trainedAgain->train->nodes, (std::vector<int>{2, 8}));
+  EXPECT_EQ(trainedAgain->train->order, 3);
 }
 
 TEST_F(PlatformsTest, TheCommandsTakeAPlatformFile) {
@@ -229,6 +241,51 @@ TEST_F(PlatformsTest, TheCommandsTakeAPlatformFile) {
   const std::string broken = write("broken.json", R"({"format": "dynamiccl-platform", "version": 1, "name": "x"})");
   ASSERT_NE(dynamiccl("sim --platform '" + broken + "' --preset dgx-h100", out), 0) << out;
   EXPECT_NE(out.find(broken + ": \"topology\" is required"), std::string::npos) << out;
+}
+
+
+// A cluster trained on: its file marks it with "train", at two node counts.
+constexpr const char* kTrainedPlatform = R"({
+  "format": "dynamiccl-platform",
+  "version": 1,
+  "name": "test-t9",
+  "description": "a made-up cluster trained on, for platforms_test",
+  "source": "none: test data",
+  "systems": ["TestGPU-T9"],
+  "calibration": {"dataset": "h100-ib-cluster-xxrjun", "group": "H100"},
+  "train": {"nodes": [2, 4]},
+  "topology": {"computeCap": 90, "gpusPerNode": 8, "nvlink": true, "nvswitch": true,
+               "nvlinkBwPerGpu_GBps": 450.0, "pcieBw_GBps": 50.0, "nicsPerNode": 4, "nicBw_GBps": 50.0}
+})";
+
+TEST_F(PlatformsTest, AFileMarkedForTrainingIsTrainedOnAndEvaluated) {
+  const std::string file = write("test-t9.json", kTrainedPlatform);
+  EXPECT_TRUE(train::presetsMatching({"test-t9"}, true).empty());
+  ASSERT_TRUE(platforms::addPlatformFiles({file}).ok());
+  // Its machines join the training list after the built-in ones (it names no order).
+  const auto all = train::presetTopologies();
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_EQ(all[all.size() - 2].name, "test-t9x2");
+  EXPECT_EQ(all.back().name, "test-t9x4");
+  EXPECT_EQ(all.back().nRanks(), 32);
+  const auto matching = train::presetsMatching({"test-t9"}, true);
+  ASSERT_EQ(matching.size(), 2u);
+  auto sys = train::SimSystem::make(matching.front());
+  ASSERT_TRUE(sys.ok()) << sys.error();
+  EXPECT_EQ(train::simPresetOf(sys->topology()), "test-t9");
+  EXPECT_TRUE(sys->calibration().starts_with("h100-ib-cluster-xxrjun")) << sys->calibration();
+  for (const auto& t : train::presetsMatching({"h800"}, false)) EXPECT_NE(t.name, "h800x4");  // the built-ins stay
+
+  // policy-eval evaluates on it by name, given the file.
+  const std::string profile = write("learned.json", R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)" +
+                                                        policy::policyWeightsToJson(fixture::randomPolicyWeights(1)) + "}");
+  std::string out;
+  ASSERT_EQ(dynamiccl("policy-eval '" + profile + "' --platform '" + file + "' --presets test-t9 --no-tpe --no-replay", out), 0)
+      << out;
+  EXPECT_NE(out.find("test-t9x2"), std::string::npos) << out;
+  EXPECT_NE(out.find("test-t9x4"), std::string::npos) << out;
+  ASSERT_NE(dynamiccl("policy-eval '" + profile + "' --presets test-t9 --no-tpe --no-replay", out), 0) << out;
+  EXPECT_NE(out.find("no preset matches"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -48,6 +48,22 @@ TEST(Rollouts, HoldingOutAPrefixRemovesThoseMachines) {
   for (const auto& t : train::presetTopologies()) EXPECT_TRUE(train::SimSystem::make(t).ok()) << t.name;
 }
 
+TEST(Rollouts, TheTrainingMachinesAreThePlatformFilesMarkedForTraining) {
+  // Their order is the rollouts' order, so it shapes the learned weights: the files keep it.
+  std::vector<std::string> names;
+  for (const auto& t : train::presetTopologies()) names.push_back(t.name);
+  const std::vector<std::string> expected = {
+      "dgx-a100x1",  "dgx-a100x2",  "dgx-a100x4",  "dgx-h100x1",       "dgx-h100x2",       "dgx-h100x4",
+      "dgx-h100x8",  "h800x2",      "h800x4",      "h800x8",           "l40s-pcie-4x1",    "l40s-pcie-4x2",
+      "gh200-slingshotx2", "gh200-slingshotx8", "gb200-nvl72x3", "gb200-nvl72x18", "dgx-b200x2", "gcp-a3megax2"};
+  EXPECT_EQ(names, expected);
+  auto gb200 = train::findPreset("gb200-nvl72x18");
+  ASSERT_TRUE(gb200.has_value());
+  EXPECT_EQ(gb200->nNodes, 18);
+  EXPECT_EQ(train::simPresetOf(*gb200), "gb200-nvl72");
+  EXPECT_FALSE(train::findPreset("dgx-h200x2").has_value());  // a platform without "train" is not trained on
+}
+
 TEST(StoreSamples, ReadsObservationsWithImportanceWeights) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("dynamiccl-train-" + std::to_string(::getpid()) + ".db")).string();

@@ -19,6 +19,7 @@
 #include "offline/demo/demo.h"
 #include "offline/eval/eval.h"
 #include "offline/cli/commands.h"
+#include "offline/cli/platform_option.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
 #include "offline/platforms/platforms.h"
@@ -335,6 +336,7 @@ void addPolicyEvalCommand(CLI::App& app) {
                             ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--no-guard", o->noGuard, "apply the network's choices without the guard (as before the guard)")
       ->excludes(margin);
+  addPlatformOption(cmd);  // a platform file marked for training adds machines to --presets
   cmd->callback([o] {
     if (int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -24,6 +24,15 @@ struct CalibrationSource {
   std::string group;
 };
 
+// A platform trained on (`dynamiccl train`, the demo, `policy-eval`): its machines are the platform at
+// each node count, named "<platform>x<nodes>" ("dgx-h100x2").
+struct TrainingMachines {
+  std::vector<int> nodes;
+  // Place in the list of training machines, smaller first; none: after those with one, in registry
+  // order. The list's order is the order of the rollouts, so it shapes what is learned.
+  std::optional<int> order;
+};
+
 struct Platform {
   std::string name;
   std::string description;
@@ -31,11 +40,13 @@ struct Platform {
   model::Topology topology;           // one node (nNodes 1); topology.name is the platform's name
   std::vector<std::string> systems;   // a dataset row whose system string contains one of these is this platform
   std::optional<CalibrationSource> calibration;  // nullopt: the simulator's default parameters
+  std::optional<TrainingMachines> train;         // nullopt: not trained on
   std::string file;                   // where it was read ("" when parsed from text)
 };
 
 // {"format": "dynamiccl-platform", "version": 1, "name", "description", "source", "systems": [...],
-//  "calibration": {"dataset", "group"} | null, "topology": {model::Topology's fields but name and nNodes}}.
+//  "calibration": {"dataset", "group"} | null, "train": {"nodes": [...], "order"} (optional),
+//  "topology": {model::Topology's fields but name and nNodes}}.
 // Unknown keys, wrong types and impossible topologies are errors naming the key.
 Expected<Platform> platformFromJson(std::string_view text);
 std::string platformToJson(const Platform& p);

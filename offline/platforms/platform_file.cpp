@@ -43,6 +43,31 @@ Expected<std::optional<CalibrationSource>> calibrationSource(const json& j) {
   return std::optional<CalibrationSource>(c);
 }
 
+// The most nodes a training machine may have: a rollout simulates every configuration at each key.
+constexpr int kMaxTrainingNodes = 512;
+
+Expected<TrainingMachines> trainingMachines(const json& j) {
+  if (!j.is_object()) return makeError("\"train\" must be {\"nodes\": [...], \"order\": ...}");
+  TrainingMachines t;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "nodes") {
+      if (!v.is_array() || v.empty()) return makeError("\"train\": \"nodes\" must be a non-empty array of node counts");
+      for (const json& n : v) {
+        if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxTrainingNodes)
+          return makeError("\"train\": \"nodes\" entries must be integers 1.." + std::to_string(kMaxTrainingNodes));
+        t.nodes.push_back(n.get<int>());
+      }
+    } else if (key == "order") {
+      if (!v.is_number_integer()) return makeError("\"train\": \"order\" must be an integer");
+      t.order = v.get<int>();
+    } else {
+      return makeError("\"train\": unknown key \"" + key + "\"");
+    }
+  }
+  if (t.nodes.empty()) return makeError("\"train\": \"nodes\" is required");
+  return t;
+}
+
 }  // namespace
 
 Expected<Platform> platformFromJson(std::string_view text) {
@@ -68,6 +93,10 @@ Expected<Platform> platformFromJson(std::string_view text) {
       auto c = calibrationSource(v);
       if (!c) return makeError(c.error());
       p.calibration = std::move(*c);
+    } else if (key == "train") {
+      auto t = trainingMachines(v);
+      if (!t) return makeError(t.error());
+      p.train = std::move(*t);
     } else if (key == "topology") {
       if (!v.is_object()) return makeError("\"topology\" must be an object");
       // The platform names the topology; the node count is each run's (--nodes).
@@ -99,6 +128,10 @@ std::string platformToJson(const Platform& p) {
   j["systems"] = p.systems;
   if (p.calibration) j["calibration"] = {{"dataset", p.calibration->dataset}, {"group", p.calibration->group}};
   else j["calibration"] = nullptr;
+  if (p.train) {
+    j["train"] = {{"nodes", p.train->nodes}};
+    if (p.train->order) j["train"]["order"] = *p.train->order;
+  }
   auto topo = nlohmann::ordered_json::parse(sim::topologyToJson(p.topology));
   topo.erase("name");
   topo.erase("nNodes");

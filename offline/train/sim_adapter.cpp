@@ -2,6 +2,7 @@
 #include "offline/train/sim_adapter.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -12,28 +13,31 @@
 namespace dynamiccl::train {
 namespace {
 
-struct Machine {
-  const char* preset;
-  int nodes;
-};
-// Training and held-out machines; h800 (14:1 NVLink:NIC) is the usual hold-out.
-constexpr Machine kMachines[] = {
-    {"dgx-a100", 1},        {"dgx-a100", 2},       {"dgx-a100", 4},    {"dgx-h100", 1}, {"dgx-h100", 2},
-    {"dgx-h100", 4},        {"dgx-h100", 8},       {"h800", 2},        {"h800", 4},     {"h800", 8},
-    {"l40s-pcie-4", 1},     {"l40s-pcie-4", 2},    {"gh200-slingshot", 2}, {"gh200-slingshot", 8},
-    {"gb200-nvl72", 3},     {"gb200-nvl72", 18},   {"dgx-b200", 2},    {"gcp-a3mega", 2},
-};
+std::string machineName(const platforms::Platform& p, int nodes) { return p.name + "x" + std::to_string(nodes); }
 
-std::string machineName(const Machine& m) { return std::string(m.preset) + "x" + std::to_string(m.nodes); }
+// The platforms whose file marks them for training, in their order (stable: registry order among equals).
+std::vector<const platforms::Platform*> trainingPlatforms(const platforms::Registry& registry) {
+  std::vector<const platforms::Platform*> out;
+  for (const platforms::Platform& p : registry.all())
+    if (p.train) out.push_back(&p);
+  std::stable_sort(out.begin(), out.end(), [](const platforms::Platform* a, const platforms::Platform* b) {
+    return a->train->order.value_or(INT_MAX) < b->train->order.value_or(INT_MAX);
+  });
+  return out;
+}
 
 }  // namespace
 
 std::vector<model::Topology> presetTopologies() {
+  auto registry = platforms::registry();
+  if (!registry) return {};
   std::vector<model::Topology> out;
-  for (const Machine& m : kMachines)
-    if (auto t = sim::preset(m.preset, m.nodes)) {
-      t->name = machineName(m);
-      out.push_back(*t);
+  for (const platforms::Platform* p : trainingPlatforms(**registry))
+    for (int nodes : p->train->nodes) {
+      model::Topology t = p->topology;
+      t.nNodes = nodes;
+      t.name = machineName(*p, nodes);
+      out.push_back(std::move(t));
     }
   return out;
 }
@@ -55,8 +59,10 @@ std::vector<model::Topology> presetsMatching(const std::vector<std::string>& pre
 }
 
 std::string simPresetOf(const model::Topology& topo) {
-  for (const Machine& m : kMachines)
-    if (topo.name == machineName(m)) return m.preset;
+  if (auto registry = platforms::registry())
+    for (const platforms::Platform* p : trainingPlatforms(**registry))
+      for (int nodes : p->train->nodes)
+        if (topo.name == machineName(*p, nodes)) return p->name;
   return topo.name;  // a sim/ preset itself (replay shapes carry the preset's name)
 }
 

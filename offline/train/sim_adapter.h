@@ -16,7 +16,8 @@
 
 namespace dynamiccl::train {
 
-// Named machines: "<sim preset>x<nodes>" ("dgx-h100x2"). h800 is the 14:1 NVLink:NIC cluster.
+// Named machines, "<platform>x<nodes>" ("dgx-h100x2"): every platform whose file has "train", at the
+// node counts it names, in its "order" (offline/platforms/README.md). h800 is the 14:1 NVLink:NIC cluster.
 std::vector<model::Topology> presetTopologies();
 std::optional<model::Topology> findPreset(const std::string& name);
 // Presets whose name starts with one of the prefixes (e.g. "h800" -> every H800 size).

@@ -14,6 +14,8 @@
 #include "offline/train/proposer_eval.h"
 #include "offline/train/replay_eval.h"
 #include "offline/train/sim_adapter.h"
+#include "offline/train/fit_options.h"
+#include "offline/train/train_recipe.h"
 
 namespace dynamiccl::train {
 
@@ -21,22 +23,6 @@ namespace dynamiccl::train {
 // not built or not installed).
 Status loadTorchModule();
 bool torchAvailable();  // loadTorchModule() succeeded
-
-struct TrainOptions {
-  int epochs = 12;
-  int batchSize = 256;
-  double learningRate = 3e-3;
-  int gruHidden = 8;
-  std::vector<int> mlpHidden = {64, 64};
-  int threads = 2;
-  uint64_t seed = 1;
-};
-
-struct EpochStats {
-  int epoch = 0;
-  double trainLoss = 0, validationLoss = 0, heldOutLoss = 0;  // weighted MSE of standardized log latency
-  double seconds = 0;
-};
 
 // Log-latency regression with importance weights; returns the weights ready to export.
 Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
