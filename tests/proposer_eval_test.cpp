@@ -1,5 +1,7 @@
 // The proposer figures: how soon an order of configurations reaches the measured best at each key.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <unistd.h>
 
 #include <filesystem>
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "offline/train/measured_data.h"
+#include "offline/train/proposer_kinds.h"
 #include "offline/train/proposer_eval.h"
 
 namespace dynamiccl::train {
@@ -49,6 +52,38 @@ TEST(ProposerEval, CountsTrialsUntilTheMeasuredBestAndHitsAtOneAndThree) {
   EXPECT_EQ(wrong.trials, 2);
   EXPECT_EQ(wrong.trials, wrong.everyArm);
   EXPECT_NE(describeProposer(wrong).find("top-1   0/1"), std::string::npos) << describeProposer(wrong);
+}
+
+// The kinds policy-eval --proposers evaluates, in one list: NCCL's cost order first (the yardstick),
+// each name once, the learned network the one kind that needs a network and says why it has none.
+TEST(ProposerEval, EveryKindInOneListWithNcclsOrderFirst) {
+  const auto& kinds = proposerKinds();
+  ASSERT_GE(kinds.size(), 3u);
+  EXPECT_EQ(kinds.front().name, "NCCL's cost order");
+  std::set<std::string> names;
+  int needNetwork = 0;
+  for (const ProposerKind& k : kinds) {
+    EXPECT_TRUE(names.insert(k.name).second) << k.name << " twice";
+    needNetwork += k.needsNetwork;
+  }
+  EXPECT_EQ(needNetwork, 1);
+  const OneKey key;
+  auto data = loadReplayData(key.path.string());
+  ASSERT_TRUE(data.ok()) << data.error();
+  ProposerInputs none;
+  none.simulatorFor = [](const sim::Shape&) -> const sim::Simulator* { return nullptr; };
+  none.networkMissing = "no LibTorch here";
+  for (const ProposerKind& k : kinds) {
+    std::string why;
+    const auto order = k.order(none, why);
+    if (k.needsNetwork) {
+      EXPECT_FALSE(order) << k.name << " proposed without its network";
+      EXPECT_NE(why.find("no LibTorch here"), std::string::npos) << why;
+    } else {
+      ASSERT_TRUE(order) << k.name << ": " << why;
+      EXPECT_EQ(evaluateProposer(k.name, *data, *order).keys, 1) << k.name;
+    }
+  }
 }
 
 }  // namespace

@@ -212,6 +212,27 @@ std::function<const sim::Simulator*(const sim::Shape&)> calibratedSimulators() {
   };
 }
 
+// The network trained on simulator rollouts and the other datasets' measurements, never on this one's
+// machine (the demo's training plan); none, and why, when it cannot be trained here.
+void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>& files, const sim::ReplayData& data,
+                         train::ProposerInputs& in) {
+  demo::DemoOptions d;
+  d.data = csv;
+  d.preset = data.shapes.front()->topology.name;
+  for (const std::string& other : files)
+    if (other != csv) d.trainData.push_back(other);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dynamiccl-proposers-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const demo::LearnedProfile learned = demo::trainProfile(d, dir.string());
+  if (auto p = learned.trained ? policy::loadProfileFile(learned.profilePath) : Expected<policy::Profile>(makeError(learned.skipped)))
+    in.network = p->network, in.networkMissing = p->network ? "" : "no network";
+  else
+    in.networkMissing = p.error();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 // Leave one machine out: per dataset with forced sweeps, a network trained on simulator rollouts and
 // the other datasets' measurements, never on this one's, ranks what to measure at its keys.
 int runProposers(const PolicyEvalOptions& o) {
@@ -219,52 +240,47 @@ int runProposers(const PolicyEvalOptions& o) {
   if (files.empty()) files.push_back(demo::embeddedDataset());
   std::printf("== proposers, leave one machine out (measured: the dataset's medians say what is best; a configuration "
               "within 1%% of the best counts as the best; trials: alternatives measured until the best was)\n");
-  train::ProposerFigures total[3];
-  const char* names[3] = {"NCCL's cost order", "simulator (calibrated)", "learned network"};
+  const std::vector<train::ProposerKind>& kinds = train::proposerKinds();
+  std::vector<train::ProposerFigures> total(kinds.size());
   for (const std::string& csv : files) {
     auto data = train::loadReplayData(csv, o.measuredOn);
     if (!data) {
       std::printf("%s: not read: %s\n", csv.c_str(), data.error().c_str());
       continue;
     }
-    const train::ProposerFigures nccl = train::evaluateProposer(names[0], *data, train::ncclCostOrder());
-    if (nccl.keys == 0) {
+    if (train::evaluateProposer(kinds.front().name, *data, train::ncclCostOrder()).keys == 0) {
       std::printf("%s: no key has NCCL's default and a forced configuration measured: nothing to rank\n", csv.c_str());
       continue;
     }
     std::printf("-- %s (%s)\n", csv.c_str(), data->shapes.front()->system.substr(0, 48).c_str());
-    demo::DemoOptions d;
-    d.data = csv;
-    d.preset = data->shapes.front()->topology.name;
-    for (const std::string& other : files)
-      if (other != csv) d.trainData.push_back(other);
-    namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / ("dynamiccl-proposers-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const demo::LearnedProfile learned = demo::trainProfile(d, dir.string());
-    const train::ProposerFigures sim = train::evaluateProposer(names[1], *data, train::simulatorOrder(calibratedSimulators()));
-    std::vector<train::ProposerFigures> figs{nccl, sim};
-    if (auto p = learned.trained ? policy::loadProfileFile(learned.profilePath) : Expected<policy::Profile>(makeError(learned.skipped));
-        p && p->network)
-      figs.push_back(train::evaluateProposer(names[2], *data, train::networkOrder(p->network)));
-    else
-      std::printf("   learned network: not trained (%s)\n", p ? "no network" : p.error().c_str());
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    for (size_t i = 0; i < figs.size(); ++i) {
-      std::printf("   %s\n", train::describeProposer(figs[i]).c_str());
-      total[i].proposer = figs[i].proposer;
-      total[i].keys += figs[i].keys, total[i].bestIsDefault += figs[i].bestIsDefault, total[i].top1 += figs[i].top1;
-      total[i].top3 += figs[i].top3, total[i].trials += figs[i].trials, total[i].everyArm += figs[i].everyArm;
+    train::ProposerInputs inputs;
+    inputs.simulatorFor = calibratedSimulators();
+    for (const train::ProposerKind& k : kinds)
+      if (k.needsNetwork && !inputs.network && inputs.networkMissing.empty()) trainHeldOutNetwork(csv, files, *data, inputs);
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      std::string whyNot;
+      const auto order = kinds[i].order(inputs, whyNot);
+      if (!order) {
+        std::printf("   %s: %s\n", kinds[i].name.c_str(), whyNot.c_str());
+        continue;
+      }
+      const train::ProposerFigures f = train::evaluateProposer(kinds[i].name, *data, *order);
+      std::printf("   %s\n", train::describeProposer(f).c_str());
+      total[i].proposer = f.proposer;
+      total[i].keys += f.keys, total[i].bestIsDefault += f.bestIsDefault, total[i].top1 += f.top1;
+      total[i].top3 += f.top3, total[i].trials += f.trials, total[i].everyArm += f.everyArm;
     }
   }
   std::printf("-- all machines, each held out of the network's training\n");
   for (const train::ProposerFigures& t : total)
     if (t.keys) std::printf("   %s\n", train::describeProposer(t).c_str());
-  if (total[2].keys && total[2].trials > total[0].trials)
+  const train::ProposerFigures* network = nullptr;  // the learned network's (the kind that trains one)
+  for (size_t i = 0; i < kinds.size(); ++i)
+    if (kinds[i].needsNetwork) network = &total[i];
+  if (network && network->keys && network->trials > total[0].trials)
     std::printf("   the network finds the best later than NCCL's cost order here: in-job verification keeps NCCL's order "
                 "as its prior (docs/ONLINE.md)\n");
-  else if (total[2].keys)
+  else if (network && network->keys)
     std::printf("   the network finds the best no later than NCCL's cost order here\n");
   return 0;
 }

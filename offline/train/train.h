@@ -12,6 +12,7 @@
 #include "offline/train/measured_data.h"
 #include "offline/train/policy_eval.h"
 #include "offline/train/proposer_eval.h"
+#include "offline/train/proposer_kinds.h"
 #include "offline/train/replay_eval.h"
 #include "offline/train/sim_adapter.h"
 #include "offline/train/fit_options.h"
