@@ -19,21 +19,23 @@ std::string labelOf(const tune::Config& c, const sim::Config& ncclDefault) {
 
 Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
                                         const std::vector<jobreplay::KeyOutcome>& keys) {
-  auto backend = tune::makeReplayBackend({csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, ""});
-  if (!backend) return makeError(backend.error());
-  tune::TuneRequest req;
-  req.progress = false;
-  req.collectives.clear();
+  tune::TunePlan plan;  // `dynamiccl tune --backend replay` on the job's shape, with its default rule
+  plan.backend = tune::BackendKind::Replay;
+  plan.replay = {csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, "", std::nullopt};
+  plan.everyShape = false;
+  plan.request.collectives.clear();
   for (const jobreplay::KeyOutcome& k : keys)
-    if (std::find(req.collectives.begin(), req.collectives.end(), k.coll) == req.collectives.end())
-      req.collectives.push_back(k.coll);
-  auto result = tune::tune(**backend, req);
-  if (!result) return makeError(result.error());
-  const tune::SmoothedResult smoothed = tune::smoothAll(*result, tune::SmoothingOptions{});
+    if (std::find(plan.request.collectives.begin(), plan.request.collectives.end(), k.coll) ==
+        plan.request.collectives.end())
+      plan.request.collectives.push_back(k.coll);
+  auto tuned = tune::tuneShapes(plan);
+  if (!tuned) return makeError(tuned.error());
+  const tune::TuneResult* result = &tuned->shapes.front().result;
+  const tune::SmoothedResult& smoothed = tuned->shapes.front().smoothed;
   TuneAgreement out;
   out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
                 (o.system.empty() ? "" : " --system '" + o.system + "'");
-  const tune::DecisionRule rule = tune::SmoothingOptions{};
+  const tune::DecisionRule rule = plan.rule;
   for (const jobreplay::KeyOutcome& k : keys) {
     const std::string jobRuns = jobreplay::configLabel(k.finalConfig);
     const std::string where = std::string(collectiveName(k.coll)) + " " + tune::formatBytes(k.bytes);

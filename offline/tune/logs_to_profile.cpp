@@ -5,10 +5,8 @@
 #include <fstream>
 
 #include "offline/ingest/ingest.h"
-#include "offline/tune/measurement_backend.h"
 #include "offline/tune/profile_export.h"
-#include "offline/tune/tune_report.h"
-#include "offline/tune/tuner.h"
+#include "offline/tune/tune_shapes.h"
 #include "store/store.h"
 
 namespace dynamiccl::tune {
@@ -37,13 +35,8 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
       out.files.push_back(f + ": error: " + r.error());
       continue;
     }
-    std::string why;
-    for (const auto& [reason, n] : r->skipped) why += (why.empty() ? "" : ", ") + reason;
     if (r->kind == "ambiguous") ++out.refused;
-    out.files.push_back(f + ": " + (r->kind == "ambiguous" ? "refused, " + why
-                                                          : r->kind + ", " + std::to_string(r->observations) +
-                                                                " observations" + (why.empty() ? "" : "; skipped: " + why)));
-    for (const ingest::Detection& d : r->detected) out.files.push_back("    " + ingest::describe(d));
+    for (std::string& line : ingest::describe(*r)) out.files.push_back(std::move(line));
   }
   std::ofstream csv(out.csvPath);
   auto rows = ingest::exportInterchangeCsv(**db, csv);
@@ -52,9 +45,11 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
   return Ok{};
 }
 
-ShapeTable tableOf(const MeasurementBackend& b, const TuneResult& result, const SmoothedResult& s) {
+ShapeTable tableOf(const TunedShape& shape) {
+  const TuneResult& result = shape.result;
+  const SmoothedResult& s = shape.smoothed;
   ShapeTable t;
-  t.shape = b.name();
+  t.shape = shape.backend;
   t.nRanks = result.nRanks;
   t.nNodes = result.nNodes;
   for (const std::string& n : result.dataNotes) t.notes.push_back(n);
@@ -93,23 +88,16 @@ Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dbPath + suffix, ec);  // every run reads its files afresh
   if (auto s = ingestAll(plan, dbPath, out); !s) return makeError(s.error());
   if (out.refused) return out;  // the caller says which files, and writes nothing
-  auto backends = makeReplayBackends({out.csvPath, plan.system, 0, 0, "", plan.declared});
-  if (!backends) return makeError(backends.error());
-  std::vector<policy::Profile> profiles;
-  for (auto& b : *backends) {
-    TuneRequest req;
-    req.progress = false;
-    req.collectives = measuredCollectives(*b);
-    auto result = tune(*b, req);
-    if (!result) return makeError(b->name() + ": " + result.error());
-    const SmoothedResult s = smoothAll(*result, plan.rule);
-    out.shapes.push_back(tableOf(*b, *result, s));
-    profiles.push_back(makeReport(*result, s.intervals, s.chosenPerCollective, plan.name, {}).profile);
-  }
-  auto merged = policy::mergeProfiles(profiles);
-  if (!merged) return makeError(merged.error());
-  out.profile = std::move(merged.value());
-  out.profile.name = plan.name;
+  TunePlan tp;
+  tp.backend = BackendKind::Replay;
+  tp.replay = {out.csvPath, plan.system, 0, 0, "", plan.declared};
+  tp.request.collectives.clear();  // every one the data measured
+  tp.rule = plan.rule;
+  tp.name = plan.name;
+  auto tuned = tuneShapes(tp);
+  if (!tuned) return makeError(tuned.error());
+  for (const TunedShape& shape : tuned->shapes) out.shapes.push_back(tableOf(shape));
+  out.profile = std::move(tuned->merged.profile);
   return out;
 }
 

@@ -24,4 +24,5 @@
 #include "offline/tune/statistics.h"
 #include "offline/tune/tpe.h"
 #include "offline/tune/tune_report.h"
+#include "offline/tune/tune_shapes.h"
 #include "offline/tune/tuner.h"
