@@ -44,34 +44,9 @@ int run(const SimCmdOptions& o) {
   if (!coll) return std::cerr << "sim: unknown collective " << o.collective << "\n", 1;
 
   if (!o.emitCsv.empty()) {
-    // Synthetic interchange CSV: every collective, sizes 8 B..4 GiB, NCCL's default and each
-    // feasible (algo, proto) forced, one noisy sample each (seeded).
     auto file = files::OutputFile::open(o.emitCsv);
     if (!file) return std::cerr << "sim: " << file.error() << "\n", 1;
-    std::ostream& out = (*file)->stream();
-    out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
-    sim::NoiseSource noise(o.seed);
-    const int n = topo->nRanks();
-    int rows = 0;
-    for (int c = 0; c < kNumCollectives; ++c)
-      for (uint64_t b = 8; b <= (uint64_t{1} << 32); b *= 2) {
-        const Collective cc = Collective(c);
-        const double factor = cc == Collective::AllReduce ? 2.0 * (n - 1) / n
-                              : (cc == Collective::AllGather || cc == Collective::ReduceScatter) ? double(n - 1) / n : 1.0;
-        auto emit = [&](const sim::Config& cfg, const std::string& a, const std::string& p) {
-          const double t = simulator.sample_us(cc, b, cfg, noise);
-          if (t <= 0) return;
-          out << "simulated " << topo->name << "," << collectiveName(cc) << "," << n << "," << topo->nNodes << "," << b
-              << "," << a << "," << p << "," << cfg.nChannels << "," << cfg.chunkBytes << "," << t << ","
-              << (b / (t * 1e3)) * factor << ",dynamiccl sim --emit-csv seed " << o.seed << "\n";
-          ++rows;
-        };
-        const sim::Config def = ref->defaultConfig(cc, b);
-        if (def.algo != Algo::Default) emit(def, "default", "default");
-        for (const sim::Config& cand : simulator.candidateConfigs(cc))
-          if (cand.nChannels == 0)
-            emit(ref->resolve(cand, b), std::string(algoNcclName(cand.algo)), std::string(protoNcclName(cand.proto)));
-      }
+    const int rows = sim::writeSyntheticDataset(simulator, *ref, o.seed, (*file)->stream());
     if (auto s = (*file)->close(); !s) return std::cerr << "sim: " << s.error() << "\n", 1;
     std::printf("wrote %d rows to %s\n", rows, o.emitCsv.c_str());
     return 0;
