@@ -15,6 +15,28 @@ std::string labelOf(const tune::Config& c, const sim::Config& ncclDefault) {
   return jobreplay::configLabel(c.keepsAlgoProto() ? ncclDefault : sim::Config{c.algo, c.proto, 0, 0});
 }
 
+// (collective, key) indices of (coll, bytes) in tune's result; (-1, -1) where tune has no such key.
+std::pair<int, int> keyIndex(const tune::TuneResult& result, Collective coll, uint64_t bytes) {
+  int ci = -1, ki = -1;
+  for (size_t c = 0; c < result.collectives.size(); ++c)
+    for (size_t i = 0; i < result.collectives[c].keys.size(); ++i)
+      if (result.collectives[c].coll == coll && result.collectives[c].keys[i].key.bytes == bytes)
+        ci = static_cast<int>(c), ki = static_cast<int>(i);
+  return {ci, ki};
+}
+
+// The runs' evidence for `disputed` at key ki, its most favourable arm's; nullopt: never measured there.
+std::optional<tune::PointEvidence> evidenceFor(const std::vector<tune::KeyResult>& tk, int ki, const sim::Config& disputed,
+                                               const tune::DecisionRule& rule) {
+  std::optional<tune::PointEvidence> ev;
+  for (size_t e = 1; e < tk[ki].evaluated.size(); ++e)
+    if (tk[ki].evaluated[e].config.algo == disputed.algo && tk[ki].evaluated[e].config.proto == disputed.proto) {
+      tune::PointEvidence x = tune::assessCandidate(tk, ki, static_cast<int>(e), rule);
+      if (!ev || x.ratioUpper < ev->ratioUpper) ev = x;
+    }
+  return ev;
+}
+
 }  // namespace
 
 Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
@@ -30,7 +52,7 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
       plan.request.collectives.push_back(k.coll);
   auto tuned = tune::tuneShapes(plan);
   if (!tuned) return makeError(tuned.error());
-  const tune::TuneResult* result = &tuned->shapes.front().result;
+  const tune::TuneResult& result = tuned->shapes.front().result;
   const tune::SmoothedResult& smoothed = tuned->shapes.front().smoothed;
   TuneAgreement out;
   out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
@@ -39,11 +61,7 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
   for (const jobreplay::KeyOutcome& k : keys) {
     const std::string jobRuns = jobreplay::configLabel(k.finalConfig);
     const std::string where = std::string(collectiveName(k.coll)) + " " + tune::formatBytes(k.bytes);
-    int ci = -1, ki = -1;
-    for (size_t c = 0; c < result->collectives.size(); ++c)
-      for (size_t i = 0; i < result->collectives[c].keys.size(); ++i)
-        if (result->collectives[c].coll == k.coll && result->collectives[c].keys[i].key.bytes == k.bytes)
-          ci = static_cast<int>(c), ki = static_cast<int>(i);
+    const auto [ci, ki] = keyIndex(result, k.coll, k.bytes);
     if (ci < 0) {
       ++out.differ;
       out.lines.push_back(where + ": tune has no key here (no default row it can compare with); the job runs " + jobRuns);
@@ -55,17 +73,12 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
       continue;
     }
     // The evidence in dispute: the runs' for the configuration the job moved to, else for tune's rule.
-    const std::vector<tune::KeyResult>& tk = result->collectives[ci].keys;
+    const std::vector<tune::KeyResult>& tk = result.collectives[ci].keys;
     const sim::Config disputed = jobRuns != jobreplay::configLabel(k.ncclDefault)
                                      ? k.finalConfig
                                      : sim::Config{smoothed.chosenPerCollective[ci][ki].algo,
                                                    smoothed.chosenPerCollective[ci][ki].proto, 0, 0};
-    std::optional<tune::PointEvidence> ev;
-    for (size_t e = 1; e < tk[ki].evaluated.size(); ++e)
-      if (tk[ki].evaluated[e].config.algo == disputed.algo && tk[ki].evaluated[e].config.proto == disputed.proto) {
-        tune::PointEvidence x = tune::assessCandidate(tk, ki, static_cast<int>(e), rule);
-        if (!ev || x.ratioUpper < ev->ratioUpper) ev = x;
-      }
+    const std::optional<tune::PointEvidence> ev = evidenceFor(tk, ki, disputed, rule);
     char buf[512];
     if (!ev) {
       ++out.differ;
