@@ -453,5 +453,26 @@ TEST(Evidence, RoundTripsThroughExportAndLoad) {
   EXPECT_EQ(back->rules[0].evidence->fingerprint, measured.fingerprint);
 }
 
+// The recipe tune, profile and the demo follow: one shape on the simulator, its collectives the
+// measured ones when none is asked for, the merged report that shape's own.
+TEST(TuneShapes, OneSimulatedShapeIsItsOwnMergedReport) {
+  TunePlan plan;
+  plan.simulator = {"dgx-h100", 1, 7, ""};
+  plan.request.collectives.clear();
+  plan.request.sizes = powerOfTwoSizes(1 << 16, 1 << 20);
+  plan.request.search.maxIterations = 9;
+  plan.request.search.budgetIterations = 200;
+  auto tuned = tuneShapes(plan);
+  ASSERT_TRUE(tuned) << tuned.error();
+  ASSERT_EQ(tuned->shapes.size(), 1u);
+  const TunedShape& s = tuned->shapes.front();
+  EXPECT_EQ(s.collectives, std::vector<Collective>{Collective::AllReduce});
+  EXPECT_EQ(s.result.collectives.front().keys.size(), 5u);
+  EXPECT_EQ(s.smoothed.chosenPerCollective.front().size(), 5u);
+  EXPECT_EQ(tuned->merged.profile.name, "tuned " + s.backend);
+  EXPECT_EQ(tuned->merged.profile.rules.size(), s.report.profile.rules.size());
+  EXPECT_FALSE(s.runs.has_value());
+}
+
 }  // namespace
 }  // namespace dynamiccl::tune

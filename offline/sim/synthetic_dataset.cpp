@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "offline/measurements/measurements.h"
+
 namespace dynamiccl::sim {
 
 int writeSyntheticDataset(const Simulator& simulator, const NcclReference& nccl, uint64_t seed, std::ostream& out) {
@@ -13,14 +15,12 @@ int writeSyntheticDataset(const Simulator& simulator, const NcclReference& nccl,
   for (int c = 0; c < kNumCollectives; ++c)
     for (uint64_t b = 8; b <= (uint64_t{1} << 32); b *= 2) {
       const Collective cc = Collective(c);
-      const double factor = cc == Collective::AllReduce ? 2.0 * (n - 1) / n
-                            : (cc == Collective::AllGather || cc == Collective::ReduceScatter) ? double(n - 1) / n : 1.0;
       auto emit = [&](const Config& cfg, const std::string& a, const std::string& p) {
         const double t = simulator.sample_us(cc, b, cfg, noise);
         if (t <= 0) return;
         out << "simulated " << topo.name << "," << collectiveName(cc) << "," << n << "," << topo.nNodes << "," << b
             << "," << a << "," << p << "," << cfg.nChannels << "," << cfg.chunkBytes << "," << t << ","
-            << (b / (t * 1e3)) * factor << ",dynamiccl sim --emit-csv seed " << seed << "\n";
+            << busBandwidth_GBps(cc, b, t, n) << ",dynamiccl sim --emit-csv seed " << seed << "\n";
         ++rows;
       };
       const Config def = nccl.defaultConfig(cc, b);

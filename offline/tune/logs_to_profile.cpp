@@ -5,20 +5,12 @@
 #include <fstream>
 
 #include "offline/ingest/ingest.h"
+#include "offline/sim/sim.h"
 #include "offline/tune/profile_export.h"
 #include "offline/tune/tune_shapes.h"
 #include "store/store.h"
 
 namespace dynamiccl::tune {
-
-// nccl-tests' factor: what each rank's links carry relative to the algorithm bandwidth.
-double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
-  if (!(us > 0)) return 0;
-  const double n = std::max(1, nRanks), algbw = static_cast<double>(bytes) / (us * 1e3);
-  if (coll == Collective::AllReduce) return algbw * 2 * (n - 1) / n;
-  if (coll == Collective::AllGather || coll == Collective::ReduceScatter) return algbw * (n - 1) / n;
-  return algbw;
-}
 
 namespace {
 
@@ -61,7 +53,7 @@ ShapeTable tableOf(const TunedShape& shape) {
       row.coll = k.key.coll;
       row.bytes = k.key.bytes;
       row.default_us = k.keep().median_us();
-      row.default_busbw = busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
+      row.default_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
       row.evidence = s.evidencePerCollective[c][i];
       const Config& chosen = s.chosenPerCollective[c][i];
       row.runs_us = row.default_us;
@@ -70,7 +62,7 @@ ShapeTable tableOf(const TunedShape& shape) {
         for (const ConfigStats& e : k.evaluated)
           if (e.config == chosen) row.runs_us = e.median_us();
       }
-      row.runs_busbw = busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
+      row.runs_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
       t.rows.push_back(row);
     }
   return t;
