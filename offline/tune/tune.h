@@ -6,6 +6,8 @@
 //   auto result = tune(*backend, TuneRequest{...}).value();
 //   auto intervals = smoothDecisions(result.collectives[0].keys, SmoothingOptions{});
 //   policy::Profile profile = toProfile(intervals, "name", result.nRanks, result.nNodes);
+// The whole recipe (backends, every shape, smoothing, job knobs, merge), as the commands run it:
+//   auto tuned = tuneShapes(TunePlan{...}).value();  tuned.merged.profile;
 #pragma once
 
 #include "offline/tune/config.h"
