@@ -33,6 +33,12 @@ struct Decision {
   bool keepsAlgoProto() const { return algo == Algo::Default; }
 };
 
+// The one label of a decision in every table and log: "ring/ll128 ch=16 chunk=512K", parts NCCL keeps
+// left out ("ring/ll"); "nccl-default" when it keeps NCCL's algorithm and protocol.
+std::string decisionLabel(const Decision& d);
+// Its arm, (algo, proto) alone: "ring/ll" (what datasets measure: none sweeps channels or chunk).
+std::string armLabel(const Decision& d);
+
 enum class SizeKey : uint8_t { Bytes, BytesPerRank };
 
 // A rule's guard: bit ncclChoiceSlot(a, p) set = the rule may replace NCCL's own choice when NCCL's

@@ -33,6 +33,9 @@ struct StoreOptions {
 // $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and
 // the tools put DYNAMICCL_DB, when set, in StoreOptions::path).
 std::string defaultDatabasePath();
+// DYNAMICCL_DB_MAX_MB's value as StoreOptions::max_bytes: the whole text a finite number of MB in
+// (0, 1e9) (no int64 overflow); nullopt otherwise. The plugin and the tools read it alike.
+std::optional<int64_t> maxBytesFromMegabytes(const char* text);
 
 // Text names as stored (and as in the interchange CSV): "RING", "LL128", "default".
 std::string algoStoredName(Algo a);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,6 +25,15 @@ const char* nonEmptyEnv(const char* name) {
 }
 
 }  // namespace
+
+std::optional<int64_t> maxBytesFromMegabytes(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double mb = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(mb) || !(mb > 0 && mb < 1e9)) return std::nullopt;
+  return static_cast<int64_t>(mb * 1024 * 1024);
+}
 
 std::string defaultDatabasePath() {
   std::string base;

@@ -203,7 +203,7 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
     EXPECT_DOUBLE_EQ(row["best_us"].get<double>(), k.best().mean_us);
     const dynamiccl::jobreplay::MeasuredConfig* ran = nullptr;
     for (const auto& m : k.measured)
-      if (dynamiccl::jobreplay::configLabel(m.config) == row["final_config"]) ran = &m;
+      if (dynamiccl::policy::armLabel(m.config) == row["final_config"]) ran = &m;
     ASSERT_NE(ran, nullptr) << row.dump();
     EXPECT_DOUBLE_EQ(row["final_us"].get<double>(), ran->mean_us) << row.dump();
     EXPECT_GE(row["vs_best"].get<double>(), 1.0 - 1e-12);

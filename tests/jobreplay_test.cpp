@@ -274,7 +274,7 @@ TEST_F(JobReplay, AForcedArmOfTheModelsGuessedDefaultIsKept) {
   ASSERT_TRUE(job) << job.error();
   const JobKey& k = job->keys.front();
   ASSERT_EQ(k.bytes, 8u);
-  EXPECT_EQ(jobreplay::configLabel(k.ncclDefault), "ring/ll") << "the model's guess of NCCL's default";
+  EXPECT_EQ(armLabel(k.ncclDefault), "ring/ll") << "the model's guess of NCCL's default";
   const jobreplay::MeasuredConfig* forced = k.find(Algo::Ring, Proto::LL, true);
   ASSERT_NE(forced, nullptr);
   EXPECT_TRUE(forced->forced) << "kept as its own arm";

@@ -77,7 +77,7 @@ TEST(LearnedJob, TheNetworkProposesWhatTheJobVerifiesAndOnlyMeasuredWinnersRun) 
   int faster = 0;
   for (const jobreplay::KeyOutcome& k : r->keys) {
     EXPECT_LE(k.vsDefault(), 1.02) << collectiveName(k.coll) << " " << k.bytes << ": "
-                                   << jobreplay::configLabel(k.finalConfig);
+                                   << armLabel(k.finalConfig);
     faster += k.vsDefault() < 0.98;
   }
   EXPECT_EQ(faster > 0, promoted > 0);

@@ -508,5 +508,14 @@ TEST(Store, FullDatabaseDropsBatchesCountsThemAndReportsOnce) {
   EXPECT_EQ(queryText(path, "PRAGMA integrity_check"), "ok");
 }
 
+// DYNAMICCL_DB_MAX_MB: one rule for the plugin and the tools.
+TEST(Store, MaxMegabytesIsAWholeFiniteNumberBelowABillion) {
+  EXPECT_EQ(maxBytesFromMegabytes("0.25"), std::optional<int64_t>(256 * 1024));
+  EXPECT_EQ(maxBytesFromMegabytes("100"), std::optional<int64_t>(int64_t{100} * 1024 * 1024));
+  for (const char* bad : {"", "0", "-1", "1e9", "nan", "inf", "12MB", "1e-400"})
+    EXPECT_FALSE(maxBytesFromMegabytes(bad).has_value()) << bad;
+  EXPECT_FALSE(maxBytesFromMegabytes(nullptr).has_value());
+}
+
 }  // namespace
 }  // namespace dynamiccl::store

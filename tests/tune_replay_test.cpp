@@ -268,7 +268,7 @@ TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAn
   int rulesInSample = 0, fasterInSample = 0;
   for (const CrossvalPoint& p : r->points) {
     if (p.mode == "leave-one-shape-out") continue;  // other shapes are reported, not promised
-    EXPECT_FALSE(p.slowerBeyondNoise) << p.mode << " " << p.shape << " " << p.bytes << " " << configLabel(p.chosen)
+    EXPECT_FALSE(p.slowerBeyondNoise) << p.mode << " " << p.shape << " " << p.bytes << " " << decisionLabel(p.chosen)
                                       << " chosen/default " << p.vsDefault;
     if (p.mode == "in-sample" && !p.chosen.keepsAlgoProto()) {
       EXPECT_TRUE(p.judged);

@@ -342,7 +342,7 @@ TEST(SimulatorBackend, For2_31NoChannelCountAboveNcclsOwnIsProposed) {
   for (int i = 0; i < s28.size(); ++i) above28 += above(**b28, s28.config(i), key);
   EXPECT_GT(above28, 0) << "2.28's space holds counts above NCCL's own: the rule has something to remove";
   EXPECT_LT(s31.size(), s28.size());
-  for (int i = 0; i < s31.size(); ++i) EXPECT_FALSE(above(**b31, s31.config(i), key)) << configLabel(s31.config(i));
+  for (int i = 0; i < s31.size(); ++i) EXPECT_FALSE(above(**b31, s31.config(i), key)) << decisionLabel(s31.config(i));
 
   TuneRequest req;
   req.sizes = {1 << 12, 1 << 14, 1 << 20};
@@ -354,7 +354,7 @@ TEST(SimulatorBackend, For2_31NoChannelCountAboveNcclsOwnIsProposed) {
   for (const KeyResult& k : r->collectives[0].keys)
     for (const ConfigStats& c : k.evaluated) {
       ++evaluated;
-      EXPECT_FALSE(above(**b31, c.config, k.key)) << configLabel(c.config) << " at " << k.key.bytes;
+      EXPECT_FALSE(above(**b31, c.config, k.key)) << decisionLabel(c.config) << " at " << k.key.bytes;
     }
   EXPECT_GT(evaluated, 20);
 }
@@ -451,6 +451,27 @@ TEST(Evidence, RoundTripsThroughExportAndLoad) {
   EXPECT_EQ(back->rules[0].evidence->defaultSamples, 54);
   EXPECT_DOUBLE_EQ(back->rules[0].evidence->gainLow, 0.0625);
   EXPECT_EQ(back->rules[0].evidence->fingerprint, measured.fingerprint);
+}
+
+// The recipe tune, profile and the demo follow: one shape on the simulator, its collectives the
+// measured ones when none is asked for, the merged report that shape's own.
+TEST(TuneShapes, OneSimulatedShapeIsItsOwnMergedReport) {
+  TunePlan plan;
+  plan.simulator = {"dgx-h100", 1, 7, ""};
+  plan.request.collectives.clear();
+  plan.request.sizes = powerOfTwoSizes(1 << 16, 1 << 20);
+  plan.request.search.maxIterations = 9;
+  plan.request.search.budgetIterations = 200;
+  auto tuned = tuneShapes(plan);
+  ASSERT_TRUE(tuned) << tuned.error();
+  ASSERT_EQ(tuned->shapes.size(), 1u);
+  const TunedShape& s = tuned->shapes.front();
+  EXPECT_EQ(s.collectives, std::vector<Collective>{Collective::AllReduce});
+  EXPECT_EQ(s.result.collectives.front().keys.size(), 5u);
+  EXPECT_EQ(s.smoothed.chosenPerCollective.front().size(), 5u);
+  EXPECT_EQ(tuned->merged.profile.name, "tuned " + s.backend);
+  EXPECT_EQ(tuned->merged.profile.rules.size(), s.report.profile.rules.size());
+  EXPECT_FALSE(s.runs.has_value());
 }
 
 }  // namespace

@@ -41,17 +41,34 @@ Status writePredictions(const std::string& path, const std::vector<sim::RowPredi
   return (*file)->close();
 }
 
+// One dataset's line (MAPE, agreement, noise floor, rows skipped) and its groups'.
+void printCalibration(const std::string& name, const sim::DatasetCalibration& cal) {
+  int skipped = 0;
+  std::string why;
+  for (const auto& [reason, n] : cal.skipped) {
+    skipped += n;
+    why += (why.empty() ? "" : "; ") + reason + ": " + std::to_string(n);
+  }
+  char agree[32] = "-", within[32] = "-";
+  if (cal.agreementPoints) {
+    std::snprintf(agree, sizeof agree, "%.0f%%/%.0f%% of %d", 100.0 * cal.agreementExact / cal.agreementPoints,
+                  100.0 * cal.agreement(), cal.agreementPoints);
+    std::snprintf(within, sizeof within, "%.1f%%", 100.0 * cal.agreementWithinNoise / cal.agreementPoints);
+  }
+  char floor[40] = "-";
+  if (cal.floorMape >= 0) std::snprintf(floor, sizeof floor, "%.1f%% (%d)", 100 * cal.floorMape, cal.floorRows);
+  std::printf("%-32s %6d %7.1f%% %16s %10s %16s  %d (%s)\n", name.c_str(), cal.rows, 100 * cal.mape, agree, within,
+              floor, skipped, why.c_str());
+  for (const auto& g : cal.groups)
+    std::printf("    %-70.70s %5d rows  MAPE %5.1f%%\n", g.group.c_str(), g.rows, 100 * g.mape);
+}
+
 int run(const CalibrateCmdOptions& o) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(o.dataDir)) {
     std::cerr << "calibrate: --data-dir " << o.dataDir << " is not a directory\n";
     return 1;
   }
-  std::vector<std::string> datasets;
-  for (const auto& e : fs::directory_iterator(o.dataDir))
-    if (fs::exists(e.path() / "normalized.csv") && (o.only.empty() || e.path().filename() == o.only))
-      datasets.push_back(e.path().string());
-  std::sort(datasets.begin(), datasets.end());
   const std::string calDir = o.outDir.empty() ? sim::defaultCalibrationDir() : o.outDir;
   std::string predsCsv;
   if (!o.plotsDir.empty()) {
@@ -61,58 +78,19 @@ int run(const CalibrateCmdOptions& o) {
   std::printf("%-32s %6s %8s %16s %10s %16s  %s\n", "dataset", "rows", "MAPE", "agree exact/tie", "within 5%",
               "floor (rows)", "skipped");
   bool first = true;
-  for (const std::string& dir : datasets) {
+  for (const std::string& dir : sim::datasetDirs(o.dataDir, o.only)) {
     const std::string name = fs::path(dir).filename().string();
     const std::string calFile = (fs::path(calDir) / (name + ".json")).string();
-    sim::CalibrateOptions co;
-    co.iterations = o.iterations;
-    co.restarts = o.restarts;
-    std::optional<sim::DatasetCalibration> stored;
-    if (o.check) {
-      auto s = sim::loadCalibrationFile(calFile);
-      if (!s) {
-        std::cerr << "calibrate --check: " << s.error() << "\n";
-        return 1;
-      }
-      stored = s.value();
-      co.fit = false;
-    }
-    std::optional<sim::DatasetCalibration> warm;
-    if (!o.check && !o.fresh && fs::exists(calFile)) {
-      if (auto s = sim::loadCalibrationFile(calFile)) warm = s.value();
-      co.start = warm ? &*warm : nullptr;
-    }
-    std::vector<sim::RowPrediction> preds;
-    auto cal = sim::calibrateDataset(dir, co, stored ? &*stored : nullptr, predsCsv.empty() ? nullptr : &preds);
-    if (!cal) {
-      std::cerr << "calibrate " << name << ": " << cal.error() << "\n";
-      return 1;
-    }
-    int skipped = 0;
-    std::string why;
-    for (const auto& [reason, n] : cal->skipped) {
-      skipped += n;
-      why += (why.empty() ? "" : "; ") + reason + ": " + std::to_string(n);
-    }
-    char agree[32] = "-", within[32] = "-";
-    if (cal->agreementPoints) {
-      std::snprintf(agree, sizeof agree, "%.0f%%/%.0f%% of %d", 100.0 * cal->agreementExact / cal->agreementPoints,
-                    100.0 * cal->agreement(), cal->agreementPoints);
-      std::snprintf(within, sizeof within, "%.1f%%", 100.0 * cal->agreementWithinNoise / cal->agreementPoints);
-    }
-    char floor[40] = "-";
-    if (cal->floorMape >= 0) std::snprintf(floor, sizeof floor, "%.1f%% (%d)", 100 * cal->floorMape, cal->floorRows);
-    std::printf("%-32s %6d %7.1f%% %16s %10s %16s  %d (%s)\n", name.c_str(), cal->rows, 100 * cal->mape, agree, within,
-                floor, skipped, why.c_str());
-    for (const auto& g : cal->groups)
-      std::printf("    %-70.70s %5d rows  MAPE %5.1f%%\n", g.group.c_str(), g.rows, 100 * g.mape);
+    auto calibrated = sim::calibrateDatasetDir({dir, calFile, o.check, o.fresh, o.iterations, o.restarts, !predsCsv.empty()});
+    if (!calibrated) return std::cerr << "calibrate " << calibrated.error() << "\n", 1;
+    printCalibration(name, calibrated->calibration);
     if (!o.check) {
       fs::create_directories(calDir);
-      if (auto s = files::writeFile(calFile, sim::calibrationToJson(cal.value())); !s)
+      if (auto s = files::writeFile(calFile, sim::calibrationToJson(calibrated->calibration)); !s)
         return std::cerr << "calibrate: " << s.error() << "\n", 1;
     }
     if (!predsCsv.empty())
-      if (auto s = writePredictions(predsCsv, preds, name, !first); !s)
+      if (auto s = writePredictions(predsCsv, calibrated->predictions, name, !first); !s)
         return std::cerr << "calibrate: " << s.error() << "\n", 1;
     first = false;
   }

@@ -37,7 +37,7 @@ int run(const CrossvalCmdOptions& o) {
     for (const tune::CrossvalPoint& p : r->points) {
       std::printf("  %-19s %-6s on %-6s %-13s %10s  %-28s", p.mode.c_str(), p.trainedOn.c_str(), p.shape.c_str(),
                   std::string(collectiveName(p.coll)).c_str(), sizeText(p.bytes).c_str(),
-                  tune::configLabel(p.chosen).c_str());
+                  decisionLabel(p.chosen).c_str());
       if (p.judged)
         std::printf(" chosen/default %.3f  chosen/best %.3f%s\n", p.vsDefault, p.vsBest,
                     p.slowerBeyondNoise ? "  <-- slower than default beyond noise" : "");

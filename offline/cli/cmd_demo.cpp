@@ -42,7 +42,7 @@ Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) 
   for (Collective coll : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter})
     for (uint64_t bytes = 4096; bytes <= (uint64_t(1) << 30); bytes *= 2) {
       const sim::Config def = cl.nccl->defaultConfig(coll, bytes);
-      csv << collectiveName(coll) << "," << bytes << "," << demo::shortConfigLabel(def) << ","
+      csv << collectiveName(coll) << "," << bytes << "," << decisionLabel(def) << ","
           << simulator.time_us(coll, bytes, def) << "\n";
     }
   if (auto s = (*file)->close(); !s) return s;
@@ -50,7 +50,7 @@ Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) 
   const sim::Config def = cl.nccl->defaultConfig(Collective::AllReduce, mib);
   std::printf("      %s: %d ranks / %d nodes, NVLink:NIC %.0f:1; simulator: %s\n", cl.topology.name.c_str(),
               cl.topology.nRanks(), cl.topology.nNodes, cl.topology.nvlinkToNicRatio(), cl.paramsSource.c_str());
-  std::printf("      e.g. allreduce 1M: NCCL picks %s, %.1f us (simulated)\n", demo::shortConfigLabel(def).c_str(),
+  std::printf("      e.g. allreduce 1M: NCCL picks %s, %.1f us (simulated)\n", decisionLabel(def).c_str(),
               simulator.time_us(Collective::AllReduce, mib, def));
   return Ok{};
 }

@@ -41,23 +41,14 @@ int runIngest(const IngestOptions& o) {
     }
     observations += report->observations;
     decisions += report->decisions;
-    const bool whole = report->kind == "skipped" || report->kind == "ambiguous";
     if (report->kind == "skipped") ++skippedFiles;
     if (report->kind == "ambiguous") ++refused;
-    std::string why;
-    for (auto& [reason, n] : report->skipped) {
-      skippedWhy[reason] += n;
-      why += (why.empty() ? "" : ", ") + reason + (whole ? "" : " x" + std::to_string(n));
-    }
-    if (report->kind == "ambiguous") {  // said even with --quiet: nothing of the file went in
-      std::cout << progress << files[i] << ": refused, " << why << "\n";
-    } else if (!o.quiet) {
-      std::cout << progress << files[i] << ": " << report->kind << ", " << report->observations << " observations, "
-                << report->decisions << " decisions" << (why.empty() ? "" : "; skipped: " + why) << "\n";
-    }
-    // What was detected, per section: the collective, shape and configuration, and where they came from.
+    for (auto& [reason, n] : report->skipped) skippedWhy[reason] += n;
+    // Said even with --quiet when refused: nothing of the file went in. Then what was detected, per
+    // section: the collective, shape and configuration, and where they came from.
+    const std::vector<std::string> lines = ingest::describe(*report);
     if (!o.quiet || report->kind == "ambiguous")
-      for (const ingest::Detection& d : report->detected) std::cout << "    " << ingest::describe(d) << "\n";
+      for (size_t l = 0; l < lines.size(); ++l) std::cout << (l == 0 ? progress : "") << lines[l] << "\n";
   }
   std::cout << "ingested " << files.size() - skippedFiles - failed - refused << " of " << files.size()
             << " files into " << (*store)->path() << ": " << observations << " observations, " << decisions

@@ -8,11 +8,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "offline/harness/harness.h"
+#include "offline/jobreplay/jobreplay.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
 #include "offline/files/files.h"
@@ -31,15 +30,6 @@ struct ReplayCmdOptions {
   int maxUnjudged = 8;
   bool asMeasured = true;
 };
-
-// The NCCL release the plugin is loaded as: --nccl-version, else the one every measured row names.
-int replayNcclVersion(const ReplayCmdOptions& o, const std::vector<sim::Measurement>& rows) {
-  if (!o.ncclVersion.empty()) return *abi::parseNcclVersion(o.ncclVersion);
-  std::set<int> named;
-  for (const sim::Measurement& m : rows)
-    if (m.ncclVersion > 0) named.insert(m.ncclVersion);
-  return named.size() == 1 ? *named.begin() : 22809;
-}
 
 std::string slug(const std::string& s) {
   std::string out;
@@ -79,117 +69,44 @@ int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>&
   return 0;
 }
 
-// The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the hardware
-// the data was measured on, as it would in a job there (a rule measured on it is then verified).
-// Set only when every judged shape shares one hardware; returned as "K=V" for the printout.
-std::vector<std::string> datasetHardwareEnv(const sim::ReplayData& data) {
-  std::set<std::vector<std::string>> facts;
-  std::set<int> perNode;
-  for (const auto& shape : data.shapes) {
-    const model::Topology& t = shape->topology;
-    facts.insert({"DYNAMICCL_TOPO_GPU_CC=" + std::to_string(t.computeCap),
-                  "DYNAMICCL_TOPO_NVLINK_GBPS=" + std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0),
-                  "DYNAMICCL_TOPO_NICS=" + std::to_string(t.nicsPerNode),
-                  "DYNAMICCL_TOPO_NIC_GBPS=" + std::to_string(t.nicBw_GBps)});
-    perNode.insert(t.gpusPerNode);
+// Every judged point as the independent judge records it (shared/tools/judge.py --json), for a
+// point-by-point comparison.
+Status writePoints(const std::string& path, const jobreplay::ProfileReplay& r) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const sim::ReplaySummary::Judged& j : r.summary.perPoint) {
+    const sim::ReplayPoint& p = *j.point;
+    const bool kept = j.choice.algo == p.ncclDefault.algo && j.choice.proto == p.ncclDefault.proto;
+    nlohmann::json e{{"coll", collectiveName(p.coll)}, {"nranks", p.shape->nRanks}, {"nnodes", p.shape->nNodes},
+                     {"bytes", p.bytes}, {"system", p.shape->system}, {"group", p.group},
+                     {"choice", std::string(algoNcclName(j.choice.algo)) + "/" + std::string(protoNcclName(j.choice.proto))},
+                     {"kept_default", kept}, {"forced", r.forced.count(&p) > 0}, {"chosen_us", j.chosen_us},
+                     {"best_us", p.best_us()}, {"arms", p.forced_us.size() + (p.default_us > 0)}};
+    if (p.default_us > 0) e["default_us"] = p.default_us, e["vs_default"] = j.chosen_us / p.default_us;
+    e["vs_best"] = j.chosen_us / p.best_us();
+    points.push_back(std::move(e));
   }
-  if (facts.size() != 1) return {};
-  std::vector<std::string> env = *facts.begin();
-  if (perNode.size() == 1) env.push_back("DYNAMICCL_TOPO_RANKS_PER_NODE=" + std::to_string(*perNode.begin()));
-  return env;
+  return files::writeFile(path, points.dump(1));
 }
 
-int run(const ReplayCmdOptions& o) {
-  auto loaded = sim::loadMeasurements(o.data);
-  if (!loaded) return std::cerr << "replay: " << loaded.error() << "\n", 1;
-  const std::string dataset = std::filesystem::path(o.data).parent_path().filename().string();
-  if (!o.makeProfiles.empty()) return makeProfiles(o, loaded->rows, dataset);
-  if (o.profile.empty()) return std::cerr << "replay: --profile or --make-profiles is required\n", 1;
-  // The plugin keeps NCCL's default for a profile it cannot read; a replay of that would judge nothing asked.
-  if (auto p = policy::loadProfileFile(o.profile); !p)
-    return std::cerr << "replay: --profile " << o.profile << ": " << p.error() << "\n", 1;
-
-  auto data = sim::buildReplayData(loaded->rows, o.system);
-  if (!data) return std::cerr << "replay: " << data.error() << "\n", 1;
-  // The plugin re-reads DYNAMICCL_PROFILE when it changes; set it before the first init.
-  harness::ScopedEnv env("DYNAMICCL_PROFILE", o.profile.c_str());
-  // Unverified rules (simulated, learned, another fingerprint) reach NCCL only when opted in, as in a job.
-  harness::ScopedEnv trust("DYNAMICCL_TRUST", o.trust.c_str());
-  const std::vector<std::string> hwEnv = o.asMeasured ? datasetHardwareEnv(data.value()) : std::vector<std::string>{};
-  std::vector<std::unique_ptr<harness::ScopedEnv>> hwVars;
-  for (const std::string& kv : hwEnv) {
-    const size_t eq = kv.find('=');
-    hwVars.push_back(std::make_unique<harness::ScopedEnv>(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str()));
-  }
-  auto lib = harness::TunerLibrary::open(locatePlugin(o.plugin), harness::asRelease(replayNcclVersion(o, loaded->rows)));
-  if (!lib) return std::cerr << "replay: " << lib.error() << "\n", 1;
-  const abi::PickRule rule = lib.value()->pickRule();
-  ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
-  std::map<const sim::Shape*, std::unique_ptr<harness::TunerComm>> comms;
-  std::string initError;
-  std::set<const sim::ReplayPoint*> forced;  // points where the plugin forced its choice (a zero cost)
-  const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& table) {
-    auto& comm = comms[p.shape];
-    if (!comm) {
-      harness::CommSpec spec;
-      spec.nRanks = p.shape->nRanks;
-      spec.nNodes = p.shape->nNodes;
-      spec.constants = &constants;
-      auto c = lib.value()->init(spec);
-      if (!c) {
-        initError = c.error();
-        return sim::Config{Algo::Default, Proto::Default, 0, 0};
-      }
-      comm = std::move(c.value());
-    }
-    // As NCCL: the tuner edits a copy of the cost table, then the cheapest entry runs.
-    harness::CostTable edited = table;
-    int nChannels = 0;
-    comm->getCollInfo(int(p.coll), p.bytes, 1, 0, edited, &nChannels);
-    bool zero = false;
-    for (const auto& row : edited)
-      for (float x : row) zero = zero || x == 0.0f;
-    if (zero) forced.insert(&p);
-    const harness::Choice ch = harness::selectLikeNccl(edited, rule, &table);
-    return sim::Config{Algo(ch.algo), Proto(ch.proto), nChannels, 0};
-  };
-  const sim::ReplaySummary s =
-      sim::replay(data.value(), decide, true, [&](const sim::ReplayPoint& p) { return forced.count(&p) > 0; });
-  if (!o.json.empty()) {
-    // The independent judge's record per point (shared/tools/judge.py --json), for a point-by-point comparison.
-    nlohmann::json points = nlohmann::json::array();
-    for (const sim::ReplaySummary::Judged& j : s.perPoint) {
-      const sim::ReplayPoint& p = *j.point;
-      const bool kept = j.choice.algo == p.ncclDefault.algo && j.choice.proto == p.ncclDefault.proto;
-      nlohmann::json r{{"coll", collectiveName(p.coll)}, {"nranks", p.shape->nRanks}, {"nnodes", p.shape->nNodes},
-                       {"bytes", p.bytes}, {"system", p.shape->system}, {"group", p.group},
-                       {"choice", std::string(algoNcclName(j.choice.algo)) + "/" + std::string(protoNcclName(j.choice.proto))},
-                       {"kept_default", kept}, {"forced", forced.count(&p) > 0}, {"chosen_us", j.chosen_us},
-                       {"best_us", p.best_us()}, {"arms", p.forced_us.size() + (p.default_us > 0)}};
-      if (p.default_us > 0) r["default_us"] = p.default_us, r["vs_default"] = j.chosen_us / p.default_us;
-      r["vs_best"] = j.chosen_us / p.best_us();
-      points.push_back(std::move(r));
-    }
-    if (auto w = files::writeFile(o.json, points.dump(1)); !w) return std::cerr << "replay: " << w.error() << "\n", 1;
-  }
-  if (!initError.empty()) return std::cerr << "replay: plugin init failed: " << initError << "\n", 1;
+void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jobreplay::ProfileReplay& r) {
+  const sim::ReplaySummary& s = r.summary;
   std::printf("replay %s%s with %s (plugin %s, tuner v%d)\n", dataset.c_str(),
-              o.system.empty() ? "" : (" [" + o.system + "]").c_str(), o.profile.c_str(), lib.value()->path().c_str(),
-              lib.value()->version());
+              o.system.empty() ? "" : (" [" + o.system + "]").c_str(), o.profile.c_str(), r.pluginPath.c_str(),
+              r.tunerVersion);
   std::printf("  trust: %s%s\n", o.trust.c_str(),
               o.trust == "all" ? " (DYNAMICCL_TRUST=all: unverified rules applied, as a user who opted in)"
                                : " (the plugin's default: only rules verified on this hardware change NCCL's choice; "
                                  "--trust all applies unverified ones)");
-  if (hwEnv.empty())
+  if (r.hardwareEnv.empty())
     std::printf("  hardware: this host's probe%s\n", o.asMeasured ? " (the data holds more than one hardware)" : "");
   else {
     std::printf("  hardware: the data's, as the plugin would probe it there:");
-    for (const std::string& kv : hwEnv) std::printf(" %s", kv.c_str());
+    for (const std::string& kv : r.hardwareEnv) std::printf(" %s", kv.c_str());
     std::printf("\n");
   }
   std::printf("  points %d, judged %d (%d kept NCCL's default), could not judge %zu\n", s.points, s.judged,
               s.keptDefault, s.unjudged.size());
-  for (const std::string& line : sim::describeSkipped(data->skipped)) std::printf("  %s\n", line.c_str());
+  for (const std::string& line : sim::describeSkipped(r.data->skipped)) std::printf("  %s\n", line.c_str());
   if (s.judged)
     std::printf("  chosen/best:    geomean %.3f  worst %.3f\n", s.geomeanVsBest, s.worstVsBest);
   if (s.vsDefaultPoints)
@@ -198,6 +115,22 @@ int run(const ReplayCmdOptions& o) {
   if (s.channelOverrides) std::printf("  %d decisions set channels (not judged: no data sweeps channels)\n", s.channelOverrides);
   for (size_t i = 0; i < s.unjudged.size() && int(i) < o.maxUnjudged; ++i) std::printf("  not judged: %s\n", s.unjudged[i].c_str());
   if (int(s.unjudged.size()) > o.maxUnjudged) std::printf("  ... and %zu more\n", s.unjudged.size() - o.maxUnjudged);
+}
+
+int run(const ReplayCmdOptions& o) {
+  const std::string dataset = std::filesystem::path(o.data).parent_path().filename().string();
+  if (!o.makeProfiles.empty()) {
+    auto loaded = sim::loadMeasurements(o.data);
+    if (!loaded) return std::cerr << "replay: " << loaded.error() << "\n", 1;
+    return makeProfiles(o, loaded->rows, dataset);
+  }
+  if (o.profile.empty()) return std::cerr << "replay: --profile or --make-profiles is required\n", 1;
+  auto r = jobreplay::replayProfile(
+      {o.data, o.system, o.profile, locatePlugin(o.plugin), o.trust, o.ncclVersion, o.asMeasured});
+  if (!r) return std::cerr << "replay: " << r.error() << "\n", 1;
+  if (!o.json.empty())
+    if (auto w = writePoints(o.json, *r); !w) return std::cerr << "replay: " << w.error() << "\n", 1;
+  printReplay(o, dataset, *r);
   return 0;
 }
 

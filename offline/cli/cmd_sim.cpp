@@ -44,34 +44,9 @@ int run(const SimCmdOptions& o) {
   if (!coll) return std::cerr << "sim: unknown collective " << o.collective << "\n", 1;
 
   if (!o.emitCsv.empty()) {
-    // Synthetic interchange CSV: every collective, sizes 8 B..4 GiB, NCCL's default and each
-    // feasible (algo, proto) forced, one noisy sample each (seeded).
     auto file = files::OutputFile::open(o.emitCsv);
     if (!file) return std::cerr << "sim: " << file.error() << "\n", 1;
-    std::ostream& out = (*file)->stream();
-    out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
-    sim::NoiseSource noise(o.seed);
-    const int n = topo->nRanks();
-    int rows = 0;
-    for (int c = 0; c < kNumCollectives; ++c)
-      for (uint64_t b = 8; b <= (uint64_t{1} << 32); b *= 2) {
-        const Collective cc = Collective(c);
-        const double factor = cc == Collective::AllReduce ? 2.0 * (n - 1) / n
-                              : (cc == Collective::AllGather || cc == Collective::ReduceScatter) ? double(n - 1) / n : 1.0;
-        auto emit = [&](const sim::Config& cfg, const std::string& a, const std::string& p) {
-          const double t = simulator.sample_us(cc, b, cfg, noise);
-          if (t <= 0) return;
-          out << "simulated " << topo->name << "," << collectiveName(cc) << "," << n << "," << topo->nNodes << "," << b
-              << "," << a << "," << p << "," << cfg.nChannels << "," << cfg.chunkBytes << "," << t << ","
-              << (b / (t * 1e3)) * factor << ",dynamiccl sim --emit-csv seed " << o.seed << "\n";
-          ++rows;
-        };
-        const sim::Config def = ref->defaultConfig(cc, b);
-        if (def.algo != Algo::Default) emit(def, "default", "default");
-        for (const sim::Config& cand : simulator.candidateConfigs(cc))
-          if (cand.nChannels == 0)
-            emit(ref->resolve(cand, b), std::string(algoNcclName(cand.algo)), std::string(protoNcclName(cand.proto)));
-      }
+    const int rows = sim::writeSyntheticDataset(simulator, *ref, o.seed, (*file)->stream());
     if (auto s = (*file)->close(); !s) return std::cerr << "sim: " << s.error() << "\n", 1;
     std::printf("wrote %d rows to %s\n", rows, o.emitCsv.c_str());
     return 0;
@@ -81,19 +56,19 @@ int run(const SimCmdOptions& o) {
   std::printf("%s, %d node(s), %d ranks, %s %llu B\n", topo->name.c_str(), topo->nNodes, topo->nRanks(),
               o.collective.c_str(), static_cast<unsigned long long>(o.bytes));
   if (def.algo != Algo::Default)
-    std::printf("NCCL default: %s  model %.1f us  simulated %.1f us\n", sim::configLabel(def).c_str(),
+    std::printf("NCCL default: %s  model %.1f us  simulated %.1f us\n", decisionLabel(def).c_str(),
                 ref->costTable(*coll, o.bytes)[int(def.algo)][int(def.proto)], simulator.time_us(*coll, o.bytes, def));
   if (!o.algo.empty() || !o.proto.empty()) {
     const auto a = parseAlgo(o.algo.empty() ? "ring" : o.algo);
     const auto p = parseProto(o.proto.empty() ? "simple" : o.proto);
     if (!a || !p) return std::cerr << "sim: unknown algo/proto\n", 1;
     const sim::Config c = ref->resolve(sim::Config{*a, *p, o.channels, o.chunk}, o.bytes, *rule);
-    if (!simulator.feasible(*coll, c)) return std::cerr << "sim: " << sim::configLabel(c) << " is not feasible here\n", 1;
+    if (!simulator.feasible(*coll, c)) return std::cerr << "sim: " << decisionLabel(c) << " is not feasible here\n", 1;
     if (o.channels > c.nChannels)
       std::printf("NCCL %s runs %d channels, not %d: the tuner's count only lowers NCCL's own\n",
                   abi::pickRuleName(*rule), c.nChannels, o.channels);
     sim::NoiseSource noise(o.seed);
-    std::printf("%s: simulated %.2f us", sim::configLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
+    std::printf("%s: simulated %.2f us", decisionLabel(c).c_str(), simulator.time_us(*coll, o.bytes, c));
     for (int i = 0; i < o.samples && o.samples > 1; ++i) std::printf(" %.2f", simulator.sample_us(*coll, o.bytes, c, noise));
     std::printf("\n");
     return 0;
@@ -109,7 +84,7 @@ int run(const SimCmdOptions& o) {
   const double defT = def.algo != Algo::Default ? simulator.time_us(*coll, o.bytes, def) : 0;
   std::printf("  simulated times:\n");
   for (const auto& [t, c] : all)
-    std::printf("  %-36s %10.2f us  %s\n", sim::configLabel(c).c_str(), t,
+    std::printf("  %-36s %10.2f us  %s\n", decisionLabel(c).c_str(), t,
                 defT > 0 ? (std::to_string(int(100 * t / defT)) + "% of default").c_str() : "");
   return 0;
 }

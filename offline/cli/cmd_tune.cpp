@@ -4,8 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <functional>
-#include <limits>
 #include <fstream>
 #include <iostream>
 
@@ -43,89 +41,9 @@ std::optional<abi::PickRule> ruleOf(const TuneCmdOptions& o) {
   return o.ncclVersion.empty() ? std::nullopt : abi::parsePickRule(o.ncclVersion);
 }
 
-using Backends = std::vector<std::unique_ptr<tune::MeasurementBackend>>;
-
-Expected<Backends> one(Expected<std::unique_ptr<tune::MeasurementBackend>> b) {
-  if (!b) return makeError(b.error());
-  Backends out;
-  out.push_back(std::move(b.value()));
-  return out;
-}
-
-// Replay: one backend per communicator shape in the data (or the one asked for); others: one.
-Expected<Backends> makeBackends(const TuneCmdOptions& o) {
-  auto cluster = resolveClusterFacts(o.cluster);
-  if (!cluster) return makeError(cluster.error());
-  if (*cluster && o.backend == "sim")
-    return makeError("--preset/--fingerprint/--probe-host/--gpu-cc... declare the measured cluster of --backend "
-                     "runner or replay, not of the simulator");
-  if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
-    return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
-  if (o.backend == "sim")
-    return one(tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)}));
-  if (o.backend == "replay")
-    return tune::makeReplayBackends({o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform, *cluster});
-  if (o.backend == "runner")
-    return one(tune::makeRunnerBackend({o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
-                                        o.nodes, {}, *cluster, o.ncclVersion}));
-  return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
-}
-
-// The prior of the search by runs: the simulator's predicted time on --topology.
-std::function<double(const tune::Config&, const tune::MeasureKey&)> simPrior(const TuneCmdOptions& o) {
-  auto sim = tune::makeSimulatorBackend({o.topology, o.nodes, o.seed, o.simParams});
-  if (!sim) return nullptr;
-  std::shared_ptr<tune::MeasurementBackend> b(std::move(sim.value()));
-  return [b](const tune::Config& c, const tune::MeasureKey& k) {
-    return b->expected_us(c, k).value_or(std::numeric_limits<double>::infinity());
-  };
-}
-
-// --backend runner --search runs: the unit of search is one nccl-tests run over every size. With
-// --fake-cluster the runs come from a synthetic cluster (the simulator on that preset, with noise).
-Expected<tune::RunSearchResult> searchByRuns(const TuneCmdOptions& o, const tune::TuneRequest& req,
-                                             std::unique_ptr<tune::MeasurementBackend>& backend) {
-  tune::RunExecutor exec;
-  if (!o.fakeCluster.empty()) {
-    auto fake = tune::makeSimulatorBackend({o.fakeCluster, o.nodes, o.seed + 1, ""});
-    if (!fake) return makeError(fake.error());
-    backend = std::move(fake.value());  // its provenance is simulated: nothing it yields is verified
-    const tune::MeasurementBackend* truth = backend.get();
-    tune::SyntheticRunOptions so;
-    so.truth_us = [truth](const tune::Config& c, const tune::MeasureKey& k) {
-      return truth->expected_us(c, k).value_or(truth->expected_us(tune::keepDefault(), k).value_or(1.0));
-    };
-    so.seed = o.seed;
-    exec = tune::syntheticRunExecutor(so);
-  } else {
-    tune::RunnerBackendOptions ro{o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8,
-                                  o.nodes, {}, std::nullopt, o.ncclVersion};
-    exec = tune::commandRunExecutor(ro);
-  }
-  tune::RunSearchOptions ro;
-  ro.rule.minGain = o.minGain;
-  ro.rule.confidence = o.confidence;
-  ro.rule.poolNeighbours = o.pool;
-  ro.maxRuns = o.maxRuns;
-  ro.gridRepeats = o.gridRepeats;
-  ro.iterations = o.iterations;
-  if (o.prior == "sim") ro.prior = simPrior(o);
-  if (!o.priorProfile.empty()) {
-    auto p = policy::loadProfileFile(o.priorProfile);
-    if (!p) return makeError("--prior-profile: " + p.error());
-    for (const policy::Rule& r : p->rules)
-      if (!r.decision.keepsAlgoProto() &&
-          std::find(ro.preferred.begin(), ro.preferred.end(), r.decision) == ro.preferred.end())
-        ro.preferred.push_back(r.decision);
-  }
-  tune::TuneRequest r = req;
-  if (o.dimensions == "algo-proto") r.dimensions.channels = {0}, r.dimensions.chunks = {0};
-  return tune::searchByRuns(*backend, exec, r, ro);
-}
-
 Expected<tune::TuneRequest> requestOf(const TuneCmdOptions& o) {
   tune::TuneRequest req;
-  req.collectives.clear();  // the request's default list is replaced by --collective
+  req.collectives.clear();  // none: every collective the backend measured
   for (const std::string& c : o.collectives) {
     const auto coll = parseCollective(c);
     if (!coll) return makeError("unknown collective " + c);
@@ -144,6 +62,41 @@ Expected<tune::TuneRequest> requestOf(const TuneCmdOptions& o) {
   if (!o.fakeCluster.empty() && !(o.backend == "runner" && o.search == "runs"))
     return makeError("--fake-cluster needs --backend runner --search runs");
   return req;
+}
+
+// The options as the recipe's plan: the request, then the backend (replay: one per communicator
+// shape in the data, or the one asked for).
+Expected<tune::TunePlan> planOf(const TuneCmdOptions& o) {
+  tune::TunePlan plan;
+  auto req = requestOf(o);
+  if (!req) return makeError(req.error());
+  plan.request = std::move(req.value());
+  auto cluster = resolveClusterFacts(o.cluster);
+  if (!cluster) return makeError(cluster.error());
+  if (*cluster && o.backend == "sim")
+    return makeError("--preset/--fingerprint/--probe-host/--gpu-cc... declare the measured cluster of --backend "
+                     "runner or replay, not of the simulator");
+  if (!o.ncclVersion.empty() && !abi::parseNcclVersion(o.ncclVersion))
+    return makeError("--nccl-version " + o.ncclVersion + ": expected a version such as 2.31 or 2.28.9");
+  if (o.backend != "sim" && o.backend != "replay" && o.backend != "runner")
+    return makeError("unknown backend " + o.backend + " (sim, replay, runner)");
+  plan.backend = o.backend == "sim" ? tune::BackendKind::Simulator
+                 : o.backend == "replay" ? tune::BackendKind::Replay : tune::BackendKind::Runner;
+  plan.simulator = {o.topology, o.nodes, o.seed, o.simParams, ruleOf(o).value_or(abi::PickRule::Nccl2_28)};
+  plan.replay = {o.dataset, o.system, o.nranks, o.nodes > 1 ? o.nodes : 0, o.platform, *cluster};
+  plan.runner = {o.script, o.launcher, o.ncclTestsDir, o.plugin, o.nranks > 0 ? o.nranks : 8, o.nodes, {}, *cluster,
+                 o.ncclVersion};
+  if (o.backend == "runner" && o.search == "runs")
+    plan.byRuns = tune::RunsPlan{o.fakeCluster, o.prior == "sim", o.priorProfile, o.dimensions == "algo-proto",
+                                 o.maxRuns, o.gridRepeats};
+  plan.rule.switchPenalty = o.switchPenalty;
+  plan.rule.minGain = o.minGain;
+  plan.rule.confidence = o.confidence;
+  plan.rule.poolNeighbours = o.pool;
+  plan.maxRepeats = o.maxRepeats;
+  plan.adviseJobKnobs = true;
+  plan.name = o.name;
+  return plan;
 }
 
 void printRuns(const TuneCmdOptions& o, const tune::TuneResult& result, const tune::RunSearchResult& runs) {
@@ -165,7 +118,7 @@ void printRuns(const TuneCmdOptions& o, const tune::TuneResult& result, const tu
 
 void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions& so,
                    const std::vector<tune::TunedInterval>& all,
-                   const std::vector<std::vector<tune::PointEvidence>>& evidence, std::vector<tune::PointEvidence>& points) {
+                   const std::vector<std::vector<tune::PointEvidence>>& evidence) {
   for (const std::string& n : result.dataNotes) std::printf("  data: %s\n", n.c_str());
   for (const std::string& u : result.undecidable) std::printf("  undecidable: %s\n", u.c_str());
   std::printf("per size (the most promising candidate; %s; n = samples of the candidate / of NCCL's default%s; bound at "
@@ -174,16 +127,13 @@ void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions&
               result.evidence.provenance == policy::Provenance::Simulated ? "" : ", each measured, none resampled",
               100 * so.confidence, 1 - so.minGain);
   for (const auto& perKey : evidence)
-    for (const tune::PointEvidence& e : perKey) {
-      std::printf("  %s\n", tune::describe(e).c_str());
-      points.push_back(e);
-    }
+    for (const tune::PointEvidence& e : perKey) std::printf("  %s\n", tune::describe(e).c_str());
   const bool simulated = result.evidence.provenance == policy::Provenance::Simulated;
   for (const tune::TunedInterval& t : all)
     std::printf("  %-13s [%s, %s]  %-32s %sgain %+5.1f%% [%+.1f%%, %+.1f%%]  confidence %.2f  (%d sizes; %d vs %d "
                 "samples)\n",
                 std::string(collectiveName(t.coll)).c_str(), sizeText(t.minBytes).c_str(),
-                sizeText(t.maxBytes + 1).c_str(), tune::configLabel(t.config).c_str(),
+                sizeText(t.maxBytes + 1).c_str(), decisionLabel(t.config).c_str(),
                 simulated ? "simulated " : "", 100 * t.gain, 100 * t.gainLow, 100 * t.gainHigh, t.confidence, t.sizes,
                 t.samples, t.defaultSamples);
   std::printf("evidence: %s\n", policy::evidenceText(result.evidence).c_str());
@@ -200,101 +150,47 @@ void printEvidence(const tune::TuneResult& result, const tune::SmoothingOptions&
                 policy::clusterHardwareToJson(*result.evidence.fingerprint).c_str());
 }
 
-// One communicator shape: search, smoothing and the guard, job knobs; prints it and returns its report.
-Expected<tune::TuneReport> tuneShape(const TuneCmdOptions& o, const tune::TuneRequest& req,
-                                     std::unique_ptr<tune::MeasurementBackend>& backend,
-                                     std::vector<tune::PointEvidence>& points) {
-  const bool byRuns = o.backend == "runner" && o.search == "runs";
-  std::optional<tune::RunSearchResult> runs;
-  Expected<tune::TuneResult> result = makeError("not run");
-  if (byRuns) {
-    auto r = searchByRuns(o, req, backend);
-    if (!r) return makeError(r.error());
-    runs = std::move(r.value());
-    result = runs->tune;
-  } else {
-    result = tune::tune(*backend, req);
-  }
-  if (!result) return makeError(result.error());
-  tune::SmoothingOptions so;
-  so.switchPenalty = o.switchPenalty;
-  so.minGain = o.minGain;
-  so.confidence = o.confidence;
-  so.poolNeighbours = o.pool;
-  // Undecided sizes get the repeats that would decide them (runner, simulator), then the rule again.
-  if (const int n = byRuns ? 0 : tune::measureUndecided(*backend, *result, so, o.maxRepeats); n > 0)
-    std::printf("measured %d undecided sizes again (up to %d repeats each)\n", n, o.maxRepeats);
-  auto [all, chosen, evidence] = tune::smoothAll(*result, so);
-  tune::JobKnobAdvice knobs;
-  if (byRuns) knobs.reasons.push_back("NCCL_NTHREADS/NCCL_BUFFSIZE: not searched by runs; NCCL's defaults kept");
-  else knobs = tune::recommendJobKnobs(*backend, *result, all, so, o.iterations);
-  const std::string name = o.name.empty() ? "tuned " + backend->name() : o.name;
-  const abi::PickRule target = tune::targetRule(req, *backend);
-  if (!o.ncclVersion.empty() || target != abi::PickRule::Nccl2_28)
-    std::printf("rules for NCCL %s%s\n", abi::pickRuleName(target),
-                abi::channelsAreCap(target) ? " (channel counts above NCCL's own are not proposed: 2.31 caps them)" : "");
-  if (runs) printRuns(o, *result, *runs);
+// One communicator shape as tuned: the search's account, the evidence per size, the rules, the job knobs.
+void printShape(const TuneCmdOptions& o, const tune::TunePlan& plan, const tune::TunedShape& s) {
+  if (s.measuredAgain > 0)
+    std::printf("measured %d undecided sizes again (up to %d repeats each)\n", s.measuredAgain, o.maxRepeats);
+  if (!o.ncclVersion.empty() || s.target != abi::PickRule::Nccl2_28)
+    std::printf("rules for NCCL %s%s\n", abi::pickRuleName(s.target),
+                abi::channelsAreCap(s.target) ? " (channel counts above NCCL's own are not proposed: 2.31 caps them)" : "");
+  const tune::TuneResult& result = s.result;
+  if (s.runs) printRuns(o, result, *s.runs);
   else
     std::printf("%s: %d ranks / %d nodes, %lld timed iterations (%.1f%% of the exhaustive grid's %lld)\n",
-                result->backend.c_str(), result->nRanks, result->nNodes, static_cast<long long>(result->spentIterations),
-                100.0 * result->spentIterations / std::max<int64_t>(1, result->gridIterations),
-                static_cast<long long>(result->gridIterations));
-  printEvidence(*result, so, all, evidence, points);
-  for (const std::string& r : knobs.reasons) std::printf("  job: %s\n", r.c_str());
-  return tune::makeReport(*result, all, chosen, name, knobs);
-}
-
-// Several shapes' reports as one: their rules in one profile (merge refuses conflicts), one knob
-// advice only where every shape agrees.
-Expected<tune::TuneReport> mergedReport(std::vector<tune::TuneReport> reports, const std::string& name) {
-  if (reports.size() == 1) return std::move(reports.front());
-  std::vector<policy::Profile> profiles;
-  for (const tune::TuneReport& r : reports) profiles.push_back(r.profile);
-  auto merged = policy::mergeProfiles(profiles);
-  if (!merged) return makeError(merged.error());
-  tune::TuneReport out = reports.front();
-  out.profile = std::move(merged.value());
-  out.profile.name = name.empty() ? "tuned " + std::to_string(reports.size()) + " shapes" : name;
-  for (size_t i = 1; i < reports.size(); ++i) {
-    out.backend += "; " + reports[i].backend;
-    out.spentIterations += reports[i].spentIterations;
-    out.gridIterations += reports[i].gridIterations;
-    out.keys.insert(out.keys.end(), reports[i].keys.begin(), reports[i].keys.end());
-    if (!(reports[i].jobKnobs.knobs == out.jobKnobs.knobs)) {
-      out.jobKnobs.knobs = {};
-      out.jobKnobs.reasons.push_back("job knobs differ between shapes: NCCL's defaults kept");
-    }
-  }
-  return out;
+                result.backend.c_str(), result.nRanks, result.nNodes, static_cast<long long>(result.spentIterations),
+                100.0 * result.spentIterations / std::max<int64_t>(1, result.gridIterations),
+                static_cast<long long>(result.gridIterations));
+  printEvidence(result, plan.rule, s.smoothed.intervals, s.smoothed.evidencePerCollective);
+  for (const std::string& r : s.report.jobKnobs.reasons) std::printf("  job: %s\n", r.c_str());
 }
 
 int run(const TuneCmdOptions& o) {
-  auto req = requestOf(o);
-  if (!req) return std::cerr << "tune: " << req.error() << "\n", 1;
-  auto backends = makeBackends(o);
-  if (!backends) return std::cerr << "tune: " << backends.error() << "\n", 1;
-  std::vector<tune::TuneReport> reports;
+  auto plan = planOf(o);
+  if (!plan) return std::cerr << "tune: " << plan.error() << "\n", 1;
+  auto tuned = tune::tuneShapes(*plan);
+  if (!tuned) return std::cerr << "tune: " << tuned.error() << "\n", 1;
+  const size_t shapes = tuned->shapes.size();
   std::vector<tune::PointEvidence> points;
-  for (auto& backend : *backends) {
-    if (backends->size() > 1) std::printf("== shape %zu of %zu: %s\n", reports.size() + 1, backends->size(), backend->name().c_str());
-    tune::TuneRequest shapeReq = *req;
-    if (o.collectives.empty()) shapeReq.collectives = tune::measuredCollectives(*backend);
-    auto r = tuneShape(o, shapeReq, backend, points);
-    if (!r) return std::cerr << "tune: " << r.error() << "\n", 1;
-    reports.push_back(std::move(r.value()));
+  for (size_t i = 0; i < shapes; ++i) {
+    const tune::TunedShape& s = tuned->shapes[i];
+    if (shapes > 1) std::printf("== shape %zu of %zu: %s\n", i + 1, shapes, s.backend.c_str());
+    printShape(o, *plan, s);
+    for (const auto& perKey : s.smoothed.evidencePerCollective) points.insert(points.end(), perKey.begin(), perKey.end());
   }
   if (!o.pointsCsv.empty()) {
     std::ofstream(o.pointsCsv) << tune::evidenceCsv(points);
     std::printf("wrote %s\n", o.pointsCsv.c_str());
   }
-  const size_t shapes = reports.size();
-  auto report = mergedReport(std::move(reports), o.name);
-  if (!report) return std::cerr << "tune: " << report.error() << "\n", 1;
-  if (auto s = files::writeFile(o.out, tune::reportToJson(*report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
-  std::printf("wrote %s (%zu rules%s)\n", o.out.c_str(), report->profile.rules.size(),
+  const tune::TuneReport& report = tuned->merged;
+  if (auto s = files::writeFile(o.out, tune::reportToJson(report)); !s) return std::cerr << "tune: " << s.error() << "\n", 1;
+  std::printf("wrote %s (%zu rules%s)\n", o.out.c_str(), report.profile.rules.size(),
               shapes > 1 ? (", " + std::to_string(shapes) + " shapes").c_str() : "");
   if (!o.profile.empty()) {
-    if (auto s = files::writeFile(o.profile, policy::profileToJson(report->profile)); !s)
+    if (auto s = files::writeFile(o.profile, policy::profileToJson(report.profile)); !s)
       return std::cerr << "tune: " << s.error() << "\n", 1;
     std::printf("wrote %s\n", o.profile.c_str());
   }

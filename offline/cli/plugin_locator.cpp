@@ -2,15 +2,16 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
+
+#include "offline/harness/harness.h"
 
 namespace dynamiccl::cli {
 
 std::string locatePlugin(const std::string& explicitPath) {
   namespace fs = std::filesystem;
   if (!explicitPath.empty()) return explicitPath;
-  if (const char* p = std::getenv("DYNAMICCL_PLUGIN_PATH"); p && *p) return p;
+  if (auto p = harness::pluginPathFromEnv()) return *p;
   const std::string name = "libnccl-tuner-dynamiccl.so";
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);

@@ -12,36 +12,56 @@ namespace dynamiccl::cli::demo {
 namespace {
 
 std::string labelOf(const tune::Config& c, const sim::Config& ncclDefault) {
-  return jobreplay::configLabel(c.keepsAlgoProto() ? ncclDefault : sim::Config{c.algo, c.proto, 0, 0});
+  return armLabel(c.keepsAlgoProto() ? ncclDefault : sim::Config{c.algo, c.proto, 0, 0});
+}
+
+// (collective, key) indices of (coll, bytes) in tune's result; (-1, -1) where tune has no such key.
+std::pair<int, int> keyIndex(const tune::TuneResult& result, Collective coll, uint64_t bytes) {
+  int ci = -1, ki = -1;
+  for (size_t c = 0; c < result.collectives.size(); ++c)
+    for (size_t i = 0; i < result.collectives[c].keys.size(); ++i)
+      if (result.collectives[c].coll == coll && result.collectives[c].keys[i].key.bytes == bytes)
+        ci = static_cast<int>(c), ki = static_cast<int>(i);
+  return {ci, ki};
+}
+
+// The runs' evidence for `disputed` at key ki, its most favourable arm's; nullopt: never measured there.
+std::optional<tune::PointEvidence> evidenceFor(const std::vector<tune::KeyResult>& tk, int ki, const sim::Config& disputed,
+                                               const tune::DecisionRule& rule) {
+  std::optional<tune::PointEvidence> ev;
+  for (size_t e = 1; e < tk[ki].evaluated.size(); ++e)
+    if (tk[ki].evaluated[e].config.algo == disputed.algo && tk[ki].evaluated[e].config.proto == disputed.proto) {
+      tune::PointEvidence x = tune::assessCandidate(tk, ki, static_cast<int>(e), rule);
+      if (!ev || x.ratioUpper < ev->ratioUpper) ev = x;
+    }
+  return ev;
 }
 
 }  // namespace
 
 Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
                                         const std::vector<jobreplay::KeyOutcome>& keys) {
-  auto backend = tune::makeReplayBackend({csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, ""});
-  if (!backend) return makeError(backend.error());
-  tune::TuneRequest req;
-  req.progress = false;
-  req.collectives.clear();
+  tune::TunePlan plan;  // `dynamiccl tune --backend replay` on the job's shape, with its default rule
+  plan.backend = tune::BackendKind::Replay;
+  plan.replay = {csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, "", std::nullopt};
+  plan.everyShape = false;
+  plan.request.collectives.clear();
   for (const jobreplay::KeyOutcome& k : keys)
-    if (std::find(req.collectives.begin(), req.collectives.end(), k.coll) == req.collectives.end())
-      req.collectives.push_back(k.coll);
-  auto result = tune::tune(**backend, req);
-  if (!result) return makeError(result.error());
-  const tune::SmoothedResult smoothed = tune::smoothAll(*result, tune::SmoothingOptions{});
+    if (std::find(plan.request.collectives.begin(), plan.request.collectives.end(), k.coll) ==
+        plan.request.collectives.end())
+      plan.request.collectives.push_back(k.coll);
+  auto tuned = tune::tuneShapes(plan);
+  if (!tuned) return makeError(tuned.error());
+  const tune::TuneResult& result = tuned->shapes.front().result;
+  const tune::SmoothedResult& smoothed = tuned->shapes.front().smoothed;
   TuneAgreement out;
   out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
                 (o.system.empty() ? "" : " --system '" + o.system + "'");
-  const tune::DecisionRule rule = tune::SmoothingOptions{};
+  const tune::DecisionRule rule = plan.rule;
   for (const jobreplay::KeyOutcome& k : keys) {
-    const std::string jobRuns = jobreplay::configLabel(k.finalConfig);
+    const std::string jobRuns = armLabel(k.finalConfig);
     const std::string where = std::string(collectiveName(k.coll)) + " " + sizeText(k.bytes);
-    int ci = -1, ki = -1;
-    for (size_t c = 0; c < result->collectives.size(); ++c)
-      for (size_t i = 0; i < result->collectives[c].keys.size(); ++i)
-        if (result->collectives[c].coll == k.coll && result->collectives[c].keys[i].key.bytes == k.bytes)
-          ci = static_cast<int>(c), ki = static_cast<int>(i);
+    const auto [ci, ki] = keyIndex(result, k.coll, k.bytes);
     if (ci < 0) {
       ++out.differ;
       out.lines.push_back(where + ": tune has no key here (no default row it can compare with); the job runs " + jobRuns);
@@ -53,17 +73,12 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
       continue;
     }
     // The evidence in dispute: the runs' for the configuration the job moved to, else for tune's rule.
-    const std::vector<tune::KeyResult>& tk = result->collectives[ci].keys;
-    const sim::Config disputed = jobRuns != jobreplay::configLabel(k.ncclDefault)
+    const std::vector<tune::KeyResult>& tk = result.collectives[ci].keys;
+    const sim::Config disputed = jobRuns != armLabel(k.ncclDefault)
                                      ? k.finalConfig
                                      : sim::Config{smoothed.chosenPerCollective[ci][ki].algo,
                                                    smoothed.chosenPerCollective[ci][ki].proto, 0, 0};
-    std::optional<tune::PointEvidence> ev;
-    for (size_t e = 1; e < tk[ki].evaluated.size(); ++e)
-      if (tk[ki].evaluated[e].config.algo == disputed.algo && tk[ki].evaluated[e].config.proto == disputed.proto) {
-        tune::PointEvidence x = tune::assessCandidate(tk, ki, static_cast<int>(e), rule);
-        if (!ev || x.ratioUpper < ev->ratioUpper) ev = x;
-      }
+    const std::optional<tune::PointEvidence> ev = evidenceFor(tk, ki, disputed, rule);
     char buf[512];
     if (!ev) {
       ++out.differ;
@@ -73,12 +88,12 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
     const bool undecided = ev->verdict == tune::Verdict::Undecided || ev->verdict == tune::Verdict::NoiseUnknown;
     std::snprintf(buf, sizeof buf, "%s: tune runs %s, the job runs %s; the runs' evidence for %s: chosen/default %.3f [%.3f, "
                   "%.3f] on %d vs %d real runs, %s",
-                  where.c_str(), tuneRuns.c_str(), jobRuns.c_str(), jobreplay::configLabel(disputed).c_str(),
+                  where.c_str(), tuneRuns.c_str(), jobRuns.c_str(), armLabel(disputed).c_str(),
                   ev->pooledRatio, ev->ratioLower, ev->ratioUpper, ev->samples, ev->defaultSamples,
                   std::string(tune::verdictName(ev->verdict)).c_str());
     std::string line = buf;
     const tune::Config& tuneRule = smoothed.chosenPerCollective[ci][ki];
-    if (!tuneRule.keepsAlgoProto() && tuneRuns == jobreplay::configLabel(k.ncclDefault)) {
+    if (!tuneRule.keepsAlgoProto() && tuneRuns == armLabel(k.ncclDefault)) {
       ++out.differ;
       line += "; tune's rule forces " + tuneRuns + ", the configuration NCCL's model says NCCL runs itself, whose forced "
               "runs were faster than the default runs: a job cannot tell the two apart (forcing NCCL's own choice is "
@@ -89,7 +104,7 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
               "calls, here draws from those runs' fitted noise)";
     } else {
       ++out.differ;
-      if (ev->verdict == tune::Verdict::Faster && jobRuns == jobreplay::configLabel(k.ncclDefault))
+      if (ev->verdict == tune::Verdict::Faster && jobRuns == armLabel(k.ncclDefault))
         line += k.trialsToBest < 0 ? " (the job never tried it)" : " (the job tried it and had not decided by its end)";
       else if (ev->verdict == tune::Verdict::Faster) line += " (tune's smoothing over neighbouring sizes chose otherwise)";
       else if (ev->pooledSizes > 1) {

@@ -45,12 +45,4 @@ void StepTimer::done(const std::string& status) {
   std::fflush(stdout);
 }
 
-std::string shortConfigLabel(const sim::Config& c) {
-  if (c.algo == Algo::Default) return "none";
-  std::string s = std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto));
-  if (c.nChannels > 0) s += " ch=" + std::to_string(c.nChannels);
-  if (c.chunkBytes > 0) s += " chunk=" + sizeText(c.chunkBytes);
-  return s;
-}
-
 }  // namespace dynamiccl::cli::demo

@@ -78,8 +78,8 @@ void printLearnedJob(const LearnedJobResult& r) {
               "vs NCCL", "vs best");
   for (const jobreplay::KeyOutcome& k : r.keys)
     std::printf("      %-14s %10llu  %-12s %-12s %-12s %8.3fx %8.3fx\n", std::string(collectiveName(k.coll)).c_str(),
-                static_cast<unsigned long long>(k.bytes), jobreplay::configLabel(k.ncclDefault).c_str(),
-                jobreplay::configLabel(k.finalConfig).c_str(), jobreplay::configLabel(k.best).c_str(), k.vsDefault(),
+                static_cast<unsigned long long>(k.bytes), armLabel(k.ncclDefault).c_str(),
+                armLabel(k.finalConfig).c_str(), armLabel(k.best).c_str(), k.vsDefault(),
                 k.vsBest());
   std::printf("      learned, verified in the job (simulated): %zu keys, geomean %.3fx NCCL's default (worst %.3fx); "
               "where NCCL is >= 5%% off the best (%d keys) %.3fx; worst vs best %.3fx; %zu promoted, %d dropped; "

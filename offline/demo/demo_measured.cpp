@@ -120,7 +120,7 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
     KeyRow row;
     row.job = k;
     if (const policy::Rule* r = ruleFor(tuned.profile, k.coll, k.bytes, job.nRanks, job.nNodes)) {
-      row.simRule = shortConfigLabel(r->decision);
+      row.simRule = decisionLabel(r->decision);
       if (r->evidence) row.simGain = r->evidence->gain;
     }
     // Several arms were tried per key: show the one that decided the key (promoted, else the fastest).
@@ -132,7 +132,7 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
         shown = &v;
     if (shown) row.verdict = shown->candidate + " " + shown->state, row.verdictGain = shown->gain;
     for (const PointResult& p : replayed.points)
-      if (p.coll == k.coll && p.bytes == k.bytes) row.replayConfig = jobreplay::configLabel(p.decision);
+      if (p.coll == k.coll && p.bytes == k.bytes) row.replayConfig = armLabel(p.decision);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -155,7 +155,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
     t.withinOnePercent += r.job.vsBest() <= 1.01;
     t.withinOnePercentChoosable += r.job.vsBestChoosable() <= 1.01;
     t.bestIsDefaultsTwin += r.job.bestIsDefaultsTwin();
-    t.replayAgrees += r.replayConfig == jobreplay::configLabel(r.job.finalConfig);
+    t.replayAgrees += r.replayConfig == armLabel(r.job.finalConfig);
     t.promoted += r.verdict.find("promoted") != std::string::npos;
   }
   if (!rows.empty()) t.geoVsDefault = std::exp(lD / rows.size()), t.geoVsBest = std::exp(lB / rows.size());
@@ -170,11 +170,11 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
   // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
   size_t w[5] = {11, 26, 16, 11, 11};
   for (const KeyRow& r : rows) {
-    w[0] = std::max(w[0], jobreplay::configLabel(r.job.ncclDefault).size());
+    w[0] = std::max(w[0], armLabel(r.job.ncclDefault).size());
     w[1] = std::max(w[1], r.simRule.size());
     w[2] = std::max(w[2], r.verdict.size());
-    w[3] = std::max(w[3], jobreplay::configLabel(r.job.finalConfig).size());
-    w[4] = std::max(w[4], jobreplay::configLabel(r.job.best).size());
+    w[3] = std::max(w[3], armLabel(r.job.finalConfig).size());
+    w[4] = std::max(w[4], armLabel(r.job.best).size());
   }
   const int b[5] = {int(w[0]) + 9, int(w[1]) + 8, int(w[2]) + 8, int(w[3]) + 9, int(w[4]) + 17};
   std::printf("  %-9s %-9s | %-*s | %-*s | %-*s | %-*s | %-*s\n", "", "", b[0], "NCCL default", b[1], "simulator's rule",
@@ -186,10 +186,10 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
     const jobreplay::KeyOutcome& k = r.job;
     std::printf("  %-9s %-9s | %-*s %8.2f | %-*s %7s | %-*s %7s | %-*s %7.3fx | %-*s %8.2f %6.3fx\n",
                 std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(), int(w[0]),
-                jobreplay::configLabel(k.ncclDefault).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
+                armLabel(k.ncclDefault).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
                 pct(r.simGain).c_str(), int(w[2]), r.verdict.c_str(), pct(r.verdictGain).c_str(), int(w[3]),
-                jobreplay::configLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
-                jobreplay::configLabel(k.best).c_str(), k.best_us, k.vsBest());
+                armLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
+                armLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
   std::printf("  job's final epoch over %zu keys (judged on measured medians): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
@@ -234,11 +234,11 @@ Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
     csv += std::string(collectiveName(k.coll)) + "," + std::to_string(k.bytes) + "," +
-           jobreplay::configLabel(k.ncclDefault) + "," + fmt("%.3f", k.default_us) + "," + r.simRule + "," +
+           armLabel(k.ncclDefault) + "," + fmt("%.3f", k.default_us) + "," + r.simRule + "," +
            (std::isfinite(r.simGain) ? fmt("%.4f", r.simGain) : "") + "," + r.verdict + "," +
            (std::isfinite(r.verdictGain) ? fmt("%.4f", r.verdictGain) : "") + "," +
-           jobreplay::configLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
-           "," + jobreplay::configLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
+           armLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
+           "," + armLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
            r.replayConfig + "," + std::to_string(k.alternatives) + "," + std::to_string(k.tried) + "," +
            std::to_string(k.trialsToBest) + "\n";
   }
@@ -250,9 +250,9 @@ Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow
   ReplayResult r;
   for (const KeyRow& row : rows) {
     const jobreplay::KeyOutcome& k = row.job;
-    r.points.push_back({"NCCL default", k.coll, k.bytes, jobreplay::configLabel(k.ncclDefault), k.default_us,
+    r.points.push_back({"NCCL default", k.coll, k.bytes, armLabel(k.ncclDefault), k.default_us,
                         k.default_us, k.best_us, k.ncclDefault, job.nRanks});
-    r.points.push_back({"verified in job", k.coll, k.bytes, jobreplay::configLabel(k.finalConfig), k.final_us, k.default_us,
+    r.points.push_back({"verified in job", k.coll, k.bytes, armLabel(k.finalConfig), k.final_us, k.default_us,
                         k.best_us, k.finalConfig, job.nRanks});
   }
   return writeReplayCsvs(r, job.nRanks, outDir, "verified in job");
@@ -295,14 +295,14 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
     keys.push_back({{"collective", collectiveName(k.coll)},
                     {"bytes", k.bytes},
                     {"measured_configs", measuredConfigs},
-                    {"default_config", jobreplay::configLabel(k.ncclDefault)},
+                    {"default_config", armLabel(k.ncclDefault)},
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
                     {"sim_gain", std::isfinite(r.simGain) ? nlohmann::json(r.simGain) : nlohmann::json()},
                     {"verdict", r.verdict},
-                    {"final_config", jobreplay::configLabel(k.finalConfig)},
+                    {"final_config", armLabel(k.finalConfig)},
                     {"final_us", k.final_us},
-                    {"best_config", jobreplay::configLabel(k.best)},
+                    {"best_config", armLabel(k.best)},
                     {"best_us", k.best_us},
                     {"vs_default", k.vsDefault()},
                     {"vs_best", k.vsBest()},
@@ -337,6 +337,147 @@ Expected<std::string> trainLearnedForJob(const DemoOptions& o, const jobreplay::
   return learned.profilePath;
 }
 
+// Step 2: the profile the job verifies: none (the job searches alone), the learned network's, or
+// the simulator's candidates for the dataset's platform.
+struct JobProfile {
+  TunedProfile tuned;  // the simulator's rules (none with --learned: the network's are generated in the job)
+  std::string path, name;
+};
+Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::MeasuredJob& job, const std::string& csv,
+                                   const Expected<std::string>& platform, const std::vector<Collective>& colls,
+                                   const std::vector<uint64_t>& sizes) {
+  const fs::path out(o.out);
+  JobProfile p;
+  if (!platform) {
+    StepTimer s2(2, kSteps, "Tune on the simulator: skipped (" + platform.error() + ")");
+    p.path = (out / "tuned.json").string();
+    p.name = "no profile (the job searches NCCL's alternatives: DYNAMICCL_VERIFY=1)";
+    p.tuned.profile.name = "none";
+    if (auto s = files::writeFile(p.path, policy::profileToJson(p.tuned.profile)); !s) return makeError(s.error());
+    s2.done("no simulated rule: every configuration NCCL's table allows is a candidate the job measures");
+    return p;
+  }
+  if (o.learned) {
+    auto learned = trainLearnedForJob(o, job, csv, *platform);
+    if (!learned) return makeError(learned.error());
+    p.path = *learned;
+    p.name = "learned.json";
+    return p;
+  }
+  StepTimer s2(2, kSteps, "Tune on the simulator (simulated): TPE + Hyperband for " + *platform + " at the measured sizes");
+  DemoOptions so = o;
+  so.preset = *platform;
+  so.nodes = job.nNodes;
+  auto cluster = makeCluster(so);
+  if (!cluster) return makeError(cluster.error());
+  const std::string paramsPath = (out / "sim-params.json").string();
+  if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return makeError(s.error());
+  std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
+  auto tunedOr = tuneOnSimulator(o, *platform, job.nNodes, paramsPath, colls, sizes, true);
+  if (!tunedOr) return makeError("tune: " + tunedOr.error());
+  p.tuned = std::move(*tunedOr);
+  const TunedProfile& tuned = p.tuned;
+  std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
+              "verifies)\n");
+  for (const policy::Rule& r : tuned.profile.rules)
+    std::printf("      %s %s: %s, %s (simulated)\n",
+                r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
+                sizeRangeText(r.minBytes, r.maxBytes).c_str(), decisionLabel(r.decision).c_str(),
+                r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
+  p.path = (out / "tuned.json").string();
+  p.name = "tuned.json";
+  if (auto s = files::writeFile(p.path, policy::profileToJson(tuned.profile)); !s) return makeError(s.error());
+  if (auto s = files::writeFile((out / "tune-report.json").string(), tuned.reportJson); !s) return makeError(s.error());
+  if (auto back = policy::loadProfileFile(p.path); !back) return makeError(p.path + " does not load: " + back.error());
+  s2.done("tuned.json: " + std::to_string(tuned.profile.rules.size()) + " rules, simulated (unverified); " +
+          std::to_string(tuned.spentIterations) + " simulated iterations (" +
+          fmt("%.1f%%", 100.0 * tuned.spentIterations / std::max<int64_t>(1, tuned.gridIterations)) +
+          " of the exhaustive grid)");
+  return p;
+}
+
+// Step 3: the job replayed through the real plugin, verifying the profile; every rank must finish
+// with the same decisions.
+Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::MeasuredJob& job, const std::string& pluginPath,
+                                      const JobProfile& profile, bool searchOnly, const fs::path& workDir) {
+  StepTimer s3(3, kSteps, "Replayed job: " + std::to_string(job.nRanks) +
+                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying " + profile.name);
+  const std::string storePath = (workDir / "store.db").string();
+  std::error_code ec;
+  fs::create_directories(workDir, ec);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(storePath + suffix, ec);  // every demo starts afresh
+  jobreplay::JobOptions jo;
+  jo.pluginPath = pluginPath;
+  jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
+  jo.seed = o.seed;
+  jo.env = verificationEnv(profile.path, storePath);
+  if (searchOnly) jo.env.emplace_back("DYNAMICCL_VERIFY", "1");  // asked for: no rule to verify, the search alone
+  if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
+  jo.workDir = workDir.string();
+  jo.timeout_s = o.quick ? 90 : 300;
+  jo.progress = [](const std::string& line) {
+    std::printf("      %s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  std::printf("      plugin %s; %llu passes over the keys, epoch %llu calls; rank logs and store in %s/\n",
+              pluginPath.c_str(), static_cast<unsigned long long>(jo.iterations),
+              static_cast<unsigned long long>(jo.epochCalls), workDir.string().c_str());
+  std::fflush(stdout);
+  auto jr = jobreplay::replayJob(job, jo);
+  if (!jr) return makeError("job: " + jr.error());
+  for (const jobreplay::RankOutcome& r : jr->ranks)
+    if (!r.finished) std::printf("      rank %d failed: %s\n", r.rank, r.failure.c_str());
+  if (!jr->allFinished) return makeError("the replayed job did not finish on every rank");
+  if (!jr->ranksAgree) return makeError("ranks decided differently: the plugin broke its first invariant");
+  uint64_t unmeasured = 0;
+  for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
+  s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
+          std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
+          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (replayed: calls drawn from noise fitted to the real runs)" +
+          (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
+  return jr;
+}
+
+// Step 4: the job's verdicts exported as verified.json, each said with the real runs behind it.
+Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std::string& storePath, const fs::path& out) {
+  StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
+  auto verified = exportVerified(storePath, (out / "verified.json").string());
+  if (!verified) return makeError("export: " + verified.error());
+  // The samples of a verdict are the job's calls, each a draw from the dataset's repeats: say how many
+  // real runs stand behind each side, so nobody reads thousands of draws as thousands of measurements.
+  auto realRuns = [&](const JobVerdict& v) {
+    for (const jobreplay::JobKey& k : job.keys)
+      if (k.coll == v.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes)
+        for (const jobreplay::MeasuredConfig& m : k.measured)
+          if (m.forced && armLabel(m.config) == v.candidate)
+            return "; real runs behind it: " + std::to_string(m.runs()) + " of the candidate, " +
+                   std::to_string(k.byDefault().runs()) + " of NCCL's default";
+    return std::string("; no real run of the candidate at this size");
+  };
+  for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
+  s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
+          std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
+  return verified;
+}
+
+// The check that the exported profile carries what the job learned: keys where verified.json runs
+// neither the job's final configuration nor its last promotion. A promotion at the job's last table
+// build (published for a boundary the job never reached) is carried though the job never ran it.
+int keysExportLost(const std::vector<KeyRow>& rows) {
+  int wrong = 0;
+  for (const KeyRow& r : rows) {
+    if (r.replayConfig == armLabel(r.job.finalConfig)) continue;
+    if (r.verdict == r.replayConfig + " promoted") {
+      std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
+                  "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
+                  r.replayConfig.c_str());
+    } else {
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
 }  // namespace
 
 int runMeasured(const DemoOptions& o, const std::string& pluginPath,
@@ -355,111 +496,21 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   // No calibrated platform for this shape: the measurements still decide. The simulator's proposals
   // are skipped and the job searches NCCL's own alternatives at every key (DYNAMICCL_VERIFY=1).
   const bool searchOnly = !platform;
-  DemoOptions so = o;
-  so.preset = platform ? *platform : "";
-  so.nodes = job->nNodes;
   std::set<Collective> collSet;
   std::vector<uint64_t> sizes;
   for (const jobreplay::JobKey& k : job->keys) collSet.insert(k.coll), sizes.push_back(k.bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   const std::vector<Collective> colls(collSet.begin(), collSet.end());
-  TunedProfile tuned;  // the simulator's rules (none with --learned: the network's are generated in the job)
-  std::string profilePath, profileName;
-  if (searchOnly) {
-    StepTimer s2(2, kSteps, "Tune on the simulator: skipped (" + platform.error() + ")");
-    profilePath = (out / "tuned.json").string();
-    profileName = "no profile (the job searches NCCL's alternatives: DYNAMICCL_VERIFY=1)";
-    tuned.profile.name = "none";
-    if (auto s = files::writeFile(profilePath, policy::profileToJson(tuned.profile)); !s) return fail(s.error());
-    s2.done("no simulated rule: every configuration NCCL's table allows is a candidate the job measures");
-  } else if (o.learned) {
-    auto learned = trainLearnedForJob(o, *job, csv, *platform);
-    if (!learned) return fail(learned.error());
-    profilePath = *learned;
-    profileName = "learned.json";
-  } else {
-    StepTimer s2(2, kSteps, "Tune on the simulator (simulated): TPE + Hyperband for " + *platform + " at the measured sizes");
-    auto cluster = makeCluster(so);
-    if (!cluster) return fail(cluster.error());
-    const std::string paramsPath = (out / "sim-params.json").string();
-    if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return fail(s.error());
-    std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
-    auto tunedOr = tuneOnSimulator(o, *platform, job->nNodes, paramsPath, colls, sizes, true);
-    if (!tunedOr) return fail("tune: " + tunedOr.error());
-    tuned = std::move(*tunedOr);
-    std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
-                "verifies)\n");
-    for (const policy::Rule& r : tuned.profile.rules)
-      std::printf("      %s %s: %s, %s (simulated)\n",
-                  r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
-                  sizeRangeText(r.minBytes, r.maxBytes).c_str(), shortConfigLabel(r.decision).c_str(),
-                  r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
-    profilePath = (out / "tuned.json").string();
-    profileName = "tuned.json";
-    if (auto s = files::writeFile(profilePath, policy::profileToJson(tuned.profile)); !s) return fail(s.error());
-    if (auto s = files::writeFile((out / "tune-report.json").string(), tuned.reportJson); !s) return fail(s.error());
-    if (auto back = policy::loadProfileFile(profilePath); !back) return fail(profilePath + " does not load: " + back.error());
-    s2.done("tuned.json: " + std::to_string(tuned.profile.rules.size()) + " rules, simulated (unverified); " +
-            std::to_string(tuned.spentIterations) + " simulated iterations (" +
-            fmt("%.1f%%", 100.0 * tuned.spentIterations / std::max<int64_t>(1, tuned.gridIterations)) +
-            " of the exhaustive grid)");
-  }
+  auto profile = profileForJob(o, *job, csv, platform, colls, sizes);
+  if (!profile) return fail(profile.error());
+  const TunedProfile& tuned = profile->tuned;
 
-  StepTimer s3(3, kSteps, "Replayed job: " + std::to_string(job->nRanks) +
-                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying " + profileName);
   const fs::path workDir = out / "job";
-  const std::string storePath = (workDir / "store.db").string();
-  std::error_code ec;
-  fs::create_directories(workDir, ec);
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(storePath + suffix, ec);  // every demo starts afresh
-  jobreplay::JobOptions jo;
-  jo.pluginPath = pluginPath;
-  jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
-  jo.seed = o.seed;
-  jo.env = verificationEnv(profilePath, storePath);
-  if (searchOnly) jo.env.emplace_back("DYNAMICCL_VERIFY", "1");  // asked for: no rule to verify, the search alone
-  if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
-  jo.workDir = workDir.string();
-  jo.timeout_s = o.quick ? 90 : 300;
-  jo.progress = [](const std::string& line) {
-    std::printf("      %s\n", line.c_str());
-    std::fflush(stdout);
-  };
-  std::printf("      plugin %s; %llu passes over the keys, epoch %llu calls; rank logs and store in %s/\n",
-              pluginPath.c_str(), static_cast<unsigned long long>(jo.iterations),
-              static_cast<unsigned long long>(jo.epochCalls), workDir.string().c_str());
-  std::fflush(stdout);
-  auto jr = jobreplay::replayJob(*job, jo);
-  if (!jr) return fail("job: " + jr.error());
-  for (const jobreplay::RankOutcome& r : jr->ranks)
-    if (!r.finished) std::printf("      rank %d failed: %s\n", r.rank, r.failure.c_str());
-  if (!jr->allFinished) return fail("the replayed job did not finish on every rank");
-  if (!jr->ranksAgree) return fail("ranks decided differently: the plugin broke its first invariant");
-  uint64_t unmeasured = 0;
-  for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
-  s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
-          std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
-          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (replayed: calls drawn from noise fitted to the real runs)" +
-          (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
-
-  StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
-  auto verified = exportVerified(storePath, (out / "verified.json").string());
-  if (!verified) return fail("export: " + verified.error());
-  // The samples of a verdict are the job's calls, each a draw from the dataset's repeats: say how many
-  // real runs stand behind each side, so nobody reads thousands of draws as thousands of measurements.
-  auto realRuns = [&](const JobVerdict& v) {
-    for (const jobreplay::JobKey& k : job->keys)
-      if (k.coll == v.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes)
-        for (const jobreplay::MeasuredConfig& m : k.measured)
-          if (m.forced && jobreplay::configLabel(m.config) == v.candidate)
-            return "; real runs behind it: " + std::to_string(m.runs()) + " of the candidate, " +
-                   std::to_string(k.byDefault().runs()) + " of NCCL's default";
-    return std::string("; no real run of the candidate at this size");
-  };
-  for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
-  s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
-          std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
+  auto jr = runJob(o, *job, pluginPath, *profile, searchOnly, workDir);
+  if (!jr) return fail(jr.error());
+  auto verified = exportJob(*job, (workDir / "store.db").string(), out);
+  if (!verified) return fail(verified.error());
 
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
   auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, "verified", job->nRanks);
@@ -472,21 +523,8 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   auto agreement = compareWithTune(csv, o, *job, jr->keys);
   if (agreement) printAgreement(*agreement);
   else std::printf("  tune on the same data could not run: %s\n", agreement.error().c_str());
-  // The check that the exported profile carries what the job learned: a failure fails the command. A
-  // promotion at the job's last table build (published for a boundary the job never reached) is
-  // carried though the job never ran it.
-  int wrong = 0;
-  for (const KeyRow& r : rows) {
-    if (r.replayConfig == jobreplay::configLabel(r.job.finalConfig)) continue;
-    if (r.verdict == r.replayConfig + " promoted") {
-      std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
-                  "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  r.replayConfig.c_str());
-    } else {
-      ++wrong;
-    }
-  }
-  if (wrong)
+  // The exported profile must carry what the job learned: a failure fails the command.
+  if (const int wrong = keysExportLost(rows))
     return fail("check failed: verified.json through the plugin alone runs neither the job's final configuration nor "
                 "its last promotion at " + std::to_string(wrong) + " of " + std::to_string(rows.size()) + " keys");
   if (o.learned) {

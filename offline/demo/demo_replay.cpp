@@ -145,7 +145,7 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
           ++r.unjudged;  // a decision the hardware cannot run: NCCL would fail, not time it
           continue;
         }
-        PointResult p{prof.label, coll, bytes, shortConfigLabel(decided), chosen_us, default_us, 0, decided,
+        PointResult p{prof.label, coll, bytes, decisionLabel(decided), chosen_us, default_us, 0, decided,
                       cluster.topology.nRanks()};
         p.best_us = std::min(chosen_us, bestFeasible_us(simulator, nccl, coll, bytes, table, default_us));
         r.points.push_back(p);
@@ -197,7 +197,7 @@ Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vecto
         const auto forced = p.forced_us.find({c.algo, c.proto});
         const double chosen = isDefault && p.default_us > 0 ? p.default_us : forced != p.forced_us.end() ? forced->second : -1;
         if (chosen > 0 && p.default_us > 0)
-          r.points.push_back({prof.label, coll, p.bytes, shortConfigLabel(c), chosen, p.default_us, p.best_us(), c,
+          r.points.push_back({prof.label, coll, p.bytes, decisionLabel(c), chosen, p.default_us, p.best_us(), c,
                               p.shape->nRanks});
         return c;
       };

@@ -8,13 +8,14 @@
 
 #include "offline/demo/demo_steps.h"
 #include "offline/files/files.h"
+#include "offline/sim/sim.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
 namespace {
 
 double busBw_GBps(Collective c, uint64_t bytes, double time_us, int nRanks) {
-  return tune::busBandwidth_GBps(c, bytes, time_us, nRanks);
+  return sim::busBandwidth_GBps(c, bytes, time_us, nRanks);
 }
 
 std::string name(Collective c) { return std::string(collectiveName(c)); }

@@ -145,7 +145,6 @@ Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& out
                        const std::string& mapped = "tuned");
 Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path);
 
-std::string shortConfigLabel(const sim::Config& c);  // "ring/ll128 ch=16 chunk=512K"
 
 // In-job verification (demo_verify.cpp, where it plugs in): every rank's settings for verifying
 // the profile at profilePath, and afterwards the store's verdicts as a profile of verified rules.

@@ -1,5 +1,6 @@
 // files: every file the offline tools write goes through here, so that a failed write (no such
-// directory, disk full, /dev/full, a closed pipe) is an error value, never a "wrote N rows".
+// directory, disk full, /dev/full, a closed pipe) is an error value, never a "wrote N rows"; and
+// the shell commands they run (plot scripts, nccl-tests runs), with what those print.
 // Public header of dynamiccl_files.
 #pragma once
 
@@ -39,5 +40,14 @@ Status writeFile(const std::string& path, std::string_view text);
 
 // Standard output as a written file: flushed and checked (`> /dev/full`, a closed pipe).
 Status flushStdout();
+
+// s as one word of a POSIX shell command line, whatever it holds.
+std::string shellQuote(const std::string& s);
+struct CommandOutput {
+  std::string text;  // its standard output
+  int status = 0;    // pclose's wait status: 0 when it exited with 0
+};
+// Runs commandLine through /bin/sh; an error only when it cannot be started.
+Expected<CommandOutput> runCommand(const std::string& commandLine);
 
 }  // namespace dynamiccl::files

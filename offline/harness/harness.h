@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,9 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   mutable std::atomic<ncclResult_t> lastInitResult_{ncclSuccess};  // init may run on several threads
 };
 
+// DYNAMICCL_PLUGIN_PATH: the plugin library the tools and tests drive instead of the one built
+// alongside; nullopt when unset or empty.
+std::optional<std::string> pluginPathFromEnv();
 // Path of the plugin built in this tree (DYNAMICCL_PLUGIN_DIR/libnccl-tuner-dynamiccl.so) or the
 // value of DYNAMICCL_PLUGIN_PATH when set.
 std::string builtPluginPath(const char* pluginDir);

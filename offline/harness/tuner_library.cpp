@@ -233,8 +233,13 @@ ncclResult_t TunerComm::getChunkSize(int coll, size_t nBytes, int algo, int prot
                    : lib_->v6_->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize);
 }
 
-std::string builtPluginPath(const char* pluginDir) {
+std::optional<std::string> pluginPathFromEnv() {
   if (const char* p = std::getenv("DYNAMICCL_PLUGIN_PATH"); p && *p) return p;
+  return std::nullopt;
+}
+
+std::string builtPluginPath(const char* pluginDir) {
+  if (auto p = pluginPathFromEnv()) return *p;
   return std::string(pluginDir) + "/libnccl-tuner-dynamiccl.so";
 }
 

@@ -106,5 +106,9 @@ struct FileReport {
 std::vector<std::string> expandPaths(const std::vector<std::string>& paths);
 // Parses one file and writes its rows in one batch; skips content already in the store.
 Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, const std::string& path);
+// What ingesting one file did, as `ingest` and `profile` print it: "<path>: <kind>, N observations,
+// M decisions; skipped: <reason> xN" (refused: "<path>: refused, <why>"), then one indented line
+// per detected section.
+std::vector<std::string> describe(const FileReport& r);
 
 }  // namespace dynamiccl::ingest

@@ -234,6 +234,20 @@ std::string describe(const Detection& d) {
   return out + ", " + d.config + (d.from.empty() ? "" : " (" + d.from + ")");
 }
 
+std::vector<std::string> describe(const FileReport& r) {
+  const bool whole = r.kind == "skipped" || r.kind == "ambiguous";
+  std::string why;
+  for (const auto& [reason, n] : r.skipped) why += (why.empty() ? "" : ", ") + reason + (whole ? "" : " x" + std::to_string(n));
+  std::string line = r.path + ": ";
+  if (r.kind == "ambiguous") line += "refused, " + why;
+  else
+    line += r.kind + ", " + std::to_string(r.observations) + " observations, " + std::to_string(r.decisions) +
+            " decisions" + (why.empty() ? "" : "; skipped: " + why);
+  std::vector<std::string> out{line};
+  for (const Detection& d : r.detected) out.push_back("    " + describe(d));
+  return out;
+}
+
 std::vector<std::string> expandPaths(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& p : paths) {

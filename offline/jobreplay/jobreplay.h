@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,7 +195,28 @@ struct JobResult {
 // rank would inherit its state instead of loading it); a rank's failure or hang is in the result.
 Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o);
 
-std::string configLabel(const sim::Config& c);  // "ring/ll", "default"
+
+// `dynamiccl replay`: a profile's decisions, made by the real plugin (NCCL's cost table from our
+// model, the cheapest entry after its edits runs), at every measured point of a dataset, judged on
+// the measured times (sim::replay).
+struct ProfileReplayPlan {
+  std::string data;                // a normalized.csv
+  std::string system;              // only rows whose system contains this
+  std::string profile;             // what the plugin loads (DYNAMICCL_PROFILE)
+  std::string pluginPath;
+  std::string trust = "verified";  // DYNAMICCL_TRUST
+  std::string ncclVersion;         // the release the plugin is loaded as; "": the one every row names, else 2.28.9
+  bool asMeasured = true;          // the plugin probes the data's hardware (DYNAMICCL_TOPO_*) where it holds one
+};
+struct ProfileReplay {
+  std::shared_ptr<const sim::ReplayData> data;  // the points summary.perPoint and forced name
+  sim::ReplaySummary summary;
+  std::set<const sim::ReplayPoint*> forced;     // where the plugin forced its choice (wrote a zero cost)
+  std::vector<std::string> hardwareEnv;         // "K=V" the plugin's probe saw; empty: this host's
+  std::string pluginPath;
+  int tunerVersion = 0;
+};
+Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan);
 
 // A table the leader published for the job: in force from call `boundary` on.
 struct PublishedTable {

@@ -156,11 +156,6 @@ const MeasuredConfig& JobKey::bestChoosable() const {
   return *out;
 }
 
-std::string configLabel(const sim::Config& c) {
-  if (c.algo == Algo::Default) return "default";
-  return std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto));
-}
-
 Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeChoice& choice) {
   auto loaded = sim::loadMeasurements(csvPath);
   if (!loaded) return makeError(loaded.error());

@@ -1,5 +1,6 @@
 #include "offline/measurements/measurements.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +9,15 @@
 #include "offline/platforms/platforms.h"
 
 namespace dynamiccl::sim {
+
+// nccl-tests' factor: what each rank's links carry relative to the algorithm bandwidth.
+double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
+  if (!(us > 0)) return 0;
+  const double n = std::max(1, nRanks), algbw = static_cast<double>(bytes) / (us * 1e3);
+  if (coll == Collective::AllReduce) return algbw * 2 * (n - 1) / n;
+  if (coll == Collective::AllGather || coll == Collective::ReduceScatter) return algbw * (n - 1) / n;
+  return algbw;
+}
 
 namespace {
 

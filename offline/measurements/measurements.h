@@ -15,6 +15,9 @@
 
 namespace dynamiccl::sim {
 
+// nccl-tests' bus bandwidth (GB/s) of `bytes` in `us` on nRanks: algbw times the collective's factor.
+double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks);
+
 struct Measurement {
   std::string system;
   Collective coll = Collective::AllReduce;

@@ -69,6 +69,24 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
                                               const DatasetCalibration* stored = nullptr,
                                               std::vector<RowPrediction>* predictions = nullptr);
 
+// `dynamiccl calibrate` over a data folder: the dataset folders (with a normalized.csv) in name
+// order; `only` non-empty: the one so named.
+std::vector<std::string> datasetDirs(const std::string& dataDir, const std::string& only);
+// One dataset as `dynamiccl calibrate` runs it: fitted, from the parameters already in calFile
+// unless fresh; or with check the parameters in calFile evaluated.
+struct DatasetCalibrationPlan {
+  std::string dir;      // the dataset folder
+  std::string calFile;  // its calibration JSON
+  bool check = false, fresh = false;
+  int iterations = 700, restarts = 3;
+  bool predictions = false;  // also every row's prediction
+};
+struct DatasetCalibrationRun {
+  DatasetCalibration calibration;
+  std::vector<RowPrediction> predictions;
+};
+Expected<DatasetCalibrationRun> calibrateDatasetDir(const DatasetCalibrationPlan& plan);
+
 // offline/platforms/calibration/<dataset>.json.
 std::string calibrationToJson(const DatasetCalibration& c);
 Expected<DatasetCalibration> calibrationFromJson(const std::string& text);

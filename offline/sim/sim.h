@@ -17,4 +17,5 @@
 #include "offline/sim/profiles_from_sim.h"
 #include "offline/sim/replay.h"
 #include "offline/sim/simulator.h"
+#include "offline/sim/synthetic_dataset.h"
 #include "offline/platforms/platforms.h"

@@ -46,14 +46,6 @@ double generationScale(int cc) { return cc >= 100 ? 1.6 : cc >= 90 ? 1.25 : 1.0;
 
 }  // namespace
 
-std::string configLabel(const Config& c) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%s/%s ch=%d chunk=%lluK", std::string(algoNcclName(c.algo)).c_str(),
-                std::string(protoNcclName(c.proto)).c_str(), c.nChannels,
-                static_cast<unsigned long long>(c.chunkBytes / 1024));
-  return buf;
-}
-
 NoiseSource::Factors NoiseSource::next(const SimParams& p, bool multiNode) {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);

@@ -17,7 +17,6 @@ namespace dynamiccl::sim {
 // One configuration NCCL can run: the policy's own type, so what the simulator times is what the
 // plugin applies. Default algo/proto = NCCL's choice; nChannels 0 / chunkBytes 0 = NCCL's count / chunk.
 using Config = policy::Decision;
-std::string configLabel(const Config& c);  // "RING/SIMPLE ch=16 chunk=512K"
 
 // Calibrated knobs (offline/platforms/calibration/*.json). Defaults are a generic NVLink node.
 struct SimParams {

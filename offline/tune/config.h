@@ -14,7 +14,6 @@ namespace dynamiccl::tune {
 // tuned configuration becomes a rule without translation. Default algo/proto = NCCL's own choice.
 using Config = policy::Decision;
 inline Config keepDefault() { return Config{}; }
-std::string configLabel(const Config& c);  // "ring/ll128 ch=8 chunk=128K" or "nccl-default"
 
 // The call shape a measurement is for.
 struct MeasureKey {

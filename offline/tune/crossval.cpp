@@ -144,7 +144,7 @@ std::string crossvalCsv(const CrossvalResult& r) {
   for (const CrossvalPoint& p : r.points) {
     std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%llu,%s,%d,%.6g,%.6g,%.6g,\"%s\",%.6g,%.6g,%.6g,%d\n", p.mode.c_str(),
                   p.trainedOn.c_str(), p.shape.c_str(), std::string(collectiveName(p.coll)).c_str(),
-                  static_cast<unsigned long long>(p.bytes), configLabel(p.chosen).c_str(), p.judged ? 1 : 0,
+                  static_cast<unsigned long long>(p.bytes), decisionLabel(p.chosen).c_str(), p.judged ? 1 : 0,
                   p.chosen_us, p.default_us, p.best_us, p.bestArm.c_str(), p.vsDefault, p.vsBest, p.ratioSe,
                   p.slowerBeyondNoise ? 1 : 0);
     out += buf;

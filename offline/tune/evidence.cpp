@@ -160,7 +160,7 @@ std::vector<PointEvidence> bestCandidates(const std::vector<KeyResult>& keys, co
 std::string describe(const PointEvidence& e) {
   char buf[400];
   const std::string what = e.config.keepsAlgoProto() ? std::string("no candidate")
-                                                     : configLabel(e.config) + (e.arm.empty() ? "" : " (" + e.arm + ")");
+                                                     : decisionLabel(e.config) + (e.arm.empty() ? "" : " (" + e.arm + ")");
   std::snprintf(buf, sizeof buf, "%-13s %6s  %-46s chosen/default %.3f [%.3f, %.3f] n=%d/%d noise %.1f%%/%.1f%% pooled %d  %s",
                 std::string(collectiveName(e.coll)).c_str(), sizeText(e.bytes).c_str(), what.c_str(), e.pooledRatio,
                 e.ratioLower, e.ratioUpper, e.samples, e.defaultSamples, 100 * e.noise, 100 * e.defaultNoise,
@@ -180,7 +180,7 @@ std::string evidenceCsv(const std::vector<PointEvidence>& points) {
   for (const PointEvidence& e : points) {
     std::snprintf(buf, sizeof buf, "%s,%llu,%s,\"%s\",%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%d,%.6g,%.6g,%.6g,%.4f,%s,%d,%d\n",
                   std::string(collectiveName(e.coll)).c_str(), static_cast<unsigned long long>(e.bytes),
-                  configLabel(e.config).c_str(), e.arm.c_str(), e.samples, e.defaultSamples, e.ratio, e.ratioSe, e.noise,
+                  decisionLabel(e.config).c_str(), e.arm.c_str(), e.samples, e.defaultSamples, e.ratio, e.ratioSe, e.noise,
                   e.defaultNoise, e.noiseSource.c_str(), e.pooledSizes, e.pooledRatio, e.ratioLower, e.ratioUpper,
                   e.winProbability, std::string(verdictName(e.verdict)).c_str(), e.repeatsToDecide, e.chosen ? 1 : 0);
     out += buf;

@@ -5,22 +5,12 @@
 #include <fstream>
 
 #include "offline/ingest/ingest.h"
-#include "offline/tune/measurement_backend.h"
+#include "offline/sim/sim.h"
 #include "offline/tune/profile_export.h"
-#include "offline/tune/tune_report.h"
-#include "offline/tune/tuner.h"
+#include "offline/tune/tune_shapes.h"
 #include "store/store.h"
 
 namespace dynamiccl::tune {
-
-// nccl-tests' factor: what each rank's links carry relative to the algorithm bandwidth.
-double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
-  if (!(us > 0)) return 0;
-  const double n = std::max(1, nRanks), algbw = static_cast<double>(bytes) / (us * 1e3);
-  if (coll == Collective::AllReduce) return algbw * 2 * (n - 1) / n;
-  if (coll == Collective::AllGather || coll == Collective::ReduceScatter) return algbw * (n - 1) / n;
-  return algbw;
-}
 
 namespace {
 
@@ -37,13 +27,8 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
       out.files.push_back(f + ": error: " + r.error());
       continue;
     }
-    std::string why;
-    for (const auto& [reason, n] : r->skipped) why += (why.empty() ? "" : ", ") + reason;
     if (r->kind == "ambiguous") ++out.refused;
-    out.files.push_back(f + ": " + (r->kind == "ambiguous" ? "refused, " + why
-                                                          : r->kind + ", " + std::to_string(r->observations) +
-                                                                " observations" + (why.empty() ? "" : "; skipped: " + why)));
-    for (const ingest::Detection& d : r->detected) out.files.push_back("    " + ingest::describe(d));
+    for (std::string& line : ingest::describe(*r)) out.files.push_back(std::move(line));
   }
   std::ofstream csv(out.csvPath);
   auto rows = ingest::exportInterchangeCsv(**db, csv);
@@ -52,9 +37,11 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
   return Ok{};
 }
 
-ShapeTable tableOf(const MeasurementBackend& b, const TuneResult& result, const SmoothedResult& s) {
+ShapeTable tableOf(const TunedShape& shape) {
+  const TuneResult& result = shape.result;
+  const SmoothedResult& s = shape.smoothed;
   ShapeTable t;
-  t.shape = b.name();
+  t.shape = shape.backend;
   t.nRanks = result.nRanks;
   t.nNodes = result.nNodes;
   for (const std::string& n : result.dataNotes) t.notes.push_back(n);
@@ -66,16 +53,16 @@ ShapeTable tableOf(const MeasurementBackend& b, const TuneResult& result, const 
       row.coll = k.key.coll;
       row.bytes = k.key.bytes;
       row.default_us = k.keep().median_us();
-      row.default_busbw = busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
+      row.default_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
       row.evidence = s.evidencePerCollective[c][i];
       const Config& chosen = s.chosenPerCollective[c][i];
       row.runs_us = row.default_us;
       if (!chosen.keepsAlgoProto()) {
-        row.runs = configLabel(chosen);
+        row.runs = decisionLabel(chosen);
         for (const ConfigStats& e : k.evaluated)
           if (e.config == chosen) row.runs_us = e.median_us();
       }
-      row.runs_busbw = busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
+      row.runs_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
       t.rows.push_back(row);
     }
   return t;
@@ -93,23 +80,16 @@ Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dbPath + suffix, ec);  // every run reads its files afresh
   if (auto s = ingestAll(plan, dbPath, out); !s) return makeError(s.error());
   if (out.refused) return out;  // the caller says which files, and writes nothing
-  auto backends = makeReplayBackends({out.csvPath, plan.system, 0, 0, "", plan.declared});
-  if (!backends) return makeError(backends.error());
-  std::vector<policy::Profile> profiles;
-  for (auto& b : *backends) {
-    TuneRequest req;
-    req.progress = false;
-    req.collectives = measuredCollectives(*b);
-    auto result = tune(*b, req);
-    if (!result) return makeError(b->name() + ": " + result.error());
-    const SmoothedResult s = smoothAll(*result, plan.rule);
-    out.shapes.push_back(tableOf(*b, *result, s));
-    profiles.push_back(makeReport(*result, s.intervals, s.chosenPerCollective, plan.name, {}).profile);
-  }
-  auto merged = policy::mergeProfiles(profiles);
-  if (!merged) return makeError(merged.error());
-  out.profile = std::move(merged.value());
-  out.profile.name = plan.name;
+  TunePlan tp;
+  tp.backend = BackendKind::Replay;
+  tp.replay = {out.csvPath, plan.system, 0, 0, "", plan.declared};
+  tp.request.collectives.clear();  // every one the data measured
+  tp.rule = plan.rule;
+  tp.name = plan.name;
+  auto tuned = tuneShapes(tp);
+  if (!tuned) return makeError(tuned.error());
+  for (const TunedShape& shape : tuned->shapes) out.shapes.push_back(tableOf(shape));
+  out.profile = std::move(tuned->merged.profile);
   return out;
 }
 

@@ -45,7 +45,4 @@ struct LogsProfileReport {
 };
 Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan);
 
-// nccl-tests' bus bandwidth (GB/s) of `bytes` in `us` on nRanks: algbw times the collective's factor.
-double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks);
-
 }  // namespace dynamiccl::tune

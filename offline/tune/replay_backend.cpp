@@ -62,7 +62,7 @@ class ReplayBackend final : public MeasurementBackend {
   // Every recorded repeat of the arm, however many are asked for: a dataset cannot measure more.
   Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int, const JobKnobs&) override {
     const ConfigStats* s = find(c, k);
-    if (!s) return makeError("replay: " + configLabel(c) + " not measured at " + std::to_string(k.bytes) + " B");
+    if (!s) return makeError("replay: " + decisionLabel(c) + " not measured at " + std::to_string(k.bytes) + " B");
     return s->samples_us;
   }
 

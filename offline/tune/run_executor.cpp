@@ -5,16 +5,13 @@
 #include <random>
 #include <sstream>
 
+#include "offline/files/files.h"
 #include "offline/tune/run_search.h"
 
 namespace dynamiccl::tune {
 namespace {
 
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using files::shellQuote;
 
 bool allDigits(std::string_view s) {
   if (s.empty()) return false;
@@ -91,15 +88,10 @@ std::string runCommandLine(const RunnerBackendOptions& o, const RunRequest& r) {
 
 RunExecutor commandRunExecutor(const RunnerBackendOptions& o) {
   return [o](const RunRequest& r) -> Expected<std::string> {
-    const std::string cmd = runCommandLine(o, r);
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    if (!pipe) return makeError("runner: cannot start " + o.script);
-    std::string text;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-    const int rc = ::pclose(pipe);
-    if (rc != 0) return makeError("runner: " + o.script + " failed (status " + std::to_string(rc) + ")");
-    return text;
+    auto ran = files::runCommand(runCommandLine(o, r));
+    if (!ran) return makeError("runner: cannot start " + o.script);
+    if (ran->status != 0) return makeError("runner: " + o.script + " failed (status " + std::to_string(ran->status) + ")");
+    return std::move(ran->text);
   };
 }
 

@@ -126,7 +126,7 @@ class Race {
         st.why = "default stands";
       } else if (best >= 0 && othersCannotBeat(i, best, alive)) {
         st.decided = true;
-        st.why = "faster: " + configLabel(k.evaluated[best].config);
+        st.why = "faster: " + decisionLabel(k.evaluated[best].config);
       } else {
         st.why = std::to_string(alive.size()) + " survivor(s) undecided";
         for (int e : alive) want(k.evaluated[e].config);
@@ -300,12 +300,12 @@ Expected<RunSearchResult> searchByRuns(const MeasurementBackend& backend, const 
     ++result.runsUsed;
     if (!text) {
       races[ci]->noteFailed(c);
-      result.log.push_back("run " + std::to_string(result.runsUsed) + " " + configLabel(c) + " failed: " + text.error());
+      result.log.push_back("run " + std::to_string(result.runsUsed) + " " + decisionLabel(c) + " failed: " + text.error());
       return makeError(text.error());
     }
     Status st = races[ci]->record(c, parseNcclTestsOutput(*text));
     result.log.push_back("run " + std::to_string(result.runsUsed) + " " + std::string(collectiveName(r.coll)) + " " +
-                         configLabel(c) + ": " + why + (st ? "" : " (" + st.error() + ")"));
+                         decisionLabel(c) + ": " + why + (st ? "" : " (" + st.error() + ")"));
     return st;
   };
 

@@ -1,19 +1,16 @@
 // Real measurements: runs scripts/measure_nccl_tests.sh (nccl-tests under mpirun/srun with the
 // plugin forcing the configuration) and reads one time_us per line from its stdout.
-#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
+#include "offline/files/files.h"
 #include "offline/tune/measurement_backend.h"
 
 namespace dynamiccl::tune {
 namespace {
 
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using files::shellQuote;
 
 class RunnerBackend final : public MeasurementBackend {
  public:
@@ -38,21 +35,20 @@ class RunnerBackend final : public MeasurementBackend {
   }
   Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int iterations,
                                         const JobKnobs& knobs) override {
-    const std::string cmd = runnerCommandLine(o_, c, k, iterations, knobs);
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    if (!pipe) return makeError("runner: cannot start " + o_.script);
+    auto ran = files::runCommand(runnerCommandLine(o_, c, k, iterations, knobs));
+    if (!ran) return makeError("runner: cannot start " + o_.script);
     std::vector<double> out;
     std::string lastLine;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, pipe)) {
-      lastLine = buf;
+    std::istringstream lines(ran->text);
+    for (std::string line; std::getline(lines, line);) {
+      lastLine = line + (lines.eof() ? "" : "\n");
       char* end = nullptr;
-      const double t = std::strtod(buf, &end);
-      if (end != buf && t > 0) out.push_back(t);
+      const double t = std::strtod(line.c_str(), &end);
+      if (end != line.c_str() && t > 0) out.push_back(t);
     }
-    const int rc = ::pclose(pipe);
+    const int rc = ran->status;
     if (rc != 0) return makeError("runner: " + o_.script + " failed (status " + std::to_string(rc) + "): " + lastLine);
-    if (out.empty()) return makeError("runner: " + o_.script + " printed no time for " + configLabel(c));
+    if (out.empty()) return makeError("runner: " + o_.script + " printed no time for " + decisionLabel(c));
     return out;
   }
 

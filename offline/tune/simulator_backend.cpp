@@ -35,7 +35,7 @@ class SimulatorBackend final : public MeasurementBackend {
     return sim_.time_us(k.coll, k.bytes, toSim(c, k));
   }
   Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int iterations, const JobKnobs&) override {
-    if (!available(c, k)) return makeError("simulator: " + configLabel(c) + " not runnable here");
+    if (!available(c, k)) return makeError("simulator: " + decisionLabel(c) + " not runnable here");
     const sim::Config sc = toSim(c, k);
     std::vector<double> out;
     out.reserve(iterations);

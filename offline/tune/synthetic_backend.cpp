@@ -17,7 +17,7 @@ class SyntheticBackend final : public MeasurementBackend {
   }
   std::optional<double> expected_us(const Config& c, const MeasureKey& k) const override { return o_.truth_us(c, k); }
   Expected<std::vector<double>> measure(const Config& c, const MeasureKey& k, int iterations, const JobKnobs&) override {
-    if (!available(c, k)) return makeError("synthetic: " + configLabel(c) + " unavailable");
+    if (!available(c, k)) return makeError("synthetic: " + decisionLabel(c) + " unavailable");
     std::lognormal_distribution<double> noise(0.0, o_.sigma);
     const double t = o_.truth_us(c, k);
     std::vector<double> out;

@@ -6,6 +6,8 @@
 //   auto result = tune(*backend, TuneRequest{...}).value();
 //   auto intervals = smoothDecisions(result.collectives[0].keys, SmoothingOptions{});
 //   policy::Profile profile = toProfile(intervals, "name", result.nRanks, result.nNodes);
+// The whole recipe (backends, every shape, smoothing, job knobs, merge), as the commands run it:
+//   auto tuned = tuneShapes(TunePlan{...}).value();  tuned.merged.profile;
 #pragma once
 
 #include "offline/tune/config.h"
@@ -24,4 +26,5 @@
 #include "offline/tune/statistics.h"
 #include "offline/tune/tpe.h"
 #include "offline/tune/tune_report.h"
+#include "offline/tune/tune_shapes.h"
 #include "offline/tune/tuner.h"

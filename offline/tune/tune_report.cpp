@@ -28,11 +28,11 @@ TuneReport makeReport(const TuneResult& result, const std::vector<TunedInterval>
       KeySummary s;
       s.coll = cr.coll;
       s.bytes = k.key.bytes;
-      s.bestLabel = configLabel(k.best().config);
+      s.bestLabel = decisionLabel(k.best().config);
       s.best_us = k.best().median_us();
       s.default_us = k.keep().median_us();
       s.chosen = ci < chosenPerCollective.size() && i < chosenPerCollective[ci].size() ? chosenPerCollective[ci][i] : Config{};
-      s.chosenLabel = configLabel(s.chosen);
+      s.chosenLabel = decisionLabel(s.chosen);
       const ConfigStats* c = k.find(s.chosen);
       s.chosen_us = c ? c->median_us() : s.default_us;
       s.spentIterations = k.spentIterations;
