@@ -10,6 +10,7 @@
 
 #include "plugin/abi/abi.h"
 #include "plugin/guard.h"
+#include "store/store.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -196,9 +197,10 @@ Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   }
 
   r.path("DYNAMICCL_DB", s.dbPath, "the per-host default");
-  double maxMb = 0;
-  r.real("DYNAMICCL_DB_MAX_MB", maxMb, 0, 1e9, true, "expected a number of MB in (0, 1e9)", "no cap");
-  s.dbMaxBytes = static_cast<int64_t>(maxMb * 1024 * 1024);
+  if (const char* v = r.raw("DYNAMICCL_DB_MAX_MB", "no cap")) {  // the store's rule, the tools' too
+    if (auto cap = store::maxBytesFromMegabytes(v)) s.dbMaxBytes = *cap;
+    else r.bad("DYNAMICCL_DB_MAX_MB", v, "expected a number of MB in (0, 1e9)", "no cap");
+  }
   r.flag("DYNAMICCL_RECORD", s.record);
   r.path("DYNAMICCL_OBSERVATION_LOG", s.observationLog, "none");
   r.integer("DYNAMICCL_PROFILER_RECORDS", s.profilerRecords, 1, kMaxProfilerRecords);
