@@ -21,6 +21,7 @@ std::string sizeText(uint64_t bytes) {
     exact = exact && whole % 1024 == 0;
     whole /= 1024, x /= 1024.0, ++u;
   }
+  if (!exact && x >= 1023.95 && u < 5) x /= 1024.0, ++u;  // never "1024.0K": one more unit
   char buf[32];
   if (exact) std::snprintf(buf, sizeof buf, "%llu%s", static_cast<unsigned long long>(whole), kUnits[u]);
   else std::snprintf(buf, sizeof buf, "%.1f%s", x, kUnits[u]);
@@ -29,7 +30,8 @@ std::string sizeText(uint64_t bytes) {
 
 std::string sizeRangeText(uint64_t minBytes, uint64_t maxBytes) {
   if (maxBytes == std::numeric_limits<uint64_t>::max()) return sizeText(minBytes) + "..";
-  if (maxBytes > minBytes && isWholeUnit(maxBytes + 1)) return sizeText(minBytes) + "..<" + sizeText(maxBytes + 1);
+  const bool bucket = maxBytes > minBytes || maxBytes + 1 == 2 * minBytes;  // a one-byte bucket too: [1, 2)
+  if (bucket && isWholeUnit(maxBytes + 1)) return sizeText(minBytes) + "..<" + sizeText(maxBytes + 1);
   return sizeText(minBytes) + ".." + sizeText(maxBytes);
 }
 

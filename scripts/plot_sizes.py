@@ -12,7 +12,12 @@ def size_text(b):
         exact = exact and whole % 1024 == 0
         whole //= 1024
         u += 1
-    return f"{whole}{units[u]}" if exact else f"{b / 1024 ** (u + 1):.1f}{units[u]}"
+    if exact:
+        return f"{whole}{units[u]}"
+    x = b / 1024 ** (u + 1)
+    if x >= 1023.95 and u < 5:  # never "1024.0K": one more unit
+        x, u = x / 1024, u + 1
+    return f"{x:.1f}{units[u]}"
 
 
 if __name__ == "__main__":  # size_text of each argument, one per line (the test compares them with C++)

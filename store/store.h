@@ -34,7 +34,7 @@ struct StoreOptions {
 // the tools put DYNAMICCL_DB, when set, in StoreOptions::path).
 std::string defaultDatabasePath();
 // DYNAMICCL_DB_MAX_MB's value as StoreOptions::max_bytes: the whole text a finite number of MB in
-// (0, 1e9) (no int64 overflow); nullopt otherwise. The plugin and the tools read it alike.
+// (0, 1e9) of at least one byte (no int64 overflow); nullopt otherwise. The plugin and the tools read it alike.
 std::optional<int64_t> maxBytesFromMegabytes(const char* text);
 
 // Text names as stored (and as in the interchange CSV): "RING", "LL128", "default".

@@ -32,7 +32,9 @@ std::optional<int64_t> maxBytesFromMegabytes(const char* text) {
   char* end = nullptr;
   const double mb = std::strtod(text, &end);
   if (errno != 0 || end == text || *end != '\0' || !std::isfinite(mb) || !(mb > 0 && mb < 1e9)) return std::nullopt;
-  return static_cast<int64_t>(mb * 1024 * 1024);
+  const auto bytes = static_cast<int64_t>(mb * 1024 * 1024);
+  if (bytes < 1) return std::nullopt;  // 0 would mean no cap at all
+  return bytes;
 }
 
 std::string defaultDatabasePath() {

@@ -56,7 +56,10 @@ TEST(SizeText, OneFormat) {
   EXPECT_EQ(sizeText(3ull << 20), "3M");
   EXPECT_EQ(sizeText((1ull << 30) + (1ull << 29)), "1.5G");
   EXPECT_EQ(sizeText((1ull << 30) + 1), "1.0G");
+  EXPECT_EQ(sizeText((1ull << 20) - 1), "1.0M") << "never 1024.0K";
+  EXPECT_EQ(sizeText((1ull << 30) - 1), "1.0G");
   EXPECT_EQ(sizeRangeText(8, 15), "8 B..<16 B");
+  EXPECT_EQ(sizeRangeText(1, 1), "1 B..<2 B") << "the one-byte bucket";
   EXPECT_EQ(sizeRangeText(1024, 2047), "1K..<2K");
   EXPECT_EQ(sizeRangeText(1024, 1500), "1K..1.5K");
   EXPECT_EQ(sizeRangeText(1ull << 20, UINT64_MAX), "1M..");
@@ -65,7 +68,7 @@ TEST(SizeText, OneFormat) {
 // The plots' formatter (scripts/plot_sizes.py) writes every size as the tables do.
 TEST(SizeText, PlotsWriteSizesAsTablesDo) {
   if (std::system("python3 -c '' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  const std::vector<uint64_t> sizes = {0, 8, 1000, 1024, 1536, 4095, 65536, 3ull << 20, (3ull << 30) / 2,
+  const std::vector<uint64_t> sizes = {0, 8, 1000, 1024, 1536, 4095, 65536, (1ull << 20) - 1, 3ull << 20, (3ull << 30) / 2,
                                        (1ull << 40) + 1, 1ull << 62};
   std::string cmd = "python3 " DYNAMICCL_SOURCE_DIR "/scripts/plot_sizes.py";
   for (uint64_t b : sizes) cmd += " " + std::to_string(b);

@@ -512,7 +512,7 @@ TEST(Store, FullDatabaseDropsBatchesCountsThemAndReportsOnce) {
 TEST(Store, MaxMegabytesIsAWholeFiniteNumberBelowABillion) {
   EXPECT_EQ(maxBytesFromMegabytes("0.25"), std::optional<int64_t>(256 * 1024));
   EXPECT_EQ(maxBytesFromMegabytes("100"), std::optional<int64_t>(int64_t{100} * 1024 * 1024));
-  for (const char* bad : {"", "0", "-1", "1e9", "nan", "inf", "12MB", "1e-400"})
+  for (const char* bad : {"", "0", "-1", "1e9", "nan", "inf", "12MB", "1e-400", "1e-7"})  // 1e-7: under one byte (0 means no cap)
     EXPECT_FALSE(maxBytesFromMegabytes(bad).has_value()) << bad;
   EXPECT_FALSE(maxBytesFromMegabytes(nullptr).has_value());
 }
