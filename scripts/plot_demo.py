@@ -17,6 +17,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 from plot_sizes import size_text  # noqa: E402
 
 
+def size_axes(ax, title, ylabel):
+    """A per-collective panel over message size: log2 size axis, title, labels, grid, legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_title(title)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def read_points(path):
     rows = []
     with open(path) as f:
@@ -50,12 +60,7 @@ def plot_vs_nccl(rows, out, source):
         ax.plot([b for b, _ in best], [v for _, v in best], color="black", linestyle="--", linewidth=1,
                 label="best configuration")
         ax.axhline(1.0, color="grey", linewidth=1)
-        ax.set_xscale("log", base=2)
-        ax.set_title(f"{coll}: time / NCCL default ({source})")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("time ratio (below 1: faster than NCCL)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        size_axes(ax, f"{coll}: time / NCCL default ({source})", "time ratio (below 1: faster than NCCL)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
@@ -76,13 +81,8 @@ def plot_busbw(rows, out, source="simulated"):
         best = sorted({r["bytes"]: float(r["best_busbw_GBps"]) for r in rows if r["collective"] == coll}.items())
         ax.plot([b for b, _ in best], [v for _, v in best], color="black", linestyle="--", linewidth=1,
                 label="best configuration")
-        ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # small sizes' bandwidth is orders below large ones': a linear axis hides them
-        ax.set_title(f"{coll}: bus bandwidth ({source})")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        size_axes(ax, f"{coll}: bus bandwidth ({source})", "bus bandwidth (GB/s)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
