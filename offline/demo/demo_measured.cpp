@@ -200,7 +200,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
     std::printf("  at %d key(s) the measured best is a forced run of the configuration NCCL's model says NCCL runs, "
                 "faster than the default runs beyond their noise: NCCL ran something else there (a real job's cost "
                 "table would show it) or the runs drifted; the replayed table follows the model, so the job's verification "
-                "cannot test that arm apart from NCCL's default. Within 1.01x of the best arm it can test: %d/%zu keys\n",
+                "cannot test that arm apart from NCCL's default. Within 1.01x of the best arm it can test (judged on measured medians): %d/%zu keys\n",
                 t.bestIsDefaultsTwin, t.withinOnePercentChoosable, rows.size());
   std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
               "time (replayed: calls drawn from noise fitted to the real runs; %.0f of %.0f us; a faster trial costs nothing)\n",
