@@ -40,6 +40,11 @@ std::string_view algoName(Algo a);    // "ring", ..., "default"
 std::string_view protoName(Proto p);  // "ll", "ll128", "simple", "default"
 std::string_view algoNcclName(Algo a);    // NCCL's upper-case name: "RING", "NVLS_TREE", ...
 std::string_view protoNcclName(Proto p);  // "LL", "LL128", "SIMPLE"
+// NCCL's spelling of a collective (ncclFuncToString: profiler descriptors, TUNING lines). Constexpr so
+// the profiler's parser compares against immediates; each name is a literal, so .data() ends in NUL.
+inline constexpr std::array<std::string_view, kNumCollectives> kCollectiveNcclNames = {
+    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+constexpr std::string_view collectiveNcclName(Collective c) { return kCollectiveNcclNames[static_cast<int>(c)]; }
 std::optional<Collective> parseCollective(std::string_view s);
 std::optional<Algo> parseAlgo(std::string_view s);  // "default" -> Algo::Default
 std::optional<Proto> parseProto(std::string_view s);

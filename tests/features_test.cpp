@@ -29,6 +29,9 @@ TEST(Names, RoundTrip) {
   for (int p = 0; p < kNumProtos; ++p) EXPECT_EQ(parseProto(protoNcclName(Proto(p))), Proto(p));
   for (int c = 0; c < kNumCollectives; ++c)
     EXPECT_EQ(parseCollective(collectiveName(Collective(c))), Collective(c));
+  for (int c = 0; c < kNumCollectives; ++c)
+    EXPECT_EQ(parseCollective(collectiveNcclName(Collective(c))), Collective(c));
+  EXPECT_EQ(collectiveNcclName(Collective::ReduceScatter), "ReduceScatter");  // ncclFuncToString's spelling
 }
 
 TEST(SizeBucket, Boundaries) {

@@ -159,6 +159,36 @@ TEST_P(EveryVersion, MeasuresCollectivesInBothEventOrders) {
   }
 }
 
+TEST(Profiler, ReadsEveryNcclCollectiveNameAndNoNearMiss) {
+  ChannelEnv env;
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;
+  coll.count = 256;
+  coll.datatype = "ncclFloat32";
+  coll.algo = "RING";
+  coll.proto = "SIMPLE";
+  coll.nChannels = 1;
+  const std::vector<std::pair<uint64_t, uint64_t>> times = {{1'000'000, 2'000'000}};
+  for (const char* nearMiss : {"Reduc", "AllReduceX", "allreduce", "SendRecv", ""}) {
+    coll.func = nearMiss;
+    emitCollective(*lib, ctx, coll, times, /*collStopFirst=*/true);
+    ++coll.seq;
+  }
+  for (int c = 0; c < kNumCollectives; ++c) {
+    coll.func = collectiveNcclName(Collective(c)).data();
+    emitCollective(*lib, ctx, coll, times, /*collStopFirst=*/true);
+    ++coll.seq;
+  }
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kNumCollectives));
+  for (int c = 0; c < kNumCollectives; ++c) EXPECT_EQ(lines[c][kColl], collectiveName(Collective(c)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Profiler, EveryVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7));
 
 TEST(Profiler, SurvivesMalformedStaleAndRepeatedEvents) {

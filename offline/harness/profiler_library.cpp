@@ -8,12 +8,14 @@
 namespace dynamiccl::harness {
 namespace {
 
-// v1 carries numbers: ncclFunc_t and ncclDataType_t indices of NCCL's names.
+// v1 carries numbers: ncclFunc_t and ncclDataType_t indices of NCCL's names (p2p follows the collectives).
 uint8_t funcIndex(const char* func) {
-  static const char* kNames[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
-                                 "SendRecv",  "Send",   "Recv"};
-  for (uint8_t i = 0; i < 8; ++i)
-    if (func && std::strcmp(func, kNames[i]) == 0) return i;
+  if (!func) return 255;
+  for (int i = 0; i < kNumCollectives; ++i)
+    if (func == collectiveNcclName(static_cast<Collective>(i))) return static_cast<uint8_t>(i);
+  static const char* kP2pNames[] = {"SendRecv", "Send", "Recv"};
+  for (uint8_t i = 0; i < 3; ++i)
+    if (std::strcmp(func, kP2pNames[i]) == 0) return static_cast<uint8_t>(kNumCollectives + i);
   return 255;
 }
 uint8_t typeIndex(const char* type) {

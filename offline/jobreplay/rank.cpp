@@ -31,18 +31,6 @@ constexpr uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// NCCL's names in profiler descriptors (ncclFuncToString).
-const char* ncclFuncName(Collective c) {
-  switch (c) {
-    case Collective::Broadcast: return "Broadcast";
-    case Collective::Reduce: return "Reduce";
-    case Collective::AllGather: return "AllGather";
-    case Collective::ReduceScatter: return "ReduceScatter";
-    case Collective::AllReduce: return "AllReduce";
-  }
-  return "AllReduce";
-}
-
 // What NCCL's Coll descriptor says of the call: element count (per rank for allgather and
 // reducescatter, whose nBytes is the gathered total) and type.
 void describeCount(Collective coll, uint64_t bytes, int nRanks, harness::ProfilerColl& pc) {
@@ -143,7 +131,7 @@ void runRank(const RankPlan& plan) {
   auto emitColl = [&](const JobKey& key, const MeasuredConfig& ran, int nChannels, double lat_us) {
     harness::ProfilerColl pc;
     pc.seq = ncclSeq[static_cast<size_t>(key.coll)]++;
-    pc.func = ncclFuncName(key.coll);
+    pc.func = collectiveNcclName(key.coll).data();
     describeCount(key.coll, key.bytes, job.nRanks, pc);
     const std::string algo(algoNcclName(ran.config.algo)), proto(protoNcclName(ran.config.proto));
     pc.algo = algo.c_str();

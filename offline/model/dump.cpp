@@ -10,7 +10,6 @@ namespace dynamiccl::model {
 namespace {
 constexpr const char* kAlgoNames[kNumAlgos] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr const char* kProtoNames[kNumProtos] = {"LL", "LL128", "Simple"};
-constexpr const char* kFuncNames[kNumCollectives] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 
 void appendf(std::string& out, const char* fmt, auto... args) {
   char buf[64];
@@ -38,7 +37,7 @@ std::string NcclModel::dump() const {
     }
     out += "\n";
     for (int c = 0; c < kNumCollectives; ++c) {
-      appendf(out, "%13s |", kFuncNames[c]);
+      appendf(out, "%13s |", collectiveNcclName(static_cast<Collective>(c)).data());
       for (int ba = 0; ba < 3; ++ba) {
         const int a = block * 3 + ba;
         if (a >= kNumAlgos) continue;

@@ -20,18 +20,6 @@ bool allDigits(std::string_view s) {
   return true;
 }
 
-// NCCL's name of a collective in its TUNING lines ("AllReduce").
-const char* ncclFuncName(Collective c) {
-  switch (c) {
-    case Collective::Broadcast: return "Broadcast";
-    case Collective::Reduce: return "Reduce";
-    case Collective::AllGather: return "AllGather";
-    case Collective::ReduceScatter: return "ReduceScatter";
-    case Collective::AllReduce: return "AllReduce";
-    default: return "Unknown";
-  }
-}
-
 // "... NCCL INFO AllReduce: 1048576 Bytes -> Algo 1 proto 2 time 45.2" -> (bytes, algo/proto).
 bool parseTuningLine(const std::string& line, uint64_t& bytes, Config& c) {
   const size_t at = line.find(" Bytes -> Algo ");
@@ -106,7 +94,7 @@ RunExecutor syntheticRunExecutor(SyntheticRunOptions o) {
     if (r.config.keepsAlgoProto() && o.ncclDefault)
       for (uint64_t b = r.minBytes; b <= r.maxBytes && b != 0; b *= 2) {
         const Config c = o.ncclDefault(MeasureKey{r.coll, b, r.nRanks, r.nNodes});
-        s << "node0:1:1 [0] NCCL INFO " << ncclFuncName(r.coll) << ": " << b << " Bytes -> Algo " << int(c.algo)
+        s << "node0:1:1 [0] NCCL INFO " << collectiveNcclName(r.coll) << ": " << b << " Bytes -> Algo " << int(c.algo)
           << " proto " << int(c.proto) << " time 1.000000\n";
       }
     s << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";

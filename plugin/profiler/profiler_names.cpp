@@ -1,6 +1,7 @@
 #include "plugin/profiler/profiler_names.h"
 
 #include <atomic>
+#include <utility>
 
 namespace dynamiccl::plugin {
 namespace {
@@ -18,21 +19,32 @@ template <size_t N>
 // ncclDataType_t order: Int8 Uint8 Int32 Uint32 Int64 Uint64 Float16 Float32 Float64 Bfloat16 F8e4m3 F8e5m2.
 constexpr uint64_t kTypeSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
+// s == NCCL's name of C, from the vocabulary's constexpr table, as one && chain against immediates.
+// Stops at the first difference (a shorter s differs at its NUL), so it never reads past the end of s.
+template <Collective C, size_t... I>
+[[gnu::always_inline]] inline bool isCollective(const char* s, std::index_sequence<I...>) {
+  constexpr std::string_view name = collectiveNcclName(C);
+  return ((s[I] == name[I]) && ...) && s[sizeof...(I)] == '\0';
+}
+template <Collective C>
+[[gnu::always_inline]] inline bool isCollective(const char* s) {
+  return isCollective<C>(s, std::make_index_sequence<collectiveNcclName(C).size()>{});
+}
+
 }  // namespace
 
-// NCCL's spellings (2.28.9 src/collectives.cc). Checked most frequent first; the first bytes reject
-// most of the others.
-
+// Checked most frequent first; the first bytes reject most of the others.
 std::optional<Collective> collectiveFromNcclName(const char* func) {
   if (!func) return std::nullopt;
-  if (is(func, "AllReduce")) return Collective::AllReduce;
-  if (is(func, "AllGather")) return Collective::AllGather;
-  if (is(func, "ReduceScatter")) return Collective::ReduceScatter;
-  if (is(func, "Broadcast")) return Collective::Broadcast;
-  if (is(func, "Reduce")) return Collective::Reduce;
+  if (isCollective<Collective::AllReduce>(func)) return Collective::AllReduce;
+  if (isCollective<Collective::AllGather>(func)) return Collective::AllGather;
+  if (isCollective<Collective::ReduceScatter>(func)) return Collective::ReduceScatter;
+  if (isCollective<Collective::Broadcast>(func)) return Collective::Broadcast;
+  if (isCollective<Collective::Reduce>(func)) return Collective::Reduce;
   return std::nullopt;
 }
 
+// NCCL's spellings (2.28.9 src/collectives.cc).
 uint64_t typeSizeFromNcclName(const char* datatype) {
   if (!datatype) return 0;
   if (is(datatype, "ncclFloat32")) return 4;
