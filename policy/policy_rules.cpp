@@ -119,7 +119,7 @@ void emitKeyRules(Collective coll, int bucket, std::span<const Decision> configs
     r.decision = d;
     r.admits = admits;
     r.origin = "policy";
-    r.evidence = Evidence{.provenance = Provenance::Learned};
+    r.evidence.emplace().provenance = Provenance::Learned;
     rules.push_back(r);
     ++emitted;
   }

@@ -196,7 +196,7 @@ TEST(CliIngest, SaysWhatItDetectedAndRefusesAmbiguousFiles) {
 
 TEST(Cli, ReadOnlyCommandsCreateNothing) {
   TempDir dir;
-  for (const std::string cmd : {std::string("db stats"), std::string("db export-csv"), std::string("db applied")}) {
+  for (const std::string& cmd : {std::string("db stats"), std::string("db export-csv"), std::string("db applied")}) {
     const fs::path typo = dir.path / "typo" / "x.db";
     const Result r = dynamiccl(cmd + " --db '" + typo.string() + "'");
     EXPECT_NE(r.rc, 0) << cmd << "\n" << r.output;
