@@ -410,6 +410,25 @@ TEST(CliProbe, PrintsAndWritesTheFingerprintOrSaysWhatIsUnknown) {
   }
 }
 
+// The main job on measurements needs no platform file either: on hardware no platform describes, the
+// simulator's proposal step is skipped and said so, the stand-in model only orders NCCL's table, and the
+// job searches every measured arm; the table and its checks hold as on known hardware.
+TEST(CliDemo, RunsOnMeasurementsOfHardwareNoPlatformDescribes) {
+  TempDir dir;
+  const std::string csv = unknownHardwareCsv(dir);
+  const Result r = dynamiccl("demo --quick --no-plots --data '" + csv + "' --out '" + (dir.path / "out").string() + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("no platform describes 'NVIDIA B300 SXM6 x4 (a box no platform file names)'"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Tune on the simulator: skipped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("every rank made the same decisions"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("25 keys within 1.01x of the best"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
+                          "25/25 keys"),
+            std::string::npos)
+      << r.output;
+}
+
 // Tuning from measurements needs no platform file: on hardware no platform describes, the rules carry no
 // fingerprint (unknown hardware, said), or the one declared with --fingerprint, never a stand-in's.
 TEST(CliTune, ReplayOnUnknownHardwareWritesAProfileWithTheDeclaredFingerprintOrNone) {

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "offline/sim/sim.h"
 
@@ -521,4 +523,137 @@ TEST(SimCalibrationMath, AnEffectTheRowsCannotSeeGoesBackToNeutral) {
   EXPECT_EQ(cal->groups[0].params.netStepFloor_us, 0.0);
   EXPECT_LT(cal->mape, 1e-4);
   std::filesystem::remove_all(dir);
+}
+
+TEST(SimMeasurements, WhatNcclRanIsReadFromTheTuningWordsANoteQuotes) {
+  const auto ran = ncclChoiceFromNote("g4_auto.log; NCCL 2.29.2; out-of-place; TUNING log: Algo NVLS proto SIMPLE channels 16");
+  ASSERT_TRUE(ran);
+  EXPECT_EQ(ran->first, Algo::Nvls);
+  EXPECT_EQ(ran->second, Proto::Simple);
+  EXPECT_FALSE(ncclChoiceFromNote("auto (author: Ring at 2/4 GPUs, TUNING log at 4 GPUs)"));  // no choice quoted
+  EXPECT_FALSE(ncclChoiceFromNote("TUNING log: Algo WARP proto SIMPLE"));                       // not an algorithm of NCCL's
+  EXPECT_FALSE(ncclChoiceFromNote(""));
+}
+
+namespace {
+
+struct Arms {
+  Config pick;                  // the model's pick of NCCL's choice
+  std::vector<Config> allowed;  // every configuration the model's table allows, the pick first
+};
+Arms armsAt(const std::string& system, uint64_t bytes) {
+  auto topo = topologyForSystem(system, 4, 1);
+  auto ref = NcclReference::create(topo.value());
+  Arms out;
+  out.pick = ref->defaultConfig(Collective::AllReduce, bytes);
+  out.allowed.push_back(out.pick);
+  const model::CostTable t = ref->costTable(Collective::AllReduce, bytes);
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int q = 0; q < kNumProtos; ++q)
+      if (t[a][q] >= 0 && !(Algo(a) == out.pick.algo && Proto(q) == out.pick.proto))
+        out.allowed.push_back(Config{Algo(a), Proto(q), 0, 0});
+  return out;
+}
+
+std::string rowsOf(const std::string& system, uint64_t bytes, const std::string& algo, const std::string& proto,
+                   double us, const std::string& note) {
+  std::string out;
+  for (double jitter : {0.998, 1.0, 1.002})  // three runs, 0.2% apart
+    out += system + ",allreduce,4,1," + std::to_string(bytes) + "," + algo + "," + proto + ",,," +
+           std::to_string(us * jitter) + ",0," + note + "\n";
+  return out;
+}
+std::string forcedRows(const std::string& system, uint64_t bytes, const Config& c, double us) {
+  return rowsOf(system, bytes, std::string(algoNcclName(c.algo)), std::string(protoNcclName(c.proto)), us, "forced");
+}
+
+}  // namespace
+
+// What NCCL's default rows ran is settled by measurements, never by the model alone: the TUNING line
+// they quote; else the model's pick while its own forced runs cannot be told from them; forced runs that
+// differ beyond noise refute the pick, which becomes an arm a tuner can test, and NCCL's choice is the
+// forced configuration the default rows match, else one no row forced. The table a tuner sees ranks it first.
+TEST(SimReplay, TheDefaultRowsRanWhatTheMeasurementsSayNotWhatTheModelGuesses) {
+  const std::string sys = "L40S x4";
+  const std::string csv = (std::filesystem::temp_directory_path() / "dynamiccl-settle.csv").string();
+  std::string body(kInterchangeHeader);
+  body += "\n";
+  const uint64_t stated = 1 << 20, confirmed = 2 << 20, matched = 4 << 20, unforced = 8 << 20, refuted = 16 << 20;
+  std::map<uint64_t, Arms> arms;
+  for (uint64_t b : {stated, confirmed, matched, unforced, refuted}) {
+    arms[b] = armsAt(sys, b);
+    ASSERT_GE(arms[b].allowed.size(), 3u) << "the platform's table allows several configurations";
+  }
+  const Config other = arms[stated].allowed[1];
+  body += rowsOf(sys, stated, "default", "default", 100, "TUNING log: Algo " + std::string(algoNcclName(other.algo)) +
+                 " proto " + std::string(protoNcclName(other.proto)));
+  body += forcedRows(sys, stated, arms[stated].pick, 80) + forcedRows(sys, stated, other, 100);
+  body += rowsOf(sys, confirmed, "default", "default", 200, "auto") + forcedRows(sys, confirmed, arms[confirmed].pick, 200.4) +
+          forcedRows(sys, confirmed, arms[confirmed].allowed[1], 260);
+  body += rowsOf(sys, matched, "default", "default", 400, "auto") + forcedRows(sys, matched, arms[matched].pick, 300) +
+          forcedRows(sys, matched, arms[matched].allowed[1], 401) + forcedRows(sys, matched, arms[matched].allowed[2], 500);
+  body += rowsOf(sys, unforced, "default", "default", 800, "auto") + forcedRows(sys, unforced, arms[unforced].pick, 600) +
+          forcedRows(sys, unforced, arms[unforced].allowed[1], 1000);
+  body += rowsOf(sys, refuted, "default", "default", 1600, "auto");
+  for (size_t i = 0; i < arms[refuted].allowed.size(); ++i)
+    body += forcedRows(sys, refuted, arms[refuted].allowed[i], i == 0 ? 1200 : 2400);
+  std::ofstream(csv) << body;
+  auto rows = loadMeasurements(csv);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  auto data = buildReplayData(rows->rows);
+  ASSERT_TRUE(data.ok()) << data.error();
+  ASSERT_EQ(data->points.size(), 5u);
+  std::map<uint64_t, const ReplayPoint*> at;
+  for (const ReplayPoint& p : data->points) at[p.bytes] = &p;
+  auto same = [](const Config& a, const Config& b) { return a.algo == b.algo && a.proto == b.proto; };
+  auto firstInTable = [](const ReplayPoint& p) {
+    const model::CostTable t = p.costTable();
+    int ba = -1, bq = -1;
+    for (int a = 0; a < kNumAlgos; ++a)
+      for (int q = 0; q < kNumProtos; ++q)
+        if (t[a][q] >= 0 && (ba < 0 || t[a][q] < t[ba][bq])) ba = a, bq = q;
+    return Config{Algo(ba), Proto(bq), 0, 0};
+  };
+  EXPECT_EQ(at[stated]->ncclChoice, NcclChoice::Stated);
+  EXPECT_TRUE(same(at[stated]->ncclDefault, other)) << "the TUNING line, though the model picks otherwise";
+  EXPECT_EQ(at[confirmed]->ncclChoice, NcclChoice::Confirmed);
+  EXPECT_TRUE(same(at[confirmed]->ncclDefault, arms[confirmed].pick));
+  EXPECT_EQ(at[matched]->ncclChoice, NcclChoice::Matched);
+  EXPECT_TRUE(same(at[matched]->ncclDefault, arms[matched].allowed[1])) << "the forced runs the default rows match";
+  EXPECT_EQ(at[unforced]->ncclChoice, NcclChoice::Unforced);
+  EXPECT_FALSE(at[unforced]->forced_us.count({at[unforced]->ncclDefault.algo, at[unforced]->ncclDefault.proto}));
+  EXPECT_EQ(at[refuted]->ncclChoice, NcclChoice::Refuted);
+  EXPECT_TRUE(same(at[refuted]->ncclDefault, arms[refuted].pick)) << "nothing else fits: the pick stays";
+  for (const auto& [bytes, p] : at) {
+    EXPECT_TRUE(same(firstInTable(*p), p->ncclDefault)) << bytes << ": the table leads to what the default rows ran";
+    EXPECT_EQ(p->forcedTwinIsDefault(), p->ncclChoice == NcclChoice::Stated || p->ncclChoice == NcclChoice::Confirmed ||
+                                            p->ncclChoice == NcclChoice::Matched);
+  }
+  // Judged as a tuner would see it: leaving NCCL alone is the default rows; forcing the refuted pick, its forced runs.
+  const auto summary = replay(data.value(), [](const ReplayPoint& p, const model::CostTable&) { return p.ncclDefault; });
+  EXPECT_EQ(summary.judged, 5);
+  EXPECT_DOUBLE_EQ(summary.geomeanVsDefault, 1.0);
+  std::filesystem::remove(csv);
+}
+
+// A system no platform describes is read with the stand-in's model, said once, and never skipped.
+TEST(SimReplay, HardwareNoPlatformDescribesIsReadWithTheStandIn) {
+  const std::string csv = (std::filesystem::temp_directory_path() / "dynamiccl-standin.csv").string();
+  std::ofstream(csv) << kInterchangeHeader << "\n"
+                     << "Rubin R100 x8 (tomorrow),allreduce,8,1,1048576,default,default,,,50,0,d\n"
+                     << "Rubin R100 x8 (tomorrow),allreduce,8,1,1048576,RING,SIMPLE,,,40,0,f\n";
+  auto rows = loadMeasurements(csv);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  auto data = buildReplayData(rows->rows);
+  ASSERT_TRUE(data.ok()) << data.error();
+  ASSERT_EQ(data->points.size(), 1u);
+  EXPECT_TRUE(data->skipped.empty());
+  EXPECT_EQ(data->points[0].shape->standIn, kStandInPlatform);
+  ASSERT_EQ(data->notes.size(), 1u);
+  EXPECT_NE(data->notes[0].find("no platform describes 'Rubin R100 x8 (tomorrow)'"), std::string::npos) << data->notes[0];
+  // Named hardware is never a stand-in.
+  auto named = buildReplayData(rows->rows, "", "dgx-b200");
+  ASSERT_TRUE(named.ok());
+  EXPECT_TRUE(named->points[0].shape->standIn.empty());
+  std::filesystem::remove(csv);
 }

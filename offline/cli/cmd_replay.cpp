@@ -107,6 +107,7 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
   std::printf("  points %d, judged %d (%d kept NCCL's default), could not judge %zu\n", s.points, s.judged,
               s.keptDefault, s.unjudged.size());
   for (const std::string& line : sim::describeSkipped(r.data->skipped)) std::printf("  %s\n", line.c_str());
+  for (const std::string& line : r.data->notes) std::printf("  %s\n", line.c_str());
   if (s.judged)
     std::printf("  chosen/best:    geomean %.3f  worst %.3f\n", s.geomeanVsBest, s.worstVsBest);
   if (s.vsDefaultPoints)

@@ -86,6 +86,10 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
       continue;
     }
     const bool undecided = ev->verdict == tune::Verdict::Undecided || ev->verdict == tune::Verdict::NoiseUnknown;
+    // Pooled neighbours said no gain, but this size's own runs decide nothing either way: the job's
+    // calls decided what the runs cannot, as where tune is undecided.
+    const bool pooledOverUndecided = ev->verdict == tune::Verdict::NotFaster && ev->pooledSizes > 1 && !ev->aloneFaster &&
+                                     jobRuns != armLabel(k.ncclDefault);
     std::snprintf(buf, sizeof buf, "%s: tune runs %s, the job runs %s; the runs' evidence for %s: chosen/default %.3f [%.3f, "
                   "%.3f] on %d vs %d real runs, %s",
                   where.c_str(), tuneRuns.c_str(), jobRuns.c_str(), armLabel(disputed).c_str(),
@@ -102,14 +106,21 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
       ++out.undecided;
       line += " (" + std::to_string(ev->repeatsToDecide) + " repeats of each would decide; the job decided on its own "
               "calls, here draws from those runs' fitted noise)";
+    } else if (pooledOverUndecided) {
+      ++out.undecided;
+      std::snprintf(buf, sizeof buf, " (tune pools the %d neighbouring sizes whose ratios agree; this size's runs alone "
+                    "decide nothing: %.3f, upper bound %.3f; the job decided on its own calls, here draws from those runs' "
+                    "fitted noise)", ev->pooledSizes, ev->ratio, ev->aloneUpper);
+      line += buf;
     } else {
       ++out.differ;
       if (ev->verdict == tune::Verdict::Faster && jobRuns == armLabel(k.ncclDefault))
         line += k.trialsToBest < 0 ? " (the job never tried it)" : " (the job tried it and had not decided by its end)";
       else if (ev->verdict == tune::Verdict::Faster) line += " (tune's smoothing over neighbouring sizes chose otherwise)";
       else if (ev->pooledSizes > 1) {
-        std::snprintf(buf, sizeof buf, " (this size alone: %.3f; tune pools the %d neighbouring sizes whose ratios agree, "
-                      "the job judges each size bucket alone)", ev->ratio, ev->pooledSizes);
+        std::snprintf(buf, sizeof buf, " (this size alone: %.3f, upper bound %.3f, faster; tune pools the %d neighbouring "
+                      "sizes whose ratios agree, the job judges each size bucket alone)", ev->ratio, ev->aloneUpper,
+                      ev->pooledSizes);
         line += buf;
       }
     }
@@ -119,8 +130,8 @@ Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOption
 }
 
 void printAgreement(const TuneAgreement& a) {
-  std::printf("  the same rule on the dataset's runs (`%s`): the same configuration at %d of %d keys; at %d tune is "
-              "undecided on the real runs; %d differ\n",
+  std::printf("  the same rule on the dataset's runs (`%s`): the same configuration at %d of %d keys; at %d the real "
+              "runs cannot decide the size (the job's calls did); %d differ\n",
               a.command.c_str(), a.agree, a.agree + a.undecided + a.differ, a.undecided, a.differ);
   for (const std::string& l : a.lines) std::printf("    %s\n", l.c_str());
 }

@@ -140,7 +140,7 @@ std::vector<KeyWorld> measuredKeys(const sim::ReplayData& data) {
       w.coll = p->coll;
       w.bytes = p->bytes;
       w.ncclDefault = p->ncclDefault;
-      w.costTable = shape->nccl->costTable(p->coll, p->bytes);
+      w.costTable = p->costTable();
       std::map<std::pair<Algo, Proto>, double> measured = p->forced_us;
       if (p->default_us > 0) measured[{p->ncclDefault.algo, p->ncclDefault.proto}] = p->default_us;
       for (int a = 0; a < kNumAlgos; ++a)

@@ -42,6 +42,10 @@ struct JobKey {
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
   sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
+  sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (sim::buildReplayData)
+  bool ncclDefaultInferred() const {
+    return ncclChoice == sim::NcclChoice::Matched || ncclChoice == sim::NcclChoice::Unforced;
+  }
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
@@ -53,6 +57,15 @@ struct JobKey {
   // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.
   const MeasuredConfig& bestChoosable() const;
   const MeasuredConfig& byDefault() const { return measured.front(); }
+};
+
+// How loadMeasuredJob settled which configuration NCCL's default rows ran, in keys.
+struct NcclChoiceCounts {
+  int stated = 0;    // the default rows quote what NCCL ran: its forced runs are the same arm
+  int folded = 0;    // the model's pick, confirmed: its forced runs agree with the default rows
+  int matched = 0;   // refuted; NCCL's choice is the forced configuration the default rows match
+  int unforced = 0;  // refuted; NCCL's choice is a configuration no row forced
+  int kept = 0;      // refuted, but every allowed configuration was forced and none matches: the pick stays
 };
 
 // The measured keys of one communicator shape of a dataset.
@@ -67,6 +80,8 @@ struct MeasuredJob {
   double repeatSigma = 0.03;
   int repeatGroups = 0;
   std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
+  NcclChoiceCounts ncclChoice;
+  std::string standIn;  // sim::kStandInPlatform where no platform describes the system: topology is its
 };
 
 // Which shape: 0 / empty picks the shape with the most keys that have two measured configurations
@@ -90,10 +105,6 @@ Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimPa
 // pure function of its arguments: every rank draws the same for the same call, as every rank of a
 // real collective sees one time.
 double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint64_t callIndex);
-// The spread a configuration's repeats show, shrunk toward `pooled` with the weight of
-// kNoisePriorRuns repeats (a handful of runs says little about their own spread).
-inline constexpr double kNoisePriorRuns = 3;
-double fittedSigma(const std::vector<double>& samples_us, double pooled);
 
 // A congestion episode: during calls [fromCall, toCall) of the job (the call index every rank
 // shares), at the keys of [minBytes, maxBytes], the listed configurations (empty: every one) run

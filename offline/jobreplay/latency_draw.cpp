@@ -28,15 +28,6 @@ double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint
   return c.mean_us * std::exp(s * z - s * s / 2);
 }
 
-double fittedSigma(const std::vector<double>& samples_us, double pooled) {
-  double mean = 0, ss = 0;
-  for (double t : samples_us) mean += std::log(t);
-  mean /= std::max<double>(1, static_cast<double>(samples_us.size()));
-  for (double t : samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
-  const double dof = samples_us.empty() ? 0 : static_cast<double>(samples_us.size() - 1);
-  return std::sqrt((ss + kNoisePriorRuns * pooled * pooled) / (dof + kNoisePriorRuns));
-}
-
 bool CongestionEpisode::hits(uint64_t callIndex, const JobKey& key, const sim::Config& ran) const {
   if (callIndex < fromCall || callIndex >= toCall || key.bytes < minBytes || key.bytes > maxBytes) return false;
   if (configs.empty()) return true;

@@ -1,9 +1,10 @@
 // A dataset's keys of one communicator shape, with every repeat of every measured configuration.
-// Means and NCCL's default are sim::buildReplayData's (what `dynamiccl replay` judges by); the
-// repeats come from sim::groupRepeats, each forced row resolved to what NCCL ran as buildReplayData does.
+// Medians, repeats, their fitted noise and what NCCL's default rows ran are sim::buildReplayData's
+// (what `dynamiccl replay` and `tune --backend replay` judge by): one settlement for every judge.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "offline/jobreplay/jobreplay.h"
@@ -11,85 +12,32 @@
 namespace dynamiccl::jobreplay {
 namespace {
 
-using PointKey = std::tuple<std::string, int, int, int, uint64_t>;  // group, ranks, nodes, collective, bytes
 using ShapeKey = std::tuple<std::string, int, int>;                  // group, ranks, nodes
 
 bool sameArm(const sim::Config& a, Algo algo, Proto proto) { return a.algo == algo && a.proto == proto; }
 
-// Pooled standard deviation of log(time) between repeats of one arm at one point.
-void poolRepeatSpread(const std::vector<sim::MeasuredPoint>& points, MeasuredJob& job) {
-  double ss = 0;
-  int dof = 0;
-  for (const sim::MeasuredPoint& p : points)
-    for (const sim::MeasuredArm& a : p.arms) {
-      if (a.samples_us.size() < 2) continue;
-      double mean = 0;
-      for (double t : a.samples_us) mean += std::log(t);
-      mean /= static_cast<double>(a.samples_us.size());
-      for (double t : a.samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
-      dof += static_cast<int>(a.samples_us.size()) - 1;
-      ++job.repeatGroups;
-    }
-  if (dof > 0) job.repeatSigma = std::sqrt(ss / dof);
-}
-
-// Each configuration's noise: its repeats' spread, shrunk toward the spread of every repeat at its
-// key and the two sizes either side (noise is relative, and a dataset's small sizes may spread far
-// more than its large ones), else toward the dataset's.
-void fitNoise(MeasuredJob& job) {
-  constexpr int kNeighbours = 2;
-  const int n = static_cast<int>(job.keys.size());
-  for (int i = 0; i < n; ++i) {
-    double ss = 0, dof = 0;
-    for (int j = std::max(0, i - kNeighbours); j <= std::min(n - 1, i + kNeighbours); ++j) {
-      if (job.keys[j].coll != job.keys[i].coll) continue;
-      for (const MeasuredConfig& m : job.keys[j].measured) {
-        if (m.samples_us.size() < 2) continue;
-        double mean = 0;
-        for (double t : m.samples_us) mean += std::log(t) / static_cast<double>(m.samples_us.size());
-        for (double t : m.samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
-        dof += static_cast<double>(m.samples_us.size() - 1);
-      }
-    }
-    const double local = dof > 0 ? std::sqrt(ss / dof) : job.repeatSigma;
-    for (MeasuredConfig& m : job.keys[i].measured) m.sigma = fittedSigma(m.samples_us, local);
+void count(NcclChoiceCounts& n, sim::NcclChoice c) {
+  switch (c) {
+    case sim::NcclChoice::Model: break;
+    case sim::NcclChoice::Stated: ++n.stated; break;
+    case sim::NcclChoice::Confirmed: ++n.folded; break;
+    case sim::NcclChoice::Matched: ++n.matched; break;
+    case sim::NcclChoice::Unforced: ++n.unforced; break;
+    case sim::NcclChoice::Refuted: ++n.kept; break;
   }
-}
-
-// A forced arm of the configuration the model guesses NCCL picks is its own arm: NCCL may have chosen
-// otherwise (its rows then differ beyond noise, as forcing Ring on a B200 whose NCCL ran NVLS). Within
-// the repeats' noise of the default rows it is that configuration measured twice: folded away, so
-// run-to-run noise is never offered as a gain. Returns how many were folded.
-int foldTwinsOfTheDefault(MeasuredJob& job) {
-  int folded = 0;
-  for (JobKey& k : job.keys) {
-    const MeasuredConfig& def = k.byDefault();
-    for (auto it = k.measured.begin() + 1; it != k.measured.end();) {
-      const double n1 = static_cast<double>(std::max<size_t>(1, def.samples_us.size()));
-      const double n2 = static_cast<double>(std::max<size_t>(1, it->samples_us.size()));
-      const double noise = std::max(0.02, 3 * job.repeatSigma * std::sqrt(1 / n1 + 1 / n2));
-      if (it->forced && sameArm(it->config, def.config.algo, def.config.proto) &&
-          std::abs(std::log(it->mean_us / def.mean_us)) <= noise) {
-        it = k.measured.erase(it);
-        ++folded;
-      } else {
-        ++it;
-      }
-    }
-  }
-  return folded;
 }
 
 // The key of one replay point: its measured configurations with their repeats; nullopt (and a
 // note) when NCCL's default was not measured there. Only default rows are NCCL's default; a forced
-// row is its own arm, even of the configuration NCCL's model guesses NCCL would pick.
-std::optional<JobKey> makeKey(const sim::ReplayPoint& p, const sim::MeasuredPoint* repeats,
-                              std::map<std::string, int>& unused) {
+// row is its own arm, even of the configuration NCCL's model guesses NCCL would pick, unless the
+// settlement found it the same arm (a TUNING line, or runs that cannot tell it from the default rows).
+std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, int>& unused) {
   JobKey k;
   k.coll = p.coll;
   k.bytes = p.bytes;
   k.ncclDefault = p.ncclDefault;
-  k.costTable = p.shape->nccl->costTable(p.coll, p.bytes);
+  k.ncclChoice = p.ncclChoice;
+  k.costTable = p.costTable();
   if (p.default_us <= 0) {
     ++unused["keys without NCCL's default measured (no default rows: nothing to compare a choice with)"];
     return std::nullopt;
@@ -97,32 +45,25 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, const sim::MeasuredPoin
   MeasuredConfig byDefault;
   byDefault.config = p.ncclDefault;
   byDefault.mean_us = p.default_us;
-  std::map<std::pair<Algo, Proto>, MeasuredConfig> forced;
-  for (const auto& [arm, t] : p.forced_us) forced[arm].mean_us = t;
-  for (const sim::MeasuredArm& a : repeats ? repeats->arms : std::vector<sim::MeasuredArm>{}) {
-    if (!a.forced()) {
-      byDefault.samples_us.insert(byDefault.samples_us.end(), a.samples_us.begin(), a.samples_us.end());
-      continue;
-    }
-    const sim::Config c = p.shape->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
-    if (c.algo == Algo::Default) continue;  // buildReplayData skips these rows too
-    if (auto it = forced.find({c.algo, c.proto}); it != forced.end())
-      it->second.samples_us.insert(it->second.samples_us.end(), a.samples_us.begin(), a.samples_us.end());
-  }
-  if (byDefault.samples_us.empty()) byDefault.samples_us.push_back(byDefault.mean_us);
+  byDefault.samples_us = p.default_samples_us;
+  byDefault.sigma = p.default_sigma;
   byDefault.ncclChannels = p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
   k.measured.push_back(byDefault);
-  // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
-  // measured it, but no tuner can choose it: it stays out of the key.
-  for (auto& [arm, mc] : forced) {
+  for (const auto& [arm, t] : p.forced_us) {
+    if (p.forcedTwinIsDefault() && sameArm(p.ncclDefault, arm.first, arm.second)) continue;  // the default's arm again
+    // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
+    // measured it, but no tuner can choose it: it stays out of the key.
     if (!(k.costTable[int(arm.first)][int(arm.second)] >= 0)) {
       ++unused["measured configurations NCCL's cost table marks IGNORE (only forcing runs them)"];
       continue;
     }
+    MeasuredConfig mc;
     mc.config = sim::Config{arm.first, arm.second, 0, 0};
     mc.forced = true;
+    mc.mean_us = t;
+    mc.samples_us = p.forced_samples_us.at(arm);
+    mc.sigma = p.forced_sigma.at(arm);
     mc.ncclChannels = p.shape->nccl->channels(arm.first, arm.second, p.bytes);
-    if (mc.samples_us.empty()) mc.samples_us.push_back(mc.mean_us);
     k.measured.push_back(mc);
   }
   // Configurations never measured are IGNORE: the tuner can only pick what the data can time.
@@ -161,9 +102,6 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   if (!loaded) return makeError(loaded.error());
   auto data = sim::buildReplayData(loaded->rows);
   if (!data) return makeError(data.error());
-  const std::vector<sim::MeasuredPoint> repeats = sim::groupRepeats(loaded->rows);
-  std::map<PointKey, const sim::MeasuredPoint*> repeatsAt;
-  for (const sim::MeasuredPoint& p : repeats) repeatsAt[{p.group, p.nRanks, p.nNodes, int(p.coll), p.bytes}] = &p;
 
   std::map<ShapeKey, std::vector<JobKey>> shapes;
   std::map<ShapeKey, const sim::Shape*> shapeOf;
@@ -173,8 +111,7 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
     if ((choice.nRanks && p.shape->nRanks != choice.nRanks) || (choice.nNodes && p.shape->nNodes != choice.nNodes) ||
         (!choice.system.empty() && p.group.find(choice.system) == std::string::npos))
       continue;
-    const auto at = repeatsAt.find({p.group, p.shape->nRanks, p.shape->nNodes, int(p.coll), p.bytes});
-    if (auto k = makeKey(p, at == repeatsAt.end() ? nullptr : at->second, unused[sk])) {
+    if (auto k = makeKey(p, unused[sk])) {
       shapes[sk].push_back(std::move(*k));
       shapeOf[sk] = p.shape;
     }
@@ -208,11 +145,29 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   job.keys = std::move(shapes[*pick]);
   std::sort(job.keys.begin(), job.keys.end(),
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
-  poolRepeatSpread(repeats, job);
-  fitNoise(job);
-  const int twins = foldTwinsOfTheDefault(job);
-  if (twins) job.notes.push_back(std::to_string(twins) + " forced configurations equal to NCCL's default by the model and within "
-                                 "the repeats' noise of its rows: taken as the same configuration measured twice");
+  job.repeatSigma = data->repeatSigma;
+  job.repeatGroups = data->repeatGroups;
+  for (const JobKey& k : job.keys) count(job.ncclChoice, k.ncclChoice);
+  const NcclChoiceCounts& settled = job.ncclChoice;
+  if (settled.stated)
+    job.notes.push_back(std::to_string(settled.stated) + " keys where the default rows quote NCCL's TUNING line: NCCL's "
+                        "choice is what it said it ran, and forcing that configuration is the same arm");
+  if (settled.folded)
+    job.notes.push_back(std::to_string(settled.folded) + " forced configurations equal to NCCL's default by the model "
+                        "whose runs cannot be told from the default rows: the same configuration measured twice");
+  if (settled.matched + settled.unforced)
+    job.notes.push_back(std::to_string(settled.matched + settled.unforced) + " keys where the forced runs of the "
+                        "configuration NCCL's model picks differ from the default rows beyond noise: NCCL ran something "
+                        "else there, so that configuration is an arm the job can test, and NCCL's choice is the forced "
+                        "configuration the default rows match within noise (" + std::to_string(settled.matched) +
+                        ") or one no row forced (" + std::to_string(settled.unforced) + ")");
+  if (settled.kept)
+    job.notes.push_back(std::to_string(settled.kept) + " keys where the model's pick differs from the default rows beyond "
+                        "noise but every configuration NCCL's table allows was forced and none matches them: the model's "
+                        "pick stays NCCL's choice, so its forced runs cannot be tested apart from it");
+  for (const std::string& line : data->notes)
+    if (line.find("'" + shapeOf[*pick]->system + "'") != std::string::npos) job.notes.push_back(line);
+  job.standIn = shapeOf[*pick]->standIn;
   for (const std::string& line : sim::describeSkipped(loaded->skipped)) job.notes.push_back(line);
   for (const std::string& line : sim::describeSkipped(data->skipped)) job.notes.push_back(line);
   for (const auto& [why, n] : unused[*pick]) job.notes.push_back(std::to_string(n) + " " + why);

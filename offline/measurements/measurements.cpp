@@ -69,6 +69,7 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
     if (*p != Proto::Default) m.forcedProto = *p;
     m.note = std::move(r.source_note);
     m.ncclVersion = ncclVersionFromNote(m.note);
+    if (!m.forced()) m.ncclRan = ncclChoiceFromNote(m.note);
     const std::string v = variantOf(m.note);
     m.group = v.empty() ? m.system : m.system + " | " + v;
     out.rows.push_back(std::move(m));
@@ -88,6 +89,17 @@ int ncclVersionFromNote(const std::string& note) {
       return major * 10000 + minor * 100 + patch;
   }
   return 0;
+}
+
+std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note) {
+  const size_t at = note.find("Algo ");
+  if (at == std::string::npos) return std::nullopt;
+  char algo[24] = {}, proto[24] = {};
+  if (std::sscanf(note.c_str() + at, "Algo %23[A-Za-z_] proto %23[A-Za-z0-9_]", algo, proto) != 2) return std::nullopt;
+  const auto a = parseAlgo(algo);
+  const auto p = parseProto(proto);
+  if (!a || !p || *a == Algo::Default || *p == Proto::Default) return std::nullopt;
+  return std::make_pair(*a, *p);
 }
 
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion) {

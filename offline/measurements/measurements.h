@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "features/features.h"
@@ -29,6 +30,8 @@ struct Measurement {
   std::string note;
   std::string group;  // system, plus the environment variant where a dataset has several
   int ncclVersion = 0;  // from the note ("NCCL 2.23.4" -> 22304); 0 when the row does not say
+  // What NCCL ran, where the note quotes its TUNING line ("Algo RING proto SIMPLE"); nullopt: unsaid.
+  std::optional<std::pair<Algo, Proto>> ncclRan;
   bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value(); }
 };
 
@@ -69,6 +72,9 @@ std::string unknownSystemReason(const std::string& system);
 Expected<model::Topology> topologyForPlatform(const std::string& name, int nRanks, int nNodes, int ncclVersion = 0);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
+// NCCL's TUNING words quoted in a note ("... Algo NVLS proto SIMPLE channels 16") -> (NVLS, Simple);
+// nullopt where the note quotes none, or names an algorithm or protocol NCCL does not have.
+std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note);
 
 }  // namespace dynamiccl::sim
 

@@ -67,7 +67,7 @@ ProposerFigures evaluateProposer(const std::string& name, const sim::ReplayData&
 
 ArmOrder ncclCostOrder() {
   return [](const sim::ReplayPoint& p) {
-    const model::CostTable cost = p.shape->nccl->costTable(p.coll, p.bytes);
+    const model::CostTable cost = p.costTable();
     return byCost([&](const sim::Config& c) { return static_cast<double>(cost[int(c.algo)][int(c.proto)]); });
   };
 }

@@ -99,6 +99,9 @@ PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, 
     return ev;
   }
   ev.ratioSe = here.se;
+  const policy::Judgement alone = policy::judge(here.d, here.se, here.df, rule);
+  ev.aloneUpper = std::exp(alone.upper);
+  ev.aloneFaster = alone.faster;
   // Widest window of neighbouring sizes whose log ratios agree (Cochran's Q at 95%) pools its evidence.
   for (int w = P; w >= 0; --w) {
     std::vector<Diff> ds;

@@ -42,6 +42,8 @@ struct PointEvidence {
   double ratioLower = 1, ratioUpper = 1;  // the two one-sided bounds at the rule's confidence
   double winProbability = 0.5;  // P(chosen faster than the default)
   bool faster = false;          // policy::judge's answer on the pooled evidence
+  double aloneUpper = 1;        // the upper bound on this size's evidence alone (its noise still pooled)
+  bool aloneFaster = false;     // policy::judge's answer on this size's evidence alone
   Verdict verdict = Verdict::NoiseUnknown;
   int repeatsToDecide = 0;      // Undecided/NoiseUnknown: repeats of each arm at this size that would decide
   bool chosen = false;          // the smoothed profile applies this configuration here

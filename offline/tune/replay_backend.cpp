@@ -20,7 +20,7 @@ class ReplayBackend final : public MeasurementBackend {
   ReplayBackend(std::shared_ptr<const sim::ReplayData> data, const sim::Shape* shape, const std::string& group,
                 const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes,
                 std::optional<ClusterHardware> hardware)
-      : data_(std::move(data)), shape_(shape), notes_(std::move(notes)), hardware_(std::move(hardware)) {
+      : data_(std::move(data)), shape_(shape), group_(group), notes_(std::move(notes)), hardware_(std::move(hardware)) {
     for (const sim::MeasuredPoint& p : points)
       if (p.group == group && p.system == shape_->system && p.nRanks == shape_->nRanks && p.nNodes == shape_->nNodes)
         arms_.insert_or_assign(std::make_pair(int(p.coll), p.bytes), armsOf(p));
@@ -44,8 +44,14 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
-  // ncclDefaultRuns stays unknown: the data records no algorithm for its default rows, and a model's
-  // guess would hide the forced arm it names (a rule forcing what NCCL runs anyway is harmless).
+  // What the default rows ran where the measurements settle it (sim::ReplayPoint::forcedTwinIsDefault):
+  // a model's guess alone would hide the forced arm it names (a rule forcing what NCCL runs anyway is harmless).
+  std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
+    for (const sim::ReplayPoint& p : data_->points)
+      if (p.shape == shape_ && p.group == group_ && p.coll == k.coll && p.bytes == k.bytes && p.forcedTwinIsDefault())
+        return Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};
+    return std::nullopt;
+  }
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
   std::optional<ClusterHardware> measuredOn() const override { return hardware_; }
   std::vector<uint64_t> measurableSizes(Collective coll) const override {
@@ -96,14 +102,11 @@ class ReplayBackend final : public MeasurementBackend {
 
   std::shared_ptr<const sim::ReplayData> data_;
   const sim::Shape* shape_;
+  std::string group_;
   std::vector<std::string> notes_;
   std::optional<ClusterHardware> hardware_;  // nullopt: unknown hardware (the rules stay unverified)
   std::map<std::pair<int, uint64_t>, Expected<std::vector<ConfigStats>>> arms_;
 };
-
-// The platform whose NCCL model stands in where no platform describes the data's system: it only
-// reads half-forced rows and marks what NCCL's table would never run; no fact of it reaches a rule.
-constexpr const char* kStandInPlatform = "dgx-h100";
 
 bool matchesShape(const sim::ReplayPoint& p, const ReplayBackendOptions& o) {
   return (o.nRanks == 0 || p.shape->nRanks == o.nRanks) && (o.nNodes == 0 || p.shape->nNodes == o.nNodes);
@@ -124,7 +127,6 @@ struct LoadedReplay {
   std::vector<sim::Measurement> rows;
   std::shared_ptr<const sim::ReplayData> data;
   std::vector<std::string> notes;
-  bool standIn = false;
   std::vector<Candidate> candidates;  // matching the options, the most forced measurements first
 };
 
@@ -134,19 +136,7 @@ Expected<LoadedReplay> loadReplay(const ReplayBackendOptions& o) {
   auto data = sim::buildReplayData(rows->rows, o.system, o.platform);
   if (!data) return makeError("replay backend: " + data.error());
   LoadedReplay out;
-  if (o.platform.empty() &&
-      std::none_of(data->points.begin(), data->points.end(), [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
-    // Tuning from measurements needs no platform file: the data decides; a model only reads its rows.
-    auto again = sim::buildReplayData(rows->rows, o.system, kStandInPlatform);
-    if (again && std::any_of(again->points.begin(), again->points.end(),
-                             [&](const sim::ReplayPoint& p) { return matchesShape(p, o); })) {
-      for (const std::string& line : sim::describeSkipped(data->skipped))
-        out.notes.push_back("no platform describes the data (" + line + "): NCCL's model of " + kStandInPlatform +
-                            " stands in to read half-forced rows and NCCL's table; no fact of it reaches a rule");
-      data = std::move(again);
-      out.standIn = true;
-    }
-  }
+  for (const std::string& line : data->notes) out.notes.push_back(line);
   for (const auto& [why, n] : rows->skipped) out.notes.push_back(std::to_string(n) + " rows not read: " + why);
   for (const std::string& line : sim::describeSkipped(data->skipped)) out.notes.push_back(line);
   std::map<std::pair<const sim::Shape*, std::string>, int> score;
@@ -169,7 +159,7 @@ Expected<LoadedReplay> loadReplay(const ReplayBackendOptions& o) {
 std::unique_ptr<MeasurementBackend> backendOf(const LoadedReplay& l, const Candidate& c, std::vector<std::string> notes,
                                               const ReplayBackendOptions& o) {
   std::optional<ClusterHardware> hardware = o.declared;
-  if (!hardware && !l.standIn) {
+  if (!hardware && c.shape->standIn.empty()) {
     hardware = model::clusterHardwareOf(c.shape->topology);
     hardware->source = o.platform.empty() ? "dataset system " + c.shape->system : "--measured-on " + o.platform;
   }
