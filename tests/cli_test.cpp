@@ -427,6 +427,11 @@ TEST(CliDemo, RunsOnMeasurementsOfHardwareNoPlatformDescribes) {
                           "25/25 keys"),
             std::string::npos)
       << r.output;
+  std::ifstream in(dir.path / "out" / "verified.json");
+  const std::string verified((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(verified.find("measured-in-job"), std::string::npos) << verified;
+  EXPECT_EQ(verified.find("gpu_cc"), std::string::npos) << "the stand-in's facts are never written as the machine's\n"
+                                                        << verified;
 }
 
 // Tuning from measurements needs no platform file: on hardware no platform describes, the rules carry no

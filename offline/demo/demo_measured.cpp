@@ -451,8 +451,13 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
 // Step 4: the job's verdicts exported as verified.json, each said with the real runs behind it.
 Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std::string& storePath, const fs::path& out) {
   StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
-  auto verified = exportVerified(storePath, (out / "verified.json").string());
+  const bool hardwareUnknown = !job.standIn.empty();
+  auto verified = exportVerified(storePath, (out / "verified.json").string(), hardwareUnknown);
   if (!verified) return makeError("export: " + verified.error());
+  if (hardwareUnknown)
+    std::printf("      no platform describes the measured machine, so the replayed host showed %s's facts: verified.json's "
+                "rules carry no fingerprint, and a job on the machine tests them before they count (DYNAMICCL_TRUST=all "
+                "applies them at once)\n", job.standIn.c_str());
   // The samples of a verdict are the job's calls, each a draw from the dataset's repeats: say how many
   // real runs stand behind each side, so nobody reads thousands of draws as thousands of measurements.
   auto realRuns = [&](const JobVerdict& v) {
@@ -523,12 +528,15 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   if (!verified) return fail(verified.error());
 
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
-  auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, "verified", job->nRanks);
+  // Rules without a fingerprint (unknown hardware) apply at once only when the user trusts them.
+  const std::string trust = job->standIn.empty() ? "verified" : "all";
+  auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, trust, job->nRanks);
   if (!replayed) return fail("replay: " + replayed.error());
   const std::vector<KeyRow> rows = tableRows(*job, *jr, tuned, *verified, *replayed);
   const Totals t = totals(rows);
   s5.done(std::to_string(t.replayAgrees) + "/" + std::to_string(rows.size()) +
-          " keys run the job's final configuration (DYNAMICCL_TRUST=verified: the rules apply as verified)");
+          " keys run the job's final configuration (DYNAMICCL_TRUST=" + trust +
+          (trust == "verified" ? ": the rules apply as verified)" : ": rules without a fingerprint apply when trusted)"));
   printTable(*job, rows, t, *jr);
   auto agreement = compareWithTune(csv, o, *job, jr->keys);
   if (agreement) printAgreement(*agreement);

@@ -163,7 +163,10 @@ struct VerifiedExport {
   size_t rules = 0, withoutFingerprint = 0;
   std::vector<JobVerdict> verdicts;
 };
-Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath);
+// hardwareUnknown: the replayed host showed a stand-in's facts, not the measured machine's; the rules
+// are written without a fingerprint (a job on the machine tests them before they count).
+Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath,
+                                        bool hardwareUnknown = false);
 
 // --simulated: the learned profile verified in a job on the simulated cluster while the network
 // learns in the job (demo_learned_job.cpp); the promoted rules are the profile the job emits.

@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::string>> verificationEnv(const std::stri
   };
 }
 
-Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath) {
+Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath, bool hardwareUnknown) {
   store::StoreOptions so;
   so.path = storePath;
   so.read_only = true;
@@ -44,6 +44,9 @@ Expected<VerifiedExport> exportVerified(const std::string& storePath, const std:
   if (!db) return makeError(db.error());
   auto verified = verdicts::profileFromStore(**db, "dynamiccl demo: verified in the replayed job");
   if (!verified) return makeError(verified.error());
+  if (hardwareUnknown)  // a guessed fingerprint is never written as the machine's
+    for (policy::Rule& r : verified->profile.rules)
+      if (r.evidence) r.evidence->fingerprint.reset();
   if (auto s = files::writeFile(outPath, policy::profileToJson(verified->profile)); !s) return makeError(s.error());
   if (auto back = policy::loadProfileFile(outPath); !back) return makeError(outPath + " does not load: " + back.error());
   VerifiedExport out;
