@@ -156,7 +156,10 @@ int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
   int winner = -1;
   for (int s = 0; s < kArmSlots; ++s) {
     const ArmStats& a = k.arms[s];
-    if (s == runs || !(k.tested >> s & 1) || a.n < static_cast<uint64_t>(config_.minSamples) || a.w <= 0.5) continue;
+    // A tried arm, or this build's candidate (a previous job's measurements may already decide it).
+    if (s == runs || (!(k.tested >> s & 1) && s != k.candidate) || a.n < static_cast<uint64_t>(config_.minSamples) ||
+        a.w <= 0.5)
+      continue;
     if (k.modelled && !(k.modelled_us[s] >= 0)) continue;
     if (!compare(a, k.arms[runs]).faster) continue;
     if (winner < 0 || a.s / a.w < k.arms[winner].s / k.arms[winner].w) winner = s;
@@ -170,19 +173,22 @@ int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
 int OnlineLearner::nextArm(const KeyState& k, int priorSlot, int runs) const {
   if (!k.modelled || k.ncclDefault < 0 || !(k.modelled_us[k.ncclDefault] > 0)) return -1;
   const double cap = config_.maxTrialRatio * k.modelled_us[k.ncclDefault];
-  int fresh = -1, survivor = -1;
+  // Fresh arms within the cap first (cheapest by NCCL's cost), then fresh arms NCCL prices beyond it
+  // (its model can be wrong on new hardware; a slow one is dropped after a sample or two), then the
+  // undecided survivors, fastest measured first.
+  int fresh = -1, beyond = -1, survivor = -1;
   auto meanOf = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
   for (int s = 0; s < kArmSlots; ++s) {
-    if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0) || k.modelled_us[s] > cap)
-      continue;
+    if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0)) continue;
     if (decided(k, s, runs)) continue;
     if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
-      if (fresh < 0 || k.modelled_us[s] < k.modelled_us[fresh]) fresh = s;
+      int& slot = k.modelled_us[s] > cap ? beyond : fresh;
+      if (slot < 0 || k.modelled_us[s] < k.modelled_us[slot]) slot = s;
     } else if (k.arms[s].w > 0 && (survivor < 0 || meanOf(s) < meanOf(survivor))) {
       survivor = s;
     }
   }
-  return fresh >= 0 ? fresh : survivor;
+  return fresh >= 0 ? fresh : beyond >= 0 ? beyond : survivor;
 }
 
 Candidates OnlineLearner::learnedOr(const Candidates& fallback, int coll, int bucket) const {

@@ -41,7 +41,8 @@ struct OnlineConfig {
   // Verifying: once a key's candidate is decided (or where it has none), every other configuration
   // NCCL's cost table allows there is tried in turn, cheapest first by NCCL's own cost (the prior),
   // each until decided: ahead or behind beyond noise, far behind after a sample or two, or measured
-  // proposalSamples times. Arms NCCL prices beyond maxTrialRatio x its choice are never tried.
+  // proposalSamples times. Arms NCCL prices beyond maxTrialRatio x its choice are tried last, after
+  // every arm within it is decided (a slow one is dropped after a sample or two).
   bool modelRunnerUp = true;
   double maxTrialRatio = 3.0;
   double seedWeightCap = 30;       // a previous job's samples count as at most this many calls

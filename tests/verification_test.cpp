@@ -252,12 +252,16 @@ TEST_F(Verification, PromotesTheWinnerDropsTheLoserAndEveryRankAgrees) {
   EXPECT_GT(share(r.sizes[0].late, kWinner), 0.9);   // promoted
   EXPECT_GT(share(r.sizes[1].late, kDefault), 0.9);  // a tie keeps NCCL's choice
   EXPECT_LT(share(r.sizes[2].late, kLoser), 0.02);   // dropped: only re-tested now and then
-  EXPECT_EQ(share(r.sizes[3].late, kDefault), 1.0);  // no candidate: NCCL's, always
+  // No candidate: NCCL's, but for the arms NCCL prices beyond 3x its choice, tried last and dropped after a sample or two.
+  EXPECT_GE(share(r.sizes[3].late, kDefault), 0.99);
   EXPECT_LE(r.explore_us / r.total_us, 0.01) << "exploration cost " << r.explore_us << " of " << r.total_us << " us";
 
   const auto rows = verdicts();
+  // The profile's candidate at each size (every other arm tried after it has a verdict of its own).
+  const std::map<uint64_t, std::string> candidateAt = {{kSmall, "TREE/LL"}, {kMid, "RING/LL"}, {kTie, "RING/LL128"}};
   std::map<uint64_t, store::VerdictRow> bySize;
-  for (const auto& v : rows) bySize[v.min_bytes] = v;
+  for (const auto& v : rows)
+    if (candidateAt.count(v.min_bytes) && candidateAt.at(v.min_bytes) == v.algo + "/" + v.proto) bySize[v.min_bytes] = v;
   ASSERT_TRUE(bySize.count(kSmall) && bySize.count(kMid)) << rows.size() << " verdicts";
   EXPECT_EQ(bySize[kSmall].state, "promoted") << verdicts::describeVerdict(bySize[kSmall]);
   EXPECT_NEAR(bySize[kSmall].gain, 0.25, 0.05);  // 1 / 0.8 - 1
