@@ -44,11 +44,14 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
-  // What the default rows ran where the measurements settle it (sim::ReplayPoint::forcedTwinIsDefault):
-  // a model's guess alone would hide the forced arm it names (a rule forcing what NCCL runs anyway is harmless).
+  // What the default rows ran where the measurements name it (a quoted TUNING line, or the forced arm
+  // they match once the model's pick is refuted). A model's pick the runs merely cannot tell from them
+  // stays an arm: the runs, pooled with neighbouring sizes, may still decide it (a rule forcing what
+  // NCCL runs anyway is harmless).
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
     for (const sim::ReplayPoint& p : data_->points)
-      if (p.shape == shape_ && p.group == group_ && p.coll == k.coll && p.bytes == k.bytes && p.forcedTwinIsDefault())
+      if (p.shape == shape_ && p.group == group_ && p.coll == k.coll && p.bytes == k.bytes &&
+          (p.ncclChoice == sim::NcclChoice::Stated || p.ncclChoice == sim::NcclChoice::Matched))
         return Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};
     return std::nullopt;
   }
