@@ -147,7 +147,7 @@ TEST(DecisionRule, UndecidedSizesAreMeasuredUntilDecided) {
 std::string l40s() { return dynamiccl::testing::shippedL40sCsv(); }
 
 TEST(ReplayRepeats, EveryRepeatIsASampleAndHalfForcedRowsStayTheirOwnArm) {
-  auto b = makeReplayBackend({l40s(), "L40S", 2, 1, ""});
+  auto b = makeReplayBackend({l40s(), "L40S", 2, 1, "", std::nullopt});
   ASSERT_TRUE(b.ok()) << b.error();
   ASSERT_TRUE((*b)->recorded());
   auto arms = (*b)->recordedArms(MeasureKey{Collective::AllReduce, 4096, 2, 1});
@@ -182,7 +182,7 @@ TEST(ReplayRepeats, SizesWithoutADefaultRowAreUndecidableNotComparedWithAModelsG
   body += sys + ",allreduce,2,1,134217728,default,LL,,,9000,0,x\n";
   body += "Mystery GPU x2,allreduce,2,1,1048576,default,default,,,90,0,x\n";
   const TempCsv csv(body);
-  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, ""});
+  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, "", std::nullopt});
   ASSERT_TRUE(b.ok()) << b.error();
   TuneRequest req;
   auto r = tune(**b, req);
@@ -195,7 +195,7 @@ TEST(ReplayRepeats, SizesWithoutADefaultRowAreUndecidableNotComparedWithAModelsG
   bool named = false;
   for (const std::string& n : r->dataNotes) named = named || n.find("no platform describes 'Mystery GPU x2'") != std::string::npos;
   EXPECT_TRUE(named);
-  auto declared = makeReplayBackend({csv.path.string(), "Mystery", 2, 1, "l40s-pcie-4"});
+  auto declared = makeReplayBackend({csv.path.string(), "Mystery", 2, 1, "l40s-pcie-4", std::nullopt});
   ASSERT_TRUE(declared.ok()) << declared.error();
   EXPECT_EQ((*declared)->measurableSizes(Collective::AllReduce), std::vector<uint64_t>{1048576});
 }
@@ -227,7 +227,7 @@ TEST(ReplayRepeats, AForcedArmTheModelTakesForTheDefaultKeepsItsGain) {
     body += sys + ",allreduce,2,1," + std::to_string(bytes) + "," + std::string(algoName(guess.algo)) + "," +
             std::string(protoName(guess.proto)) + ",,," + std::to_string(t) + ",0,x\n";
   const TempCsv csv(body);
-  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, ""});
+  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, "", std::nullopt});
   ASSERT_TRUE(b.ok()) << b.error();
   auto r = tune(**b, TuneRequest{});
   ASSERT_TRUE(r.ok()) << r.error();
@@ -247,12 +247,12 @@ TEST(ReplayRepeats, AForcedArmTheModelTakesForTheDefaultKeepsItsGain) {
 
 // Every communicator shape of a dataset is its own backend: nothing is left for another run.
 TEST(ReplayRepeats, EveryShapeOfADatasetIsTuned) {
-  auto all = makeReplayBackends({l40s(), "L40S", 0, 0, ""});
+  auto all = makeReplayBackends({l40s(), "L40S", 0, 0, "", std::nullopt});
   ASSERT_TRUE(all.ok()) << all.error();
   std::set<int> ranks;
   for (const auto& b : *all) ranks.insert(b->nRanks());
   EXPECT_EQ(ranks, (std::set<int>{2, 4}));
-  auto two = makeReplayBackends({l40s(), "L40S", 2, 0, ""});
+  auto two = makeReplayBackends({l40s(), "L40S", 2, 0, "", std::nullopt});
   ASSERT_TRUE(two.ok()) << two.error();
   ASSERT_EQ(two->size(), 1u);
   EXPECT_EQ((*two)[0]->nRanks(), 2);

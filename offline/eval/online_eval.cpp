@@ -36,7 +36,9 @@ KeyResult evalKey(const KeyWorld& w, const OnlineLoop& o, std::ostream& trace) {
     for (const auto& c : w.arms) b = std::min(b, truth(c, k));
     return b;
   };
-  policy::OnlineLearner learner({.epochCalls = o.epoch}, [&](int, int) {
+  policy::OnlineConfig config;
+  config.epochCalls = o.epoch;
+  policy::OnlineLearner learner(config, [&](int, int) {
     policy::Candidates c;
     c.count = 1;
     c.decisions[0] = {staticBest.algo, staticBest.proto, 0, 0};

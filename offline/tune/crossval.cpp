@@ -70,7 +70,7 @@ Expected<CrossvalResult> crossValidate(const CrossvalOptions& o) {
   if (shapes.empty()) return makeError("crossval: no forced measurements in " + o.csvPath + ": nothing to choose");
   std::vector<ShapeData> data;
   for (const auto& [system, nRanks, nNodes] : shapes) {
-    auto backend = makeReplayBackend({o.csvPath, system, nRanks, nNodes, o.platform});
+    auto backend = makeReplayBackend({o.csvPath, system, nRanks, nNodes, o.platform, std::nullopt});
     if (!backend) {
       out.notes.push_back(system + " " + shapeLabel(nRanks, nNodes) + ": " + backend.error());
       continue;
