@@ -183,7 +183,7 @@ struct ProfilerCommSpec {
 // One Coll start as NCCL describes it (2.28.9 profiler.cc); v1 gets the indices of these names.
 struct ProfilerColl {
   uint64_t seq = 0;
-  const char* func = "AllReduce";
+  const char* func = collectiveNcclName(Collective::AllReduce).data();  // NCCL's spelling, a literal
   size_t count = 1024;
   const char* datatype = "ncclFloat32";
   const char* algo = "RING";
