@@ -140,8 +140,9 @@ TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
                         "summary.json", "replay_points.csv", "decision_map.csv", "job/store.db", "job/rank0.log",
                         "job/rank3.log"})
     EXPECT_TRUE(fs::exists(*out_ / f)) << f << "\n" << log();
-  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0)
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
     EXPECT_TRUE(fs::exists(*out_ / "busbw.png")) << log();
+  }
   const nlohmann::json s = summary();
   EXPECT_EQ(s["mode"], "measured");
   EXPECT_EQ(s["shape"]["nRanks"], 4);
@@ -202,6 +203,7 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
     const dynamiccl::jobreplay::JobKey& k = job->keys[i];
     ASSERT_EQ(row["bytes"].get<uint64_t>(), k.bytes);
     EXPECT_DOUBLE_EQ(row["default_us"].get<double>(), k.byDefault().mean_us);
+    EXPECT_EQ(row["default_settled_by"], dynamiccl::sim::ncclChoiceName(k.ncclChoice)) << row.dump();
     EXPECT_DOUBLE_EQ(row["best_us"].get<double>(), k.best().mean_us);
     const dynamiccl::jobreplay::MeasuredConfig* ran = nullptr;
     for (const auto& m : k.measured)

@@ -300,12 +300,15 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
     size_t measuredConfigs = 0;  // 1: NCCL's default alone, nothing to choose
+    std::string_view ncclChoice = sim::ncclChoiceName(sim::NcclChoice::Model);
     for (const jobreplay::JobKey& jk : job.keys)
-      if (jk.coll == k.coll && jk.bytes == k.bytes) measuredConfigs = jk.measured.size();
+      if (jk.coll == k.coll && jk.bytes == k.bytes)
+        measuredConfigs = jk.measured.size(), ncclChoice = sim::ncclChoiceName(jk.ncclChoice);
     keys.push_back({{"collective", collectiveName(k.coll)},
                     {"bytes", k.bytes},
                     {"measured_configs", measuredConfigs},
                     {"default_config", armLabel(k.ncclDefault)},
+                    {"default_settled_by", ncclChoice},  // sim::NcclChoice: how the default rows' configuration was known
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
                     {"sim_gain", std::isfinite(r.simGain) ? nlohmann::json(r.simGain) : nlohmann::json()},
