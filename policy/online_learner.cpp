@@ -69,6 +69,9 @@ std::optional<double> OnlineLearner::untriedRatio(const KeyState& k, int slot,
   }
   // A candidate rule is tested whatever NCCL's model says: the model is what it may be right against.
   if (modelled > config_.maxModelledRatio && slot != k.candidate) return std::nullopt;
+  // Priced beyond what one trial may cost (the search's last arms): budgeted at that price, so it is
+  // tried rarely and a single trial never overruns the exploration budget.
+  if (modelled > config_.maxTrialRatio) return modelled;
   return std::max(1.0, std::min(modelled, config_.maxModelledRatio)) * config_.modelErrorFactor;
 }
 
