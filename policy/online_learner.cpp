@@ -175,23 +175,21 @@ int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
 // noise; then the undecided survivors are measured further, the best-measured first, until decided.
 int OnlineLearner::nextArm(const KeyState& k, int priorSlot, int runs) const {
   if (!k.modelled || k.ncclDefault < 0 || !(k.modelled_us[k.ncclDefault] > 0)) return -1;
-  const double cap = config_.maxTrialRatio * k.modelled_us[k.ncclDefault];
-  // Fresh arms within the cap first (cheapest by NCCL's cost), then fresh arms NCCL prices beyond it
-  // (its model can be wrong on new hardware; a slow one is dropped after a sample or two), then the
+  // Fresh arms cheapest by NCCL's cost first, so those it prices beyond maxTrialRatio come last (its
+  // model can be wrong on new hardware; a slow one is dropped after a sample or two), then the
   // undecided survivors, fastest measured first.
-  int fresh = -1, beyond = -1, survivor = -1;
+  int fresh = -1, survivor = -1;
   auto meanOf = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
   for (int s = 0; s < kArmSlots; ++s) {
     if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0)) continue;
     if (decided(k, s, runs)) continue;
     if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
-      int& slot = k.modelled_us[s] > cap ? beyond : fresh;
-      if (slot < 0 || k.modelled_us[s] < k.modelled_us[slot]) slot = s;
+      if (fresh < 0 || k.modelled_us[s] < k.modelled_us[fresh]) fresh = s;
     } else if (k.arms[s].w > 0 && (survivor < 0 || meanOf(s) < meanOf(survivor))) {
       survivor = s;
     }
   }
-  return fresh >= 0 ? fresh : beyond >= 0 ? beyond : survivor;
+  return fresh >= 0 ? fresh : survivor;
 }
 
 Candidates OnlineLearner::learnedOr(const Candidates& fallback, int coll, int bucket) const {
