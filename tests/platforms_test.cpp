@@ -87,7 +87,9 @@ TEST(Platforms, TheBuiltInFolderHoldsEveryClusterAndMapsEveryDatasetSystem) {
     ASSERT_NE(p, nullptr) << name;
     EXPECT_EQ(p->topology.name, name);
     EXPECT_FALSE(p->source.empty()) << name << ": say which public spec the numbers come from";
-    if (p->calibration) EXPECT_TRUE(sim::calibrationFor(*p).ok()) << name << ": " << sim::calibrationFor(*p).error();
+    if (p->calibration) {
+      EXPECT_TRUE(sim::calibrationFor(*p).ok()) << name << ": " << sim::calibrationFor(*p).error();
+    }
   }
   // The system strings of shared/data, and what the mapping in C++ made of them.
   const std::pair<const char*, const char*> systems[] = {

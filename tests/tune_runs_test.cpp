@@ -221,7 +221,7 @@ TEST(RuleEmission, ReplayTunedRulesStandOnlyOnGainsBeyondNoiseAndMinGain) {
   const std::string csv = dynamiccl::testing::shippedL40sCsv();
   for (int ranks : {2, 4})
     for (double minGain : {0.01, 0.05}) {
-      auto b = makeReplayBackend({csv, "L40S", ranks, 1, ""});
+      auto b = makeReplayBackend({csv, "L40S", ranks, 1, "", std::nullopt});
       ASSERT_TRUE(b.ok()) << b.error();
       auto r = tune(**b, TuneRequest{});
       ASSERT_TRUE(r.ok()) << r.error();

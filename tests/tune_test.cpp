@@ -361,7 +361,7 @@ TEST(SimulatorBackend, For2_31NoChannelCountAboveNcclsOwnIsProposed) {
 
 TEST(ReplayBackend, OnlyMeasuredConfigurationsAreAvailable) {
   const std::string csv = dynamiccl::testing::shippedL40sCsv();
-  auto b = makeReplayBackend({csv, "", 0, 0, ""});
+  auto b = makeReplayBackend({csv, "", 0, 0, "", std::nullopt});
   ASSERT_TRUE(b.ok()) << b.error();
   const auto sizes = (*b)->measurableSizes(Collective::AllReduce);
   ASSERT_FALSE(sizes.empty());
@@ -398,7 +398,7 @@ TEST(Evidence, BackendsSayWhatTheirTimingsAre) {
   EXPECT_EQ(e.ncclVersion, "2.28.9");
   EXPECT_EQ(e.date.size(), 10u);  // YYYY-MM-DD
   const std::string csv = dynamiccl::testing::shippedL40sCsv();
-  auto replay = makeReplayBackend({csv, "", 0, 0});
+  auto replay = makeReplayBackend({csv, "", 0, 0, "", std::nullopt});
   ASSERT_TRUE(replay.ok()) << replay.error();
   EXPECT_EQ((*replay)->provenance(), policy::Provenance::MeasuredOffline);
   ASSERT_TRUE((*replay)->measuredOn());
