@@ -3,6 +3,8 @@
 // it to a dataset's independent runs, in-job verification to the job's calls; both call judge().
 #pragma once
 
+#include <vector>
+
 namespace dynamiccl::policy {
 
 struct DecisionRule {
@@ -27,5 +29,10 @@ double standardNormalCdf(double x);
 double normalQuantile(double p);
 double studentTQuantile(double p, double df);
 double chiSquareQuantile(double p, double df);
+
+// What the rule is applied to: noise in collective timings is multiplicative, so ratios and relative
+// noise are estimated on log times.
+double meanLog(const std::vector<double>& v);
+double logSumSquares(const std::vector<double>& v);  // around meanLog; n - 1 degrees of freedom
 
 }  // namespace dynamiccl::policy

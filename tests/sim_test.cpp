@@ -626,7 +626,7 @@ TEST(SimReplay, TheDefaultRowsRanWhatTheMeasurementsSayNotWhatTheModelGuesses) {
   EXPECT_TRUE(same(at[refuted]->ncclDefault, arms[refuted].pick)) << "nothing else fits: the pick stays";
   for (const auto& [bytes, p] : at) {
     EXPECT_TRUE(same(firstInTable(*p), p->ncclDefault)) << bytes << ": the table leads to what the default rows ran";
-    EXPECT_EQ(p->forcedTwinIsDefault(), p->ncclChoice == NcclChoice::Stated || p->ncclChoice == NcclChoice::Confirmed ||
+    EXPECT_EQ(forcedTwinIsDefault(p->ncclChoice), p->ncclChoice == NcclChoice::Stated || p->ncclChoice == NcclChoice::Confirmed ||
                                             p->ncclChoice == NcclChoice::Matched);
   }
   // Judged as a tuner would see it: leaving NCCL alone is the default rows; forcing the refuted pick, its forced runs.

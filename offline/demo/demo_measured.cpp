@@ -163,10 +163,8 @@ Totals totals(const std::vector<KeyRow>& rows) {
 }
 
 // NCCL's default as the table names it: "*" where the runs refuted the model's pick and it was inferred.
-std::string defaultLabel(const jobreplay::MeasuredJob& job, const jobreplay::KeyOutcome& k) {
-  for (const jobreplay::JobKey& jk : job.keys)
-    if (jk.coll == k.coll && jk.bytes == k.bytes && jk.ncclDefaultInferred()) return armLabel(k.ncclDefault) + "*";
-  return armLabel(k.ncclDefault);
+std::string defaultLabel(const jobreplay::KeyOutcome& k) {
+  return armLabel(k.ncclDefault) + (sim::inferredFromRuns(k.ncclChoice) ? "*" : "");
 }
 
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
@@ -177,7 +175,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
   // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
   size_t w[5] = {11, 26, 16, 11, 11};
   for (const KeyRow& r : rows) {
-    w[0] = std::max(w[0], defaultLabel(job, r.job).size());
+    w[0] = std::max(w[0], defaultLabel(r.job).size());
     w[1] = std::max(w[1], r.simRule.size());
     w[2] = std::max(w[2], r.verdict.size());
     w[3] = std::max(w[3], armLabel(r.job.finalConfig).size());
@@ -193,12 +191,12 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
     const jobreplay::KeyOutcome& k = r.job;
     std::printf("  %-9s %-9s | %-*s %8.2f | %-*s %7s | %-*s %7s | %-*s %7.3fx | %-*s %8.2f %6.3fx\n",
                 std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(), int(w[0]),
-                defaultLabel(job, k).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
+                defaultLabel(k).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
                 pct(r.simGain).c_str(), int(w[2]), r.verdict.c_str(), pct(r.verdictGain).c_str(), int(w[3]),
                 armLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
                 armLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
-  if (job.ncclChoice.matched + job.ncclChoice.unforced > 0)
+  if (job.keysSettled(sim::NcclChoice::Matched) + job.keysSettled(sim::NcclChoice::Unforced) > 0)
     std::printf("  * NCCL's choice inferred from the runs: the forced runs of the configuration NCCL's model picks "
                 "differ from the default rows beyond noise (step 1), so that configuration is an arm the job tests\n");
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
@@ -300,15 +298,13 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
     size_t measuredConfigs = 0;  // 1: NCCL's default alone, nothing to choose
-    std::string_view ncclChoice = sim::ncclChoiceName(sim::NcclChoice::Model);
     for (const jobreplay::JobKey& jk : job.keys)
-      if (jk.coll == k.coll && jk.bytes == k.bytes)
-        measuredConfigs = jk.measured.size(), ncclChoice = sim::ncclChoiceName(jk.ncclChoice);
+      if (jk.coll == k.coll && jk.bytes == k.bytes) measuredConfigs = jk.measured.size();
     keys.push_back({{"collective", collectiveName(k.coll)},
                     {"bytes", k.bytes},
                     {"measured_configs", measuredConfigs},
                     {"default_config", armLabel(k.ncclDefault)},
-                    {"default_settled_by", ncclChoice},  // sim::NcclChoice: how the default rows' configuration was known
+                    {"default_settled_by", sim::ncclChoiceName(k.ncclChoice)},  // sim::NcclChoice: how the default rows' configuration was known
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
                     {"sim_gain", std::isfinite(r.simGain) ? nlohmann::json(r.simGain) : nlohmann::json()},

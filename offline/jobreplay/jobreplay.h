@@ -43,9 +43,6 @@ struct JobKey {
   uint64_t bytes = 0;
   sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
   sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (sim::buildReplayData)
-  bool ncclDefaultInferred() const {
-    return ncclChoice == sim::NcclChoice::Matched || ncclChoice == sim::NcclChoice::Unforced;
-  }
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
@@ -57,15 +54,6 @@ struct JobKey {
   // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.
   const MeasuredConfig& bestChoosable() const;
   const MeasuredConfig& byDefault() const { return measured.front(); }
-};
-
-// How loadMeasuredJob settled which configuration NCCL's default rows ran, in keys.
-struct NcclChoiceCounts {
-  int stated = 0;    // the default rows quote what NCCL ran: its forced runs are the same arm
-  int folded = 0;    // the model's pick, confirmed: its forced runs agree with the default rows
-  int matched = 0;   // refuted; NCCL's choice is the forced configuration the default rows match
-  int unforced = 0;  // refuted; NCCL's choice is a configuration no row forced
-  int kept = 0;      // refuted, but every allowed configuration was forced and none matches: the pick stays
 };
 
 // The measured keys of one communicator shape of a dataset.
@@ -80,7 +68,7 @@ struct MeasuredJob {
   double repeatSigma = 0.03;
   int repeatGroups = 0;
   std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
-  NcclChoiceCounts ncclChoice;
+  int keysSettled(sim::NcclChoice c) const;  // keys whose default rows' configuration was settled so
   std::string standIn;  // sim::kStandInPlatform where no platform describes the system: topology is its
 };
 
@@ -179,6 +167,7 @@ struct KeyOutcome {
   sim::Config ncclDefault, finalConfig, best;
   double default_us = 0, final_us = 0, best_us = 0;
   double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
+  sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (JobKey's)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
   // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
   // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.

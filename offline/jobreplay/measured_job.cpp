@@ -16,17 +16,6 @@ using ShapeKey = std::tuple<std::string, int, int>;                  // group, r
 
 bool sameArm(const sim::Config& a, Algo algo, Proto proto) { return a.algo == algo && a.proto == proto; }
 
-void count(NcclChoiceCounts& n, sim::NcclChoice c) {
-  switch (c) {
-    case sim::NcclChoice::Model: break;
-    case sim::NcclChoice::Stated: ++n.stated; break;
-    case sim::NcclChoice::Confirmed: ++n.folded; break;
-    case sim::NcclChoice::Matched: ++n.matched; break;
-    case sim::NcclChoice::Unforced: ++n.unforced; break;
-    case sim::NcclChoice::Refuted: ++n.kept; break;
-  }
-}
-
 // The key of one replay point: its measured configurations with their repeats; nullopt (and a
 // note) when NCCL's default was not measured there. Only default rows are NCCL's default; a forced
 // row is its own arm, even of the configuration NCCL's model guesses NCCL would pick, unless the
@@ -50,7 +39,7 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
   byDefault.ncclChannels = p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
   k.measured.push_back(byDefault);
   for (const auto& [arm, t] : p.forced_us) {
-    if (p.forcedTwinIsDefault() && sameArm(p.ncclDefault, arm.first, arm.second)) continue;  // the default's arm again
+    if (sim::forcedTwinIsDefault(p.ncclChoice) && sameArm(p.ncclDefault, arm.first, arm.second)) continue;  // the default's arm again
     // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
     // measured it, but no tuner can choose it: it stays out of the key.
     if (!(k.costTable[int(arm.first)][int(arm.second)] >= 0)) {
@@ -74,6 +63,10 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
 }
 
 }  // namespace
+
+int MeasuredJob::keysSettled(sim::NcclChoice c) const {
+  return static_cast<int>(std::count_if(keys.begin(), keys.end(), [c](const JobKey& k) { return k.ncclChoice == c; }));
+}
 
 const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner) const {
   const MeasuredConfig* any = nullptr;
@@ -147,24 +140,24 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   job.repeatSigma = data->repeatSigma;
   job.repeatGroups = data->repeatGroups;
-  for (const JobKey& k : job.keys) count(job.ncclChoice, k.ncclChoice);
-  const NcclChoiceCounts& settled = job.ncclChoice;
-  if (settled.stated)
-    job.notes.push_back(std::to_string(settled.stated) + " keys where the default rows quote NCCL's TUNING line: NCCL's "
-                        "choice is what it said it ran, and forcing that configuration is the same arm");
-  if (settled.folded)
-    job.notes.push_back(std::to_string(settled.folded) + " forced configurations equal to NCCL's default by the model "
-                        "whose runs cannot be told from the default rows: the same configuration measured twice");
-  if (settled.matched + settled.unforced)
-    job.notes.push_back(std::to_string(settled.matched + settled.unforced) + " keys where the forced runs of the "
-                        "configuration NCCL's model picks differ from the default rows beyond noise: NCCL ran something "
-                        "else there, so that configuration is an arm the job can test, and NCCL's choice is the forced "
-                        "configuration the default rows match within noise (" + std::to_string(settled.matched) +
-                        ") or one no row forced (" + std::to_string(settled.unforced) + ")");
-  if (settled.kept)
-    job.notes.push_back(std::to_string(settled.kept) + " keys where the model's pick differs from the default rows beyond "
-                        "noise but every configuration NCCL's table allows was forced and none matches them: the model's "
-                        "pick stays NCCL's choice, so its forced runs cannot be tested apart from it");
+  using sim::NcclChoice;
+  if (const int n = job.keysSettled(NcclChoice::Stated))
+    job.notes.push_back(std::to_string(n) + " keys where the default rows quote NCCL's TUNING line: NCCL's choice is what "
+                        "it said it ran, and forcing that configuration is the same arm");
+  if (const int n = job.keysSettled(NcclChoice::Confirmed))
+    job.notes.push_back(std::to_string(n) + " forced configurations equal to NCCL's default by the model whose runs "
+                        "cannot be told from the default rows: the same configuration measured twice");
+  const int matched = job.keysSettled(NcclChoice::Matched), unforced = job.keysSettled(NcclChoice::Unforced);
+  if (matched + unforced)
+    job.notes.push_back(std::to_string(matched + unforced) + " keys where the forced runs of the configuration NCCL's "
+                        "model picks differ from the default rows beyond noise: NCCL ran something else there, so that "
+                        "configuration is an arm the job can test, and NCCL's choice is the forced configuration the "
+                        "default rows match within noise (" + std::to_string(matched) + ") or one no row forced (" +
+                        std::to_string(unforced) + ")");
+  if (const int n = job.keysSettled(NcclChoice::Refuted))
+    job.notes.push_back(std::to_string(n) + " keys where the model's pick differs from the default rows beyond noise but "
+                        "every configuration NCCL's table allows was forced and none matches them: the model's pick stays "
+                        "NCCL's choice, so its forced runs cannot be tested apart from it");
   for (const std::string& line : data->notes)
     if (line.find("'" + shapeOf[*pick]->system + "'") != std::string::npos) job.notes.push_back(line);
   job.standIn = shapeOf[*pick]->standIn;

@@ -36,17 +36,15 @@ std::string_view ncclChoiceName(NcclChoice c) {
   return "?";
 }
 
-bool ReplayPoint::forcedTwinIsDefault() const {
-  return ncclChoice == NcclChoice::Stated || ncclChoice == NcclChoice::Confirmed || ncclChoice == NcclChoice::Matched;
+bool forcedTwinIsDefault(NcclChoice c) {
+  return c == NcclChoice::Stated || c == NcclChoice::Confirmed || c == NcclChoice::Matched;
 }
+bool namedByRuns(NcclChoice c) { return c == NcclChoice::Stated || c == NcclChoice::Matched; }
+bool inferredFromRuns(NcclChoice c) { return c == NcclChoice::Matched || c == NcclChoice::Unforced; }
 
 double fittedSigma(const std::vector<double>& samples_us, double pooled) {
-  double mean = 0, ss = 0;
-  for (double t : samples_us) mean += std::log(t);
-  mean /= std::max<double>(1, static_cast<double>(samples_us.size()));
-  for (double t : samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
   const double dof = samples_us.empty() ? 0 : static_cast<double>(samples_us.size() - 1);
-  return std::sqrt((ss + kNoisePriorRuns * pooled * pooled) / (dof + kNoisePriorRuns));
+  return std::sqrt((policy::logSumSquares(samples_us) + kNoisePriorRuns * pooled * pooled) / (dof + kNoisePriorRuns));
 }
 
 namespace {
@@ -55,9 +53,7 @@ struct LogSpread {
   double ss = 0, dof = 0;
   void add(const std::vector<double>& samples_us) {
     if (samples_us.size() < 2) return;
-    double mean = 0;
-    for (double t : samples_us) mean += std::log(t) / static_cast<double>(samples_us.size());
-    for (double t : samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
+    ss += policy::logSumSquares(samples_us);
     dof += static_cast<double>(samples_us.size() - 1);
   }
   void addPoint(const ReplayPoint& p) {
@@ -113,8 +109,7 @@ bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vec
 void settleNcclChoice(ReplayPoint& p) {
   if (p.ncclChoice == NcclChoice::Stated || p.default_samples_us.empty()) return;
   const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
-  const auto twin = p.forced_samples_us.find(pick);
-  if (twin == p.forced_samples_us.end()) return;
+  if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
   const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
     return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us, p.default_sigma);
   };

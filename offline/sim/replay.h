@@ -46,6 +46,12 @@ enum class NcclChoice {
   Refuted,    // refuted, but every allowed configuration was forced and none matches: the pick stays
 };
 std::string_view ncclChoiceName(NcclChoice c);
+// Forcing the settled configuration runs what the default rows ran (stated, confirmed, matched).
+bool forcedTwinIsDefault(NcclChoice c);
+// The measurements name the configuration, not the model (stated, matched).
+bool namedByRuns(NcclChoice c);
+// The runs refuted the model's pick and the configuration was inferred from them (matched, unforced).
+bool inferredFromRuns(NcclChoice c);
 
 struct ReplayPoint {
   std::string group;  // calibration group (system, plus variant)
@@ -66,9 +72,6 @@ struct ReplayPoint {
   // NCCL's cost table here: the model's, with ncclDefault ranked first where the settled choice is
   // not the model's pick (what a tuner sees must lead to what the default rows ran).
   model::CostTable costTable() const;
-  // Whether forcing ncclDefault's (algo, proto) runs what the default rows ran (its forced runs are
-  // the same arm): stated, confirmed or matched.
-  bool forcedTwinIsDefault() const;
 };
 
 // The spread a configuration's repeats show, shrunk toward `pooled` with the weight of

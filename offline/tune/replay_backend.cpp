@@ -51,7 +51,7 @@ class ReplayBackend final : public MeasurementBackend {
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
     for (const sim::ReplayPoint& p : data_->points)
       if (p.shape == shape_ && p.group == group_ && p.coll == k.coll && p.bytes == k.bytes &&
-          (p.ncclChoice == sim::NcclChoice::Stated || p.ncclChoice == sim::NcclChoice::Matched))
+          sim::namedByRuns(p.ncclChoice))
         return Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};
     return std::nullopt;
   }

@@ -42,18 +42,4 @@ double relativeStdErrOfMedian(const std::vector<double>& v) {
   return 1.2533 * sigma / std::sqrt(static_cast<double>(v.size())) / m;
 }
 
-double meanLog(const std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return s / static_cast<double>(v.size());
-}
-
-double logSumSquares(const std::vector<double>& v) {
-  const double m = meanLog(v);
-  double s = 0;
-  for (double x : v) s += (std::log(x) - m) * (std::log(x) - m);
-  return s;
-}
-
 }  // namespace dynamiccl::tune

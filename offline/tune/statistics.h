@@ -17,13 +17,10 @@ double medianAbsDeviation(const std::vector<double>& v);
 // Relative standard error of the median (MAD-based sigma, 1.2533 sigma / sqrt(n)); 0.05 for n < 2.
 double relativeStdErrOfMedian(const std::vector<double>& v);
 
-// Log-time statistics: noise in collective timings is multiplicative, so ratios and relative
-// noise are estimated on log times.
-double meanLog(const std::vector<double>& v);
-double logSumSquares(const std::vector<double>& v);  // around meanLog; n - 1 degrees of freedom
-
-// The decision rule's quantiles live with the rule (policy/decision_rule.h).
+// The decision rule's quantiles and log-time statistics live with the rule (policy/decision_rule.h).
 using policy::chiSquareQuantile;
+using policy::logSumSquares;
+using policy::meanLog;
 using policy::normalQuantile;
 using policy::standardNormalCdf;
 using policy::studentTQuantile;
