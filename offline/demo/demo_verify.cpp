@@ -62,7 +62,7 @@ Expected<VerifiedExport> exportVerified(const std::string& storePath, const std:
     j.candidate = lower(v.algo + "/" + v.proto);
     j.state = v.state;
     j.gain = v.gain;
-    j.line = verdicts::describeVerdict(v);
+    j.line = verdicts::describeVerdict(v, "replayed calls (draws, not runs)");
     out.verdicts.push_back(std::move(j));
   }
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "features/features.h"
@@ -30,7 +31,8 @@ struct VerifiedProfile {
 // every rule written reads back through the plugin's own parser.
 Expected<VerifiedProfile> profileFromStore(store::Store& db, const std::string& name);
 
-// One line per verdict: "allreduce 1M..2M 4x1: ring/ll128 vs tree/simple: promoted, +8.1% [+5.0%, +11.3%], 40 vs 950 samples".
-std::string describeVerdict(const store::VerdictRow& v);
+// One line per verdict: "allreduce 1M..2M 4x1: ring/ll128 vs tree/simple: promoted, +8.1% [+5.0%, +11.3%], 40 vs 950
+// measured calls"; `calls` says what the samples were (a replayed job's are draws, not measurements).
+std::string describeVerdict(const store::VerdictRow& v, std::string_view calls = "measured calls");
 
 }  // namespace dynamiccl::verdicts
