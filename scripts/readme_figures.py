@@ -28,9 +28,10 @@ def figures(binary):
         f"{t['keys']} keys, {job['calls_per_rank']} calls per rank drawn from noise fitted to the real runs; judged "
         f"on the measured medians): final epoch {t['geomean_vs_default']:.3f}x NCCL's default in geomean "
         f"(worst {t['worst_vs_default']:.3f}x), {t['geomean_vs_best']:.3f}x the measured best (worst "
-        f"{t['worst_vs_best']:.3f}x), {t['within_1pct_of_best']}/{t['keys']} keys within 1.01x of the best; "
+        f"{t['worst_vs_best']:.3f}x), {t['within_1pct_of_best']}/{t['keys']} keys within 1.01x of the best median and "
+        f"{t['within_1pct_of_established_best']}/{t['keys']} of the best the runs establish; "
         f"exploring calls {100 * job['explore_share']:.2f}% of the replayed collective time; every rank identical: "
-        f"{'yes' if job['ranks_agree'] else 'NO'}; {ver['promoted']} candidates promoted, {ver['dropped']} dropped; "
+        f"{'yes' if job['ranks_agree'] else 'NO'}; {ver['promoted']} candidate(s) promoted, {ver['dropped']} dropped; "
         f"verified.json replayed alone runs the job's final configuration at {t['replay_agrees']}/{t['keys']} keys."
     ]
     return lines

@@ -108,7 +108,9 @@ TEST_F(DemoTest, TunedNeverSlowerThanNcclDefault) {
 
 class OnlineDemoTest : public DemoRun {
  protected:
-  static void SetUpTestSuite() { run("--online"); }
+  // Whole passes, not --quick's: on this data one gain is established by the runs (256K), and the
+  // online search reaches it after the simulator's candidates.
+  static void SetUpTestSuite() { run("--online --iterations 4000"); }
 };
 
 TEST_F(OnlineDemoTest, TheExportedProfileRunsWhatTheJobLearnedAtEveryKey) {
@@ -164,9 +166,9 @@ TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
   EXPECT_NE(text.find("times are measured medians"), std::string::npos) << text;
 }
 
-// The job's configurations next to tune's on the same runs: every key counted, and every key where
-// they differ says why, on a line of its own.
-TEST_F(MeasuredDemoTest, SaysKeyByKeyWhereTuneOnTheSameRunsDiffersAndWhy) {
+// The job's configurations next to tune's on the same runs: one decision rule on the dataset's runs, so
+// they agree key by key; a key where they differ would say why, on a line of its own.
+TEST_F(MeasuredDemoTest, AgreesKeyByKeyWithTuneOnTheSameRuns) {
   ASSERT_EQ(rc_, 0) << log();
   const std::string text = log();
   const size_t at = text.find("the same rule on the dataset's runs (`dynamiccl tune --backend replay");
@@ -177,8 +179,7 @@ TEST_F(MeasuredDemoTest, SaysKeyByKeyWhereTuneOnTheSameRunsDiffersAndWhy) {
                         "the size (the job's calls did); %d differ", &agree, &keys, &undecided, &differ), 4) << line;
   EXPECT_EQ(keys, 25);
   EXPECT_EQ(agree + undecided + differ, keys);
-  EXPECT_GE(agree, keys * 3 / 4) << text;  // one rule: where the runs decide, both decide alike
-  EXPECT_EQ(differ, 0) << text;            // and nowhere does one decide against the other's evidence
+  EXPECT_EQ(agree, keys) << text;  // the job finds only what the runs establish, which is what tune writes
   std::istringstream rest(text.substr(at));
   std::string l;
   std::getline(rest, l);
@@ -273,7 +274,8 @@ TEST_F(UncalibratedDemoTest, SearchesEveryArmWithoutASimulatorAndReachesTheMeasu
   EXPECT_TRUE(s["job"]["ranks_agree"].get<bool>()) << text;
   EXPECT_LE(s["job"]["explore_share"].get<double>(), 0.01);
   size_t within = 0;
-  for (const auto& row : s["keys"]) within += row["vs_best"].get<double>() <= 1.01;
-  EXPECT_GE(within * 10, s["keys"].size() * 9) << "at least 90% of keys within 1.01x of the measured best\n" << text;
+  for (const auto& row : s["keys"]) within += row["vs_established_best"].get<double>() <= 1.01;
+  EXPECT_GE(within * 10, s["keys"].size() * 9) << "at least 90% of keys within 1.01x of the best the runs establish\n"
+                                               << text;
   EXPECT_NE(text.find("search (measured, per rank)"), std::string::npos) << text;
 }

@@ -206,6 +206,41 @@ TEST_F(JobReplay, FourRanksDecideAlikeWhileVerifying) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 120.0);
 }
 
+// The replay's calls are draws, not runs: a gain the dataset's runs do not establish must be none the job
+// can find. Withheld, every arm faster than NCCL's default by its median is drawn around the default's
+// median, and the job ends on NCCL's choice at every key; the same job with nothing withheld promotes.
+TEST_F(JobReplay, AGainTheRunsDoNotEstablishIsNoneTheJobCanFind) {
+  auto job = jobreplay::loadMeasuredJob(kEmbedded);
+  ASSERT_TRUE(job) << job.error();
+  const std::string profile = candidateProfile(*job);
+  auto free = jobreplay::replayJob(*job, options(profile, 2000));
+  ASSERT_TRUE(free) << free.error();
+  int moved = 0;
+  const auto onDefault = [](const jobreplay::KeyOutcome& k) {
+    return k.finalConfig.algo == k.ncclDefault.algo && k.finalConfig.proto == k.ncclDefault.proto;
+  };
+  for (const jobreplay::KeyOutcome& k : free->keys) moved += !onDefault(k);
+  EXPECT_GT(moved, 0) << "nothing withheld: the draws alone promote the faster medians";
+
+  const int withheld = job->withholdGains([](const JobKey&, const jobreplay::MeasuredConfig&) { return false; });
+  EXPECT_GT(withheld, 0);
+  for (const JobKey& k : job->keys)
+    for (size_t i = 1; i < k.measured.size(); ++i) {
+      const jobreplay::MeasuredConfig& m = k.measured[i];
+      EXPECT_DOUBLE_EQ(m.draw_us(), std::max(m.mean_us, k.byDefault().mean_us)) << k.bytes;
+    }
+  jobreplay::JobOptions o = options(profile, 2000);
+  o.workDir = dir_ + "/job-withheld";
+  o.env.back() = {"DYNAMICCL_DB", dir_ + "/withheld.db"};
+  auto r = jobreplay::replayJob(*job, o);
+  ASSERT_TRUE(r) << r.error();
+  expectConsistent(*r, 4);
+  for (const jobreplay::KeyOutcome& k : r->keys) {
+    EXPECT_TRUE(onDefault(k)) << k.bytes << " B: promoted on draws alone";
+    EXPECT_DOUBLE_EQ(k.vsBestEstablished(), 1.0) << k.bytes;
+  }
+}
+
 // CUDA graphs: NCCL asks the tuner once at capture, then replays the plan without asking while eager
 // calls go on. Replays timed 20x faster than the eager call would promote whatever was captured if
 // they were evidence: the verdicts must be those of the same job without graphs, every replay must be

@@ -119,6 +119,23 @@ TEST(DecisionRule, SingleSamplesTakeNoiseFromNeighboursOrSayItIsUnknown) {
   EXPECT_EQ(e.verdict, Verdict::Faster);
 }
 
+// A size's own three repeats say its noise: one glitched run of the same arm at a neighbouring size (a
+// 170 us run among 95 us ones) must not mask a 5% gain every repeat here shows.
+TEST(DecisionRule, AGlitchAtANeighbouringSizeDoesNotMaskAClearGain) {
+  std::vector<KeyResult> keys;
+  for (int i = 0; i < 5; ++i) keys.push_back(key(uint64_t{1} << (20 + i), 100.0, 6, 95.0, 3, 0.003));
+  keys[1].evaluated[1].samples_us = {95.0, 95.3, 170.0};
+  keys[3].evaluated[1].samples_us = {101.0, 100.5, 112.0};
+  const PointEvidence e = assessCandidate(keys, 2, 1, rule(0.01, 2));
+  EXPECT_EQ(e.noiseSource, "repeats");
+  EXPECT_LT(e.noise, 0.01);
+  EXPECT_EQ(e.verdict, Verdict::Faster) << describe(e);
+  // Two repeats here: the noise comes from the neighbours, whose glitch the median of their spreads ignores.
+  keys[2].evaluated[1].samples_us = {94.8, 95.2};
+  const PointEvidence two = assessCandidate(keys, 2, 1, rule(0.01, 2));
+  EXPECT_LT(two.noise, 0.05) << describe(two);
+}
+
 TEST(DecisionRule, UndecidedSizesAreMeasuredUntilDecided) {
   // Truth: the candidate is 6% faster; 2% lognormal noise. Three repeats do not decide; the
   // follow-up measures what the power estimate asks for, and then the rule keeps it.
@@ -258,11 +275,36 @@ TEST(ReplayRepeats, EveryShapeOfADatasetIsTuned) {
   EXPECT_EQ((*two)[0]->nRanks(), 2);
 }
 
+// Where the runs cannot tell the forced twin of NCCL's choice from the default rows (settled: the same
+// configuration), its runs are more runs of NCCL's default, not a candidate. On the L40S 4-GPU rows at
+// 8 B, NCCL_PROTO=LL and NCCL_ALGO=RING both ran ring/ll (17.31, 17.29 us, the forced arms' session)
+// beside three default runs (17.73-19.38 us): five runs of the default, against which tree/ll's single
+// 17.36 us run establishes nothing.
+TEST(ReplayRepeats, TheForcedTwinOfNcclsChoiceIsMoreRunsOfTheDefault) {
+  auto b = makeReplayBackend({l40s(), "L40S", 4, 1, "", std::nullopt});
+  ASSERT_TRUE(b.ok()) << b.error();
+  const MeasureKey k{Collective::AllReduce, 8, 4, 1};
+  auto arms = (*b)->recordedArms(k);
+  ASSERT_TRUE(arms.ok()) << arms.error();
+  ASSERT_FALSE(arms->empty());
+  EXPECT_EQ(arms->front().count(), 5);
+  for (size_t i = 1; i < arms->size(); ++i)
+    EXPECT_FALSE((*arms)[i].config.algo == Algo::Ring && (*arms)[i].config.proto == Proto::LL) << (*arms)[i].arm;
+  ASSERT_TRUE((*b)->ncclDefaultRuns(k).has_value());
+  TuneRequest req;
+  req.collectives = {Collective::AllReduce};
+  req.sizes = {8};
+  auto r = tune(**b, req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  for (const PointEvidence& e : bestCandidates(r->collectives[0].keys, DecisionRule{}))
+    EXPECT_NE(e.verdict, Verdict::Faster) << describe(e);
+}
+
 TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAndKeepsGains) {
   CrossvalOptions o;
   o.csvPath = l40s();
   o.system = "L40S";
-  o.rule.minGain = 0.01;  // L40S's gains beyond noise are 3-5% with one forced run per size
+  o.rule.minGain = 0.01;
   auto r = crossValidate(o);
   ASSERT_TRUE(r.ok()) << r.error();
   int rulesInSample = 0, fasterInSample = 0;
@@ -276,12 +318,18 @@ TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAn
       fasterInSample += p.vsDefault < 0.99;
     }
   }
-  // The gains beyond noise are kept: rules exist, and they are real gains of at least the min-gain.
-  EXPECT_GE(rulesInSample, 3);
-  EXPECT_GE(fasterInSample, rulesInSample * 2 / 3);
+  // The gains beyond noise are kept: rules exist (256K on 4 GPUs, 256 B on 2: a single forced run 4-7%
+  // faster than five runs of NCCL's configuration), and each is a real gain of at least the min-gain.
+  // The forced twins of NCCL's own choice are runs of the default (every forced arm at small sizes ran
+  // in a faster session than the default rows), so drift between sessions is no gain.
+  EXPECT_GE(rulesInSample, 2);
+  EXPECT_EQ(fasterInSample, rulesInSample);
   for (const CrossvalModeSummary& m : r->summary) {
     if (m.mode == "leave-one-shape-out") continue;
-    EXPECT_LT(m.geomeanVsDefault, 1.0) << m.mode;
+    EXPECT_LE(m.geomeanVsDefault, 1.0) << m.mode;
+    if (m.mode == "in-sample") {
+      EXPECT_LT(m.geomeanVsDefault, 1.0);
+    }
   }
   // A min-gain no measurement shows writes no rule.
   o.rule.minGain = 0.5;

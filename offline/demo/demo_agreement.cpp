@@ -39,25 +39,39 @@ std::optional<tune::PointEvidence> evidenceFor(const std::vector<tune::KeyResult
 
 }  // namespace
 
-Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
-                                        const std::vector<jobreplay::KeyOutcome>& keys) {
+Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job) {
   tune::TunePlan plan;  // `dynamiccl tune --backend replay` on the job's shape, with its default rule
   plan.backend = tune::BackendKind::Replay;
   plan.replay = {csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, "", std::nullopt};
   plan.everyShape = false;
   plan.request.collectives.clear();
-  for (const jobreplay::KeyOutcome& k : keys)
+  for (const jobreplay::JobKey& k : job.keys)
     if (std::find(plan.request.collectives.begin(), plan.request.collectives.end(), k.coll) ==
         plan.request.collectives.end())
       plan.request.collectives.push_back(k.coll);
   auto tuned = tune::tuneShapes(plan);
   if (!tuned) return makeError(tuned.error());
-  const tune::TuneResult& result = tuned->shapes.front().result;
-  const tune::SmoothedResult& smoothed = tuned->shapes.front().smoothed;
-  TuneAgreement out;
+  RunsVerdicts out;
+  out.tuned = std::make_shared<const tune::TunedShape>(std::move(tuned->shapes.front()));
+  out.rule = plan.rule;
   out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
                 (o.system.empty() ? "" : " --system '" + o.system + "'");
-  const tune::DecisionRule rule = plan.rule;
+  return out;
+}
+
+bool RunsVerdicts::establishes(const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& arm) const {
+  const auto [ci, ki] = keyIndex(tuned->result, k.coll, k.bytes);
+  if (ci < 0) return false;
+  const std::optional<tune::PointEvidence> ev = evidenceFor(tuned->result.collectives[ci].keys, ki, arm.config, rule);
+  return ev && ev->faster;
+}
+
+TuneAgreement compareWithTune(const RunsVerdicts& runs, const std::vector<jobreplay::KeyOutcome>& keys) {
+  const tune::TuneResult& result = runs.tuned->result;
+  const tune::SmoothedResult& smoothed = runs.tuned->smoothed;
+  TuneAgreement out;
+  out.command = runs.command;
+  const tune::DecisionRule& rule = runs.rule;
   for (const jobreplay::KeyOutcome& k : keys) {
     const std::string jobRuns = armLabel(k.finalConfig);
     const std::string where = std::string(collectiveName(k.coll)) + " " + sizeText(k.bytes);

@@ -67,6 +67,20 @@ void describeJob(const jobreplay::MeasuredJob& job) {
   for (const std::string& n : job.notes) std::printf("      %s\n", n.c_str());
 }
 
+// What the runs establish, which the replayed job's calls are drawn to show.
+void describeWithheld(const jobreplay::MeasuredJob& job, int withheld, const std::string& command) {
+  int established = 0;
+  for (const jobreplay::JobKey& k : job.keys)
+    for (size_t i = 1; i < k.measured.size(); ++i)
+      established += k.measured[i].mean_us < k.byDefault().mean_us && k.measured[i].withheld_us <= 0;
+  std::printf("      the runs (the decision rule, as `%s`) establish a gain over NCCL's default for %d arm(s)",
+              command.c_str(), established);
+  if (withheld)
+    std::printf("; %d arm(s) have a faster median they do not establish: the replayed job draws those around NCCL's "
+                "default's median, so its calls (draws, not runs) cannot find a gain the runs do not hold", withheld);
+  std::printf("\n");
+}
+
 // The simulator's platform for the job's shape: the one the system string names, or the platform
 // calibrated on the same dataset with the shape's GPUs per node (l40s-pcie-2 for 2 ranks).
 Expected<std::string> simulatorPlatform(const jobreplay::MeasuredJob& job) {
@@ -142,6 +156,7 @@ struct Totals {
   double geoVsDefault = 1, geoVsBest = 1, worstVsDefault = 0, worstVsBest = 0;
   int withinOnePercent = 0, replayAgrees = 0, promoted = 0;
   int withinOnePercentChoosable = 0, bestIsDefaultsTwin = 0;
+  int withinOnePercentEstablished = 0;  // of the best the runs establish (a withheld gain is none)
 };
 
 Totals totals(const std::vector<KeyRow>& rows) {
@@ -154,6 +169,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
     t.worstVsBest = std::max(t.worstVsBest, r.job.vsBest());
     t.withinOnePercent += r.job.vsBest() <= 1.01;
     t.withinOnePercentChoosable += r.job.vsBestChoosable() <= 1.01;
+    t.withinOnePercentEstablished += r.job.vsBestEstablished() <= 1.01;
     t.bestIsDefaultsTwin += r.job.bestIsDefaultsTwin();
     t.replayAgrees += r.replayConfig == armLabel(r.job.finalConfig);
     t.promoted += r.verdict.find("promoted") != std::string::npos;
@@ -204,6 +220,10 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
               "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best\n",
               rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent,
               rows.size());
+  if (t.withinOnePercentEstablished != t.withinOnePercent)
+    std::printf("  of the best the dataset's runs establish (a median faster than the job's choice that the runs cannot "
+                "tell from it is no measured gain, step 1): %d/%zu keys within 1.01x\n",
+                t.withinOnePercentEstablished, rows.size());
   if (t.bestIsDefaultsTwin > 0)
     std::printf("  at %d key(s) the measured best is a forced run of the configuration NCCL's model says NCCL runs, "
                 "faster than the default runs beyond their noise: NCCL ran something else there (a real job's cost "
@@ -315,6 +335,7 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                     {"best_us", k.best_us},
                     {"vs_default", k.vsDefault()},
                     {"vs_best", k.vsBest()},
+                    {"vs_established_best", k.vsBestEstablished()},
                     {"verified_replay_config", r.replayConfig}});
   }
   doc["keys"] = keys;
@@ -322,6 +343,7 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                    {"geomean_vs_best", t.geoVsBest},       {"worst_vs_best", t.worstVsBest},
                    {"within_1pct_of_best", t.withinOnePercent}, {"replay_agrees", t.replayAgrees},
                    {"within_1pct_of_choosable_best", t.withinOnePercentChoosable},
+                   {"within_1pct_of_established_best", t.withinOnePercentEstablished},
                    {"best_is_defaults_twin", t.bestIsDefaultsTwin},
                    {"keys", rows.size()}};
   return files::writeFile(path, doc.dump(2) + "\n");
@@ -465,7 +487,9 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
         for (const jobreplay::MeasuredConfig& m : k.measured)
           if (m.forced && armLabel(m.config) == v.candidate)
             return "; real runs behind it: " + std::to_string(m.runs()) + " of the candidate, " +
-                   std::to_string(k.byDefault().runs()) + " of NCCL's default";
+                   std::to_string(k.byDefault().runs()) + " of NCCL's default" +
+                   (m.withheld_us > 0 ? " (they do not establish its faster median, so the job drew it at NCCL's default's)"
+                                      : "");
     return std::string("; no real run of the candidate at this size");
   };
   for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
@@ -487,6 +511,9 @@ int keysExportLost(const std::vector<KeyRow>& rows) {
                   r.replayConfig.c_str());
     } else {
       ++wrong;
+      std::printf("  %s %s: verified.json runs %s; the job ended with %s (in-job verdict: %s)\n",
+                  std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
+                  r.replayConfig.c_str(), armLabel(r.job.finalConfig).c_str(), r.verdict.c_str());
     }
   }
   return wrong;
@@ -503,6 +530,12 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   auto job = jobreplay::loadMeasuredJob(csv, {o.ranks, 0, o.system});
   if (!job) return fail(job.error());
   describeJob(*job);
+  // The dataset's runs decide what the replayed job can find: draws stand for calls, not runs.
+  auto runs = tuneOnRuns(csv, o, *job);
+  if (!runs) return fail("tune on the dataset's runs: " + runs.error());
+  const int withheld = job->withholdGains(
+      [&](const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& m) { return runs->establishes(k, m); });
+  describeWithheld(*job, withheld, runs->command);
   s1.done(std::to_string(job->keys.size()) + " keys of one communicator shape");
 
   auto platform = simulatorPlatform(*job);
@@ -537,9 +570,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
           " keys run the job's final configuration (DYNAMICCL_TRUST=" + trust +
           (trust == "verified" ? ": the rules apply as verified)" : ": rules without a fingerprint apply when trusted)"));
   printTable(*job, rows, t, *jr);
-  auto agreement = compareWithTune(csv, o, *job, jr->keys);
-  if (agreement) printAgreement(*agreement);
-  else std::printf("  tune on the same data could not run: %s\n", agreement.error().c_str());
+  printAgreement(compareWithTune(*runs, jr->keys));
   // The exported profile must carry what the job learned: a failure fails the command.
   if (const int wrong = keysExportLost(rows))
     return fail("check failed: verified.json through the plugin alone runs neither the job's final configuration nor "

@@ -20,6 +20,7 @@
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
 #include "offline/jobreplay/jobreplay.h"
+#include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
 
@@ -188,8 +189,20 @@ Expected<LearnedJobResult> verifyLearnedInSimulatedJob(const DemoOptions& o, con
                                                        const std::string& pluginPath);
 void printLearnedJob(const LearnedJobResult& r);
 
-// The job's final configurations next to what `dynamiccl tune --backend replay` decides on the same
-// dataset's runs (demo_agreement.cpp): one decision rule, two kinds of evidence.
+// What `dynamiccl tune --backend replay` decides on the job's dataset, shape and collectives
+// (demo_agreement.cpp): one decision rule on the dataset's runs, which say what the replayed job may
+// find (MeasuredJob::withholdGains) and what the job's final configurations are compared with.
+struct RunsVerdicts {
+  std::shared_ptr<const tune::TunedShape> tuned;
+  tune::DecisionRule rule;
+  std::string command;  // the tune command that reproduces it
+  // Whether the runs find `arm` faster than NCCL's default at k beyond noise and min-gain (the rule's
+  // "faster", on the evidence tune uses: this size's runs, pooled with neighbours whose ratios agree).
+  bool establishes(const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& arm) const;
+};
+Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job);
+
+// The job's final configurations next to tune's on the same dataset's runs, key by key.
 struct TuneAgreement {
   std::string command;   // the tune command that reproduces tune's side
   int agree = 0;         // keys where both run the same configuration
@@ -197,8 +210,7 @@ struct TuneAgreement {
   int differ = 0;        // keys where tune decided and the job ended elsewhere
   std::vector<std::string> lines;  // one per key that differs, saying why
 };
-Expected<TuneAgreement> compareWithTune(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job,
-                                        const std::vector<jobreplay::KeyOutcome>& keys);
+TuneAgreement compareWithTune(const RunsVerdicts& runs, const std::vector<jobreplay::KeyOutcome>& keys);
 void printAgreement(const TuneAgreement& a);
 
 // The default main job, on measurements (demo_measured.cpp), with the plugin at pluginPath; plot

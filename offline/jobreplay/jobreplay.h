@@ -34,7 +34,11 @@ struct MeasuredConfig {
   // Log-latency spread between its repeats, shrunk toward the dataset's pooled spread where they are
   // few (0: use the job's); the replayed job draws each call from it (fitted noise, not resampling).
   double sigma = 0;
+  // Where the dataset's runs do not establish this arm's gain over NCCL's default, the replayed job
+  // draws it around the default's median instead (MeasuredJob::withholdGains); 0: around mean_us.
+  double withheld_us = 0;
   int runs() const { return static_cast<int>(samples_us.size()); }  // the real runs behind it
+  double draw_us() const { return withheld_us > 0 ? withheld_us : mean_us; }  // the centre of the job's draws
 };
 
 // One (collective, size) of the job.
@@ -54,6 +58,8 @@ struct JobKey {
   // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.
   const MeasuredConfig& bestChoosable() const;
   const MeasuredConfig& byDefault() const { return measured.front(); }
+  // Lowest draw centre: the best the dataset's runs establish (every arm's median where none is withheld).
+  const MeasuredConfig& bestEstablished() const;
 };
 
 // The measured keys of one communicator shape of a dataset.
@@ -70,6 +76,11 @@ struct MeasuredJob {
   std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
   int keysSettled(sim::NcclChoice c) const;  // keys whose default rows' configuration was settled so
   std::string standIn;  // sim::kStandInPlatform where no platform describes the system: topology is its
+  // A gain the dataset's runs cannot establish is none the replayed job can find: every arm faster than
+  // NCCL's default whose gain `established` denies is drawn around the default's median (its
+  // withheld_us). Draws stand for calls, not runs, so they must not decide what the runs cannot.
+  // Returns how many arms were withheld.
+  int withholdGains(const std::function<bool(const JobKey&, const MeasuredConfig&)>& established);
 };
 
 // Which shape: 0 / empty picks the shape with the most keys that have two measured configurations
@@ -167,6 +178,8 @@ struct KeyOutcome {
   sim::Config ncclDefault, finalConfig, best;
   double default_us = 0, final_us = 0, best_us = 0;
   double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
+  // The same two on what the runs establish (MeasuredConfig::draw_us): a withheld gain is no gain.
+  double finalEstablished_us = 0, bestEstablished_us = 0;
   sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (JobKey's)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
   // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
@@ -174,6 +187,7 @@ struct KeyOutcome {
   int alternatives = 0, tried = 0, trialsToBest = -1;
   double vsBest() const { return final_us / best_us; }
   double vsBestChoosable() const { return final_us / bestChoosable_us; }
+  double vsBestEstablished() const { return finalEstablished_us / bestEstablished_us; }
   bool bestIsDefaultsTwin() const { return best_us < bestChoosable_us; }
   double vsDefault() const { return final_us / default_us; }
 };

@@ -25,7 +25,7 @@ double drawLatency_us(const MeasuredConfig& c, double sigma, uint64_t seed, uint
   const uint64_t h = mix64(mix64(seed) ^ callIndex);
   // Box-Muller from two independent words; exp(s z - s^2 / 2) has mean 1.
   const double z = std::sqrt(-2.0 * std::log(unit(mix64(h ^ 1)))) * std::cos(2 * std::numbers::pi * unit(mix64(h ^ 2)));
-  return c.mean_us * std::exp(s * z - s * s / 2);
+  return c.draw_us() * std::exp(s * z - s * s / 2);
 }
 
 bool CongestionEpisode::hits(uint64_t callIndex, const JobKey& key, const sim::Config& ran) const {

@@ -90,6 +90,22 @@ const MeasuredConfig& JobKey::bestChoosable() const {
   return *out;
 }
 
+const MeasuredConfig& JobKey::bestEstablished() const {
+  return *std::min_element(measured.begin(), measured.end(),
+                           [](const MeasuredConfig& a, const MeasuredConfig& b) { return a.draw_us() < b.draw_us(); });
+}
+
+int MeasuredJob::withholdGains(const std::function<bool(const JobKey&, const MeasuredConfig&)>& established) {
+  int withheld = 0;
+  for (JobKey& k : keys)
+    for (size_t i = 1; i < k.measured.size(); ++i) {
+      MeasuredConfig& m = k.measured[i];
+      m.withheld_us = 0;
+      if (m.mean_us < k.byDefault().mean_us && !established(k, m)) m.withheld_us = k.byDefault().mean_us, ++withheld;
+    }
+  return withheld;
+}
+
 Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeChoice& choice) {
   auto loaded = sim::loadMeasurements(csvPath);
   if (!loaded) return makeError(loaded.error());

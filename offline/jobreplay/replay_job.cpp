@@ -181,6 +181,8 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
                    key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us,
                    key.bestChoosable().mean_us};
       o.ncclChoice = key.ncclChoice;
+      o.finalEstablished_us = ranOrDefault.draw_us();
+      o.bestEstablished_us = key.bestEstablished().draw_us();
       o.alternatives = static_cast<int>(key.measured.size()) - 1;
       // The search's target is the best arm it can test (a forced twin of NCCL's own choice is not one).
       const size_t best = static_cast<size_t>(&key.bestChoosable() - key.measured.data());

@@ -34,21 +34,48 @@ const ConfigStats* sameArm(const KeyResult& k, const ConfigStats& s) {
   return nullptr;
 }
 
-// Pooled over keys [i - P, i + P]: this arm's repeats, else every arm's repeats (noise is relative,
-// and neighbouring sizes of one communicator share its sources).
-Noise noiseOf(const std::vector<KeyResult>& keys, int i, const ConfigStats& s, bool isDefault, int P) {
-  const int lo = std::max(0, i - P), hi = std::min(static_cast<int>(keys.size()) - 1, i + P);
+// Per-sample variance of log time from repeats at several sizes: their pooled variance, unless one
+// size's glitch dominates it (a 94 us run among 54 us ones): then the median of the per-size variances,
+// each made median-unbiased (Wilson-Hilferty: the median of chi2_k / k is about (1 - 2 / 9k)^3), so an
+// outlier at a neighbouring size cannot mask the evidence at this one.
+struct SpreadPool {
   double ss = 0, df = 0;
+  std::vector<double> medianUnbiased;
+  void add(const std::vector<double>& samples_us) {
+    if (samples_us.size() < 2) return;
+    const double k = static_cast<double>(samples_us.size() - 1), v = logSumSquares(samples_us);
+    ss += v, df += k;
+    medianUnbiased.push_back(v / k / std::pow(1 - 2 / (9 * k), 3));
+  }
+  double variance() {
+    const double pooled = ss / df;
+    if (medianUnbiased.size() < 3) return pooled;
+    std::nth_element(medianUnbiased.begin(), medianUnbiased.begin() + medianUnbiased.size() / 2, medianUnbiased.end());
+    return std::min(pooled, medianUnbiased[medianUnbiased.size() / 2]);
+  }
+};
+
+// Three repeats or more at this size: their own spread, with their own degrees of freedom (Student's t
+// pays for how few they are). Fewer: over keys [i - P, i + P], this arm's repeats, else every arm's
+// (noise is relative, and neighbouring sizes of one communicator share its sources).
+constexpr int kOwnNoiseRepeats = 3;
+Noise noiseOf(const std::vector<KeyResult>& keys, int i, const ConfigStats& s, bool isDefault, int P) {
+  if (s.count() >= kOwnNoiseRepeats)
+    return {std::max(std::sqrt(logSumSquares(s.samples_us) / (s.count() - 1)), kNoiseFloor),
+            static_cast<double>(s.count() - 1), "repeats"};
+  const int lo = std::max(0, i - P), hi = std::min(static_cast<int>(keys.size()) - 1, i + P);
+  SpreadPool own;
   for (int j = lo; j <= hi; ++j) {
     const ConfigStats* x = j == i ? &s : isDefault ? &keys[j].keep() : sameArm(keys[j], s);
-    if (x && x->count() >= 2) ss += logSumSquares(x->samples_us), df += x->count() - 1;
+    if (x) own.add(x->samples_us);
   }
-  if (df > 0)
-    return {std::max(std::sqrt(ss / df), kNoiseFloor), df, s.count() >= 2 ? "repeats" : "repeats at neighbouring sizes"};
+  if (own.df > 0)
+    return {std::max(std::sqrt(own.variance()), kNoiseFloor), own.df,
+            s.count() >= 2 ? "repeats" : "repeats at neighbouring sizes"};
+  SpreadPool every;
   for (int j = lo; j <= hi; ++j)
-    for (const ConfigStats& x : keys[j].evaluated)
-      if (x.count() >= 2) ss += logSumSquares(x.samples_us), df += x.count() - 1;
-  if (df > 0) return {std::max(std::sqrt(ss / df), kNoiseFloor), df, "repeats of other configurations"};
+    for (const ConfigStats& x : keys[j].evaluated) every.add(x.samples_us);
+  if (every.df > 0) return {std::max(std::sqrt(every.variance()), kNoiseFloor), every.df, "repeats of other configurations"};
   return {};
 }
 

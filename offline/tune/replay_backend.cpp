@@ -44,15 +44,11 @@ class ReplayBackend final : public MeasurementBackend {
     return it->second;
   }
   std::vector<std::string> dataNotes() const override { return notes_; }
-  // What the default rows ran where the measurements name it (a quoted TUNING line, or the forced arm
-  // they match once the model's pick is refuted). A model's pick the runs merely cannot tell from them
-  // stays an arm: the runs, pooled with neighbouring sizes, may still decide it (a rule forcing what
-  // NCCL runs anyway is harmless).
+  // What the default rows ran where the settlement makes its forced twin the same arm (a quoted TUNING
+  // line, a pick the runs cannot tell from the default rows, the forced arm they match): no candidate.
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
-    for (const sim::ReplayPoint& p : data_->points)
-      if (p.shape == shape_ && p.group == group_ && p.coll == k.coll && p.bytes == k.bytes &&
-          sim::namedByRuns(p.ncclChoice))
-        return Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};
+    const sim::ReplayPoint* p = settled(k.coll, k.bytes);
+    if (p && sim::forcedTwinIsDefault(p->ncclChoice)) return Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0};
     return std::nullopt;
   }
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
@@ -76,6 +72,12 @@ class ReplayBackend final : public MeasurementBackend {
   }
 
  private:
+  const sim::ReplayPoint* settled(Collective coll, uint64_t bytes) const {
+    for (const sim::ReplayPoint& p : data_->points)
+      if (p.shape == shape_ && p.group == group_ && p.coll == coll && p.bytes == bytes) return &p;
+    return nullptr;
+  }
+
   const ConfigStats* find(const Config& c, const MeasureKey& k) const {
     const auto it = arms_.find({int(k.coll), k.bytes});
     if (it == arms_.end() || !it->second) return nullptr;
@@ -85,9 +87,15 @@ class ReplayBackend final : public MeasurementBackend {
     return nullptr;
   }
 
+  // NCCL's default first. Where the settlement makes a forced arm the default's twin, its runs are
+  // more runs of NCCL's configuration (often from the session the other forced arms ran in), not a
+  // candidate: a gain over the default must show against them too.
   Expected<std::vector<ConfigStats>> armsOf(const sim::MeasuredPoint& p) const {
     std::vector<ConfigStats> out(1);
     bool haveDefault = false;
+    std::vector<double> twinRuns;
+    const sim::ReplayPoint* settledPoint = settled(p.coll, p.bytes);
+    const bool twinIsDefault = settledPoint && sim::forcedTwinIsDefault(settledPoint->ncclChoice);
     for (const sim::MeasuredArm& a : p.arms) {
       if (!a.forced()) {
         out[0] = ConfigStats{keepDefault(), a.samples_us, a.label()};
@@ -96,7 +104,15 @@ class ReplayBackend final : public MeasurementBackend {
       }
       const sim::Config r = shape_->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
       if (r.algo == Algo::Default) continue;  // NCCL could not run it: nothing to choose
+      if (twinIsDefault && r.algo == settledPoint->ncclDefault.algo && r.proto == settledPoint->ncclDefault.proto) {
+        twinRuns.insert(twinRuns.end(), a.samples_us.begin(), a.samples_us.end());
+        continue;
+      }
       out.push_back(ConfigStats{Config{r.algo, r.proto, 0, 0}, a.samples_us, a.label()});
+    }
+    if (haveDefault && !twinRuns.empty()) {
+      out[0].samples_us.insert(out[0].samples_us.end(), twinRuns.begin(), twinRuns.end());
+      out[0].arm += " + its forced twin";
     }
     if (haveDefault) return out;
     return makeError("no default row (NCCL's own choice was not measured; " + std::to_string(out.size() - 1) +
