@@ -134,12 +134,18 @@ std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k
 }
 
 Judgement OnlineLearner::compare(const ArmStats& a, const ArmStats& b) const {
+  return compare(a, b, config_.rule.minGain);
+}
+
+Judgement OnlineLearner::compare(const ArmStats& a, const ArmStats& b, double minGain) const {
   auto se2 = [&](const ArmStats& x) {
     const double m = x.s / x.w, var = std::max(x.ss / x.w - m * m, config_.noiseFloor * config_.noiseFloor);
     return var / std::max(x.w, 1.0);
   };
   const double df = static_cast<double>(std::max<uint64_t>(2, std::min(a.n, b.n)) - 1);
-  return judge(a.s / a.w - b.s / b.w, std::sqrt(se2(a) + se2(b)), df, config_.rule);
+  DecisionRule rule = config_.rule;
+  rule.minGain = minGain;
+  return judge(a.s / a.w - b.s / b.w, std::sqrt(se2(a) + se2(b)), df, rule);
 }
 
 bool OnlineLearner::decided(const KeyState& k, int slot, int runs) const {
@@ -367,12 +373,18 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
         k.testedDecision[best] = Decision{algoOf(best), protoOf(best), 0, 0};
       }
     }
-    // The guard: never keep a choice that measures worse than NCCL's own beyond noise.
+    // The guard: never keep a choice that measures worse than NCCL's own beyond noise; and a promotion
+    // this job made stands only while its calls show it faster than NCCL's own beyond noise (the bound
+    // its verdict carries): one made on early calls that later calls erode returns to what ran before.
     const int def = k.ncclDefault;
-    if (def >= 0 && def != k.incumbent && trusted(def) && trusted(k.incumbent) &&
-        compare(k.arms[k.incumbent], k.arms[def]).slower) {
-      k.incumbent = def;
-      ++counters_.guardTrips;
+    if (def >= 0 && def != k.incumbent && trusted(def) && trusted(k.incumbent)) {
+      if (compare(k.arms[k.incumbent], k.arms[def]).slower) {
+        k.incumbent = def;
+        ++counters_.guardTrips;
+      } else if (k.incumbent != priorSlot && !compare(k.arms[k.incumbent], k.arms[def], 0.0).faster) {
+        k.incumbent = priorSlot;
+        ++counters_.guardTrips;
+      }
     }
 
     OnlineEntry& e = table->entry(key);
@@ -495,19 +507,16 @@ std::vector<Verdict> OnlineLearner::verdicts() const {
       v.candidateArm = summary(k, slot);
       v.baselineArm = summary(k, base);
       const ArmStats &c = k.arms[slot], &b = k.arms[base];
-      auto se2 = [&](const ArmStats& a, const ArmSummary& s) {
-        return std::max(s.varLog, config_.noiseFloor * config_.noiseFloor) / std::max(a.w, 1.0);
-      };
       if (c.w > 0 && b.w > 0) {
-        const double d = v.baselineArm.meanLog - v.candidateArm.meanLog;  // > 0: the candidate is faster
-        const double half = 1.96 * std::sqrt(se2(c, v.candidateArm) + se2(b, v.baselineArm));
-        v.gain = std::exp(d) - 1;
-        v.gainLow = std::exp(d - half) - 1;
-        v.gainHigh = std::exp(d + half) - 1;
+        // The gain and its bounds are the decision rule's (what promoted it, and what keeps it).
+        const Judgement j = compare(c, b);
+        v.gain = std::exp(v.baselineArm.meanLog - v.candidateArm.meanLog) - 1;
+        v.gainLow = std::exp(-j.upper) - 1;
+        v.gainHigh = std::exp(-j.lower) - 1;
         const bool settled =
             c.n >= static_cast<uint64_t>(config_.minSamples) && b.n >= static_cast<uint64_t>(config_.minSamples);
         if (k.incumbent == slot) v.state = VerdictState::Promoted;
-        else if ((settled && compare(c, b).noGain) || -d > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
+        else if ((settled && j.noGain) || -std::log1p(v.gain) > std::log(config_.maxModelledRatio)) v.state = VerdictState::Dropped;
       }
       out.push_back(v);
     }

@@ -173,8 +173,10 @@ class OnlineLearner {
   };
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
-  // The decision rule on arm a against arm b (log-latency means, their standard errors).
+  // The decision rule on arm a against arm b (log-latency means, their standard errors); minGain
+  // replaces the rule's where given (0: any gain beyond noise).
   Judgement compare(const ArmStats& a, const ArmStats& b) const;
+  Judgement compare(const ArmStats& a, const ArmStats& b, double minGain) const;
   // Verifying: whether an arm tried as a candidate has its answer against `runs`.
   bool decided(const KeyState& k, int slot, int runs) const;
   // The tried arm measured faster than `runs` beyond noise (the fastest such), -1 none.

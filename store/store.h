@@ -181,7 +181,7 @@ struct VerdictRow {
   std::string base_algo, base_proto;  // NCCL's default it was compared with
   int64_t n = 0, base_n = 0;
   double mean_log_us = 0, var_log_us = 0, base_mean_log_us = 0, base_var_log_us = 0;
-  double gain = NAN, gain_low = NAN, gain_high = NAN;  // speed-up over the default minus 1, 95% interval
+  double gain = NAN, gain_low = NAN, gain_high = NAN;  // speed-up over the default minus 1; the decision rule's one-sided 95% bounds
   std::string state;        // "testing", "promoted", "dropped"
   int64_t ts_ns = 0;        // 0: now
   // Read back only: what in the stored row this build never writes (text in a number column, a

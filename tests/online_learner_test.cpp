@@ -136,6 +136,39 @@ TEST(OnlineLearner, GuardFallsBackToNcclDefault) {
   EXPECT_GE(l.counters().switches + l.counters().guardTrips, 1u);
 }
 
+// A promotion made on early calls stands only while the calls since still show it faster than NCCL's own
+// beyond noise: where later calls erode the gain (no longer faster, yet not slower beyond the guard's
+// margin), the job returns to NCCL's choice and the verdict no longer says promoted, as the export asks.
+TEST(OnlineLearner, APromotionTheLaterCallsNoLongerSupportIsWithdrawn) {
+  OnlineConfig cfg;
+  cfg.exploreCallShare = 0;  // only what the test observes
+  OnlineLearner l(cfg, [](int, int) { return Candidates{}; });
+  l.setNcclDefault(kAllReduce, SizeBucket::of(kBytes), Algo::Ring, Proto::Simple);
+  auto jitter = [](int i) { return 1 + 0.01 * (i % 3 - 1); };
+  for (int i = 0; i < 20; ++i) {
+    l.observe(kAllReduce, kBytes, Algo::Tree, Proto::Simple, 1300 * jitter(i));
+    l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, 1400 * jitter(i));
+  }
+  auto t = l.build(1);
+  EXPECT_EQ(t->entry(onlineKey(kAllReduce, kBytes)).exploit.decisions[0].algo, Algo::Tree);  // promoted
+  for (int i = 0; i < 300; ++i) {
+    l.observe(kAllReduce, kBytes, Algo::Tree, Proto::Simple, 1420 * jitter(i));
+    l.observe(kAllReduce, kBytes, Algo::Ring, Proto::Simple, 1400 * jitter(i));
+  }
+  t = l.build(2);
+  const Decision& runs = t->entry(onlineKey(kAllReduce, kBytes)).exploit.decisions[0];
+  EXPECT_EQ(runs.algo, Algo::Ring);
+  EXPECT_EQ(runs.proto, Proto::Simple);
+  bool sawTree = false;
+  for (const Verdict& v : l.verdicts())
+    if (v.candidate.algo == Algo::Tree && v.candidate.proto == Proto::Simple) {
+      sawTree = true;
+      EXPECT_NE(v.state, VerdictState::Promoted);
+      EXPECT_LE(v.gainLow, 0.0);
+    }
+  EXPECT_TRUE(sawTree);
+}
+
 TEST(OnlineLearner, ScheduleIsAPureFunctionOfItsInputs) {
   EXPECT_EQ(scheduleDraw(1, 2, 3, 4), scheduleDraw(1, 2, 3, 4));
   EXPECT_NE(scheduleDraw(1, 2, 3, 4), scheduleDraw(2, 2, 3, 4));

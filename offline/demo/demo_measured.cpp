@@ -500,23 +500,12 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
 
 // The check that the exported profile carries what the job learned: keys where verified.json runs
 // neither the job's final configuration nor its last promotion. A promotion at the job's last table
-// build (published for a boundary the job never reached) is carried though the job never ran it; a
-// promotion whose own calls no longer show a gain is refused by the export, which leaves NCCL's choice.
-int keysExportLost(const std::vector<KeyRow>& rows, const std::vector<JobVerdict>& verdicts) {
+// build (published for a boundary the job never reached) is carried though the job never ran it.
+int keysExportLost(const std::vector<KeyRow>& rows) {
   int wrong = 0;
   for (const KeyRow& r : rows) {
     if (r.replayConfig == armLabel(r.job.finalConfig)) continue;
-    const JobVerdict* refused = nullptr;  // the job's final configuration, promoted, but left out of the export
-    for (const JobVerdict& v : verdicts)
-      if (v.coll == r.job.coll && v.minBytes <= r.job.bytes && r.job.bytes <= v.maxBytes && v.state == "promoted" &&
-          v.candidate == armLabel(r.job.finalConfig) && !v.refused.empty() && r.replayConfig == armLabel(r.job.ncclDefault))
-        refused = &v;
-    if (refused) {
-      std::printf("  %s %s: the job ended with %s, promoted early, but its calls since no longer show a gain (export: %s): "
-                  "verified.json leaves NCCL's %s, as the evidence asks\n",
-                  std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  armLabel(r.job.finalConfig).c_str(), refused->refused.c_str(), r.replayConfig.c_str());
-    } else if (r.verdict == r.replayConfig + " promoted") {
+    if (r.verdict == r.replayConfig + " promoted") {
       std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
                   "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
                   r.replayConfig.c_str());
@@ -583,7 +572,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   printTable(*job, rows, t, *jr);
   printAgreement(compareWithTune(*runs, jr->keys));
   // The exported profile must carry what the job learned: a failure fails the command.
-  if (const int wrong = keysExportLost(rows, verified->verdicts))
+  if (const int wrong = keysExportLost(rows))
     return fail("check failed: verified.json through the plugin alone runs neither the job's final configuration nor "
                 "its last promotion at " + std::to_string(wrong) + " of " + std::to_string(rows.size()) + " keys");
   if (o.learned) {

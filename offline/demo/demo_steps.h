@@ -158,7 +158,6 @@ struct JobVerdict {
   std::string candidate, state;         // "tree/ll", "promoted" | "dropped" | "testing"
   double gain = 0;                      // measured speed-up over NCCL's default minus 1
   std::string line;                     // verdicts::describeVerdict
-  std::string refused;                  // a promotion the export left out, and why (empty: none)
 };
 struct VerifiedExport {
   std::string path;

@@ -63,8 +63,6 @@ Expected<VerifiedExport> exportVerified(const std::string& storePath, const std:
     j.state = v.state;
     j.gain = v.gain;
     j.line = verdicts::describeVerdict(v, "replayed calls (draws, not runs)");
-    for (const verdicts::RefusedVerdict& r : verified->refused)
-      if (&verified->verdicts[r.index] == &v) j.refused = r.reason;
     out.verdicts.push_back(std::move(j));
   }
   return out;
