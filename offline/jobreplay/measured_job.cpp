@@ -39,7 +39,7 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
   byDefault.ncclChannels = p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
   k.measured.push_back(byDefault);
   for (const auto& [arm, t] : p.forced_us) {
-    if (sim::forcedTwinIsDefault(p.ncclChoice) && sameArm(p.ncclDefault, arm.first, arm.second)) continue;  // the default's arm again
+    if (p.isDefaultsTwin(arm)) continue;  // the default's arm again
     // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
     // measured it, but no tuner can choose it: it stays out of the key.
     if (!(k.costTable[int(arm.first)][int(arm.second)] >= 0)) {

@@ -39,6 +39,10 @@ std::string_view ncclChoiceName(NcclChoice c) {
 bool forcedTwinIsDefault(NcclChoice c) {
   return c == NcclChoice::Stated || c == NcclChoice::Confirmed || c == NcclChoice::Matched;
 }
+bool ReplayPoint::isDefaultsTwin(std::pair<Algo, Proto> arm) const {
+  return forcedTwinIsDefault(ncclChoice) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
+}
+
 bool namedByRuns(NcclChoice c) { return c == NcclChoice::Stated || c == NcclChoice::Matched; }
 bool inferredFromRuns(NcclChoice c) { return c == NcclChoice::Matched || c == NcclChoice::Unforced; }
 

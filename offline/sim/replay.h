@@ -69,6 +69,9 @@ struct ReplayPoint {
   double default_sigma = 0;
   std::map<std::pair<Algo, Proto>, double> forced_sigma;
   double best_us() const;
+  // Whether forcing `arm` ran what the default rows ran (the settled configuration, where forcing it is
+  // the same arm): its runs are more runs of NCCL's default, not an alternative.
+  bool isDefaultsTwin(std::pair<Algo, Proto> arm) const;
   // NCCL's cost table here: the model's, with ncclDefault ranked first where the settled choice is
   // not the model's pick (what a tuner sees must lead to what the default rows ran).
   model::CostTable costTable() const;

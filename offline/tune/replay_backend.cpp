@@ -21,6 +21,8 @@ class ReplayBackend final : public MeasurementBackend {
                 const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes,
                 std::optional<ClusterHardware> hardware)
       : data_(std::move(data)), shape_(shape), group_(group), notes_(std::move(notes)), hardware_(std::move(hardware)) {
+    for (const sim::ReplayPoint& p : data_->points)
+      if (p.shape == shape_ && p.group == group_) settled_[{int(p.coll), p.bytes}] = &p;
     for (const sim::MeasuredPoint& p : points)
       if (p.group == group && p.system == shape_->system && p.nRanks == shape_->nRanks && p.nNodes == shape_->nNodes)
         arms_.insert_or_assign(std::make_pair(int(p.coll), p.bytes), armsOf(p));
@@ -48,7 +50,8 @@ class ReplayBackend final : public MeasurementBackend {
   // line, a pick the runs cannot tell from the default rows, the forced arm they match): no candidate.
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
     const sim::ReplayPoint* p = settled(k.coll, k.bytes);
-    if (p && sim::forcedTwinIsDefault(p->ncclChoice)) return Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0};
+    if (p && p->isDefaultsTwin({p->ncclDefault.algo, p->ncclDefault.proto}))
+      return Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0};
     return std::nullopt;
   }
   policy::Provenance provenance() const override { return policy::Provenance::MeasuredOffline; }
@@ -73,9 +76,8 @@ class ReplayBackend final : public MeasurementBackend {
 
  private:
   const sim::ReplayPoint* settled(Collective coll, uint64_t bytes) const {
-    for (const sim::ReplayPoint& p : data_->points)
-      if (p.shape == shape_ && p.group == group_ && p.coll == coll && p.bytes == bytes) return &p;
-    return nullptr;
+    const auto it = settled_.find({int(coll), bytes});
+    return it == settled_.end() ? nullptr : it->second;
   }
 
   const ConfigStats* find(const Config& c, const MeasureKey& k) const {
@@ -95,7 +97,6 @@ class ReplayBackend final : public MeasurementBackend {
     bool haveDefault = false;
     std::vector<double> twinRuns;
     const sim::ReplayPoint* settledPoint = settled(p.coll, p.bytes);
-    const bool twinIsDefault = settledPoint && sim::forcedTwinIsDefault(settledPoint->ncclChoice);
     for (const sim::MeasuredArm& a : p.arms) {
       if (!a.forced()) {
         out[0] = ConfigStats{keepDefault(), a.samples_us, a.label()};
@@ -104,7 +105,7 @@ class ReplayBackend final : public MeasurementBackend {
       }
       const sim::Config r = shape_->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
       if (r.algo == Algo::Default) continue;  // NCCL could not run it: nothing to choose
-      if (twinIsDefault && r.algo == settledPoint->ncclDefault.algo && r.proto == settledPoint->ncclDefault.proto) {
+      if (settledPoint && settledPoint->isDefaultsTwin({r.algo, r.proto})) {
         twinRuns.insert(twinRuns.end(), a.samples_us.begin(), a.samples_us.end());
         continue;
       }
@@ -124,6 +125,7 @@ class ReplayBackend final : public MeasurementBackend {
   std::string group_;
   std::vector<std::string> notes_;
   std::optional<ClusterHardware> hardware_;  // nullopt: unknown hardware (the rules stay unverified)
+  std::map<std::pair<int, uint64_t>, const sim::ReplayPoint*> settled_;  // this shape's points, as settled
   std::map<std::pair<int, uint64_t>, Expected<std::vector<ConfigStats>>> arms_;
 };
 
