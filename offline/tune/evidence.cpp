@@ -36,8 +36,8 @@ const ConfigStats* sameArm(const KeyResult& k, const ConfigStats& s) {
 
 // Per-sample variance of log time from repeats at several sizes: their pooled variance, unless one
 // size's glitch dominates it (a 94 us run among 54 us ones): then the median of the per-size variances,
-// each made median-unbiased (Wilson-Hilferty: the median of chi2_k / k is about (1 - 2 / 9k)^3), so an
-// outlier at a neighbouring size cannot mask the evidence at this one.
+// each made median-unbiased (divided by the median of chi2_k / k), so an outlier at a neighbouring size
+// cannot mask the evidence at this one.
 struct SpreadPool {
   double ss = 0, df = 0;
   std::vector<double> medianUnbiased;
@@ -45,7 +45,7 @@ struct SpreadPool {
     if (samples_us.size() < 2) return;
     const double k = static_cast<double>(samples_us.size() - 1), v = logSumSquares(samples_us);
     ss += v, df += k;
-    medianUnbiased.push_back(v / k / std::pow(1 - 2 / (9 * k), 3));
+    medianUnbiased.push_back(v / chiSquareQuantile(0.5, k));
   }
   double variance() {
     const double pooled = ss / df;
