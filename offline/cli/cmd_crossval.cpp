@@ -33,14 +33,16 @@ int run(const CrossvalCmdOptions& o) {
   auto r = tune::crossValidate(co);
   if (!r) return std::cerr << "crossval: " << r.error() << "\n", 1;
   for (const std::string& n : r->notes) std::printf("  note: %s\n", n.c_str());
+  std::printf("measured: every figure is a ratio of medians of the dataset's runs (each run one measurement, none "
+              "resampled); NCCL's default is its default rows plus the forced runs of its settled configuration\n");
   if (!o.quiet)
     for (const tune::CrossvalPoint& p : r->points) {
       std::printf("  %-19s %-6s on %-6s %-13s %10s  %-28s", p.mode.c_str(), p.trainedOn.c_str(), p.shape.c_str(),
                   std::string(collectiveName(p.coll)).c_str(), sizeText(p.bytes).c_str(),
                   decisionLabel(p.chosen).c_str());
       if (p.judged)
-        std::printf(" chosen/default %.3f  chosen/best %.3f%s\n", p.vsDefault, p.vsBest,
-                    p.slowerBeyondNoise ? "  <-- slower than default beyond noise" : "");
+        std::printf(" chosen/default %.3f  chosen/best %.3f  on %d vs %d runs%s\n", p.vsDefault, p.vsBest,
+                    p.chosenRuns, p.defaultRuns, p.slowerBeyondNoise ? "  <-- slower than default beyond noise" : "");
       else
         std::printf(" unjudged (not measured here)\n");
     }

@@ -108,8 +108,16 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
               s.keptDefault, s.unjudged.size());
   for (const std::string& line : sim::describeSkipped(r.data->skipped)) std::printf("  %s\n", line.c_str());
   for (const std::string& line : r.data->notes) std::printf("  %s\n", line.c_str());
-  if (s.judged)
+  if (s.judged) {
+    size_t runs = 0;  // the real runs behind the judged points' medians
+    for (const sim::ReplaySummary::Judged& j : s.perPoint) {
+      runs += j.point->default_samples_us.size();
+      for (const auto& [arm, xs] : j.point->forced_samples_us) runs += xs.size();
+    }
+    std::printf("  measured: ratios of the medians of %zu real runs at the %d judged points (each run one measurement, "
+                "none resampled)\n", runs, s.judged);
     std::printf("  chosen/best:    geomean %.3f  worst %.3f\n", s.geomeanVsBest, s.worstVsBest);
+  }
   if (s.vsDefaultPoints)
     std::printf("  chosen/default: geomean %.3f  worst %.3f  (%d points with a default measurement)\n",
                 s.geomeanVsDefault, s.worstVsDefault, s.vsDefaultPoints);

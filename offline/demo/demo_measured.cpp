@@ -73,7 +73,8 @@ void describeWithheld(const jobreplay::MeasuredJob& job, int withheld, const std
   for (const jobreplay::JobKey& k : job.keys)
     for (size_t i = 1; i < k.measured.size(); ++i)
       established += k.measured[i].mean_us < k.byDefault().mean_us && k.measured[i].withheld_us <= 0;
-  std::printf("      the runs (the decision rule, as `%s`) establish a gain over NCCL's default for %d arm(s)",
+  std::printf("      the dataset's runs (measured; the decision rule, as `%s`) establish a gain over NCCL's default "
+              "for %d arm(s)",
               command.c_str(), established);
   if (withheld)
     std::printf("; %d arm(s) have a faster median they do not establish: the replayed job draws those around NCCL's "

@@ -36,6 +36,7 @@ CrossvalPoint judge(const std::vector<KeyResult>& keys, int i, const Config& cho
   p.bytes = k.key.bytes;
   p.chosen = chosen;
   p.default_us = k.keep().median_us();
+  p.defaultRuns = p.chosenRuns = k.keep().count();
   p.best_us = p.default_us;
   p.bestArm = k.keep().arm;
   for (const ConfigStats& s : k.evaluated)
@@ -46,6 +47,7 @@ CrossvalPoint judge(const std::vector<KeyResult>& keys, int i, const Config& cho
   if (e < 0) return p;
   p.judged = true;
   p.chosen_us = k.evaluated[e].median_us();
+  p.chosenRuns = k.evaluated[e].count();
   p.vsDefault = p.chosen_us / p.default_us;
   p.vsBest = p.chosen_us / p.best_us;
   if (e > 0) {  // this point's standard error of log(chosen/default), its noise estimated as the rule does
@@ -139,14 +141,14 @@ Expected<CrossvalResult> crossValidate(const CrossvalOptions& o) {
 
 std::string crossvalCsv(const CrossvalResult& r) {
   std::string out = "mode,trained_on,shape,collective,bytes,chosen,judged,chosen_us,default_us,best_us,best_arm,"
-                    "chosen_vs_default,chosen_vs_best,ratio_se,slower_beyond_noise\n";
+                    "chosen_vs_default,chosen_vs_best,ratio_se,slower_beyond_noise,chosen_runs,default_runs\n";
   char buf[512];
   for (const CrossvalPoint& p : r.points) {
-    std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%llu,%s,%d,%.6g,%.6g,%.6g,\"%s\",%.6g,%.6g,%.6g,%d\n", p.mode.c_str(),
+    std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%llu,%s,%d,%.6g,%.6g,%.6g,\"%s\",%.6g,%.6g,%.6g,%d,%d,%d\n", p.mode.c_str(),
                   p.trainedOn.c_str(), p.shape.c_str(), std::string(collectiveName(p.coll)).c_str(),
                   static_cast<unsigned long long>(p.bytes), decisionLabel(p.chosen).c_str(), p.judged ? 1 : 0,
                   p.chosen_us, p.default_us, p.best_us, p.bestArm.c_str(), p.vsDefault, p.vsBest, p.ratioSe,
-                  p.slowerBeyondNoise ? 1 : 0);
+                  p.slowerBeyondNoise ? 1 : 0, p.chosenRuns, p.defaultRuns);
     out += buf;
   }
   return out;

@@ -26,6 +26,7 @@ struct CrossvalPoint {
   Config chosen;          // keepDefault(): no rule applied
   bool judged = false;    // the chosen configuration was measured at this point
   double chosen_us = 0, default_us = 0, best_us = 0;  // medians of the repeats
+  int chosenRuns = 0, defaultRuns = 0;                 // the real runs behind chosen_us and default_us
   std::string bestArm;
   double vsDefault = 1, vsBest = 1;
   double ratioSe = 0;     // standard error of log(chosen/default) here (0 when the default stays)
