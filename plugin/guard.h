@@ -11,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::plugin {
 

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::plugin {
 

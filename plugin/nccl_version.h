@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "plugin/settings/settings.h"
 
 namespace dynamiccl::plugin {

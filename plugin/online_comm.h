@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "coord/coord.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {

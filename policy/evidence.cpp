@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "policy/profile.h"
 
 namespace dynamiccl::policy {

@@ -56,7 +56,7 @@ bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& measur
 // host's probe must not contradict the rule's fingerprint either.
 // A measured rule's own evidence is read, not only carried: a gain that is no gain beyond its
 // interval refutes the rule (applied at no trust level, not even a candidate), and one measured under
-// another release's selection rules (plugin/abi/pick_rule.h) is unverified under this one.
+// another release's selection rules (abi/pick_rule.h) is unverified under this one.
 struct RuleStanding {
   bool verified = false;
   bool applies = false;   // verified, the user's own rule (NVIDIA CSV), or trust = All

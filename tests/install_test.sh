@@ -17,7 +17,7 @@ for f in lib/libnccl-tuner-dynamiccl.so bin/dynamiccl share/dynamiccl/offline/pl
          share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/normalized.csv \
          share/dynamiccl/offline/demo/data/l40s-pcie-cs244c/PROVENANCE.md \
          share/doc/dynamiccl/README.md share/doc/dynamiccl/PROFILE_FORMAT.md share/doc/dynamiccl/SCHEMA.md \
-         include/dynamiccl/plugin/abi/nccl_abi.h lib/cmake/DynamICCL/DynamICCLConfig.cmake; do
+         include/dynamiccl/abi/nccl_abi.h lib/cmake/DynamICCL/DynamICCLConfig.cmake; do
   [ -f "$P/$f" ] || fail "not installed: $f"
 done
 [ -x "$P/bin/dynamiccl" ] || fail "bin/dynamiccl is not executable"

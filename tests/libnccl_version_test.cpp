@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace {
 

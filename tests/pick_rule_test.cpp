@@ -1,4 +1,4 @@
-// NCCL's pick rules (plugin/abi/pick_rule.h): the scalar and SSE2 versions agree under every release's
+// NCCL's pick rules (abi/pick_rule.h): the scalar and SSE2 versions agree under every release's
 // rule; 2.28's is the strict minimum below the cap over entries >= 0, ties to the lowest slot; 2.30's
 // the same below FLT_MAX; 2.31's the minimum over the slots NCCL filled, negatives included, ties to
 // the highest slot. Also the channel rule and the version text.
@@ -10,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace {
 

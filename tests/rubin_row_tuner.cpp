@@ -1,6 +1,6 @@
 // A stand-in tuner for the harness's v7 test: its v7 init edits the fifth (Rubin) compute-capability
 // row, its v6 init the fourth (Blackwell), so a test sees which constants each interface reaches.
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace {
 ncclResult_t initV7(void** ctx, uint64_t, size_t, size_t, ncclDebugLogger_t, ncclNvlDomainInfo_v7_t*,

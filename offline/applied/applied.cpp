@@ -1,6 +1,6 @@
 #include "offline/applied/applied.h"
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 #include <nlohmann/json.hpp>
 

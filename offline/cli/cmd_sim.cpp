@@ -12,7 +12,7 @@
 #include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
 #include "offline/sim/sim.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include "offline/platforms/platforms.h"
 #include "offline/demo/demo.h"
 #include "offline/tune/tune.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "features/features.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {

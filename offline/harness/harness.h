@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "features/features.h"
 
 namespace dynamiccl::harness {

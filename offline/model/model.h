@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "features/features.h"
 #include "offline/model/graphs.h"
 #include "offline/model/topology.h"

@@ -11,7 +11,7 @@
 #include "features/features.h"
 #include "offline/model/model.h"
 #include "offline/sim/simulator.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::sim {
 

@@ -12,7 +12,7 @@
 #include "features/features.h"
 #include "offline/tune/config.h"
 #include "offline/tune/statistics.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::tune {

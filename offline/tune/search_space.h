@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "offline/tune/config.h"
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::tune {
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <memory>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "plugin/context_registry.h"
 #include "plugin/profiler/profiler_records.h"
 

@@ -1,7 +1,7 @@
 // The exported profiler symbols, v1..v7: each decodes its version's descriptor and hands a
 // version-neutral CollStart to profiler_api, through the one exception boundary (plugin/guard.h).
 // NCCL 2.28.9 probes v5 first, 2.29/2.30 v6 first, 2.31+ v7 first.
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "plugin/guard.h"
 #include "plugin/log.h"
 #include "plugin/profiler/profiler_api.h"

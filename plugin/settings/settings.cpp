@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "plugin/guard.h"
 #include "store/store.h"
 

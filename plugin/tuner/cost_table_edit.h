@@ -3,7 +3,7 @@
 // select a valid slot holding one.
 #pragma once
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {

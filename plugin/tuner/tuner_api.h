@@ -1,7 +1,7 @@
 // The tuner role's behaviour, one implementation behind every ABI version's entry points.
 #pragma once
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 
 namespace dynamiccl::plugin {
 

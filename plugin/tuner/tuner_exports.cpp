@@ -3,7 +3,7 @@
 // and edits none, so every compute-capability row (v7's fifth, Rubin, too) reaches NCCL as NCCL wrote it.
 #include <cstring>
 
-#include "plugin/abi/abi.h"
+#include "abi/abi.h"
 #include "plugin/guard.h"
 #include "plugin/log.h"
 #include "plugin/tuner/tuner_api.h"

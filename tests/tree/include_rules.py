@@ -2,15 +2,15 @@
 """The module rules of the source tree, checked on every file (run by ctest as include_rules).
 
 A module is a folder with one public header X/X.h (plugin/ and its role folders form one module,
-the .so; plugin/abi is the leaf that declares NCCL's interface). Outside tests/, bench/ and fuzz/:
+the .so; abi/, NCCL's interface, is a leaf like any other). Outside tests/, bench/ and fuzz/:
   1. another module is included only through its X/X.h;
-  2. dependencies point one way: nothing includes plugin (but plugin/abi) or offline from outside;
+  2. dependencies point one way: nothing includes plugin or offline from outside;
      the module graph has no cycle;
   3. no file includes itself through a chain of other headers (no include cycle);
   4. the plugin's rooms (tuner/, profiler/, online/) include the plugin's root headers (the contracts
      they share: the decision log, the observation, the online record and the online room's init and
-     finalize calls), plugin/abi, plugin/settings and themselves, never another room. The root, abi
-     and settings include no room.
+     finalize calls), plugin/settings and themselves (and other modules), never another room. The
+     root and settings include no room.
 Usage: include_rules.py SOURCE_DIR. Prints each violation; exits 1 if there is any."""
 import os
 import re
@@ -23,15 +23,13 @@ ROOMS = ("tuner", "profiler", "online")
 
 def module(path):
     parts = path.split("/")
-    if parts[0] == "plugin":
-        return "plugin/abi" if len(parts) > 2 and parts[1] == "abi" else "plugin"
     if parts[0] == "offline" and len(parts) > 2:
         return "offline/" + parts[1]
     return parts[0]
 
 
 def room(path):
-    """The plugin room of a path; "" for the plugin's root, abi and settings; None outside plugin/."""
+    """The plugin room of a path; "" for the plugin's root and settings; None outside plugin/."""
     parts = path.split("/")
     if parts[0] != "plugin":
         return None
@@ -43,8 +41,8 @@ def room_error(f, inc):
     if r is None or not to or to == r:
         return None
     if not r:
-        return f"{f}: includes {inc}; the plugin's root, abi and settings include no room"
-    return f"{f}: includes {inc}; the {r} room includes the plugin's root contracts, abi, settings and itself, not {to}"
+        return f"{f}: includes {inc}; the plugin's root and settings include no room"
+    return f"{f}: includes {inc}; the {r} room includes the plugin's root contracts, settings and itself, not {to}"
 
 
 def umbrella(mod):

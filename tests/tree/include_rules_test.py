@@ -50,7 +50,7 @@ class PluginRooms(unittest.TestCase):
     def test_contracts_abi_settings_and_own_room_pass(self):
         for path in ["plugin/tuner/x.cpp", "plugin/profiler/x.cpp", "plugin/online/x.cpp"]:
             for header in ["plugin/decision_log.h", "plugin/observation.h", "plugin/online_comm.h",
-                           "plugin/online_contract.h", "plugin/abi/abi.h", "plugin/settings/settings.h",
+                           "plugin/online_contract.h", "abi/abi.h", "plugin/settings/settings.h",
                            path.rsplit("/", 1)[0] + "/z.h"]:
                 with self.subTest(path=path, header=header):
                     self.assertEqual(including(path, header), [])

@@ -188,4 +188,4 @@ inline float** asNcclArgument(float (*table)[DYNAMICCL_NCCL_NUM_PROTOCOLS]) {
   return reinterpret_cast<float**>(table);
 }
 }  // namespace dynamiccl::abi
-#include "plugin/abi/nccl_profiler_abi.h"  // profiler ABI v1..v7 (needs ncclResult_t, ncclDebugLogger_t above)
+#include "abi/nccl_profiler_abi.h"  // profiler ABI v1..v7 (needs ncclResult_t, ncclDebugLogger_t above)

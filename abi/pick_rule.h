@@ -11,7 +11,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "plugin/abi/nccl_abi.h"
+#include "abi/nccl_abi.h"
 
 namespace dynamiccl::abi {
 

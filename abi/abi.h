@@ -2,6 +2,6 @@
 // header others include.
 #pragma once
 
-#include "plugin/abi/nccl_abi.h"
-#include "plugin/abi/nccl_profiler_abi.h"
-#include "plugin/abi/pick_rule.h"
+#include "abi/nccl_abi.h"
+#include "abi/nccl_profiler_abi.h"
+#include "abi/pick_rule.h"
