@@ -23,8 +23,12 @@ Status countInto(sqlite3* db, const char* sql, std::map<std::string, int64_t>& o
 Expected<StoreStats> Store::stats() try {
   sqlite3* db = impl_->db;
   StoreStats stats;
-  stats.schema_version = kSchemaVersion;
-  for (const char* table : {"runs", "communicators", "observations", "decisions", "profiles", "verdicts"}) {
+  {
+    Statement version(db, "PRAGMA user_version");
+    if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW) return makeError(sqliteError(db, "user_version"));
+    stats.schema_version = sqlite3_column_int(version.get(), 0);
+  }
+  for (const char* table : {"runs", "communicators", "observations", "decisions", "verdicts"}) {
     const std::string sql = std::string("SELECT '") + table + "', count(*) FROM " + table;
     if (auto s = countInto(db, sql.c_str(), stats.rows_per_table); !s) return makeError(s.error());
   }

@@ -120,7 +120,14 @@ ALTER TABLE observations ADD COLUMN profiler_version INTEGER;
 ALTER TABLE observations ADD COLUMN decision_join TEXT;
 )sql";
 
-constexpr std::array kMigrations = {Migration{1, kSchemaV1}, Migration{2, kSchemaV2}, Migration{3, kSchemaV3}};
+// Version 4: the profiles table goes (nothing ever wrote it; profiles live in files). IF EXISTS: a
+// file that lost it by hand still migrates.
+constexpr const char* kSchemaV4 = R"sql(
+DROP TABLE IF EXISTS profiles;
+)sql";
+
+constexpr std::array kMigrations = {Migration{1, kSchemaV1}, Migration{2, kSchemaV2}, Migration{3, kSchemaV3},
+                                    Migration{4, kSchemaV4}};
 static_assert(kMigrations.back().to_version == kSchemaVersion, "kSchemaVersion must name the last migration");
 
 Expected<int> userVersion(sqlite3* db) {

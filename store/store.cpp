@@ -144,9 +144,9 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   if (!version) return makeError(impl->path + ": " + version.error());
   if (*version > kSchemaVersion) return makeError(migrateSchema(impl->db, impl->path).error());
   if (options.read_only) {
-    if (*version != kSchemaVersion)
-      return makeError(impl->path + ": not a dynamiccl store of schema " + std::to_string(kSchemaVersion) +
-                       " (user_version " + std::to_string(*version) + ")");
+    if (*version < kOldestReadableSchema)
+      return makeError(impl->path + ": not a dynamiccl store of schema " + std::to_string(kOldestReadableSchema) +
+                       ".." + std::to_string(kSchemaVersion) + " (user_version " + std::to_string(*version) + ")");
     return std::unique_ptr<Store>(new Store(std::move(impl)));
   }
 
@@ -192,17 +192,6 @@ Expected<int64_t> Store::addCommunicator(const CommInfo& comm) try {
   return makeError(e.what());
 }
 
-Expected<int64_t> Store::addProfile(const std::string& name, const std::string& text) try {
-  Statement st(impl_->db, "INSERT INTO profiles(name, text, created_ns) VALUES (?,?,?)");
-  if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare profile insert"));
-  bindText(st.get(), 1, name);
-  bindText(st.get(), 2, text);
-  sqlite3_bind_int64(st.get(), 3, nowNs());
-  return stepInsert(impl_->db, st.get(), "insert profile");
-} catch (const std::exception& e) {
-  return makeError(e.what());
-}
-
 Expected<bool> Store::hasSourceHash(const std::string& source_hash) try {
   Statement st(impl_->db, "SELECT 1 FROM runs WHERE source_hash = ? LIMIT 1");
   if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare source lookup"));
@@ -210,25 +199,6 @@ Expected<bool> Store::hasSourceHash(const std::string& source_hash) try {
   const int rc = sqlite3_step(st.get());
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return makeError(sqliteError(impl_->db, "source lookup"));
   return rc == SQLITE_ROW;
-} catch (const std::exception& e) {
-  return makeError(e.what());
-}
-
-Status Store::removeSource(const std::string& source_hash) try {
-  static constexpr const char* kDeletes[] = {
-      "DELETE FROM observations WHERE comm IN (SELECT c.id FROM communicators c JOIN runs r ON c.run_id = r.id "
-      "WHERE r.source_hash = ?1)",
-      "DELETE FROM decisions WHERE comm IN (SELECT c.id FROM communicators c JOIN runs r ON c.run_id = r.id "
-      "WHERE r.source_hash = ?1)",
-      "DELETE FROM communicators WHERE run_id IN (SELECT id FROM runs WHERE source_hash = ?1)",
-      "DELETE FROM runs WHERE source_hash = ?1"};
-  for (const char* sql : kDeletes) {
-    Statement st(impl_->db, sql);
-    if (!st.ok()) return makeError(sqliteError(impl_->db, "prepare delete"));
-    bindText(st.get(), 1, source_hash);
-    if (sqlite3_step(st.get()) != SQLITE_DONE) return makeError(sqliteError(impl_->db, "delete source"));
-  }
-  return Ok{};
 } catch (const std::exception& e) {
   return makeError(e.what());
 }

@@ -17,7 +17,9 @@
 
 namespace dynamiccl::store {
 
-inline constexpr int kSchemaVersion = 3;  // PRAGMA user_version written by this build
+inline constexpr int kSchemaVersion = 4;  // PRAGMA user_version written by this build
+// Readers open this version and later ones up to kSchemaVersion (what changed since reads the same).
+inline constexpr int kOldestReadableSchema = 3;
 
 struct StoreOptions {
   std::string path;             // empty: defaultDatabasePath()
@@ -195,7 +197,8 @@ class Store {
  public:
   // Creates the file (0600) and its directories (0700) if needed, migrates an older schema,
   // refuses (and leaves untouched) a database whose schema is newer than kSchemaVersion.
-  // With options.read_only: opens an existing store as it is (any other schema version is refused).
+  // With options.read_only: opens an existing store as it is (a schema outside
+  // kOldestReadableSchema..kSchemaVersion is refused).
   static Expected<std::unique_ptr<Store>> open(const StoreOptions& options = {});
   ~Store();
   Store(const Store&) = delete;
@@ -204,11 +207,8 @@ class Store {
   const std::string& path() const;
   Expected<int64_t> addRun(const RunInfo& run);
   Expected<int64_t> addCommunicator(const CommInfo& comm);
-  Expected<int64_t> addProfile(const std::string& name, const std::string& text);
   // Whether a run with this source_hash exists (ingest skips content it already has).
   Expected<bool> hasSourceHash(const std::string& source_hash);
-  // Deletes every row that came from this source_hash (undo of a half-written ingest).
-  Status removeSource(const std::string& source_hash);
   // All or nothing: what body writes through this Store (addRun, addCommunicator, Writer::write) is
   // committed in one transaction when it returns Ok, and rolled back when it fails, throws or the
   // process dies before the commit.

@@ -199,6 +199,7 @@ TEST(Store, Version1StoreMigratesInPlaceAndKeepsItsRows) {
                            "AND user_tag IS NULL AND profiler_version IS NULL AND decision_join IS NULL"),
             2);
   EXPECT_EQ(queryInt(path, "SELECT count(*) FROM verdicts"), 0);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM sqlite_master WHERE name = 'profiles'"), 0) << "never written: dropped";
 
   auto writer = Writer::create(**store);
   ASSERT_TRUE(writer.ok()) << writer.error();
@@ -388,6 +389,42 @@ TEST(Store, ReadingAStoreNoProcessHoldsLeavesNoWalOrShmBehind) {
   auto stats = (*reader)->stats();
   ASSERT_TRUE(stats.ok()) << stats.error();
   EXPECT_EQ(stats->rows_per_table["runs"], 2);
+}
+
+// A version-3 store (with the profiles table every store had then, rows in it too) is read as it is,
+// and a writer migrates it: the table goes, the rest stays.
+TEST(Store, Version3StoreIsReadAsItIsAndMigratesWithoutItsProfilesTable) {
+  TempDir dir;
+  const std::string path = dir.path + "/v3.db";
+  writeVersion1Store(path);
+  {
+    auto store = Store::open({.path = path});
+    ASSERT_TRUE(store.ok()) << store.error();
+  }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h,
+                         "CREATE TABLE profiles (id INTEGER PRIMARY KEY, name TEXT NOT NULL, text TEXT NOT NULL, "
+                         "created_ns INTEGER NOT NULL); INSERT INTO profiles VALUES (1, 'p', '{}', 1); "
+                         "PRAGMA user_version = 3;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(h);
+  {
+    auto reader = Store::open({.path = path, .read_only = true});
+    ASSERT_TRUE(reader.ok()) << reader.error();
+    auto stats = (*reader)->stats();
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->schema_version, 3);
+    EXPECT_EQ(stats->rows_per_table["observations"], 2);
+    EXPECT_EQ(queryInt(path, "PRAGMA user_version"), 3) << "a reader must not migrate";
+  }
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(queryInt(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM sqlite_master WHERE name = 'profiles'"), 0);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 2);
+  EXPECT_EQ((*store)->stats()->rows_per_table.count("profiles"), 0u);
 }
 
 TEST(Store, NewerSchemaIsRefusedAndLeftByteForByte) {
