@@ -20,6 +20,7 @@ std::vector<DecisionLink*>& profilerContexts() {
 void link(DecisionLink& p, const TunerView& t) {
   if (p.decisionsHeld) return;
   p.decisionsHeld = t.decisions;
+  if (p.rank == 0) p.decisionsHeld->setLeaderHere();
   p.decisions.store(p.decisionsHeld.get(), std::memory_order_release);
 }
 }  // namespace

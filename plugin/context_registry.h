@@ -24,6 +24,7 @@ struct TunerView {
 // made at whichever init comes second; read at each Coll start. The shared_ptr keeps it alive.
 struct DecisionLink {
   uint64_t commId = 0;  // v4+: NCCL's commHash; v1/v2: taken from each Coll descriptor
+  int rank = -1;        // v4+: the rank NCCL named at init; rank 0 leads (the log learns it at the link)
   std::atomic<const DecisionLog*> decisions{nullptr};
   std::shared_ptr<const DecisionLog> decisionsHeld;
 };

@@ -70,6 +70,19 @@ class DecisionLog {
   // Worker: how many calls of this collective the tuner was asked about so far.
   uint64_t callsSoFar(int coll) const { return calls_[coll].load(std::memory_order_relaxed); }
 
+  // Hot path, when the gate turns profiling on: calls not profiled before this are skipped by the
+  // profiler's join (its next start is a call from here on, not the oldest one it never saw).
+  void measuredFromNow() {
+    for (int c = 0; c < kNumCollectives; ++c)
+      measuredFrom_[c].store(calls_[c].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  uint64_t measuredFrom(int coll) const { return measuredFrom_[coll].load(std::memory_order_relaxed); }
+
+  // Set at the link of a profiler context that NCCL told is rank 0 of this communicator: this
+  // process leads it (measures for it). Read by the tuner's hot path.
+  void setLeaderHere() const { leaderHere_.store(true, std::memory_order_relaxed); }
+  bool leaderHere() const { return leaderHere_.load(std::memory_order_relaxed); }
+
   // One word for algo, proto, source and nChannels (the seqlock's payload; an observation's copy).
   static uint64_t pack(const LoggedDecision& d) { return pack(d.algo, d.proto, d.nChannels, d.source); }
   static LoggedDecision unpack(uint64_t packed, uint64_t call, uint64_t nBytes, uint64_t chunkBytes) {
@@ -101,6 +114,8 @@ class DecisionLog {
     std::atomic<uint64_t> nBytes{0}, chunkBytes{0}, packed{0};
   };
   std::array<std::atomic<uint64_t>, kNumCollectives> calls_{};
+  std::array<std::atomic<uint64_t>, kNumCollectives> measuredFrom_{};
+  mutable std::atomic<bool> leaderHere_{false};
   std::array<std::array<Slot, kSlots>, kNumCollectives> slots_{};
 };
 

@@ -43,6 +43,8 @@ struct OnlineComm {
   uint64_t callIndex = 0;
   bool frozen = false;  // a frozen record was adopted: this version stays for good, on every rank
   std::atomic<const policy::OnlineTable*> current{nullptr};  // nullptr: the static table answers
+  // Before the first published table: the share of calls the leader measures (its cost priced).
+  uint32_t initialMeasureThreshold = policy::kMeasureEveryCall;
 
   // Prepared by the epoch agent, consumed at the boundary.
   std::atomic<uint64_t> callsSeen{0};
@@ -71,6 +73,12 @@ struct OnlineComm {
 // Slow paths of the hot path (online/boundary_wait.cpp); each runs at most once per epoch.
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary);
 void ensurePublished(OnlineComm& s, uint64_t boundary);
+
+// Whether the leader profiles call k: what the table in force says (before any, the initial share).
+inline bool measuresCall(const OnlineComm& s, uint64_t k) {
+  const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
+  return t ? t->measures(s.commId, k) : policy::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
+}
 
 // The hot path's online step: counts the call, crosses a boundary when due, then picks.
 // nullptr: the static table answers this call.

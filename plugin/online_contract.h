@@ -25,9 +25,10 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
 // is logged once). unverified: the candidates verification tests against NCCL's default; profile:
 // its hardware is part of the scope verdicts are stored under, and its learned network is
 // re-evaluated with the leader's recent timings (online/online_start.cpp).
+// ncclVersionCode prices measurement (policy::MeasurementCost) unless DYNAMICCL_MEASUREMENT_COST names a calibration.
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
-                                        const Settings& settings);
+                                        const Settings& settings, int ncclVersionCode);
 void stopOnline(const std::shared_ptr<OnlineComm>& comm);
 
 }  // namespace dynamiccl::plugin

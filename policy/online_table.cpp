@@ -6,7 +6,7 @@ namespace dynamiccl::policy {
 namespace {
 
 constexpr uint32_t kMagic = 0x544f4344;  // "DCOT"
-constexpr uint32_t kFormat = 2;  // 2: entries may explore with no exploit (the static table answers)
+constexpr uint32_t kFormat = 3;  // 3: the share of calls measured; 2: entries may explore with no exploit
 
 class Writer {
  public:
@@ -69,6 +69,7 @@ std::string OnlineTable::serialize() const {
   w.put(kMagic);
   w.put(kFormat);
   w.put(version_);
+  w.put(measureThreshold_);
   uint32_t n = 0;
   for (const OnlineEntry& e : entries_) n += e.exploit.count || e.nArms ? 1 : 0;
   w.put(n);
@@ -91,7 +92,7 @@ Expected<std::unique_ptr<OnlineTable>> OnlineTable::deserialize(const std::strin
   Reader r(bytes);
   uint32_t magic = 0, format = 0, n = 0;
   auto t = std::make_unique<OnlineTable>();
-  if (!r.get(magic) || magic != kMagic || !r.get(format) || format != kFormat || !r.get(t->version_) || !r.get(n) ||
+  if (!r.get(magic) || magic != kMagic || !r.get(format) || format != kFormat || !r.get(t->version_) || !r.get(t->measureThreshold_) || !r.get(n) ||
       n > kOnlineKeys)
     return makeError("online table record: bad header");
   for (uint32_t i = 0; i < n; ++i) {

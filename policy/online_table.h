@@ -25,15 +25,32 @@ constexpr uint32_t onlineKey(int coll, uint64_t nBytes) {
 struct OnlineEntry {
   Candidates exploit;  // count 0: the static table answers (unless an exploration arm is drawn)
   uint8_t nArms = 0;
-  std::array<uint32_t, kOnlineMaxArms> cumulativeThreshold{};  // draw < threshold[i]: explore arm i
+  std::array<uint32_t, kOnlineMaxArms> cumulativeThreshold{};  // in a measured call, draw < threshold[i]: explore arm i
   std::array<Candidates, kOnlineMaxArms> arms{};               // arm decision first, exploit after
 };
+
+// The schedule's key for whether a call is measured: no real key has it.
+inline constexpr uint32_t kMeasureSlotKey = kOnlineKeys;
+inline constexpr uint32_t kMeasureEveryCall = UINT32_MAX;
+
+// Whether call k is one the leader profiles (a measurement slot): a pure function, so every rank
+// knows which calls may explore, and the leader can set NCCL's mask for a call before NCCL reads it.
+constexpr bool measuredCall(uint64_t commId, uint64_t callIndex, uint64_t version, uint32_t threshold) {
+  return threshold == kMeasureEveryCall ||
+         static_cast<uint32_t>(scheduleDraw(commId, kMeasureSlotKey, callIndex, version)) < threshold;
+}
 
 class OnlineTable {
  public:
   OnlineTable() : entries_(kOnlineKeys) {}
   uint64_t version() const { return version_; }
   void setVersion(uint64_t v) { version_ = v; }
+  // Calls whose measure draw is below this are measured (and only they explore); kMeasureEveryCall: all.
+  uint32_t measureThreshold() const { return measureThreshold_; }
+  void setMeasureThreshold(uint32_t t) { measureThreshold_ = t; }
+  bool measures(uint64_t commId, uint64_t callIndex) const {
+    return measuredCall(commId, callIndex, version_, measureThreshold_);
+  }
   OnlineEntry& entry(uint32_t key) { return entries_[key]; }
   const OnlineEntry& entry(uint32_t key) const { return entries_[key]; }
 
@@ -42,7 +59,7 @@ class OnlineTable {
     const uint32_t key = onlineKey(coll, nBytes);
     const OnlineEntry& e = entries_[key];
     if (!e.exploit.count && !e.nArms) return nullptr;
-    if (e.nArms) {
+    if (e.nArms && measures(commId, callIndex)) {  // a trial nobody measures would cost and teach nothing
       const uint32_t draw = static_cast<uint32_t>(scheduleDraw(commId, key, callIndex, version_));
       for (int i = 0; i < e.nArms; ++i)
         if (draw < e.cumulativeThreshold[i]) return &e.arms[i];
@@ -56,6 +73,7 @@ class OnlineTable {
 
  private:
   uint64_t version_ = 0;
+  uint32_t measureThreshold_ = kMeasureEveryCall;
   std::vector<OnlineEntry> entries_;  // kOnlineKeys, allocated once
 };
 

@@ -13,3 +13,5 @@
 #include "policy/online_table.h"
 #include "policy/last_layer_posterior.h"
 #include "policy/learned_arm_model.h"
+#include "policy/measurement_cost.h"
+#include "policy/measurement_plan.h"

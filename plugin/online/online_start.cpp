@@ -17,11 +17,36 @@ std::atomic<bool> gLoggedOnline{false};
 std::atomic<bool> gWarnedNoProfiler{false};
 std::atomic<bool> gLoggedVerifyNeedsProfiler{false};
 std::atomic<bool> gLoggedVerify{false};
+std::atomic<bool> gLoggedPrice{false};
+
+// What profiling a call costs here: the user's calibration, else the published figures for the release.
+policy::MeasurementCost measurementCost(const Settings& settings, int ncclVersionCode) {
+  policy::MeasurementCost published = policy::MeasurementCost::published(ncclVersionCode);
+  if (settings.measurementCost.empty()) {
+    if (firstTime(gLoggedPrice))
+      logInfo("measurement priced at %.1f%%-%.1f%% of a profiled call's time (%s; DYNAMICCL_MEASUREMENT_COST names a "
+              "calibration of this cluster)",
+              100 * published.points().front().share, 100 * published.points().back().share, published.source().c_str());
+    return published;
+  }
+  constexpr uint64_t kMaxCalibrationBytes = 1 << 20;
+  auto text = readRegularFile(settings.measurementCost, kMaxCalibrationBytes);
+  auto model = text ? policy::MeasurementCost::fromJson(*text) : Expected<policy::MeasurementCost>(makeError(text.error()));
+  if (!model) {
+    if (firstTime(gLoggedPrice))
+      logWarn("DYNAMICCL_MEASUREMENT_COST=%s not used (%s); measurement priced by %s", settings.measurementCost.c_str(),
+              model.error().c_str(), published.source().c_str());
+    return published;
+  }
+  if (firstTime(gLoggedPrice))
+    logInfo("measurement priced by %s (%zu sizes)", model->source().c_str(), model->points().size());
+  return *model;
+}
 }  // namespace
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
-                                        const Settings& settings) {
+                                        const Settings& settings, int ncclVersionCode) {
   // No profile: nothing changes. A profile of unverified rules only is a prior to learn from.
   const bool learn = settings.online == OnlineSwitch::On && (!staticTable.empty() || !unverified.empty());
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
@@ -73,6 +98,11 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   c->epochCalls = config.epochCalls;
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
   c->store = std::move(backend.value());
+  const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
+  for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
+  config.settledMeasureShare = settings.measureShare;
+  c->initialMeasureThreshold = policy::rateThreshold(policy::initialMeasureRate(
+      config.exploreTimeShare, *std::max_element(config.measureCostShare.begin(), config.measureCostShare.end())));
   policy::CandidateFn candidate;
   if (verify)
     candidate = [table = unverified](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); };

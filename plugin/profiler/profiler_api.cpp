@@ -1,10 +1,12 @@
 #include "plugin/profiler/profiler_api.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 
 #include "plugin/guard.h"
 #include "plugin/log.h"
+#include "plugin/measurement_gate.h"
 #include "plugin/settings/settings.h"
 #include "plugin/profiler/worker.h"
 
@@ -24,14 +26,17 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   auto c = std::make_unique<ProfilerContext>();
   c->version = version;
   c->link.commId = commId;
+  c->link.rank = rank;
   c->rank = rank;
   c->nRanks = nRanks;
   c->nNodes = nNodes;
   if (commId != 0) registerProfilerContext(&c->link);
+  const bool alwaysOn = version < 4 || settings->recordShare >= 1;
   acquireMeasurementChannel(std::move(settings));
   noteProfilerRoleStarted();
-  // One process-wide int shared by every communicator (and NCCL): only ever add our bits.
-  if (eActivationMask) __atomic_fetch_or(eActivationMask, profilerEventMask(version), __ATOMIC_RELAXED);
+  // One process-wide int shared by every communicator: the gate sets our bits only for the calls a
+  // leader measures (v4+ init names the rank); v1-v3 cannot know a leader and profile every call.
+  measurementGate().attach(eActivationMask, profilerEventMask(version), alwaysOn);
   *context = c.release();
   return ncclSuccess;
 }
@@ -49,6 +54,9 @@ void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
     start.join = DecisionJoin::NotAsked;
     return;
   }
+  // Calls enqueued while the measurement gate was off were never started here: resume at the first
+  // one it measured, or at the newest decision when the gate turned on as this call was asked about.
+  next = std::min(std::max(next, log.measuredFrom(coll)), asked - 1);
   const uint64_t bytes = start.ncclBytes();
   // A start NCCL never sent (or one beyond the ring) leaves the cursor behind: catch up to the newest.
   LoggedDecision d;

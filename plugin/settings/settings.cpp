@@ -208,6 +208,9 @@ Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   int64_t grace_ms = s.profilerGrace_ns / 1'000'000;
   r.integer("DYNAMICCL_PROFILER_GRACE_MS", grace_ms, 0, 3'600'000);
   s.profilerGrace_ns = grace_ms * 1'000'000;
+  r.real("DYNAMICCL_MEASURE_SHARE", s.measureShare, 0, 1, false, "expected a number in 0..1", "0.01");
+  r.real("DYNAMICCL_RECORD_SHARE", s.recordShare, 0, 1, false, "expected a number in 0..1", "0");
+  r.path("DYNAMICCL_MEASUREMENT_COST", s.measurementCost, "the published figures");
 
   readOnline(r, env, s);
   readTopo(r, s);

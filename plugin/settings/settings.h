@@ -44,6 +44,11 @@ struct Settings {
   uint32_t profilerRecords = 4096;  // DYNAMICCL_PROFILER_RECORDS, 1..kMaxProfilerRecords
   uint32_t profilerQueue = 65536;   // DYNAMICCL_PROFILER_QUEUE, 2..kMaxProfilerQueue
   int64_t profilerGrace_ns = 2000 * 1000000ll;  // DYNAMICCL_PROFILER_GRACE_MS, 0..3600000 ms
+  // Measuring costs the job (docs/MEASUREMENT_COST.md): only a communicator's leader profiles, and only
+  // the calls its search needs; once settled, at most this share of calls (drift re-tests).
+  double measureShare = 0.01;       // DYNAMICCL_MEASURE_SHARE, 0..1
+  double recordShare = 0;           // DYNAMICCL_RECORD_SHARE, 0..1: calls every rank profiles and records anyway (1: all)
+  std::string measurementCost;      // DYNAMICCL_MEASUREMENT_COST: a calibration file; empty: the published figures
 
   // Online updates (docs/ONLINE.md).
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE

@@ -73,6 +73,9 @@ std::string settingsDump(const Settings& s) {
   d.put("DYNAMICCL_PROFILER_RECORDS", s.profilerRecords);
   d.put("DYNAMICCL_PROFILER_QUEUE", s.profilerQueue);
   d.put("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ns / 1000000);
+  d.real("DYNAMICCL_MEASURE_SHARE", s.measureShare);
+  d.real("DYNAMICCL_RECORD_SHARE", s.recordShare);
+  d.path("DYNAMICCL_MEASUREMENT_COST", s.measurementCost);
   d.put("DYNAMICCL_ONLINE", s.online == OnlineSwitch::On ? "1" : s.online == OnlineSwitch::Off ? "0" : "(unset)");
   d.put("DYNAMICCL_VERIFY", s.verify == VerifySwitch::On ? "1" : s.verify == VerifySwitch::Off ? "0" : "auto");
   d.put("DYNAMICCL_EPOCH_CALLS", s.epochCalls);

@@ -6,6 +6,7 @@
 #include "plugin/context_registry.h"
 #include "plugin/guard.h"
 #include "plugin/log.h"
+#include "plugin/measurement_gate.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
@@ -36,6 +37,21 @@ void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decis
   }
   c.view.decisions->record(coll, nBytes, d->algo, d->proto, d->nChannels, d->chunkBytes,
                      online ? DecisionSource::Online : DecisionSource::Table);
+}
+
+// Measuring costs the job: only a context with a stake steers NCCL's mask (the leader of an online
+// communicator, or DYNAMICCL_RECORD_SHARE), and only for the next call, which NCCL reads it for.
+void steerMeasurement(TunerContext& c) {
+  const bool leads = c.online && c.view.decisions->leaderHere();
+  if (!leads && !c.recordThreshold) return;
+  const uint64_t next = c.online ? c.online->callIndex : 0;
+  bool on = leads && measuresCall(*c.online, next);
+  if (!on && c.recordThreshold) {
+    uint64_t calls = 0;
+    for (int k = 0; k < kNumCollectives; ++k) calls += c.view.decisions->callsSoFar(k);
+    on = policy::measuredCall(c.view.shape.commId, calls, 0, c.recordThreshold);
+  }
+  if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
 }
 
 }  // namespace
@@ -85,9 +101,10 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (commId != 0 && agreed)
-    c->online = startOnline(c->view.shape, c->table, c->unverified, *c->loaded->profile, *settings);
+    c->online = startOnline(c->view.shape, c->table, c->unverified, *c->loaded->profile, *settings, rules.versionCode);
   if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
     c->online->verdictScope.ncclVersion = ncclVersionText(rules.versionCode);
+  c->recordThreshold = policy::rateThreshold(settings->recordShare);
   registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;
@@ -99,7 +116,11 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   // Logged even with no rules: the log's call count tells an unasked call (graph replay) from a kept choice.
-  if (c->table.empty() && !c->online) return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
+  if (c->table.empty() && !c->online) {
+    logDecision(*c, coll, nBytes, nullptr, false);
+    steerMeasurement(*c);
+    return ncclSuccess;
+  }
   if (numAlgo != kNumAlgos || numProto != kNumProtos || !collCostTable || !nChannels) {
     if (firstTime(gWarnedBadTableShape))
       logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
@@ -123,6 +144,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   }
   rememberChunk(*c, coll, applied);
   logDecision(*c, coll, nBytes, applied, learned != nullptr);
+  steerMeasurement(*c);
   return ncclSuccess;
 }
 
@@ -146,6 +168,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   }
   rememberChunk(*c, coll, d);
   logDecision(*c, coll, nBytes, d, learned != nullptr);
+  steerMeasurement(*c);
   return ncclSuccess;
 }
 

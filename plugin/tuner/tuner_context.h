@@ -35,6 +35,8 @@ struct TunerContext {
 
   // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
+  // DYNAMICCL_RECORD_SHARE as a draw threshold: calls profiled and recorded though nothing decides on them.
+  uint32_t recordThreshold = 0;
 
   static TunerContext* from(void* p) {
     auto* c = static_cast<TunerContext*>(p);

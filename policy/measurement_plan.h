@@ -1,0 +1,44 @@
+// How much the leader measures, priced: profiling a call costs a share of its time (MeasurementCost),
+// so the share of calls profiled is what the exploration budget affords while a search runs, at most
+// the settled share once it ends, and none when what the job gained does not repay even that.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dynamiccl::policy {
+
+// One key as the leader's learner sees it at a table build.
+struct KeyMeasure {
+  double time_us = 0;      // the key's collective time so far in the job (its weight)
+  double costShare = 0;    // what profiling one of its calls costs, share of the call's time
+  bool searching = false;  // an arm is still to be decided here (not a drift re-test)
+  double gainShare = 0;    // time what runs saves against NCCL's default, share of the key's time (>= 0)
+};
+
+struct MeasurePlan {
+  double rate = 1;         // share of calls profiled (and the only calls that explore)
+  double costShare = 0;    // expected measurement cost at that rate, share of collective time
+  double gainShare = 0;    // measured gain of what runs over NCCL's default, share of collective time
+  bool searching = false;
+  bool stopped = false;    // settled and the gain does not repay measuring: nothing is profiled
+};
+
+// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (measurement takes at most half);
+// settledShare: DYNAMICCL_MEASURE_SHARE. No key yet: initialRate.
+MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
+
+// The share of calls a leader profiles before it has measured anything: what half the budget affords
+// at the dearest size's price.
+double initialMeasureRate(double budget, double maxCostShare);
+
+// Whether searching a key can repay its measurement within the job. The job is assumed to run the
+// key at least as many more times as it has (callsSoFar): deciding one arm takes about minSamples
+// trials at (priorRatio - 1) extra each and twice as many profiled calls at costShare each; the
+// plausible gain (share of the key's time) over the calls still to come must repay that.
+bool searchRepays(double callsSoFar, double priorRatio, double costShare, int minSamples, double plausibleGain);
+
+// A share in [0, 1] as a threshold on a draw's low 32 bits (1: every call).
+uint32_t rateThreshold(double rate);
+
+}  // namespace dynamiccl::policy
