@@ -1,4 +1,4 @@
-// Opening a Store: file, pragmas (WAL, busy timeout, size limit), schema; and the small one-row inserts.
+// Opening a Store: file, pragmas (journal, busy timeout, size limit), schema; and the small one-row inserts.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,17 +33,37 @@ int waitForLock(void* options, int count) {
   return 1;
 }
 
-// Switching to WAL needs a moment of exclusive access; other openers may hold it briefly.
-Status enableWal(sqlite3* db, const StoreOptions& options) {
+// Switching the journal mode needs a moment of exclusive access; other openers may hold it briefly.
+Status setJournalMode(sqlite3* db, const StoreOptions& options, const std::string& mode) {
+  const std::string sql = "PRAGMA journal_mode=" + mode;
   for (int attempt = 0; attempt < options.busy_attempts * 10 && !givenUp(options); ++attempt) {
-    Statement st(db, "PRAGMA journal_mode=WAL");
+    Statement st(db, sql.c_str());
     if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) {
-      const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
-      if (mode != nullptr && std::string(mode) == "wal") return Ok{};
+      const auto* now = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+      if (now != nullptr && sqlite3_stricmp(now, mode.c_str()) == 0) return Ok{};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return makeError(sqliteError(db, "enable WAL"));
+  return makeError(sqliteError(db, ("journal_mode " + mode).c_str()));
+}
+
+// WAL where every process is on one host; on a network file system a rollback journal, which takes
+// the file's own lock for each transaction (SQLite: WAL does not work across hosts), synced fully.
+Status chooseJournal(Store::Impl& impl) {
+  const char* network = networkFileSystemOf(impl.path, impl.options);
+  if (network == nullptr) {
+    if (auto s = setJournalMode(impl.db, impl.options, "wal"); !s) return makeError(impl.path + ": " + s.error());
+    // NORMAL is crash-safe in WAL mode (a killed process loses nothing committed); only power loss may
+    // drop the last transactions.
+    return execute(impl.db, "PRAGMA synchronous=NORMAL");
+  }
+  if (auto s = setJournalMode(impl.db, impl.options, "delete"); !s)
+    return makeError(impl.path + " is on " + network + ", where WAL must not run, and it cannot leave WAL (" +
+                     s.error() + "): not writing it");
+  impl.notice = "store " + impl.path + " is on " + network +
+                " (a network file system): no WAL there (it does not work across hosts); a rollback journal "
+                "instead, one writer at a time (a node-local DYNAMICCL_DB is faster)";
+  return execute(impl.db, "PRAGMA synchronous=FULL");
 }
 
 Status applySizeLimit(sqlite3* db, int64_t maxBytes) {
@@ -117,6 +137,7 @@ std::string protoStoredName(Proto p) { return p == Proto::Default ? "default" : 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 const std::string& Store::path() const { return impl_->path; }
+const std::string& Store::notice() const { return impl_->notice; }
 
 Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
   auto impl = std::make_unique<Impl>();
@@ -150,10 +171,7 @@ Expected<std::unique_ptr<Store>> Store::open(const StoreOptions& options) try {
     return std::unique_ptr<Store>(new Store(std::move(impl)));
   }
 
-  if (auto s = enableWal(impl->db, impl->options); !s) return makeError(impl->path + ": " + s.error());
-  // NORMAL is crash-safe in WAL mode (a killed process loses nothing committed); only power loss may
-  // drop the last transactions.
-  if (auto s = execute(impl->db, "PRAGMA synchronous=NORMAL"); !s) return makeError(s.error());
+  if (auto s = chooseJournal(*impl); !s) return makeError(s.error());
   if (auto s = migrateSchema(impl->db, impl->path); !s) return makeError(s.error());
   if (auto s = applySizeLimit(impl->db, impl->options.max_bytes); !s) return makeError(s.error());
   return std::unique_ptr<Store>(new Store(std::move(impl)));

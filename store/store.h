@@ -30,7 +30,14 @@ struct StoreOptions {
   // When it turns true (a caller's shutdown deadline passed), every wait for a lock ends at once:
   // the operation fails, its rows are counted as lost. Must outlive the Store.
   const std::atomic<bool>* give_up = nullptr;
+  // The statfs(2) f_type of the file system holding a path, -1 unknown; nullptr: statfs itself.
+  // Tests fake a network file system through it.
+  int64_t (*filesystem_type)(const char* path) = nullptr;
 };
+
+// The name of a network or cluster file system ("NFS", "Lustre", ...) by its statfs f_type; nullptr
+// for any other. On such a file system the store never runs WAL (store/SCHEMA.md says what instead).
+const char* networkFileSystemName(int64_t statfs_type);
 
 // $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and
 // the tools put DYNAMICCL_DB, when set, in StoreOptions::path).
@@ -205,6 +212,9 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const;
+  // One line for the opener's log when the file system changed how the store runs (on a network
+  // file system: a rollback journal, not WAL); empty otherwise.
+  const std::string& notice() const;
   Expected<int64_t> addRun(const RunInfo& run);
   Expected<int64_t> addCommunicator(const CommInfo& comm);
   // Whether a run with this source_hash exists (ingest skips content it already has).

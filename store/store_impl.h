@@ -30,6 +30,7 @@ struct Store::Impl {
   sqlite3* db = nullptr;
   std::string path;
   StoreOptions options;
+  std::string notice;
   ~Impl() { sqlite3_close_v2(db); }
 };
 
@@ -54,6 +55,8 @@ std::string sqliteError(sqlite3* db, const char* what);
 Status execute(sqlite3* db, const char* sql);
 // Brings an open connection's schema to kSchemaVersion; refuses a newer one without writing.
 Status migrateSchema(sqlite3* db, const std::string& path);
+// The network file system holding path (filesystem.cpp's table), nullptr when local or unknown.
+const char* networkFileSystemOf(const std::string& path, const StoreOptions& options);
 // Creates missing parent directories (0700) and the file itself (0600) before SQLite opens it.
 Status prepareDatabaseFile(const std::string& path);
 

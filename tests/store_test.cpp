@@ -106,6 +106,53 @@ TEST(Store, CreatesPrivateFileWithVersionedSchemaInWalMode) {
   EXPECT_EQ(queryInt(path, "SELECT count(*) FROM sqlite_master WHERE name = 'observations_training'"), 1);
 }
 
+int64_t nfsType(const char*) { return 0x6969; }
+int64_t ext4Type(const char*) { return 0xEF53; }
+
+// SQLite documents WAL as not working across hosts: on a network file system the store runs a
+// rollback journal, says so in one line, and still writes; on a local one WAL stays.
+TEST(Store, OnANetworkFileSystemTheStoreRefusesWalAndSaysSo) {
+  TempDir dir;
+  const std::string local = dir.path + "/local.db", nfs = dir.path + "/nfs.db";
+  {
+    auto store = Store::open({.path = local, .filesystem_type = ext4Type});
+    ASSERT_TRUE(store.ok()) << store.error();
+    EXPECT_EQ((*store)->notice(), "");
+    EXPECT_EQ(queryText(local, "PRAGMA journal_mode"), "wal");
+  }
+  auto store = Store::open({.path = nfs, .filesystem_type = nfsType});
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_NE(queryText(nfs, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(queryText(nfs, "PRAGMA journal_mode"), "delete");
+  const std::string line = (*store)->notice();
+  EXPECT_NE(line.find(nfs), std::string::npos) << line;
+  EXPECT_NE(line.find("NFS"), std::string::npos) << line;
+  EXPECT_NE(line.find("no WAL"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "one line";
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  EXPECT_TRUE((*writer)->write(makeBatch(setUpComm(**store), 0, 10)).committed);
+  EXPECT_EQ(queryInt(nfs, "SELECT count(*) FROM observations"), 10);
+
+  // A store made in WAL (on a local disk, then moved) leaves WAL when opened on the network one.
+  store->reset();
+  ASSERT_EQ(rename(local.c_str(), nfs.c_str()), 0);
+  ASSERT_EQ(queryText(nfs, "PRAGMA journal_mode"), "wal");
+  auto moved = Store::open({.path = nfs, .filesystem_type = nfsType});
+  ASSERT_TRUE(moved.ok()) << moved.error();
+  EXPECT_EQ(queryText(nfs, "PRAGMA journal_mode"), "delete");
+  EXPECT_FALSE((*moved)->notice().empty());
+}
+
+TEST(Store, NetworkFileSystemsAreKnownByTheirStatfsType) {
+  for (const int64_t type : {0x6969L, 0x0BD00BD0L, 0x47504653L, 0x19830326L, 0xFF534D42L, 0xFE534D42L, 0x517BL,
+                             0x00C36400L, 0x65735546L, 0x01021997L})
+    EXPECT_NE(networkFileSystemName(type), nullptr) << std::hex << type;
+  for (const int64_t type : {0xEF53L, 0x58465342L, 0x01021994L, 0x9123683EL, 0x794C7630L})  // ext4 xfs tmpfs btrfs overlay
+    EXPECT_EQ(networkFileSystemName(type), nullptr) << std::hex << type;
+  EXPECT_STREQ(networkFileSystemName(0x0BD00BD0), "Lustre");
+}
+
 TEST(Store, DefaultPathFollowsEnvironment) {
   // DYNAMICCL_DB is read by the plugin (settings_test) and the tools, which pass it as StoreOptions::path.
   setenv("XDG_DATA_HOME", "/tmp/xdg", 1);

@@ -162,6 +162,7 @@ class StoreSink final : public WorkerSink {
       logWarn("profiler: store unavailable (%s); observations are not recorded", db.error().c_str());
       return false;
     }
+    if (!db.value()->notice().empty()) logWarn("profiler: %s", db.value()->notice().c_str());
     store::RunInfo run;
     char host[256] = {};
     gethostname(host, sizeof host - 1);
