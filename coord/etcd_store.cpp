@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cinttypes>
@@ -83,15 +84,18 @@ class EtcdStore : public RecordStore {
   }
 
   std::string describe() const override {
+    constexpr size_t kShown = 3;  // a line stays one line with a hundred endpoints
     std::string out = "etcd ";
-    for (size_t i = 0; i < o_.endpoints.size(); ++i) out += (i ? "," : "") + o_.endpoints[i];
+    for (size_t i = 0; i < o_.endpoints.size() && i < kShown; ++i) out += (i ? "," : "") + o_.endpoints[i];
+    if (o_.endpoints.size() > kShown) out += " and " + std::to_string(o_.endpoints.size() - kShown) + " more";
     return out;
   }
 
  private:
   PublishResult publishOrThrow(uint64_t commId, uint64_t boundary, const std::string& bytes) {
     if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
-    const auto lease = currentLease();
+    const Clock::time_point deadline = deadlineFromNow();  // the lease grant and the transaction share it
+    const auto lease = currentLease(deadline);
     if (!lease.ok()) return PublishResult::Failed;
     const std::string key = base64(keyOf(commId, boundary));
     json put = {{"key", key}, {"value", base64(bytes)}};
@@ -99,7 +103,7 @@ class EtcdStore : public RecordStore {
     const json txn = {
         {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}})},
         {"success", json::array({{{"request_put", put}}})}};
-    auto reply = call("/v3/kv/txn", txn);
+    auto reply = call("/v3/kv/txn", txn, deadline);
     if (!reply.ok()) {
       if (reply.error().find("lease") != std::string::npos) {  // revoked or expired: grant anew next time
         std::lock_guard lock(mutex_);
@@ -112,7 +116,7 @@ class EtcdStore : public RecordStore {
   }
 
   Expected<std::optional<std::string>> readOrThrow(uint64_t commId, uint64_t boundary) {
-    auto reply = call("/v3/kv/range", json{{"key", base64(keyOf(commId, boundary))}});
+    auto reply = call("/v3/kv/range", json{{"key", base64(keyOf(commId, boundary))}}, deadlineFromNow());
     if (!reply.ok()) return makeError(reply.error());
     const auto kvs = reply->find("kvs");
     if (kvs == reply->end() || !kvs->is_array() || kvs->empty()) return std::optional<std::string>{};
@@ -134,13 +138,13 @@ class EtcdStore : public RecordStore {
 
   // The lease every key of this process is put under, granted again at half its TTL so a long job
   // never puts under an expired one; "" when leases are off (ttl 0).
-  Expected<std::string> currentLease() {
+  Expected<std::string> currentLease(Clock::time_point deadline) {
     if (o_.ttl_s <= 0) return std::string();
     {
       std::lock_guard lock(mutex_);
       if (!lease_.empty() && Clock::now() < leaseRenewAt_) return lease_;
     }
-    auto reply = call("/v3/lease/grant", json{{"TTL", o_.ttl_s}});
+    auto reply = call("/v3/lease/grant", json{{"TTL", o_.ttl_s}}, deadline);
     if (!reply.ok()) return makeError(reply.error());
     const auto id = reply->find("ID");
     if (id == reply->end() || !(id->is_string() || id->is_number_integer())) return makeError("etcd granted no lease");
@@ -150,9 +154,22 @@ class EtcdStore : public RecordStore {
     return lease_;
   }
 
-  // One request, tried on each endpoint in turn from the last one that answered; with credentials,
-  // authenticated first (and again when etcd says the token expired).
-  Expected<json> call(const std::string& path, const json& request) {
+  Clock::time_point deadlineFromNow() const { return Clock::now() + std::chrono::milliseconds(o_.timeout_ms); }
+
+  // What one endpoint may take of the time left: an even share of it among the endpoints not yet
+  // tried, but at least a quarter of the timeout (or what is left), so that with many silent
+  // endpoints a few get a fair try and the operation still ends by its deadline.
+  int sliceMs(Clock::time_point deadline, size_t untried) const {
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return 0;
+    const int64_t share = left / static_cast<int64_t>(std::max<size_t>(untried, 1));
+    return static_cast<int>(std::max(share, std::min<int64_t>(left, std::max(o_.timeout_ms / 4, 1))));
+  }
+
+  // One request, tried on each endpoint in turn from the last one that answered, all of it by
+  // `deadline` (DYNAMICCL_ETCD_TIMEOUT_MS bounds an operation, not each endpoint's try); with
+  // credentials, authenticated first (and again when etcd says the token expired).
+  Expected<json> call(const std::string& path, const json& request, Clock::time_point deadline) {
     const std::string body = request.dump();
     std::string lastError = "no endpoint";
     for (size_t attempt = 0; attempt < o_.endpoints.size(); ++attempt) {
@@ -161,11 +178,20 @@ class EtcdStore : public RecordStore {
         std::lock_guard lock(mutex_);
         at = (current_ + attempt) % o_.endpoints.size();
       }
+      const int slice_ms = sliceMs(deadline, o_.endpoints.size() - attempt);
+      if (slice_ms <= 0) {
+        lastError += " (and no time left within " + std::to_string(o_.timeout_ms) + " ms for the other endpoints)";
+        break;
+      }
+      const Clock::time_point sliceEnd = std::min(deadline, Clock::now() + std::chrono::milliseconds(slice_ms));
       for (int authTry = 0; authTry < 2; ++authTry) {
+        const int left_ms = static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(sliceEnd - Clock::now()).count());
+        if (left_ms <= 0) break;
         std::vector<std::string> headers = {"Content-Type: application/json"};
         if (!o_.user.empty()) {
           bool unreachable = false;
-          auto token = authToken(at, authTry > 0, unreachable);
+          auto token = authToken(at, authTry > 0, unreachable, left_ms);
           if (!token.ok() && unreachable) {
             lastError = token.error();
             break;  // this endpoint is down: the next one may authenticate us
@@ -173,7 +199,10 @@ class EtcdStore : public RecordStore {
           if (!token.ok()) return makeError(token.error());  // refused credentials: every member refuses
           headers.push_back("Authorization: " + *token);
         }
-        auto reply = http_->post(o_.endpoints[at] + path, body, headers, tls_, o_.timeout_ms);
+        const int request_ms = static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(sliceEnd - Clock::now()).count());
+        if (request_ms <= 0) break;
+        auto reply = http_->post(o_.endpoints[at] + path, body, headers, tls_, request_ms);
         if (!reply.ok()) {
           lastError = o_.endpoints[at] + ": " + reply.error();
           break;  // transport: the next endpoint
@@ -197,14 +226,14 @@ class EtcdStore : public RecordStore {
   }
 
   // unreachable: set when the endpoint did not answer (as opposed to refusing the credentials).
-  Expected<std::string> authToken(size_t endpoint, bool renew, bool& unreachable) {
+  Expected<std::string> authToken(size_t endpoint, bool renew, bool& unreachable, int timeout_ms) {
     {
       std::lock_guard lock(mutex_);
       if (!renew && !token_.empty()) return token_;
     }
     auto reply = http_->post(o_.endpoints[endpoint] + "/v3/auth/authenticate",
                              json{{"name", o_.user}, {"password", o_.password}}.dump(),
-                             {"Content-Type: application/json"}, tls_, o_.timeout_ms);
+                             {"Content-Type: application/json"}, tls_, timeout_ms);
     unreachable = !reply.ok() || reply->status >= 500;
     if (!reply.ok()) return makeError(o_.endpoints[endpoint] + ": " + reply.error());
     json parsed = json::parse(reply->body, nullptr, false);

@@ -45,7 +45,7 @@ struct EtcdOptions {
   std::vector<std::string> endpoints;
   std::string user, password;                 // empty user: no authentication
   std::string caFile, certFile, keyFile;      // TLS: CA bundle, client certificate and key
-  int timeout_ms = 2000;                      // per request, everything included
+  int timeout_ms = 2000;                      // per operation: every endpoint, retry and the lease included
   int64_t ttl_s = 86400;                      // lease of every key: old jobs' records expire; 0: none
   std::string prefix = "dynamiccl";           // keys: <prefix>/<commId>/b<boundary>
 };

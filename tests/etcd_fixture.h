@@ -48,6 +48,39 @@ inline int freePort() {
   return port;
 }
 
+// Endpoints on loopback that listen and never answer (sockets of this process, never accepted):
+// a connection is made or left pending, and no byte ever comes back.
+class SilentEndpoints {
+ public:
+  explicit SilentEndpoints(int count) {
+    for (int i = 0; i < count; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof a;
+      if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0 ||
+          getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        if (fd >= 0) close(fd);
+        continue;
+      }
+      fds_.push_back(fd);
+      list_ += (list_.empty() ? "" : ",") + std::string("http://127.0.0.1:") + std::to_string(ntohs(a.sin_port));
+    }
+  }
+  ~SilentEndpoints() {
+    for (int fd : fds_) close(fd);
+  }
+  SilentEndpoints(const SilentEndpoints&) = delete;
+  SilentEndpoints& operator=(const SilentEndpoints&) = delete;
+  size_t size() const { return fds_.size(); }
+  const std::string& endpoints() const { return list_; }  // comma-separated, as DYNAMICCL_ETCD
+
+ private:
+  std::vector<int> fds_;
+  std::string list_;
+};
+
 // Files for an etcd serving TLS and requiring client certificates (all empty: plain HTTP).
 struct EtcdTls {
   std::string ca, serverCert, serverKey, clientCert, clientKey;

@@ -245,6 +245,21 @@ TEST(EtcdJob, ATricklingEndpointKeepsNcclsChoiceOnEveryRankWithoutHanging) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(results[r].ncclChoices, s.calls) << "rank " << r;
 }
 
+TEST(EtcdJob, HundredSilentEndpointsKeepNcclsChoiceOnEveryRankWithinTheTimeout) {
+  // Each store operation ends within DYNAMICCL_ETCD_TIMEOUT_MS, all endpoints together: the input
+  // check fails within a second or so and every rank keeps NCCL's choices (100 tries of 200 ms each
+  // would hold every rank's init for 40 s).
+  testing::SilentEndpoints silent(100);
+  ASSERT_EQ(silent.size(), 100u);
+  Scenario s;
+  s.endpoints = silent.endpoints();
+  s.etcdTimeout_ms = 200;
+  s.calls = 2000;
+  const auto results = runJob(s, {}, 20);
+  expectSameDecisions(results);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(results[r].ncclChoices, s.calls) << "rank " << r;
+}
+
 TEST(EtcdJob, WrongCredentialsKeepNcclsChoiceOnEveryRank) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;

@@ -279,6 +279,23 @@ TEST(EtcdStore, ADeadEndpointIsSkippedForTheNextOne) {
   ASSERT_TRUE(back.ok() && back->has_value());
 }
 
+TEST(EtcdStore, OneOperationOverManySilentEndpointsEndsWithinItsTimeout) {
+  // DYNAMICCL_ETCD_TIMEOUT_MS bounds an operation, all endpoints together (not each endpoint's try).
+  testing::SilentEndpoints silent(100);
+  ASSERT_EQ(silent.size(), 100u);
+  auto store = storeFor(silent.endpoints(), 200);
+  ASSERT_TRUE(store);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(store->read(1, 10).ok());
+  const double read_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  EXPECT_EQ(store->publish(1, 10, "x"), PublishResult::Failed);  // the lease grant and the transaction together
+  const double publish_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  EXPECT_LT(read_ms, 1000) << "a read over 100 silent endpoints at a 200 ms timeout";
+  EXPECT_LT(publish_ms, 1000) << "a publish over 100 silent endpoints at a 200 ms timeout";
+}
+
 TEST(EtcdStore, NoLibcurlIsOneClearError) {
   // What a machine without libcurl sees: the plugin's backend cannot open, and says why.
   auto none = HttpClient::load("libcurl-that-does-not-exist.so.4");
