@@ -243,6 +243,24 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
+// At most one process records into a store file (the plugin's ranks of one node share it): a
+// non-blocking flock on `<db>.writer`, held while this object lives and dropped by the kernel when the
+// holder dies. Never waits; for the open path only (a syscall or two).
+class RecorderLock {
+ public:
+  // The lock; nullptr when another process holds it; an error when the lock file cannot be used.
+  static Expected<std::unique_ptr<RecorderLock>> tryTake(const std::string& dbPath);
+  // "host:pid" of the process that last took it ("" unknown), for the line the others log.
+  static std::string holder(const std::string& dbPath);
+  ~RecorderLock();
+  RecorderLock(const RecorderLock&) = delete;
+  RecorderLock& operator=(const RecorderLock&) = delete;
+
+ private:
+  explicit RecorderLock(int fd);
+  int fd_;
+};
+
 // Commits a Batch in one transaction with prepared statements (inside Store::atomically, in that one). A batch that cannot be written
 // (locked past the bounded wait, database full, disk full) is dropped and counted; the caller goes on.
 // Intended use by the profiler worker: fill a Batch from the queue, write() it every ~10k rows or

@@ -406,8 +406,8 @@ TEST(Profiler, SweepRacingStopsCompletesEachRecordOnce) {
   EXPECT_LE(seen.size(), size_t{kThreads} * kCalls);
 }
 
-TEST(Profiler, ObservationsReachTheStore) {
-  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+// One rank's profiler from init to finalize: ten allreduces of 4 KiB, 2 us on the GPU.
+void profileTenCalls() {
   auto lib = openProfiler(5);
   ASSERT_TRUE(lib);
   int mask = 0;
@@ -419,6 +419,11 @@ TEST(Profiler, ObservationsReachTheStore) {
     emitCollective(*lib, ctx, coll, {{1000, 3000}, {1100, 2500}}, true);
   }
   ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+}
+
+TEST(Profiler, ObservationsReachTheStore) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  ASSERT_NO_FATAL_FAILURE(profileTenCalls());
   store::StoreOptions options;
   options.path = env.db.path();
   auto db = store::Store::open(options);
@@ -436,6 +441,28 @@ TEST(Profiler, ObservationsReachTheStore) {
     EXPECT_EQ(m.n_ranks, 8);
   }).ok());
   EXPECT_EQ(measured, 10);
+}
+
+// The ranks of a node share its store file: one records, the others record nothing and say why.
+TEST(Profiler, OneProcessPerStoreFileRecordsTheOthersSayWhy) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  auto observations = [&] {
+    auto db = store::Store::open({.path = env.db.path(), .read_only = true});
+    return db.ok() ? (*db)->stats()->rows_per_table["observations"] : -1;
+  };
+  {
+    auto otherRank = store::RecorderLock::tryTake(env.db.path());  // another process of this node records
+    ASSERT_TRUE(otherRank.ok() && *otherRank);
+    harness::LogCapture::clear();
+    ASSERT_NO_FATAL_FAILURE(profileTenCalls());
+    EXPECT_LE(observations(), 0);
+    size_t said = 0;
+    for (const std::string& line : harness::LogCapture::lines())
+      said += line.find("another process") != std::string::npos && line.find("records nothing") != std::string::npos;
+    EXPECT_EQ(said, 1u) << ::testing::PrintToString(harness::LogCapture::lines());
+  }
+  ASSERT_NO_FATAL_FAILURE(profileTenCalls());  // the lock is free: this process records
+  EXPECT_EQ(observations(), 10);
 }
 
 TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {

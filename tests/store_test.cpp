@@ -153,6 +153,49 @@ TEST(Store, NetworkFileSystemsAreKnownByTheirStatfsType) {
   EXPECT_STREQ(networkFileSystemName(0x0BD00BD0), "Lustre");
 }
 
+// One recorder per store file: a second taker is told another holds it (never waits), and who; the
+// lock passes on once its holder is gone, even killed.
+TEST(RecorderLock, OneProcessRecordsTheOthersAreToldWhoDoes) {
+  TempDir dir;
+  const std::string path = dir.path + "/x.db";
+  {
+    auto first = RecorderLock::tryTake(path);
+    ASSERT_TRUE(first.ok()) << first.error();
+    ASSERT_NE(*first, nullptr);
+    auto second = RecorderLock::tryTake(path);  // another open of the file: flock sees two holders
+    ASSERT_TRUE(second.ok()) << second.error();
+    EXPECT_EQ(*second, nullptr);
+    EXPECT_EQ(RecorderLock::holder(path).substr(RecorderLock::holder(path).find(':') + 1), std::to_string(getpid()));
+  }
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto held = RecorderLock::tryTake(path);
+    const char c = held.ok() && *held ? '1' : '0';
+    (void)!write(ready[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = '?';
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = RecorderLock::tryTake(path);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(100)) << "it must not wait";
+  ASSERT_TRUE(refused.ok()) << refused.error();
+  EXPECT_EQ(*refused, nullptr);
+  EXPECT_TRUE(RecorderLock::holder(path).ends_with(":" + std::to_string(child))) << RecorderLock::holder(path);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  auto after = RecorderLock::tryTake(path);
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_NE(*after, nullptr);
+}
+
 TEST(Store, DefaultPathFollowsEnvironment) {
   // DYNAMICCL_DB is read by the plugin (settings_test) and the tools, which pass it as StoreOptions::path.
   setenv("XDG_DATA_HOME", "/tmp/xdg", 1);

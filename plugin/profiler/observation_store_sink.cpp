@@ -66,6 +66,10 @@ class StoreSink final : public WorkerSink {
   }
 
   void consume(const Observation* o, const JoinedDecision* joins, size_t n) override {
+    if (skipping_.load(std::memory_order_relaxed)) {  // no store, or another process records
+      profilerCounters().unwritten.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
     std::vector<PendingRow> rows;
     rows.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -137,6 +141,7 @@ class StoreSink final : public WorkerSink {
     if (!open()) {
       std::lock_guard lock(mutex_);
       unusable_ = true;
+      skipping_.store(true, std::memory_order_relaxed);
       profilerCounters().unwritten.fetch_add(pending_.size(), std::memory_order_relaxed);
       pending_.clear();
       return;
@@ -163,6 +168,17 @@ class StoreSink final : public WorkerSink {
       return false;
     }
     if (!db.value()->notice().empty()) logWarn("profiler: %s", db.value()->notice().c_str());
+    // One recorder per store file: the node's other ranks leave it to that one (SQLite's lock would
+    // make them queue for it, and drop what waits too long).
+    auto lock = store::RecorderLock::tryTake(db.value()->path());
+    if (lock.ok() && !lock.value()) {
+      const std::string holder = store::RecorderLock::holder(db.value()->path());
+      logInfo("profiler: another process (%s) records into %s; this one records nothing (its observations are "
+              "counted as not written)", holder.empty() ? "unknown" : holder.c_str(), db.value()->path().c_str());
+      return false;
+    }
+    if (!lock.ok()) logWarn("profiler: store: %s; recording without the one-recorder lock", lock.error().c_str());
+    else recorderLock_ = std::move(lock.value());
     store::RunInfo run;
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -245,9 +261,11 @@ class StoreSink final : public WorkerSink {
   std::condition_variable wake_;
   std::vector<PendingRow> pending_;
   bool stopping_ = false, unusable_ = false;
+  std::atomic<bool> skipping_{false};  // unusable_, read without the mutex
   std::thread thread_;
 
-  // Committer thread only.
+  // Committer thread only. The lock outlives the store's connection (members go in reverse order).
+  std::unique_ptr<store::RecorderLock> recorderLock_;
   std::unique_ptr<store::Store> db_;
   std::unique_ptr<store::Writer> writer_;
   int64_t runId_ = 0;
