@@ -198,6 +198,13 @@ struct VerdictRow {
   std::string problem;
 };
 
+// What Store::mergeFrom copied, and what it found already there.
+struct MergeCounts {
+  int64_t runs = 0, runs_present = 0;  // a run present is skipped with all its rows
+  int64_t observations = 0, decisions = 0;
+  int64_t verdicts = 0, verdicts_present = 0;
+};
+
 class Writer;
 
 class Store {
@@ -230,6 +237,11 @@ class Store {
   // n_ranks 0 select every value.
   Expected<std::vector<VerdictRow>> latestVerdicts(const std::string& fingerprint = "", int n_ranks = 0,
                                                    int n_nodes = 0);
+  // Copies another store's runs (with their communicators, observations and decisions) and verdicts
+  // into this one, in one transaction; the other is read as it is (read-only, one snapshot).
+  // Idempotent: a run already here (the same row, or an ingest of the same source hash) and a verdict
+  // row already here are skipped, so gathering a file twice adds nothing.
+  Expected<MergeCounts> mergeFrom(const std::string& other_path);
   // Streams observations in insertion order; with in_place false, out-of-place rows only.
   Status forEachMeasurement(bool include_in_place, const std::function<void(const MeasurementRow&)>& fn);
   // Streams every observation of plugin runs joined with its decision, in insertion order.

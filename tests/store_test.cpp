@@ -196,6 +196,85 @@ TEST(RecorderLock, OneProcessRecordsTheOthersAreToldWhoDoes) {
   EXPECT_NE(*after, nullptr);
 }
 
+VerdictRow verdictOf(const std::string& collective, int64_t ts) {
+  VerdictRow v;
+  v.fingerprint = "{}";
+  v.n_ranks = 8;
+  v.n_nodes = 1;
+  v.collective = collective;
+  v.max_bytes = 4096;
+  v.algo = "RING";
+  v.proto = "LL";
+  v.base_algo = "TREE";
+  v.base_proto = "SIMPLE";
+  v.n = v.base_n = 10;
+  v.gain = 0.1;
+  v.state = "promoted";
+  v.ts_ns = ts;
+  return v;
+}
+
+// A node's store: one plugin run (observations, decisions) and one verdict.
+void writeNodeStore(const std::string& path, const std::string& host, int64_t startedAt) {
+  auto store = Store::open({.path = path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  RunInfo run = runOnHost(host);
+  run.started_at_ns = startedAt;
+  auto id = (*store)->addRun(run);
+  ASSERT_TRUE(id.ok());
+  auto comm = (*store)->addCommunicator({*id, 7, 8, 2, 0});
+  ASSERT_TRUE(comm.ok());
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  Batch b = makeBatch(*comm, 0, 20);
+  b.decisions.push_back({*comm, 3, "allreduce", 8, Algo::Ring, Proto::LL, -1, -1, "table", 1});
+  ASSERT_TRUE((*writer)->write(b).committed);
+  ASSERT_TRUE((*store)->addVerdicts({verdictOf(host, startedAt)}).ok());
+}
+
+// Node stores gathered into one: every run with its rows renumbered, every verdict; gathering the
+// same file again (or a node store already gathered) adds nothing.
+TEST(Store, MergeGathersNodeStoresOnceEach) {
+  TempDir dir;
+  const std::string a = dir.path + "/a.db", b = dir.path + "/b.db", out = dir.path + "/all.db";
+  writeNodeStore(a, "node-a", 100);
+  writeNodeStore(b, "node-b", 200);
+  auto store = Store::open({.path = out});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto fromA = (*store)->mergeFrom(a);
+  ASSERT_TRUE(fromA.ok()) << fromA.error();
+  EXPECT_EQ(fromA->runs, 1);
+  EXPECT_EQ(fromA->observations, 20);
+  EXPECT_EQ(fromA->decisions, 1);
+  EXPECT_EQ(fromA->verdicts, 1);
+  auto fromB = (*store)->mergeFrom(b);
+  ASSERT_TRUE(fromB.ok()) << fromB.error();
+  auto again = (*store)->mergeFrom(a);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->runs, 0);
+  EXPECT_EQ(again->runs_present, 1);
+  EXPECT_EQ(again->observations + again->decisions + again->verdicts, 0);
+  EXPECT_EQ(again->verdicts_present, 1);
+
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM observations"), 40);
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM decisions"), 2);
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM verdicts"), 2);
+  // Each row still belongs to its own node's run.
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM observations o JOIN communicators c ON o.comm = c.id "
+                          "JOIN runs r ON c.run_id = r.id WHERE r.host = 'node-b' AND c.n_nodes = 2"),
+            20);
+  EXPECT_EQ(queryText(out, "SELECT group_concat(collective) FROM (SELECT collective FROM verdicts ORDER BY id)"),
+            "node-a,node-b");
+  auto latest = (*store)->latestVerdicts();
+  ASSERT_TRUE(latest.ok()) << latest.error();
+  EXPECT_EQ(latest->size(), 2u);
+
+  EXPECT_FALSE((*store)->mergeFrom(out).ok()) << "a store merged into itself";
+  EXPECT_FALSE((*store)->mergeFrom(dir.path + "/missing.db").ok());
+  EXPECT_EQ(queryInt(out, "SELECT count(*) FROM runs"), 2);
+}
+
 TEST(Store, DefaultPathFollowsEnvironment) {
   // DYNAMICCL_DB is read by the plugin (settings_test) and the tools, which pass it as StoreOptions::path.
   setenv("XDG_DATA_HOME", "/tmp/xdg", 1);

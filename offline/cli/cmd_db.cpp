@@ -1,5 +1,5 @@
 // `dynamiccl db stats|export-csv|applied [--db F]`: what the store holds, the interchange CSV of it, and
-// whether NCCL ran what the plugin chose.
+// whether NCCL ran what the plugin chose; `dynamiccl db merge OUT IN...`: node stores gathered into one.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -75,6 +75,27 @@ int runApplied(const DbOptions& o) {
   return 0;
 }
 
+struct MergeOptions {
+  std::string out;
+  std::vector<std::string> inputs;
+};
+
+int runMerge(const MergeOptions& o) {
+  store::StoreOptions options = storeOptions(o.out);
+  auto out = store::Store::open(options);
+  if (!out) return std::cerr << "dynamiccl db merge: " << out.error() << "\n", 1;
+  if (!(*out)->notice().empty()) std::cerr << "dynamiccl db merge: " << (*out)->notice() << "\n";
+  for (const std::string& in : o.inputs) {
+    auto n = (*out)->mergeFrom(in);
+    if (!n) return std::cerr << "dynamiccl db merge: " << n.error() << "\n", 1;
+    std::cout << in << ": " << n->runs << " runs (" << n->runs_present << " already there), " << n->observations
+              << " observations, " << n->decisions << " decisions, " << n->verdicts << " verdicts ("
+              << n->verdicts_present << " already there)\n";
+  }
+  std::cout << "merged into " << (*out)->path() << "\n";
+  return 0;
+}
+
 void addDbOption(CLI::App* sub, DbOptions& o) {
   sub->add_option("--db", o.db, "database file (default: DYNAMICCL_DB or ~/.local/share/dynamiccl/<host>.db)");
 }
@@ -103,6 +124,15 @@ void addDbCommand(CLI::App& app) {
   addDbOption(appliedCmd, *o);
   appliedCmd->callback([o] {
     if (int rc = runApplied(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+  auto m = std::make_shared<MergeOptions>();
+  CLI::App* merge = db->add_subcommand(
+      "merge", "Gather node stores into one for offline work (runs with their rows, verdicts); a run or verdict "
+               "already there is skipped, so merging again adds nothing");
+  merge->add_option("out", m->out, "the store gathered into (created if missing)")->required();
+  merge->add_option("inputs", m->inputs, "node stores, read as they are")->required()->expected(1, -1);
+  merge->callback([m] {
+    if (int rc = runMerge(*m); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 
