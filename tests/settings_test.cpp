@@ -187,6 +187,26 @@ TEST(Settings, GoodValuesAreInForce) {
   EXPECT_EQ(inForce["DYNAMICCL_TEST_THROW"], "getChunkSize,stopEvent");
 }
 
+// A DYNAMICCL_* variable the plugin does not read is named in one line: a retired one with what
+// replaced it, a near-miss with the setting it resembles; the settings' own names never are.
+TEST(Settings, UnknownVariablesAreNamedInOneLineWithTheirReplacement) {
+  ScopedEnv coord("DYNAMICCL_COORD", "head:7000"), typo("DYNAMICCL_PROFLE", "/tmp/p.json"),
+      other("DYNAMICCL_FROBNICATE", "1"), good("DYNAMICCL_RECORD", "1");
+  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", "55");  // another environment: read and logged again
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
+  std::string line;
+  for (const std::string& l : LogCapture::lines())
+    if (l.find("unknown environment variables") != std::string::npos) line = l;
+  EXPECT_NE(line.find("DYNAMICCL_COORD (retired"), std::string::npos) << line;
+  EXPECT_NE(line.find("DYNAMICCL_ETCD"), std::string::npos) << line;
+  EXPECT_NE(line.find("DYNAMICCL_PROFLE (not read; did you mean DYNAMICCL_PROFILE?)"), std::string::npos) << line;
+  EXPECT_NE(line.find("DYNAMICCL_FROBNICATE (not read)"), std::string::npos) << line;
+  for (const Variable& v : kVariables) EXPECT_EQ(line.find(std::string(v.name) + " ("), std::string::npos) << v.name;
+}
+
 TEST(Settings, ProfilerPoolsAboveTheDocumentedMaximumAreRefused) {
   for (const char* name : {"DYNAMICCL_PROFILER_RECORDS", "DYNAMICCL_PROFILER_QUEUE"}) {
     ScopedEnv huge(name, std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "1048577" : "65537");

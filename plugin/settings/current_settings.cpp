@@ -1,7 +1,10 @@
 // The process's settings, read from the environment at init and cached until the environment changes.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "plugin/guard.h"
@@ -29,6 +32,54 @@ void append(std::string& values, const char* v) {
   values += '\0';
 }
 
+// Variables earlier releases read, and what does their work now.
+struct Retired {
+  const char* name;
+  const char* instead;
+};
+constexpr Retired kRetired[] = {
+    {"DYNAMICCL_COORD", "retired with the TCP coordinator: DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR"},
+    {"DYNAMICCL_COORD_TOKEN_FILE", "retired with the TCP coordinator: DYNAMICCL_ETCD_AUTH_FILE"},
+};
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every DYNAMICCL_* variable set that readSettings never asked for (`asked`: the names it asked,
+// so a setting added there is known here too), with its replacement or the setting it nearly spells.
+std::string unknownVariablesLine(const std::vector<std::string>& asked, char** environment) {
+  std::string line;
+  for (char** e = environment; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (!name.starts_with("DYNAMICCL_") || std::find(asked.begin(), asked.end(), name) != asked.end()) continue;
+    std::string why = "not read";
+    for (const Retired& r : kRetired)
+      if (name == r.name) why = r.instead;
+    if (why == "not read") {
+      const std::string* nearest = nullptr;
+      size_t best = 3;  // a typo: at most two letters off
+      for (const std::string& known : asked)
+        if (const size_t d = editDistance(name, known); d < best) best = d, nearest = &known;
+      if (nearest) why = "not read; did you mean " + *nearest + "?";
+    }
+    line += (line.empty() ? "" : ", ") + std::string(name) + " (" + why + ")";
+  }
+  return line.empty() ? line : "unknown environment variables ignored: " + line;
+}
+
 }  // namespace
 
 std::shared_ptr<const Settings> currentSettings() {
@@ -51,6 +102,8 @@ std::shared_ptr<const Settings> currentSettings() {
       },
       [&](const std::string& line) { bad.push_back(line); });
   for (const std::string& line : bad) logWarn("%s", line.c_str());
+  if (const std::string unknown = unknownVariablesLine(c.names, environ); !unknown.empty())
+    logWarn("%s", unknown.substr(0, 1000).c_str());
   // NCCL's logger cuts a line at 1024 bytes: the dump goes in lines of whole variables.
   const std::string dump = settingsDump(s);
   for (size_t at = 0, n = 0; at < dump.size(); ++n) {
