@@ -62,10 +62,10 @@ TEST(Cli, AWriteThatFailsIsAnError) {
   EXPECT_EQ(ok.rc, 0) << ok.output;
   EXPECT_NE(ok.output.find("wrote 3 rows"), std::string::npos) << ok.output;
 
-  const Result full = dynamiccl("db export-csv --db '" + db + "' -o /dev/full");
+  const Result full = dynamiccl("db export-csv --db '" + db + "' -o /dev/full");  // a device: never written
   EXPECT_NE(full.rc, 0) << full.output;
   EXPECT_EQ(full.output.find("wrote"), std::string::npos) << full.output;
-  EXPECT_NE(full.output.find("No space left on device"), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("/dev/full: not a regular file"), std::string::npos) << full.output;
 
   const Result stdoutFull = dynamiccl("db export-csv --db '" + db + "' > /dev/full");
   EXPECT_NE(stdoutFull.rc, 0) << stdoutFull.output;
@@ -80,6 +80,125 @@ TEST(Cli, AWriteThatFailsIsAnError) {
   EXPECT_EQ(simFull.output.find("wrote"), std::string::npos) << simFull.output;
 }
 
+int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+// Two profiles that merge (rules for ranks 2 and for 4, 8, 12, ...); `count` rules in the second.
+std::pair<std::string, std::string> mergeableProfiles(const TempDir& dir, int count, const std::string& prefix = "") {
+  const std::string head = R"({"format":"dynamiccl-profile","version":2,"name":"p","rules":[)";
+  const std::string a = (dir.path / (prefix + "a.json")).string(), b = (dir.path / (prefix + "b.json")).string();
+  std::ofstream(a) << head << R"({"collective":"allreduce","ranks":[2,2],"bytes":[0,4096],"algo":"tree","proto":"ll"}]})";
+  std::ofstream out(b);
+  out << head;
+  for (int i = 0; i < count; ++i)
+    out << (i ? "," : "") << R"({"collective":"allreduce","ranks":[)" << 4 * (i + 1) << "," << 4 * (i + 1)
+        << R"(],"bytes":[0,4096],"algo":"ring","proto":"ll"})";
+  out << "]}";
+  return {a, b};
+}
+
+std::vector<std::string> namesIn(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string contentOf(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+const std::string kProbeFacts =
+    "env DYNAMICCL_TOPO_GPU_CC=103 DYNAMICCL_TOPO_NVLINK_GBPS=900 DYNAMICCL_TOPO_NICS=8 DYNAMICCL_TOPO_NIC_GBPS=100 ";
+
+// An output that is a FIFO (or a device, or a directory) is refused at once with one line naming it,
+// never opened and waited on; the FIFO stays as it was.
+TEST(CliOutputs, AFifoIsRefusedAtOnceNeverWaitedOn) {
+  TempDir dir;
+  const std::string fifo = (dir.path / "out.fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto [a, b] = mergeableProfiles(dir, 1);
+  for (const std::string& cmd : {kProbeFacts + "timeout 10 " + kDynamiccl + " probe -o '" + fifo + "'",
+                                 "timeout 10 " + kDynamiccl + " merge '" + a + "' '" + b + "' -o '" + fifo + "'"}) {
+    const Result r = dynamiccl::testing::runShell(cmd + " 2>&1 >/dev/null");
+    EXPECT_NE(r.rc, 124) << cmd << ": blocked on the FIFO";
+    EXPECT_EQ(r.rc, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find(fifo + ": not a regular file (a FIFO)"), std::string::npos) << r.output;
+    EXPECT_EQ(lines(r.output), 1) << r.output;
+    EXPECT_TRUE(fs::is_fifo(fifo));
+  }
+  const Result toDir = dynamiccl("merge '" + a + "' '" + b + "' -o '" + dir.path.string() + "'");
+  EXPECT_EQ(toDir.rc, 1) << toDir.output;
+  EXPECT_NE(toDir.output.find("not a regular file (a directory)"), std::string::npos) << toDir.output;
+}
+
+// A write that fails part way (a file size limit here: EFBIG on every machine) exits 1 and leaves the
+// earlier file at that path byte for byte, or no file where there was none: never a truncated or empty one,
+// and no temporary file behind. A symbolic link to the output keeps pointing at the new file, with its mode.
+TEST(CliOutputs, AFailedWriteLeavesTheEarlierFileWhole) {
+  TempDir dir;
+  const auto [a, b] = mergeableProfiles(dir, 400);  // about 60 KB merged
+  const std::string one = mergeableProfiles(dir, 1, "small-").second;
+  const fs::path out = dir.path / "merged.json";
+  const Result good = dynamiccl("merge '" + a + "' '" + one + "' -o '" + out.string() + "'");
+  ASSERT_EQ(good.rc, 0) << good.output;
+  const std::string before = contentOf(out);
+  ASSERT_EQ(dynamiccl("validate '" + out.string() + "'").rc, 0);
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write);
+  const auto names = namesIn(dir.path);
+  auto limited = [&](const std::string& args) {  // 16 KiB at most per file; SIGXFSZ ignored, so write() says EFBIG
+    return dynamiccl::testing::runShell("bash -c \"trap '' XFSZ; ulimit -f 16; exec env -u DYNAMICCL_DB " + kDynamiccl + " " +
+                                        args + "\" 2>&1");
+  };
+  const Result over = limited("merge '" + a + "' '" + b + "' -o '" + out.string() + "'");
+  EXPECT_EQ(over.rc, 1) << over.output;
+  EXPECT_NE(over.output.find("cannot write " + out.string() + ": File too large"), std::string::npos) << over.output;
+  EXPECT_EQ(over.output.find("wrote"), std::string::npos) << over.output;
+  EXPECT_EQ(contentOf(out), before);
+  EXPECT_EQ(namesIn(dir.path), names) << "a temporary file was left behind";
+  const Result fresh = limited("merge '" + a + "' '" + b + "' -o '" + (dir.path / "new.json").string() + "'");
+  EXPECT_EQ(fresh.rc, 1) << fresh.output;
+  EXPECT_FALSE(fs::exists(dir.path / "new.json")) << "an empty or partial file was left";
+
+  const fs::path link = dir.path / "link.json";
+  fs::create_symlink("merged.json", link);
+  const Result viaLink = dynamiccl("merge '" + a + "' '" + b + "' -o '" + link.string() + "'");
+  ASSERT_EQ(viaLink.rc, 0) << viaLink.output;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_GT(fs::file_size(out), before.size());
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+// On a file system that is full (a 64 KiB tmpfs; skipped where it cannot be mounted), probe and merge
+// exit 1 and leave no 0-byte file, and a failed rewrite leaves the earlier profile whole.
+TEST(CliOutputs, AFullFileSystemLeavesNoEmptyOrTruncatedFile) {
+  TempDir dir;
+  const fs::path mnt = dir.path / "small";
+  fs::create_directory(mnt);
+  if (dynamiccl::testing::runShell("mount -t tmpfs -o size=64k tmpfs '" + mnt.string() + "' 2>&1").rc != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)";
+  struct Unmount {
+    std::string at;
+    ~Unmount() { dynamiccl::testing::runShell("umount '" + at + "'"); }
+  } unmount{mnt.string()};
+  const auto [a, b] = mergeableProfiles(dir, 800);  // about 120 KB merged: more than the file system holds
+  const std::string one = mergeableProfiles(dir, 1, "small-").second;
+  const fs::path out = mnt / "merged.json";
+  ASSERT_EQ(dynamiccl("merge '" + a + "' '" + one + "' -o '" + out.string() + "'").rc, 0);
+  const std::string before = contentOf(out);
+  const Result over = dynamiccl("merge '" + a + "' '" + b + "' -o '" + out.string() + "'");
+  EXPECT_EQ(over.rc, 1) << over.output;
+  EXPECT_NE(over.output.find("No space left on device"), std::string::npos) << over.output;
+  EXPECT_EQ(contentOf(out), before);
+  EXPECT_EQ(dynamiccl("validate '" + out.string() + "'").rc, 0);
+
+  std::ofstream(mnt / "filler") << std::string(128 * 1024, 'x');  // fills it
+  const Result probe = dynamiccl::testing::runShell(kProbeFacts + kDynamiccl + " probe -o '" + (mnt / "fp.json").string() + "' 2>&1");
+  EXPECT_EQ(probe.rc, 1) << probe.output;
+  EXPECT_FALSE(fs::exists(mnt / "fp.json")) << "an empty fingerprint was left";
+  EXPECT_EQ(namesIn(mnt), (std::vector<std::string>{"filler", "merged.json"}));
+}
+
 TEST(Cli, InvalidValuesAreRefused) {
   const std::string profile = std::string(DYNAMICCL_SOURCE_DIR) + "/profiles/example-dgx-h100.json";
   for (const std::string& args : std::vector<std::string>{"show -p '" + profile + "' -c alltoall", "sim --bytes -1", "sim --bytes 0",
@@ -92,8 +211,6 @@ TEST(Cli, InvalidValuesAreRefused) {
   const Result shown = dynamiccl("show -p '" + profile + "' -c allreduce --max-bytes 4096");
   EXPECT_EQ(shown.rc, 0) << shown.output;
 }
-
-int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 // Every size option takes nccl-tests' suffixes (binary: 1K = 1024), the same as the number written out.
 TEST(CliConventions, SizesTakeSuffixes) {
@@ -521,23 +638,6 @@ TEST(CliMerge, MergesShapesAndRefusesConflicts) {
   EXPECT_NE(bad.output.find("conflict: "), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("clash.json"), std::string::npos) << bad.output;
   EXPECT_FALSE(fs::exists(dir.path / "x.json"));
-}
-
-// Node stores gathered into one for offline work: each input's rows once; the same file ingested on
-// two nodes, or a store merged twice, adds nothing the second time.
-TEST(CliDb, MergeGathersNodeStoresOnce) {
-  TempDir a, b, out;
-  const std::string dbA = storeWithRows(a), dbB = storeWithRows(b), all = (out.path / "all.db").string();
-  const Result first = dynamiccl("db merge '" + all + "' '" + dbA + "' '" + dbB + "'");
-  ASSERT_EQ(first.rc, 0) << first.output;
-  EXPECT_NE(first.output.find(dbA + ": 1 runs (0 already there), 3 observations"), std::string::npos) << first.output;
-  EXPECT_NE(first.output.find(dbB + ": 0 runs (1 already there), 0 observations"), std::string::npos) << first.output;
-  const Result again = dynamiccl("db merge '" + all + "' '" + dbA + "'");
-  ASSERT_EQ(again.rc, 0) << again.output;
-  EXPECT_NE(again.output.find("0 runs (1 already there)"), std::string::npos) << again.output;
-  const Result stats = dynamiccl("db stats --db '" + all + "'");
-  EXPECT_NE(stats.output.find("observations: 3\n"), std::string::npos) << stats.output;
-  EXPECT_NE(dynamiccl("db merge '" + all + "' '" + (out.path / "missing.db").string() + "'").rc, 0);
 }
 
 }  // namespace

@@ -13,13 +13,16 @@
 
 namespace dynamiccl::files {
 
-// A file written as a stream. Nothing counts as written until close() returns Ok: it flushes,
-// closes and reports the first failure (open, write, flush or close) with the path and the system's reason.
+// A file written as a stream, into a new temporary file beside the target that is renamed over it
+// only by a close() that succeeded: a failed or abandoned write leaves no partial file, and an earlier
+// file at that path as it was. The target must be a regular file or not exist: a FIFO, device or
+// directory is refused at open(), never waited on. Nothing counts as written until close() returns
+// Ok: it flushes, syncs, closes and renames, reporting the first failure with the path and the reason.
 class OutputFile {
  public:
-  enum class Mode { Truncate, Append };
+  enum class Mode { Truncate, Append };  // Append: the new file starts as a copy of the old one
   static Expected<std::unique_ptr<OutputFile>> open(const std::string& path, Mode mode = Mode::Truncate);
-  ~OutputFile();
+  ~OutputFile();  // removes the temporary file unless close() renamed it
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
   std::ostream& stream();
@@ -29,13 +32,15 @@ class OutputFile {
   class Buffer;
 
  private:
-  OutputFile(std::string path, int fd);
-  std::string path_;
+  OutputFile(std::string path, std::string target, std::string temp, int fd);
+  std::string path_;    // as given, for messages
+  std::string target_;  // what is replaced: path with its symbolic links resolved
+  std::string temp_;    // the new file until close() renames it; empty after
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::ostream> stream_;
 };
 
-// The whole of text into path (created or truncated).
+// The whole of text into path, replacing it only once all of it is written.
 Status writeFile(const std::string& path, std::string_view text);
 
 // Standard output as a written file: flushed and checked (`> /dev/full`, a closed pipe).
