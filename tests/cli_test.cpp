@@ -640,4 +640,21 @@ TEST(CliMerge, MergesShapesAndRefusesConflicts) {
   EXPECT_FALSE(fs::exists(dir.path / "x.json"));
 }
 
+// Node stores gathered into one for offline work: each input's rows once; the same file ingested on
+// two nodes, or a store merged twice, adds nothing the second time.
+TEST(CliDb, MergeGathersNodeStoresOnce) {
+  TempDir a, b, out;
+  const std::string dbA = storeWithRows(a), dbB = storeWithRows(b), all = (out.path / "all.db").string();
+  const Result first = dynamiccl("db merge '" + all + "' '" + dbA + "' '" + dbB + "'");
+  ASSERT_EQ(first.rc, 0) << first.output;
+  EXPECT_NE(first.output.find(dbA + ": 1 runs (0 already there), 3 observations"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find(dbB + ": 0 runs (1 already there), 0 observations"), std::string::npos) << first.output;
+  const Result again = dynamiccl("db merge '" + all + "' '" + dbA + "'");
+  ASSERT_EQ(again.rc, 0) << again.output;
+  EXPECT_NE(again.output.find("0 runs (1 already there)"), std::string::npos) << again.output;
+  const Result stats = dynamiccl("db stats --db '" + all + "'");
+  EXPECT_NE(stats.output.find("observations: 3\n"), std::string::npos) << stats.output;
+  EXPECT_NE(dynamiccl("db merge '" + all + "' '" + (out.path / "missing.db").string() + "'").rc, 0);
+}
+
 }  // namespace
