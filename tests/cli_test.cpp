@@ -658,3 +658,23 @@ TEST(CliDb, MergeGathersNodeStoresOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// An empty profile (0 bytes, or nothing but whitespace) is refused with one line: no tool writes one,
+// and both readers would take it for a profile of no rules.
+TEST(CliValidate, AnEmptyFileIsRefused) {
+  TempDir dir;
+  for (const std::string& content : {std::string(), std::string(" \n\t\r\n")}) {
+    const std::string path = (dir.path / "empty.json").string();
+    std::ofstream(path) << content;
+    for (const char* format : {"", " --format csv", " --format json"}) {
+      const Result r = dynamiccl("validate '" + path + "'" + format);
+      EXPECT_EQ(r.rc, 1) << format << "\n" << r.output;
+      EXPECT_NE(r.output.find(path + " is empty"), std::string::npos) << r.output;
+      EXPECT_EQ(lines(r.output), 1) << r.output;
+    }
+  }
+}
+
+}  // namespace

@@ -1,6 +1,10 @@
 // dynamiccl validate P: reads a profile exactly as the plugin would and says what is wrong.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <iostream>
 
 #include "offline/cli/commands.h"
@@ -8,6 +12,23 @@
 #include "policy/policy.h"
 
 namespace dynamiccl::cli {
+namespace {
+
+// Whether path is a readable regular file with nothing but whitespace in it (read up to its first
+// other byte); both readers would take it for a profile with no rules, which no tool writes.
+bool blank(const std::string& path) {
+  auto fd = openRegularFile(path, O_RDONLY);
+  if (!fd) return false;  // the reader says why
+  char buf[4096];
+  ssize_t n = 0;
+  bool onlySpace = true;
+  while (onlySpace && ((n = ::read(*fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+    for (ssize_t i = 0; i < n && onlySpace; ++i) onlySpace = std::isspace(static_cast<unsigned char>(buf[i])) != 0;
+  ::close(*fd);
+  return onlySpace && n == 0;
+}
+
+}  // namespace
 
 void addValidateCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("validate", "check a profile (our JSON or NVIDIA's CSV) the way the plugin reads it");
@@ -19,6 +40,10 @@ void addValidateCommand(CLI::App& app) {
     const auto f = *format == "json" ? policy::ProfileFormat::Json
                    : *format == "csv" ? policy::ProfileFormat::NvidiaCsv
                                       : policy::ProfileFormat::Auto;
+    if (blank(*path)) {
+      std::cerr << "invalid: " << *path << " is empty (nothing but whitespace): no profile\n";
+      throw CLI::RuntimeError(1);
+    }
     auto profile = policy::loadProfileFile(*path, f);
     if (!profile) {
       std::cerr << "invalid: " << profile.error() << "\n";
