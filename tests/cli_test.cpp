@@ -677,4 +677,21 @@ TEST(CliValidate, AnEmptyFileIsRefused) {
   }
 }
 
+// Every file a command writes goes through the checked writer: one it cannot write is an error (exit 1,
+// no "wrote"), for tune's per-size CSV and crossval's CSV as for the rest.
+TEST(CliOutputs, TheCsvWritersSayWhenTheyCannotWrite) {
+  TempDir dir;
+  const std::string data = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
+  const std::string nowhere = (dir.path / "no" / "such" / "dir.csv").string();
+  const Result tune = dynamiccl("tune --backend replay --dataset '" + data + "' --nranks 4 --points '" + nowhere +
+                                "' -o '" + (dir.path / "report.json").string() + "'");
+  EXPECT_EQ(tune.rc, 1) << tune.output;
+  EXPECT_NE(tune.output.find("cannot open " + nowhere), std::string::npos) << tune.output;
+  EXPECT_EQ(tune.output.find("wrote " + nowhere), std::string::npos) << tune.output;
+  const Result crossval = dynamiccl("crossval --data '" + data + "' --no-plot --quiet --csv '" + nowhere + "'");
+  EXPECT_EQ(crossval.rc, 1) << crossval.output;
+  EXPECT_NE(crossval.output.find("cannot open " + nowhere), std::string::npos) << crossval.output;
+  EXPECT_EQ(crossval.output.find("wrote " + nowhere), std::string::npos) << crossval.output;
+}
+
 }  // namespace

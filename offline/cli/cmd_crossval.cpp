@@ -3,11 +3,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "offline/cli/commands.h"
 #include "offline/cli/plot_runner.h"
+#include "offline/files/files.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {
@@ -51,7 +51,7 @@ int run(const CrossvalCmdOptions& o) {
   for (const tune::CrossvalModeSummary& m : r->summary)
     std::printf("%-19s %6d %6d %5d %9.4f %9.3f %9.4f %9.3f %d\n", m.mode.c_str(), m.points, m.judged, m.rules,
                 m.geomeanVsDefault, m.worstVsDefault, m.geomeanVsBest, m.worstVsBest, m.slowerBeyondNoise);
-  std::ofstream(o.csv) << tune::crossvalCsv(*r);
+  if (auto s = files::writeFile(o.csv, tune::crossvalCsv(*r)); !s) return std::cerr << "crossval: " << s.error() << "\n", 1;
   std::printf("wrote %s\n", o.csv.c_str());
   if (!o.noPlot) {
     if (auto plotted = runPlotScript("plot_crossval.py", {o.csv, o.plot}); !plotted)

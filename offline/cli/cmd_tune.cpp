@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "offline/cli/commands.h"
@@ -182,7 +181,8 @@ int run(const TuneCmdOptions& o) {
     for (const auto& perKey : s.smoothed.evidencePerCollective) points.insert(points.end(), perKey.begin(), perKey.end());
   }
   if (!o.pointsCsv.empty()) {
-    std::ofstream(o.pointsCsv) << tune::evidenceCsv(points);
+    if (auto s = files::writeFile(o.pointsCsv, tune::evidenceCsv(points)); !s)
+      return std::cerr << "tune: " << s.error() << "\n", 1;
     std::printf("wrote %s\n", o.pointsCsv.c_str());
   }
   const tune::TuneReport& report = tuned->merged;

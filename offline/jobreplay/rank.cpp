@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "offline/files/files.h"
 #include "offline/harness/harness.h"
 #include "offline/jobreplay/rank.h"
 
@@ -86,8 +87,9 @@ class EpochAccount {
 };
 
 void writeLog(const std::string& path) {
-  std::ofstream log(path);
-  for (const std::string& l : harness::LogCapture::lines()) log << l << "\n";
+  std::string log;
+  for (const std::string& l : harness::LogCapture::lines()) log += l + "\n";
+  (void)files::writeFile(path, log);  // best effort: the exit code, not the log, says whether the rank failed
 }
 
 [[noreturn]] void leave(int code, const RankPlan& plan) {
@@ -203,12 +205,7 @@ void runRank(const RankPlan& plan) {
     for (const sim::Config& c : epoch) e.push_back({int(c.algo), int(c.proto)});
     out["epochs"].push_back(std::move(e));
   }
-  {
-    std::ofstream file(plan.resultPath + ".tmp");
-    file << out.dump();
-    if (!file.flush()) leave(kResultWrite, plan);
-  }
-  if (std::rename((plan.resultPath + ".tmp").c_str(), plan.resultPath.c_str()) != 0) leave(kResultWrite, plan);
+  if (!files::writeFile(plan.resultPath, out.dump())) leave(kResultWrite, plan);
   leave(kOk, plan);
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
+#include "offline/files/files.h"
 #include "offline/ingest/ingest.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/profile_export.h"
@@ -30,9 +30,11 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
     if (r->kind == "ambiguous") ++out.refused;
     for (std::string& line : ingest::describe(*r)) out.files.push_back(std::move(line));
   }
-  std::ofstream csv(out.csvPath);
-  auto rows = ingest::exportInterchangeCsv(**db, csv);
+  auto csv = files::OutputFile::open(out.csvPath);
+  if (!csv) return makeError(csv.error());
+  auto rows = ingest::exportInterchangeCsv(**db, (*csv)->stream());
   if (!rows) return makeError(rows.error());
+  if (auto s = (*csv)->close(); !s) return s;
   if (*rows == 0) return makeError("no measurement was read from the given files");
   return Ok{};
 }
