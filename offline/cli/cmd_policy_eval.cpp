@@ -1,7 +1,7 @@
 // dynamiccl policy-eval: the learned policy's figures in one place, on machines held out from
 // training: DecisionTable rebuild time, latency ratio to the best configuration against NCCL's
 // default and a TPE-tuned table (tune/ searching the same calibrated simulator), and the same
-// ratios on shared/data measurements through sim/'s replay.
+// ratios on measured datasets (the shipped ones, or --data-dir, e.g. shared/data) through the replay.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -33,7 +33,8 @@ namespace {
 struct PolicyEvalOptions {
   std::string profile;
   std::vector<std::string> presets = {"h800"};
-  std::vector<std::string> data;  // normalized.csv files; empty = every dataset in shared/data
+  std::vector<std::string> data;  // normalized.csv files; empty = every dataset under dataDir
+  std::string dataDir;            // datasets as DIR/<name>/normalized.csv; empty = the ones the project ships
   std::string measuredOn;         // the platform --data was measured on, whatever its system strings say
   bool noTpe = false, noReplay = false;
   int tpeBudget = 0;              // timed iterations per key for the TPE search; 0 = tune/'s own stopping
@@ -60,15 +61,18 @@ std::string guardText(const policy::PolicyNetwork& net) {
   return text;
 }
 
-std::vector<std::string> defaultDatasets() {
+// The data sets to replay: --data, else every <name>/normalized.csv under --data-dir, else the ones
+// shipped with the project (beside the demo's).
+Expected<std::vector<std::string>> datasets(const PolicyEvalOptions& o) {
   namespace fs = std::filesystem;
+  if (!o.data.empty()) return o.data;
+  const fs::path dir = o.dataDir.empty() ? fs::path(demo::embeddedDataset()).parent_path().parent_path() : fs::path(o.dataDir);
   std::vector<std::string> out;
-  for (const fs::path& dir : {fs::path(DYNAMICCL_SOURCE_DIR) / "../shared/data", fs::path(DYNAMICCL_SOURCE_DIR) / "shared/data"}) {
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& e : fs::directory_iterator(dir))
-      if (fs::exists(e.path() / "normalized.csv")) out.push_back((e.path() / "normalized.csv").lexically_normal().string());
-    break;
-  }
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (fs::is_regular_file(it->path() / "normalized.csv")) out.push_back((it->path() / "normalized.csv").lexically_normal().string());
+  if (ec) return makeError("cannot read " + dir.string() + ": " + ec.message());
+  if (out.empty()) return makeError("no dataset (<name>/normalized.csv) under " + dir.string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -156,10 +160,9 @@ std::string machinesOf(const sim::ReplayData& data, const std::vector<std::strin
   return s;
 }
 
-void printReplay(const PolicyEvalOptions& o, const policy::PolicyNetwork& net,
+void printReplay(const std::vector<std::string>& files, const PolicyEvalOptions& o, const policy::PolicyNetwork& net,
                  const std::vector<std::string>& trainedOnMeasured) {
-  const std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
-  std::printf("== shared/data replay, measured (measured time of the decision / best measured config at the point; only\n"
+  std::printf("== measured datasets replayed (measured time of the decision / best measured config at the point; only\n"
               "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick;\n"
               "   machine: the platform measured and whether the profile trained on its measurements)\n");
   std::vector<train::GainPair> gains;
@@ -236,8 +239,9 @@ void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>&
 // Leave one machine out: per dataset with forced sweeps, a network trained on simulator rollouts and
 // the other datasets' measurements, never on this one's, ranks what to measure at its keys.
 int runProposers(const PolicyEvalOptions& o) {
-  std::vector<std::string> files = o.data.empty() ? defaultDatasets() : o.data;
-  if (files.empty()) files.push_back(demo::embeddedDataset());
+  auto found = datasets(o);
+  if (!found) return std::cerr << "policy-eval: " << found.error() << "\n", 1;
+  const std::vector<std::string>& files = *found;
   std::printf("== proposers, leave one machine out (measured: the dataset's medians say what is best; a configuration "
               "within 1%% of the best counts as the best; trials: alternatives measured until the best was)\n");
   const std::vector<train::ProposerKind>& kinds = train::proposerKinds();
@@ -290,6 +294,8 @@ int runProposers(const PolicyEvalOptions& o) {
 int run(const PolicyEvalOptions& o) {
   if (o.proposers) return runProposers(o);
   if (o.profile.empty()) return std::cerr << "policy-eval: a profile with a \"policy\" section is required\n", 1;
+  const auto files = o.noReplay ? Expected<std::vector<std::string>>(std::vector<std::string>{}) : datasets(o);
+  if (!files) return std::cerr << "policy-eval: " << files.error() << "\n", 1;
   auto profile = policy::loadProfileFile(o.profile);
   if (!profile) {
     std::cerr << "invalid profile: " << profile.error() << "\n";
@@ -330,7 +336,7 @@ int run(const PolicyEvalOptions& o) {
   std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
               "collectives): %.0f us, %zu rules (first init of the process, probing the host: %.0f us)\n",
               policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, rules, first_us);
-  if (!o.noReplay) printReplay(o, net, measuredTrainedOn(o.profile));
+  if (!o.noReplay) printReplay(*files, o, net, measuredTrainedOn(o.profile));
   return 0;
 }
 
@@ -338,17 +344,19 @@ int run(const PolicyEvalOptions& o) {
 
 void addPolicyEvalCommand(CLI::App& app) {
   auto o = std::make_shared<PolicyEvalOptions>();
-  CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out machines and shared/data");
+  CLI::App* cmd = app.add_subcommand("policy-eval", "figures of a learned policy on held-out machines and measured datasets");
   cmd->add_option("profile", o->profile, "profile with a \"policy\" section (not with --proposers)");
   cmd->add_flag("--proposers", o->proposers,
                 "the learned network as the ranker of what to measure, leave one machine out (trains one network per "
                 "--data file), against NCCL's cost order and the calibrated simulator");
   cmd->add_option("--presets", o->presets, "machine name prefixes to evaluate on (default h800; keep them held out)");
-  cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every shared/data dataset)");
+  cmd->add_option("--data", o->data, "normalized.csv files to replay (default: every dataset under --data-dir)");
+  cmd->add_option("--data-dir", o->dataDir,
+                  "replay every DIR/<name>/normalized.csv, e.g. shared/data (default: the datasets the project ships)");
   cmd->add_option("--measured-on", o->measuredOn, "the platform the --data files were measured on");
   cmd->add_option("--tpe-budget", o->tpeBudget, "TPE timed iterations per key (0 = converge)")->check(CLI::Range(0, 100000));
   cmd->add_flag("--no-tpe", o->noTpe, "skip the TPE-tuned table");
-  cmd->add_flag("--no-replay", o->noReplay, "skip the shared/data replay");
+  cmd->add_flag("--no-replay", o->noReplay, "skip the replay of measured datasets");
   CLI::Option* margin = cmd->add_option("--guard-margin", o->guardMargin,
                                         "guard margin instead of the profile's guard_margin (default 0.05)")
                             ->check(CLI::Range(0.0, 0.99));
