@@ -719,4 +719,43 @@ TEST(CliPolicyEval, ReplaysTheDataDirItIsGivenOrTheShippedDatasets) {
   EXPECT_EQ(contentOf(kDynamiccl).find("../shared"), std::string::npos) << "a path outside the project is compiled in";
 }
 
+// profile names every input it could not read, a directory as well as a file, and then writes nothing
+// (exit 2) unless told to profile the rest; run as nobody, since root reads a mode-000 directory.
+TEST(CliProfile, NamesEveryInputItCouldNotReadDirectoriesIncluded) {
+  const std::string asNobody = dynamiccl::testing::runShell("command -v setpriv").rc == 0
+                                   ? "setpriv --reuid=65534 --regid=65534 --clear-groups "
+                               : dynamiccl::testing::runShell("command -v runuser").rc == 0 ? "runuser -u nobody -- "
+                                                                                             : "";
+  if (asNobody.empty()) GTEST_SKIP() << "neither setpriv nor runuser is here to drop root's right to read anything";
+  if (dynamiccl::testing::runShell(asNobody + "test -x '" + kDynamiccl + "'").rc != 0)
+    GTEST_SKIP() << "the built tool is not reachable by an unprivileged user here";
+  TempDir dir;
+  fs::permissions(dir.path, fs::perms::all);
+  const fs::path logs = dir.path / "logs";
+  fs::create_directories(logs / "readable");
+  fs::create_directories(logs / "closed");
+  fs::copy_file(std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv",
+                logs / "readable" / "normalized.csv");
+  std::ofstream(logs / "closed" / "other.csv") << "another system's data\n";
+  std::ofstream(logs / "secret.log") << "unreadable\n";
+  for (const auto& e : fs::recursive_directory_iterator(logs)) fs::permissions(e.path(), fs::perms::all);
+  fs::permissions(logs, fs::perms::all);
+  fs::permissions(logs / "closed", fs::perms::none);
+  fs::permissions(logs / "secret.log", fs::perms::none);
+  const std::string out = (dir.path / "profile.json").string();
+  const std::string run = asNobody + "env -u DYNAMICCL_DB TMPDIR='" + dir.path.string() + "' " + kDynamiccl + " profile '" +
+                          logs.string() + "' -o '" + out + "' -q";
+  const Result r = dynamiccl::testing::runShell(run + " 2>&1");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("not read: " + (logs / "closed").string() + ": Permission denied"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not read: " + (logs / "secret.log").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 input(s) could not be read; nothing written"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+  const Result rest = dynamiccl::testing::runShell(run + " --skip-unreadable 2>&1");
+  EXPECT_EQ(rest.rc, 0) << rest.output;
+  EXPECT_NE(rest.output.find("not read: " + (logs / "closed").string()), std::string::npos) << rest.output;
+  EXPECT_TRUE(fs::exists(out)) << rest.output;
+  fs::permissions(logs / "closed", fs::perms::all);  // so the directory can be removed
+}
+
 }  // namespace

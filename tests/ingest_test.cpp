@@ -352,7 +352,7 @@ TEST(Ingest, EveryRealNcclTestsLogMatchesNormalizedCounts) {
   for (const auto& folder : fs::directory_iterator(kData)) {
     if (!fs::is_directory(folder.path() / "raw")) continue;
     int64_t outOfPlace = 0, wrongOutOfPlace = 0, files = 0, headerless = 0;
-    for (const std::string& f : expandPaths({(folder.path() / "raw").string()})) {
+    for (const std::string& f : expandPaths({(folder.path() / "raw").string()}).files) {
       const std::string text = readFile(f);
       const ParsedLog log = parseNcclTestsLog(text, f);
       if (log.sections.empty()) continue;
@@ -441,7 +441,7 @@ TEST(Ingest, ParsedOutputOfEveryRawFileIsPinned) {
   // The datasets the pin was taken on: a dataset added to shared/data later does not move it.
   const std::set<std::string> pinned = {"alps-gh200-slingshot-allreduce", "gcp-a3mega-h100-2node",
                                         "h100-ib-cluster-xxrjun", "l40s-pcie-cs244c", "xla-collective-perf-table"};
-  for (const std::string& f : expandPaths({kData})) {  // sorted; the hint is relative so the pin moves with the data
+  for (const std::string& f : expandPaths({kData}).files) {  // sorted; the hint is relative so the pin moves with the data
     const std::string rel = fs::relative(f, kData).string();
     if (rel.find("/raw/") == std::string::npos || !pinned.count(rel.substr(0, rel.find('/')))) continue;
     dump += "file " + rel + "\n" + dumpParsedLog(parseNcclTestsLog(readFile(f), rel));
@@ -459,7 +459,7 @@ TEST(Ingest, ForcedRunsOfL40sFolderCarryTheirProtocolAndAlgorithm) {
   for (auto [dir, algo, proto] : {std::tuple{"auto_ll128", Algo::Default, Proto::LL128},
                                   std::tuple{"ring", Algo::Ring, Proto::Default},
                                   std::tuple{"iteration_1", Algo::Default, Proto::Default}}) {
-    for (const std::string& f : expandPaths({root + "/" + dir})) {
+    for (const std::string& f : expandPaths({root + "/" + dir}).files) {
       const ParsedLog log = parseNcclTestsLog(readFile(f), f);
       ASSERT_EQ(log.sections.size(), 1u) << f;
       EXPECT_EQ(log.sections[0].forced_algo, algo) << f;

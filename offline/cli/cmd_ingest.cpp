@@ -28,8 +28,10 @@ int runIngest(const IngestOptions& o) {
     std::cerr << "dynamiccl ingest: " << writer.error() << "\n";
     return 1;
   }
-  const auto files = ingest::expandPaths(o.paths);
+  const ingest::InputFiles inputs = ingest::expandPaths(o.paths);
+  const std::vector<std::string>& files = inputs.files;
   int64_t observations = 0, decisions = 0, skippedFiles = 0, failed = 0, refused = 0;
+  for (const std::string& dir : inputs.unreadable) std::cerr << "error: cannot read directory " << dir << "\n";
   std::map<std::string, int64_t> skippedWhy;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string progress = "[" + std::to_string(i + 1) + "/" + std::to_string(files.size()) + "] ";
@@ -57,7 +59,7 @@ int runIngest(const IngestOptions& o) {
   if (refused > 0)
     std::cerr << "dynamiccl ingest: refused " << refused << " file(s) whose sources name different forced "
               << "configurations; rename them or fix their env lines\n";
-  return failed == 0 && refused == 0 ? 0 : 2;
+  return failed == 0 && refused == 0 && inputs.unreadable.empty() ? 0 : 2;
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct ProfileCmdOptions {
   std::vector<std::string> paths;
   std::string out = "profile.json", workDir, system, name = "dynamiccl profile";
   double minGain = 0.01, confidence = 0.95;
-  bool quiet = false;
+  bool quiet = false, skipUnread = false;
   ClusterFactsOptions cluster;
 };
 
@@ -58,6 +58,7 @@ int run(const ProfileCmdOptions& o) {
   plan.rule.minGain = o.minGain;
   plan.rule.confidence = o.confidence;
   plan.name = o.name;
+  plan.skipUnread = o.skipUnread;
   auto r = tune::profileFromLogs(plan);
   if (o.workDir.empty()) {
     std::error_code ec;
@@ -66,6 +67,10 @@ int run(const ProfileCmdOptions& o) {
   if (!r) return std::cerr << "dynamiccl profile: " << r.error() << "\n", 1;
   for (const std::string& f : r->files)
     if (!o.quiet || f.find(": refused") != std::string::npos) std::printf("%s\n", f.c_str());
+  for (const std::string& u : r->unread) std::cerr << "dynamiccl profile: not read: " << u << "\n";
+  if (!r->unread.empty() && !o.skipUnread)
+    return std::cerr << "dynamiccl profile: " << r->unread.size() << " input(s) could not be read; nothing written (make "
+                     << "them readable, or --skip-unreadable to profile the rest)\n", 2;
   if (r->refused)
     return std::cerr << "dynamiccl profile: refused " << r->refused << " file(s) whose sources name different forced "
                      << "configurations; nothing written\n", 2;
@@ -92,7 +97,10 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("--min-gain", o->minGain, "rule: the confidence bound on chosen/default must be below 1 - this")
       ->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--confidence", o->confidence, "rule: confidence of the one-sided bound")->check(CLI::Range(0.5, 0.9999));
-  cmd->add_flag("-q,--quiet", o->quiet, "no per-file lines (refused files are still named)");
+  cmd->add_flag("-q,--quiet", o->quiet, "no per-file lines (refused and unreadable inputs are still named)");
+  cmd->add_flag("--skip-unreadable", o->skipUnread,
+                "profile what could be read when a file or directory cannot be (each is still named); without it such "
+                "an input fails the command (exit 2) and nothing is written");
   addClusterFactsOptions(cmd, o->cluster);
   cmd->callback([o] {
     if (const int rc = run(*o); rc != 0) throw CLI::RuntimeError(rc);

@@ -102,8 +102,13 @@ struct FileReport {
   std::vector<Detection> detected;         // one per section of an nccl-tests log
 };
 
-// Files under the given files/directories (recursive, sorted).
-std::vector<std::string> expandPaths(const std::vector<std::string>& paths);
+// Files under the given files/directories (recursive, sorted), and every directory that could not
+// be listed, as "<dir>: <reason>" (a directory left out is never silent).
+struct InputFiles {
+  std::vector<std::string> files;
+  std::vector<std::string> unreadable;
+};
+InputFiles expandPaths(const std::vector<std::string>& paths);
 // Parses one file and writes its rows in one batch; skips content already in the store.
 Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, const std::string& path);
 // What ingesting one file did, as `ingest` and `profile` print it: "<path>: <kind>, N observations,

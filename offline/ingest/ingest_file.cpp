@@ -248,20 +248,32 @@ std::vector<std::string> describe(const FileReport& r) {
   return out;
 }
 
-std::vector<std::string> expandPaths(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
+namespace {
+
+// dir's regular files, recursively; links to directories are not followed (as find does).
+void collectFiles(const fs::path& dir, InputFiles& out) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code typeEc;
+    if (it->is_directory(typeEc) && !it->is_symlink(typeEc)) collectFiles(it->path(), out);
+    else if (it->is_regular_file(typeEc)) out.files.push_back(it->path().string());
+  }
+  if (ec) out.unreadable.push_back(dir.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+InputFiles expandPaths(const std::vector<std::string>& paths) {
+  InputFiles out;
   for (const std::string& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        if (it->is_regular_file(ec)) files.push_back(it->path().string());
-    } else {
-      files.push_back(p);
-    }
+    if (fs::is_directory(p, ec)) collectFiles(p, out);
+    else out.files.push_back(p);
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  std::sort(out.files.begin(), out.files.end());
+  std::sort(out.unreadable.begin(), out.unreadable.end());
+  return out;
 }
 
 Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, const std::string& path) try {

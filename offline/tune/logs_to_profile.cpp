@@ -21,10 +21,12 @@ Status ingestAll(const LogsProfilePlan& plan, const std::string& dbPath, LogsPro
   if (!db) return makeError(db.error());
   auto writer = store::Writer::create(**db);
   if (!writer) return makeError(writer.error());
-  for (const std::string& f : ingest::expandPaths(plan.paths)) {
+  const ingest::InputFiles inputs = ingest::expandPaths(plan.paths);
+  out.unread = inputs.unreadable;
+  for (const std::string& f : inputs.files) {
     auto r = ingest::ingestFile(**db, **writer, f);
     if (!r) {
-      out.files.push_back(f + ": error: " + r.error());
+      out.unread.push_back(r.error().starts_with(f + ":") ? r.error() : f + ": " + r.error());
       continue;
     }
     if (r->kind == "ambiguous") ++out.refused;
@@ -81,7 +83,7 @@ Expected<LogsProfileReport> profileFromLogs(const LogsProfilePlan& plan) {
   const std::string dbPath = (fs::path(plan.workDir) / "store.db").string();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dbPath + suffix, ec);  // every run reads its files afresh
   if (auto s = ingestAll(plan, dbPath, out); !s) return makeError(s.error());
-  if (out.refused) return out;  // the caller says which files, and writes nothing
+  if (out.refused || (!out.unread.empty() && !plan.skipUnread)) return out;  // the caller names them, writes nothing
   TunePlan tp;
   tp.backend = BackendKind::Replay;
   tp.replay = {out.csvPath, plan.system, 0, 0, "", plan.declared};

@@ -19,6 +19,7 @@ struct LogsProfilePlan {
   std::optional<ClusterHardware> declared;  // the measured machine's fingerprint, when declared
   SmoothingOptions rule;
   std::string name = "dynamiccl profile";
+  bool skipUnread = false;  // tune on the rest where an input could not be read (each still named)
 };
 
 // One size of one shape, as an nccl-tests table row: NCCL's default, what the profile runs, the evidence.
@@ -39,6 +40,7 @@ struct ShapeTable {
 struct LogsProfileReport {
   std::vector<std::string> files;  // one line per file: what ingest detected, or why it was refused
   int refused = 0;
+  std::vector<std::string> unread;  // "<path>: <why>" per directory or file that could not be read
   std::string csvPath;
   std::vector<ShapeTable> shapes;
   policy::Profile profile;
