@@ -20,6 +20,7 @@
 #include "offline/harness/harness.h"
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
+#include "tests/profile_fixture.h"
 
 namespace {
 
@@ -318,6 +319,20 @@ void BM_RulesInitSameShape(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RulesInitSameShape)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// `dynamiccl merge` of two 200k-rule profiles (100 shapes in common, where they agree), parsed
+// beforehand: the conflict check is near-linear. Budget 10 s.
+void BM_MergeTwo200kRuleProfiles(benchmark::State& state) {
+  const std::vector<policy::Profile> profiles = {fixture::shapedProfile("a", 1, 200, 200),
+                                                 fixture::shapedProfile("b", 101, 200, 200)};
+  for (auto _ : state) {
+    auto merged = policy::mergeProfiles(profiles);
+    if (!merged) std::abort();
+    benchmark::DoNotOptimize(merged);
+  }
+  state.counters["budget_s"] = 10;
+}
+BENCHMARK(BM_MergeTwo200kRuleProfiles)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 
