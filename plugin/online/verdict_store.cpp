@@ -1,8 +1,15 @@
 #include "plugin/online/verdict_store.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "plugin/log.h"
 #include "store/store.h"
@@ -10,17 +17,109 @@
 namespace dynamiccl::plugin {
 namespace {
 
-// A finalize waits at most 3 x 1 s for a lock other ranks' observation writers hold (they flush at
-// finalize too), then drops the verdicts with one line.
-constexpr int kBusyTimeout_ms = 2000;  // the job's outcome, a few rows: worth more wait than observations (still bounded)
+// NCCL's communicator destroy waits on the tuner's finalize: the store gets this long, then the
+// verdicts go to a side file of their own beside it (this long again at most), which the next job's
+// init moves into the store. So finalize ends within a second whatever holds the store's lock.
+constexpr auto kStoreBound = std::chrono::milliseconds(400);
+constexpr int kBusyTimeout_ms = 2000;  // per attempt; the bound above ends every wait sooner
 constexpr int kBusyAttempts = 3;
+constexpr const char* kPendingTag = ".pending-verdicts-";  // <db><tag><pid>-<ns>: one job's verdicts
 
-Expected<std::unique_ptr<store::Store>> openStore(const VerdictScope& scope) {
+// Sets `flag` once `bound` has passed (or at destruction): every lock wait of a store opened with it ends.
+class GiveUpAfter {
+ public:
+  explicit GiveUpAfter(std::chrono::milliseconds bound)
+      : thread_([this, bound] {
+          std::unique_lock lock(mutex_);
+          if (!wake_.wait_for(lock, bound, [&] { return done_; })) flag_.store(true);
+        }) {}
+  ~GiveUpAfter() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  const std::atomic<bool>* flag() const { return &flag_; }
+
+ private:
+  std::atomic<bool> flag_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the members it uses exist
+};
+
+std::string databasePath(const VerdictScope& scope) {
+  return scope.dbPath.empty() ? store::defaultDatabasePath() : scope.dbPath;
+}
+
+Expected<std::unique_ptr<store::Store>> openStore(const std::string& path, const std::atomic<bool>* giveUp = nullptr) {
   store::StoreOptions options;
-  options.path = scope.dbPath.empty() ? store::defaultDatabasePath() : scope.dbPath;
+  options.path = path;
   options.busy_timeout_ms = kBusyTimeout_ms;
   options.busy_attempts = kBusyAttempts;
+  options.give_up = giveUp;
   return store::Store::open(options);
+}
+
+// Writes rows into the store at `path` within `bound`.
+Status writeWithin(const std::string& path, const std::vector<store::VerdictRow>& rows, std::chrono::milliseconds bound) {
+  GiveUpAfter giveUp(bound);
+  auto db = openStore(path, giveUp.flag());
+  return db.ok() ? db.value()->addVerdicts(rows) : makeError(db.error());
+}
+
+void removeStoreFiles(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+}
+
+// Side files a finalize left beside the store at `path` because the store was locked then.
+std::vector<std::string> pendingFiles(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  const fs::path db(path);
+  const std::string prefix = db.filename().string() + kPendingTag;
+  std::error_code ec;
+  for (fs::directory_iterator it(db.has_parent_path() ? db.parent_path() : fs::path("."), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
+        name.find_first_not_of("0123456789-", prefix.size()) == std::string::npos)
+      out.push_back(it->path().string());
+  }
+  return out;
+}
+
+// Moves the verdicts of side files into the store (each file removed once its rows are in), so the
+// learner resumes from them and `dynamiccl export --from-store` sees them. A file that cannot be
+// moved now stays for the next init.
+void movePendingVerdicts(const std::string& path) {
+  size_t moved = 0;
+  for (const std::string& side : pendingFiles(path)) {
+    Expected<std::vector<store::VerdictRow>> rows = makeError("not opened");
+    {  // the side store is closed before it is removed
+      store::StoreOptions options;
+      options.path = side;
+      options.read_only = true;
+      auto from = store::Store::open(options);
+      rows = from.ok() ? from.value()->latestVerdicts() : Expected<std::vector<store::VerdictRow>>(makeError(from.error()));
+    }
+    if (!rows.ok()) {
+      logWarn("in-job verification: verdicts left in %s unreadable (%s); left there", side.c_str(), rows.error().c_str());
+      continue;
+    }
+    if (Status s = writeWithin(path, *rows, kStoreBound); !s) {
+      logWarn("in-job verification: %zu verdict(s) in %s not yet moved into %s (%s); the next init tries again",
+              rows->size(), side.c_str(), path.c_str(), s.error().c_str());
+      continue;
+    }
+    removeStoreFiles(side);
+    moved += rows->size();
+  }
+  if (moved) logInfo("in-job verification: %zu verdict(s) an earlier job left beside %s (its store was locked) moved into it",
+                     moved, path.c_str());
 }
 
 uint64_t bucketHighest(int bucket) {
@@ -52,10 +151,11 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
 
 size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope) {
   if (!scope.record) return 0;
-  const std::string path = scope.dbPath.empty() ? store::defaultDatabasePath() : scope.dbPath;
+  const std::string path = databasePath(scope);
+  movePendingVerdicts(path);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;  // no store yet: nothing to resume
-  auto db = openStore(scope);
+  auto db = openStore(path);
   if (!db.ok()) {
     logWarn("in-job verification starts afresh: store unavailable (%s)", db.error().c_str());
     return 0;
@@ -122,15 +222,30 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
             "DYNAMICCL_RECORD=0)", verdicts.size(), promoted, dropped, testing);
     return;
   }
-  auto db = openStore(scope);
-  Status s = db.ok() ? db.value()->addVerdicts(rows) : makeError(db.error());
-  if (!s) {
-    logWarn("in-job verification: %zu verdict(s) not stored (%s)", rows.size(), s.error().c_str());
+  const std::string path = databasePath(scope);
+  const char* unknownHardware =
+      scope.fingerprint.empty() ? " (hardware unknown: `dynamiccl export --from-store` cannot mark them verified)" : "";
+  const Status s = writeWithin(path, rows, kStoreBound);
+  if (s) {
+    logInfo("in-job verification: %zu candidate(s): %zu promoted, %zu dropped, %zu still testing; stored in %s%s",
+            verdicts.size(), promoted, dropped, testing, path.c_str(), unknownHardware);
     return;
   }
-  logInfo("in-job verification: %zu candidate(s): %zu promoted, %zu dropped, %zu still testing; stored in %s%s",
-          verdicts.size(), promoted, dropped, testing, db.value()->path().c_str(),
-          scope.fingerprint.empty() ? " (hardware unknown: `dynamiccl export --from-store` cannot mark them verified)" : "");
+  // The store is locked (or failing): a side file of this job's own, moved into the store at the next init.
+  const std::string side = path + kPendingTag + std::to_string(getpid()) + "-" +
+                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  for (store::VerdictRow& r : rows)  // their time is now, not when the next job moves them
+    r.ts_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (const Status kept = writeWithin(side, rows, kStoreBound); !kept) {
+    removeStoreFiles(side);
+    logWarn("in-job verification: %zu verdict(s) not stored (%s; nor beside it: %s)", rows.size(), s.error().c_str(),
+            kept.error().c_str());
+    return;
+  }
+  logInfo("in-job verification: %zu candidate(s): %zu promoted, %zu dropped, %zu still testing; %s unavailable within "
+          "%lld ms (%s), so kept in %s, which the next job's init moves into it%s",
+          verdicts.size(), promoted, dropped, testing, path.c_str(), static_cast<long long>(kStoreBound.count()),
+          s.error().c_str(), side.c_str(), unknownHardware);
 }
 
 }  // namespace dynamiccl::plugin

@@ -1,0 +1,154 @@
+// The tuner's finalize against a store another process holds write-locked (BEGIN EXCLUSIVE): NCCL's
+// communicator destroy waits on it, so it must return within a second, and the job's verdicts must
+// not be lost: they are kept beside the store and the next job's init moves them into it.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "store/store.h"
+#include "tests/profiled_call.h"
+#include "tests/test_support.h"
+
+namespace dynamiccl {
+namespace {
+
+constexpr int kRanks = 8;
+constexpr int kTree = 0, kRing = 1, kLL = 0, kSimple = 2;
+constexpr uint64_t kBytes = 4096;
+constexpr int kEpochCalls = 200;
+
+// tree/ll, simulated (unverified) on this very hardware: the job tests it against NCCL's ring/simple.
+constexpr const char* kProfile =
+    R"({"format":"dynamiccl-profile","version":2,"name":"simulated","rules":[{"collective":"allreduce",)"
+    R"("bytes":[4096,4096],"algo":"tree","proto":"ll","evidence":{"provenance":"simulated","fingerprint":)"
+    R"({"gpu_cc":89,"nvlink_GBps":0,"nics_per_node":1,"nic_GBps":25}}}]})";
+
+bool waitForFile(const std::string& path, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// One process as rank 0 (the leader) of an 8-rank communicator (the input check off: the other
+// ranks do not exist). With calls > 0 it runs them, then announces "finalizing" and waits for
+// "locked" before the tuner's finalize, whose duration it writes to "finalize_ms".
+[[noreturn]] void runLeader(const std::string& dir, uint64_t commId, uint64_t calls) {
+  setenv("DYNAMICCL_TOPO_GPU_CC", "89", 1);
+  setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "0", 1);
+  setenv("DYNAMICCL_TOPO_NICS", "1", 1);
+  setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 1);
+  setenv("DYNAMICCL_PROFILE", (dir + "/simulated.json").c_str(), 1);
+  setenv("DYNAMICCL_TRUST", "verified", 1);
+  setenv("DYNAMICCL_DB", (dir + "/store.db").c_str(), 1);
+  setenv("DYNAMICCL_COORD_DIR", (dir + "/coord").c_str(), 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str(), 1);
+  setenv("DYNAMICCL_INPUTS_CHECK", "0", 1);
+  unsetenv("DYNAMICCL_ONLINE");
+  unsetenv("DYNAMICCL_VERIFY");
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
+  auto tuner = harness::TunerLibrary::open(path);
+  auto prof = harness::ProfilerLibrary::open(path);
+  if (!tuner.ok() || !prof.ok()) _exit(10);
+  harness::CommSpec spec;
+  spec.commId = commId;
+  spec.nRanks = kRanks;
+  auto comm = (*tuner)->init(spec);
+  if (!comm.ok()) _exit(11);
+  int mask = 0;
+  void* pctx = nullptr;
+  if ((*prof)->init(harness::ProfilerCommSpec{commId, kRanks, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  const harness::CostTable table = harness::ncclPicks(kRing, kSimple);
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < calls; ++i) {
+    const harness::Choice c = (*comm)->decide(4, kBytes, table);
+    const double lat_us = (c.algo == kTree && c.proto == kLL ? 8.0 : 10.0) * noise(rng);
+    testing::emitProfiledCall(**prof, pctx, i, kBytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
+    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));  // the worker keeps up
+  }
+  (*prof)->finalize(pctx);
+  if (calls > 0) {
+    std::ofstream(dir + "/finalizing") << "1";
+    if (!waitForFile(dir + "/locked", 60)) _exit(14);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  comm.value().reset();  // the tuner's finalize: the leader stores its verdicts here
+  std::ofstream(dir + "/finalize_ms") << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  _exit(0);
+}
+
+std::vector<store::VerdictRow> storedVerdicts(const std::string& db) {
+  store::StoreOptions o;
+  o.path = db;
+  o.read_only = true;
+  auto s = store::Store::open(o);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
+  if (!s.ok()) return {};
+  auto rows = (*s)->latestVerdicts();
+  EXPECT_TRUE(rows.ok());
+  return rows.ok() ? *rows : std::vector<store::VerdictRow>{};
+}
+
+size_t sideFiles(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    n += e.path().filename().string().find(".pending-verdicts-") != std::string::npos;
+  return n;
+}
+
+TEST(FinalizeBound, AStoreLockedByAnotherProcessHoldsFinalizeUnderASecondAndLosesNoVerdict) {
+  char tmpl[] = "/tmp/dynamiccl-finalize-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/simulated.json") << kProfile;
+  std::filesystem::create_directory(dir + "/coord");
+  const std::string db = dir + "/store.db";
+  {
+    store::StoreOptions o;
+    o.path = db;
+    ASSERT_TRUE(store::Store::open(o).ok());  // the store exists (WAL, schema) before the job
+  }
+  const pid_t job = fork();
+  if (job == 0) runLeader(dir, 0xf1a1, 3000);
+  ASSERT_TRUE(waitForFile(dir + "/finalizing", 60));
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::ofstream(dir + "/locked") << "1";
+  const std::vector<int> codes = testing::waitForRanks({job}, 60);
+  sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  ASSERT_EQ(codes[0], 0);
+  double finalize_ms = -1;
+  std::ifstream(dir + "/finalize_ms") >> finalize_ms;
+  std::printf("the tuner's finalize with the store locked: %.0f ms\n", finalize_ms);
+  EXPECT_GE(finalize_ms, 0);
+  EXPECT_LT(finalize_ms, 1000) << "the tuner's finalize waited on the locked store";
+  EXPECT_TRUE(storedVerdicts(db).empty()) << "the lock did not hold: the test tests nothing";
+  EXPECT_EQ(sideFiles(dir), 1u) << "the verdicts were not kept beside the store";
+
+  // The next job's init (the store free again) moves them into the store.
+  const pid_t next = fork();
+  if (next == 0) runLeader(dir, 0xf1a2, 0);
+  ASSERT_EQ(testing::waitForRanks({next}, 60)[0], 0);
+  const auto rows = storedVerdicts(db);
+  bool found = false;
+  for (const auto& r : rows) found |= r.min_bytes == kBytes && r.algo == "TREE" && r.proto == "LL" && r.n > 0;
+  EXPECT_TRUE(found) << rows.size() << " verdict(s) in the store after the next job's init";
+  EXPECT_EQ(sideFiles(dir), 0u) << "the side file stayed after its verdicts were moved";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dynamiccl
