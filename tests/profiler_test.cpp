@@ -463,6 +463,18 @@ TEST(Profiler, OneProcessPerStoreFileRecordsTheOthersSayWhy) {
   }
   ASSERT_NO_FATAL_FAILURE(profileTenCalls());  // the lock is free: this process records
   EXPECT_EQ(observations(), 10);
+
+  // A rank with nothing to record (it decides nothing) leaves the file to one that has.
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the sink's first commit
+  auto free = store::RecorderLock::tryTake(env.db.path());
+  ASSERT_TRUE(free.ok()) << free.error();
+  EXPECT_NE(*free, nullptr);
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
 }
 
 TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
@@ -819,13 +831,13 @@ TEST(ProfilerBounds, FinalizeIsBoundedWhileAnotherProcessHoldsTheStoreWriteLock)
   int mask = 0;
   void* ctx = nullptr;
   ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
-  // Wait until the worker has opened the store (its run row is there), then take the write lock.
+  // Wait until the worker has opened the store (its tables are there), then take the write lock.
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open(env.db.path().c_str(), &other), SQLITE_OK);
   sqlite3_busy_timeout(other, 5000);
   int runs = 0;
   for (int i = 0; i < 500 && runs == 0; ++i) {
-    sqlite3_exec(other, "SELECT count(*) FROM runs", [](void* n, int, char** v, char**) {
+    sqlite3_exec(other, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'", [](void* n, int, char** v, char**) {
       *static_cast<int*>(n) = std::atoi(v[0]);
       return 0;
     }, &runs, nullptr);

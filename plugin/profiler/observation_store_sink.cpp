@@ -138,14 +138,7 @@ class StoreSink final : public WorkerSink {
   // Committer thread: opens the store (waiting for locks here, not in the worker), then commits what
   // the worker queued every ~100 ms or ~10k rows, and once more when the sink closes.
   void run() {
-    if (!open()) {
-      std::lock_guard lock(mutex_);
-      unusable_ = true;
-      skipping_.store(true, std::memory_order_relaxed);
-      profilerCounters().unwritten.fetch_add(pending_.size(), std::memory_order_relaxed);
-      pending_.clear();
-      return;
-    }
+    if (!open()) return stopRecording(0);
     std::vector<PendingRow> rows;
     for (;;) {
       bool last;
@@ -168,13 +161,19 @@ class StoreSink final : public WorkerSink {
       return false;
     }
     if (!db.value()->notice().empty()) logWarn("profiler: %s", db.value()->notice().c_str());
-    // One recorder per store file: the node's other ranks leave it to that one (SQLite's lock would
-    // make them queue for it, and drop what waits too long).
-    auto lock = store::RecorderLock::tryTake(db.value()->path());
+    db_ = std::move(db.value());
+    return true;
+  }
+
+  // The first rows to write claim the store file: one recorder per file, so the node's other ranks
+  // leave it to that one (SQLite's lock would queue them, and drop what waits too long). A rank with
+  // nothing to record (it decides nothing) never takes it from one that has.
+  bool claim() {
+    auto lock = store::RecorderLock::tryTake(db_->path());
     if (lock.ok() && !lock.value()) {
-      const std::string holder = store::RecorderLock::holder(db.value()->path());
+      const std::string holder = store::RecorderLock::holder(db_->path());
       logInfo("profiler: another process (%s) records into %s; this one records nothing (its observations are "
-              "counted as not written)", holder.empty() ? "unknown" : holder.c_str(), db.value()->path().c_str());
+              "counted as not written)", holder.empty() ? "unknown" : holder.c_str(), db_->path().c_str());
       return false;
     }
     if (!lock.ok()) logWarn("profiler: store: %s; recording without the one-recorder lock", lock.error().c_str());
@@ -186,20 +185,31 @@ class StoreSink final : public WorkerSink {
     run.source = "plugin";
     run.env_json = envJson();
     run.nccl_version = ncclVersion_;
-    auto runId = db.value()->addRun(run);
-    auto writer = runId.ok() ? store::Writer::create(*db.value()) : makeError(runId.error());
+    auto runId = db_->addRun(run);
+    auto writer = runId.ok() ? store::Writer::create(*db_) : makeError(runId.error());
     if (!writer.ok()) {
       logWarn("profiler: store unusable (%s); observations are not recorded", writer.error().c_str());
       return false;
     }
-    db_ = std::move(db.value());
     writer_ = std::move(writer.value());
     runId_ = runId.value();
     return true;
   }
 
+  // From now on every observation is counted as not written, `lost` of them already taken off the queue.
+  void stopRecording(size_t lost) {
+    db_.reset();
+    recorderLock_.reset();  // another process may record what this one cannot
+    std::lock_guard lock(mutex_);
+    unusable_ = true;
+    skipping_.store(true, std::memory_order_relaxed);
+    profilerCounters().unwritten.fetch_add(lost + pending_.size(), std::memory_order_relaxed);
+    pending_.clear();
+  }
+
   void commit(std::vector<PendingRow>& rows) {
-    if (rows.empty()) return;
+    if (rows.empty() || skipping_.load(std::memory_order_relaxed)) return;
+    if (!writer_ && !claim()) return stopRecording(rows.size());
     store::Batch batch;
     uint64_t skipped = 0;
     for (PendingRow& r : rows) {
