@@ -1,7 +1,6 @@
 #include "policy/online_learner.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 namespace dynamiccl::policy {
@@ -16,6 +15,12 @@ void append(Candidates& c, const Decision& d) {
   for (int i = 0; i < c.count; ++i)
     if (c.decisions[i] == d) return;
   if (c.count < Candidates::kMax) c.decisions[c.count++] = d;
+}
+
+// The arm a rule set's first decision names in full (algo and proto); -1 when it names less or none.
+int fullSlot(const Candidates& c) {
+  const bool full = c.count && !c.decisions[0].keepsAlgoProto() && c.decisions[0].proto != Proto::Default;
+  return full ? slotOf(c.decisions[0].algo, c.decisions[0].proto) : -1;
 }
 
 }  // namespace
@@ -36,6 +41,8 @@ OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn can
       decayPerCall_(std::pow(0.5, 1.0 / std::max(1.0, config.halfLifeCalls))),
       keys_(kOnlineKeys) {
   usualDecayPerCall_ = std::pow(0.5, 1.0 / std::max(1.0, config.usualHalfLifeCalls));
+  plan_.rate = initialMeasureRate(config_.exploreTimeShare,
+                                  *std::max_element(config_.measureCostShare.begin(), config_.measureCostShare.end()));
 }
 
 void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto) {
@@ -110,22 +117,21 @@ void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, d
   ++counters_.observations;
 }
 
-std::vector<int> OnlineLearner::armSlots(int coll, int bucket, const KeyState& k) const {
+std::vector<int> OnlineLearner::armSlots(int coll, const KeyState& k, const PriorArm& prior) const {
   std::vector<int> slots;
   auto add = [&](int s) {
     if (s >= 0 && slots.size() < kOnlineMaxArms + 1 && std::find(slots.begin(), slots.end(), s) == slots.end())
       slots.push_back(s);
   };
-  const Candidates prior = priorOf(coll, bucket);
-  const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
-  const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto) : -1;
+  const int priorSlot = prior.full ? prior.slot : -1;
   // Nothing to verify and nothing promoted: the static table answers.
-  const bool promoted = k.incumbent >= 0 && k.incumbent != priorSlot && (fullPrior || k.incumbent != k.ncclDefault);
-  if (config_.candidatesOnly && k.candidate < 0 && !promoted) return slots;
+  const bool promoted = k.incumbent >= 0 && k.incumbent != priorSlot && (prior.full || k.incumbent != k.ncclDefault);
+  const bool verifying = mode() != Mode::Learn;
+  if (verifying && k.candidate < 0 && !promoted) return slots;
   add(priorSlot);
   add(k.ncclDefault);
   add(k.candidate);
-  if (config_.candidatesOnly) return slots;
+  if (verifying) return slots;
   for (Proto p : {Proto::LL, Proto::LL128, Proto::Simple}) {
     add(slotOf(Algo::Ring, p));
     if (coll == static_cast<int>(Collective::AllReduce)) add(slotOf(Algo::Tree, p));
@@ -138,15 +144,18 @@ Judgement OnlineLearner::compare(const ArmStats& a, const ArmStats& b) const {
 }
 
 Judgement OnlineLearner::compare(const ArmStats& a, const ArmStats& b, double minGain) const {
-  auto se2 = [&](const ArmStats& x) {
-    const double m = x.s / x.w, var = std::max(x.ss / x.w - m * m, config_.noiseFloor * config_.noiseFloor);
-    return var / std::max(x.w, 1.0);
-  };
   const double df = static_cast<double>(std::max<uint64_t>(2, std::min(a.n, b.n)) - 1);
   DecisionRule rule = config_.rule;
   rule.minGain = minGain;
-  return judge(a.s / a.w - b.s / b.w, std::sqrt(se2(a) + se2(b)), df, rule);
+  return judge(a.s / a.w - b.s / b.w, std::sqrt(varOfMean(a) + varOfMean(b)), df, rule);
 }
+
+double OnlineLearner::varOfMean(const ArmStats& a) const {
+  const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
+  return var / std::max(a.w, 1.0);
+}
+
+Decision OnlineLearner::decisionAt(int slot) { return Decision{algoOf(slot), protoOf(slot), 0, 0}; }
 
 bool OnlineLearner::decided(const KeyState& k, int slot, int runs) const {
   if (slot < 0) return true;
@@ -185,13 +194,13 @@ int OnlineLearner::nextArm(const KeyState& k, int priorSlot, int runs) const {
   // model can be wrong on new hardware; a slow one is dropped after a sample or two), then the
   // undecided survivors, fastest measured first.
   int fresh = -1, survivor = -1;
-  auto meanOf = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
+  auto measuredMean = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
   for (int s = 0; s < kArmSlots; ++s) {
     if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0)) continue;
     if (decided(k, s, runs)) continue;
     if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
       if (fresh < 0 || k.modelled_us[s] < k.modelled_us[fresh]) fresh = s;
-    } else if (k.arms[s].w > 0 && (survivor < 0 || meanOf(s) < meanOf(survivor))) {
+    } else if (k.arms[s].w > 0 && (survivor < 0 || measuredMean(s) < measuredMean(survivor))) {
       survivor = s;
     }
   }
@@ -231,7 +240,6 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
   const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
   if (runs < 0) return -1;
   const uint64_t minSamples = static_cast<uint64_t>(config_.minSamples);
-  auto meanOf = [&](const ArmStats& a) { return a.s / a.w; };
   // Lost to what runs: no gain beyond noise once measured, or far behind after a sample or two.
   auto lost = [&](int s) {
     const ArmStats &a = k.arms[s], &r = k.arms[runs];
@@ -239,13 +247,12 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
     if (meanOf(a) - meanOf(r) > std::log(config_.maxModelledRatio)) return true;
     return a.n >= minSamples && r.n >= minSamples && compare(a, r).noGain;
   };
-  auto trusted = [&](int s) { return k.arms[s].n >= minSamples && k.arms[s].w > 0.5; };
   // An arm already measured faster than what runs beyond noise (this job's samples, or a previous
   // job's seeded from the store) is the candidate, so the build promotes it now.
-  if (trusted(runs)) {
+  if (trusted(k, runs)) {
     int winner = -1;
     for (int s = 0; s < kArmSlots; ++s) {
-      if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(s) || (k.modelled && !(k.modelled_us[s] >= 0)))
+      if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(k, s) || (k.modelled && !(k.modelled_us[s] >= 0)))
         continue;
       if (compare(k.arms[s], k.arms[runs]).faster && (winner < 0 || meanOf(k.arms[s]) < meanOf(k.arms[winner])))
         winner = s;
@@ -278,6 +285,247 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
   return best;
 }
 
+OnlineLearner::Mode OnlineLearner::mode() const {
+  if (!config_.candidatesOnly) return Mode::Learn;
+  if (!config_.modelRunnerUp) return Mode::Verify;
+  return model_ ? Mode::VerifyRanked : Mode::VerifySearch;
+}
+
+OnlineLearner::PriorArm OnlineLearner::priorArm(int coll, int bucket, const KeyState& k) const {
+  PriorArm p;
+  p.rules = priorOf(coll, bucket);
+  const int full = fullSlot(p.rules);
+  p.full = full >= 0;
+  p.slot = p.full ? full : (p.rules.count ? -1 : k.ncclDefault);
+  return p;
+}
+
+bool OnlineLearner::trusted(const KeyState& k, int slot) const {
+  return slot >= 0 && k.arms[slot].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[slot].w > 0.5;
+}
+
+void OnlineLearner::setCandidate(KeyState& k, int slot, const Decision& d) {
+  k.candidate = slot;
+  k.candidateDecision = d;
+}
+
+void OnlineLearner::staticCandidate(int coll, int bucket, KeyState& k, int priorSlot) const {
+  // The candidate is told apart by what ran: one whose (algo, proto) the static answer or NCCL runs
+  // already cannot be verified from observations.
+  const Candidates unverified = candidate_ ? candidate_(coll, bucket) : Candidates{};
+  const Candidates cand = config_.learnedRulesApply ? unverified : learnedOr(unverified, coll, bucket);
+  const int candSlot = fullSlot(cand);
+  k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
+  if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
+}
+
+int OnlineLearner::runnerUp(const KeyState& k, int priorSlot) const {
+  if (!k.modelled || k.ncclDefault < 0 || !(k.modelled_us[k.ncclDefault] > 0)) return -1;
+  int best = -1;
+  for (int s = 0; s < kArmSlots; ++s)
+    if (s != k.ncclDefault && s != priorSlot && k.modelled_us[s] >= 0 &&
+        (best < 0 || k.modelled_us[s] < k.modelled_us[best]))
+      best = s;
+  if (best < 0 || k.modelled_us[best] > config_.maxModelledRatio * k.modelled_us[k.ncclDefault]) return -1;
+  return best;
+}
+
+void OnlineLearner::searchNext(KeyState& k, int priorSlot, int runs) const {
+  // An arm measured ahead of what runs beyond noise stays the candidate, so this build promotes it.
+  if (const int winner = aheadOf(k, runs); winner >= 0) {
+    setCandidate(k, winner, k.tested >> winner & 1 ? k.testedDecision[winner] : decisionAt(winner));
+    return;
+  }
+  const bool roundDone = k.candidate >= 0 && k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples);
+  if (k.candidate >= 0 && !roundDone && !decided(k, k.candidate, runs)) return;
+  if (const int next = nextArm(k, priorSlot, runs); next >= 0) setCandidate(k, next, decisionAt(next));
+}
+
+void OnlineLearner::pickCandidate(int coll, int bucket, KeyState& k, int priorSlot) {
+  staticCandidate(coll, bucket, k, priorSlot);
+  // The learned policy in the job proposes first: its belief, updated by what was measured, picks
+  // what to measure next; the profile's candidate and NCCL's runner-up remain for where it has none.
+  if (model_)
+    if (const int p = proposal(coll, bucket, k, priorSlot); p >= 0) setCandidate(k, p, decisionAt(p));
+  // Verifying a profile: where it offers no testable candidate, or once its candidate is decided,
+  // every other configuration NCCL's table allows is tried in turn, cheapest by NCCL's own cost first:
+  // the model orders what to measure, the measurement decides. With the learned arm model in the
+  // job, it ranks instead, and NCCL's runner-up stands in only where it proposes nothing.
+  const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
+  if (mode() == Mode::VerifyRanked && k.candidate < 0)
+    if (const int r = runnerUp(k, priorSlot); r >= 0) setCandidate(k, r, decisionAt(r));
+  if (mode() == Mode::VerifySearch) searchNext(k, priorSlot, runs);
+  if (k.candidate >= 0) {
+    k.tested |= uint32_t{1} << k.candidate;
+    k.testedDecision[k.candidate] = k.candidateDecision;
+  }
+}
+
+void OnlineLearner::switchToBest(KeyState& k, const std::vector<int>& slots) {
+  int best = -1;
+  for (int s : slots)
+    if (trusted(k, s) && (best < 0 || meanOf(k.arms[s]) < meanOf(k.arms[best]))) best = s;
+  if (best < 0 || best == k.incumbent || !trusted(k, k.incumbent) ||
+      !compare(k.arms[best], k.arms[k.incumbent]).faster)
+    return;
+  k.incumbent = best;
+  ++counters_.switches;
+  // An arm online learning switched to gets its verdict like a candidate, so the job's gain is exported.
+  if (!(k.tested >> best & 1)) {
+    k.tested |= uint32_t{1} << best;
+    k.testedDecision[best] = decisionAt(best);
+  }
+}
+
+void OnlineLearner::guard(KeyState& k, int priorSlot) {
+  // Never keep a choice that measures worse than NCCL's own beyond noise; and a promotion this job
+  // made stands only while its calls show it faster than NCCL's own beyond noise (the bound its
+  // verdict carries): one made on early calls that later calls erode returns to what ran before.
+  const int def = k.ncclDefault;
+  if (def < 0 || def == k.incumbent || !trusted(k, def) || !trusted(k, k.incumbent)) return;
+  if (compare(k.arms[k.incumbent], k.arms[def]).slower) {
+    k.incumbent = def;
+    ++counters_.guardTrips;
+  } else if (k.incumbent != priorSlot && !compare(k.arms[k.incumbent], k.arms[def], 0.0).faster) {
+    k.incumbent = priorSlot;
+    ++counters_.guardTrips;
+  }
+}
+
+Decision OnlineLearner::decisionOf(const KeyState& k, const PriorArm& prior, int slot) const {
+  if (slot == k.candidate) return k.candidateDecision;
+  return slot == prior.slot && prior.full ? prior.rules.decisions[0] : decisionAt(slot);
+}
+
+void OnlineLearner::setExploit(OnlineEntry& e, const KeyState& k, const PriorArm& prior) const {
+  // Verifying only: while the static answer stands, it answers itself (exactly, at every size).
+  if (mode() != Mode::Learn && (k.incumbent < 0 || k.incumbent == prior.slot)) return;
+  if (k.incumbent >= 0) append(e.exploit, decisionOf(k, prior, k.incumbent));
+  for (int i = 0; i < prior.rules.count; ++i) append(e.exploit, prior.rules.decisions[i]);
+  if (!e.exploit.count) append(e.exploit, Decision{});  // keep NCCL's choice, explicitly
+}
+
+void OnlineLearner::updateScale(KeyState& k, const std::vector<int>& slots) const {
+  if (!k.modelled) return;
+  for (int s : slots)
+    if (trusted(k, s) && k.modelled_us[s] > 0) {
+      const double fit = std::exp(meanOf(k.arms[s])) / k.modelled_us[s];
+      if (k.bestScale <= 0 || fit < k.bestScale) k.bestScale = fit;
+    }
+}
+
+int OnlineLearner::racingArm(const KeyState& k, const std::vector<int>& slots) const {
+  // An arm whose estimate is a gain of minGain over the incumbent but whose bound is not yet (tune's
+  // "undecided") is measured further at a higher rate; its trials cost nothing while it stays ahead.
+  if (!trusted(k, k.incumbent)) return -1;
+  const double inc = meanOf(k.arms[k.incumbent]), gainLog = std::log(1 - config_.rule.minGain);
+  int racing = -1;
+  for (int s : slots)
+    if (s >= 0 && s != k.incumbent && trusted(k, s) && meanOf(k.arms[s]) - inc < gainLog &&
+        (racing < 0 || meanOf(k.arms[s]) < meanOf(k.arms[racing]))) {
+      const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
+      if (!j.faster && !j.noGain) racing = s;
+    }
+  return racing;
+}
+
+std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, int s, size_t nSlots) const {
+  if (s < 0) return std::nullopt;  // never; tells GCC so
+  const ArmStats& a = k.arms[s];
+  const std::optional<double> incumbentMean =
+      trusted(k, k.incumbent) ? std::optional<double>(meanOf(k.arms[k.incumbent])) : std::nullopt;
+  const double share = config_.exploreCallShare / static_cast<double>(nSlots);
+  if (!trusted(k, s)) {
+    // A few samples far behind the incumbent settle it: no need to wait for minSamples.
+    if (a.w > 0.1 && incumbentMean && meanOf(a) - *incumbentMean > std::log(config_.maxModelledRatio))
+      return ArmRate{1.0 / config_.retestEvery, std::exp(meanOf(a) - *incumbentMean)};
+    const std::optional<double> ratio = untriedRatio(k, s, incumbentMean);
+    if (!ratio) return std::nullopt;  // the model says it cannot pay off here
+    // The calls still to come must repay what measuring the arm costs (the key's calls so far, as
+    // the job measured them at the rate in force).
+    const double calls = static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6);
+    if (!searchRepays(calls, k.measureCost, config_.minSamples, config_.plausibleGain)) return std::nullopt;
+    return ArmRate{share, *ratio};
+  }
+  if (!incumbentMean) return ArmRate{share, 1.0};
+  const double ratio = std::exp(meanOf(a) - *incumbentMean);
+  const ArmRate retest{1.0 / config_.retestEvery, ratio};
+  if (meanOf(a) - 2 * std::sqrt(varOfMean(a)) >= *incumbentMean) return retest;  // clearly worse
+  // Decided by the rule (it cannot be a gain of minGain however long it is measured), or what it
+  // could still gain does not repay measuring it further: drift re-tests only.
+  const Judgement j = compare(a, k.arms[k.incumbent]);
+  if (j.noGain) return retest;
+  const double calls = static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6);
+  if (!searchRepays(calls, k.measureCost, config_.minSamples, std::max(0.0, 1 - std::exp(j.lower)))) return retest;
+  return ArmRate{share, ratio};
+}
+
+bool OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots,
+                                   const PriorArm& prior) {
+  // Unknown and plausible arms share the call budget; clearly worse arms are only re-tested; then
+  // everything is scaled so the expected extra time stays in budget. A racing arm is outside the
+  // call cap: only the time budget bounds it.
+  updateScale(k, slots);
+  const int racing = racingArm(k, slots);
+  std::vector<std::pair<int, double>> rates;
+  double callSum = 0, costSum = 0;
+  for (int s : slots) {
+    if (s < 0 || s == k.incumbent || rates.size() == kOnlineMaxArms) continue;  // s < 0: never; tells GCC so
+    if (s == racing) {
+      rates.emplace_back(s, config_.raceCallShare);
+      continue;
+    }
+    const std::optional<ArmRate> r = armRate(k, s, slots.size());
+    if (!r) continue;
+    rates.emplace_back(s, r->rate);
+    callSum += r->rate;
+    costSum += r->rate * std::max(0.0, r->ratio - 1.0);
+  }
+  // The budget covers trials and measurement together: trials get what measuring leaves.
+  const double trialBudget = std::max(0.0, config_.exploreTimeShare - plan_.costShare);
+  double scale = 1.0;
+  if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
+  if (costSum * scale > trialBudget) scale = costSum > 0 ? trialBudget / costSum : 0;
+  double cumulative = 0;
+  bool searching = false;  // an arm at a search rate, not only drift re-tests
+  for (auto [s, rate] : rates) {
+    searching = searching || s == racing || rate > 1.0 / config_.retestEvery;
+    cumulative += s == racing ? rate : rate * scale;
+    const int i = e.nArms++;
+    e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
+    append(e.arms[i], decisionOf(k, prior, s));
+    for (int j = 0; j < e.exploit.count; ++j) append(e.arms[i], e.exploit.decisions[j]);
+  }
+  return searching;
+}
+
+KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, bool searching) const {
+  KeyMeasure m;
+  m.costShare = k.measureCost;
+  m.searching = searching;
+  if (k.incumbent < 0 || k.arms[k.incumbent].w <= 0) return m;
+  const double incumbentLog = meanOf(k.arms[k.incumbent]);
+  m.time_us = static_cast<double>(k.calls) * std::exp(incumbentLog);
+  if (k.ncclDefault >= 0 && k.ncclDefault != k.incumbent && trusted(k, k.ncclDefault) && trusted(k, k.incumbent))
+    m.gainShare = std::max(0.0, 1 - std::exp(incumbentLog - meanOf(k.arms[k.ncclDefault])));
+  return m;
+}
+
+// How much the next version measures (policy/measurement_plan.h); only measured calls explore, so an
+// arm's share of the key's calls becomes its share of the measured ones.
+void OnlineLearner::planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys) {
+  const double initial = initialMeasureRate(
+      config_.exploreTimeShare, *std::max_element(config_.measureCostShare.begin(), config_.measureCostShare.end()));
+  plan_ = policy::planMeasurement(keys, config_.exploreTimeShare, config_.settledMeasureShare, initial);
+  table.setMeasureThreshold(rateThreshold(plan_.rate));
+  if (plan_.rate >= 1 || !(plan_.rate > 0)) return;
+  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
+    OnlineEntry& e = table.entry(key);
+    for (int i = 0; i < e.nArms; ++i)
+      e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(e.cumulativeThreshold[i] / plan_.rate, 2147483648.0));
+  }
+}
+
 std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
   if (refresh_ && windowsChanged_) {
     learned_ = refresh_(windows_);
@@ -287,180 +535,25 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
   if (model_ && modelFitAt_ != counters_.observations) refitModel();
   auto table = std::make_unique<OnlineTable>();
   table->setVersion(version);
+  std::vector<KeyMeasure> measures;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     KeyState& k = keys_[key];
     if (!k.active) continue;
     const int coll = static_cast<int>(key / SizeBucket::kCount), bucket = static_cast<int>(key % SizeBucket::kCount);
-    const Candidates prior = priorOf(coll, bucket);
-    // The prior's arm: the profile's full (algo, proto); NCCL's own when no rule; -1 when only partial.
-    const bool fullPrior = prior.count && !prior.decisions[0].keepsAlgoProto() && prior.decisions[0].proto != Proto::Default;
-    const int priorSlot = fullPrior ? slotOf(prior.decisions[0].algo, prior.decisions[0].proto)
-                                    : (prior.count ? -1 : k.ncclDefault);
-    // The candidate is told apart by what ran: one whose (algo, proto) the static answer or NCCL runs
-    // already cannot be verified from observations.
-    const Candidates unverified = candidate_ ? candidate_(coll, bucket) : Candidates{};
-    const Candidates cand = config_.learnedRulesApply ? unverified : learnedOr(unverified, coll, bucket);
-    const bool fullCand = cand.count && !cand.decisions[0].keepsAlgoProto() && cand.decisions[0].proto != Proto::Default;
-    const int candSlot = fullCand ? slotOf(cand.decisions[0].algo, cand.decisions[0].proto) : -1;
-    k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
-    if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
-    // The learned policy in the job proposes first: its belief, updated by what was measured, picks
-    // what to measure next; the profile's candidate and NCCL's runner-up remain for where it has none.
-    if (model_) {
-      if (const int p = proposal(coll, bucket, k, priorSlot); p >= 0) {
-        k.candidate = p;
-        k.candidateDecision = Decision{algoOf(p), protoOf(p), 0, 0};
-      }
-    }
-    // Verifying a profile: where it offers no testable candidate, or once its candidate is decided,
-    // every other configuration NCCL's table allows is tried in turn, cheapest by NCCL's own cost first:
-    // the model orders what to measure, the measurement decides. With the learned arm model in the
-    // job, it ranks instead, and NCCL's runner-up stands in only where it proposes nothing.
-    const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
-    const bool search = config_.candidatesOnly && config_.modelRunnerUp && !model_;
-    if (config_.candidatesOnly && config_.modelRunnerUp && model_ && k.candidate < 0 && k.modelled &&
-        k.ncclDefault >= 0 && k.modelled_us[k.ncclDefault] > 0) {
-      int runnerUp = -1;
-      for (int s = 0; s < kArmSlots; ++s)
-        if (s != k.ncclDefault && s != priorSlot && k.modelled_us[s] >= 0 &&
-            (runnerUp < 0 || k.modelled_us[s] < k.modelled_us[runnerUp]))
-          runnerUp = s;
-      if (runnerUp >= 0 && k.modelled_us[runnerUp] <= config_.maxModelledRatio * k.modelled_us[k.ncclDefault]) {
-        k.candidate = runnerUp;
-        k.candidateDecision = Decision{algoOf(runnerUp), protoOf(runnerUp), 0, 0};
-      }
-    }
-    const bool roundDone = k.candidate >= 0 && k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples);
-    // An arm measured ahead of what runs beyond noise stays the candidate, so this build promotes it.
-    const int winner = search ? aheadOf(k, runs) : -1;
-    if (winner >= 0) {
-      k.candidate = winner;
-      k.candidateDecision = k.tested >> winner & 1 ? k.testedDecision[winner] : Decision{algoOf(winner), protoOf(winner), 0, 0};
-    } else if (search && (k.candidate < 0 || roundDone || decided(k, k.candidate, runs))) {
-      if (const int next = nextArm(k, priorSlot, runs); next >= 0) {
-        k.candidate = next;
-        k.candidateDecision = Decision{algoOf(next), protoOf(next), 0, 0};
-      }
-    }
-    if (k.candidate >= 0) {
-      if (!(k.tested >> k.candidate & 1)) k.trialOrder[k.candidate] = static_cast<uint8_t>(std::popcount(k.tested) + 1);
-      k.tested |= uint32_t{1} << k.candidate;
-      k.testedDecision[k.candidate] = k.candidateDecision;
-    }
-    const std::vector<int> slots = armSlots(coll, bucket, k);
+    const PriorArm prior = priorArm(coll, bucket, k);
+    pickCandidate(coll, bucket, k, prior.slot);
+    const std::vector<int> slots = armSlots(coll, k, prior);
     if (slots.empty()) continue;
-    auto trusted = [&](int s) {
-      return s >= 0 && k.arms[s].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[s].w > 0.5;
-    };
-    auto mean = [&](int s) { return k.arms[s].s / k.arms[s].w; };
-    auto se = [&](int s) {
-      const ArmStats& a = k.arms[s];
-      const double m = a.s / a.w, var = std::max(a.ss / a.w - m * m, config_.noiseFloor * config_.noiseFloor);
-      return std::sqrt(var / std::max(a.w, 1.0));
-    };
     for (int s : slots) decay(k, k.arms[s]);
-
-    if (k.incumbent < 0) k.incumbent = priorSlot;
-    int best = -1;
-    for (int s : slots)
-      if (trusted(s) && (best < 0 || mean(s) < mean(best))) best = s;
-    if (best >= 0 && best != k.incumbent && trusted(k.incumbent) && compare(k.arms[best], k.arms[k.incumbent]).faster) {
-      k.incumbent = best;
-      ++counters_.switches;
-      // An arm online learning switched to gets its verdict like a candidate, so the job's gain is exported.
-      if (!(k.tested >> best & 1)) {
-        k.tested |= uint32_t{1} << best;
-        k.testedDecision[best] = Decision{algoOf(best), protoOf(best), 0, 0};
-      }
-    }
-    // The guard: never keep a choice that measures worse than NCCL's own beyond noise; and a promotion
-    // this job made stands only while its calls show it faster than NCCL's own beyond noise (the bound
-    // its verdict carries): one made on early calls that later calls erode returns to what ran before.
-    const int def = k.ncclDefault;
-    if (def >= 0 && def != k.incumbent && trusted(def) && trusted(k.incumbent)) {
-      if (compare(k.arms[k.incumbent], k.arms[def]).slower) {
-        k.incumbent = def;
-        ++counters_.guardTrips;
-      } else if (k.incumbent != priorSlot && !compare(k.arms[k.incumbent], k.arms[def], 0.0).faster) {
-        k.incumbent = priorSlot;
-        ++counters_.guardTrips;
-      }
-    }
-
+    if (k.incumbent < 0) k.incumbent = prior.slot;
+    switchToBest(k, slots);
+    guard(k, prior.slot);
     OnlineEntry& e = table->entry(key);
-    auto decisionOf = [&](int s) {
-      if (s == k.candidate) return k.candidateDecision;
-      return s == priorSlot && fullPrior ? prior.decisions[0] : Decision{algoOf(s), protoOf(s), 0, 0};
-    };
-    // Verifying only: while the static answer stands, it answers itself (exactly, at every size).
-    const bool staticExploit = config_.candidatesOnly && (k.incumbent < 0 || k.incumbent == priorSlot);
-    if (!staticExploit) {
-      if (k.incumbent >= 0) append(e.exploit, decisionOf(k.incumbent));
-      for (int i = 0; i < prior.count; ++i) append(e.exploit, prior.decisions[i]);
-      if (!e.exploit.count) append(e.exploit, Decision{});  // keep NCCL's choice, explicitly
-    }
-
-    // Exploration rates: unknown and plausible arms share the call budget; clearly worse arms are
-    // only re-tested; then everything is scaled so the expected extra time stays in budget.
-    if (k.modelled)
-      for (int s : slots)
-        if (trusted(s) && k.modelled_us[s] > 0) {
-          const double fit = std::exp(mean(s)) / k.modelled_us[s];
-          if (k.bestScale <= 0 || fit < k.bestScale) k.bestScale = fit;
-        }
-    const std::optional<double> incumbentMean =
-        trusted(k.incumbent) ? std::optional<double>(mean(k.incumbent)) : std::nullopt;
-    std::vector<std::pair<int, double>> rates;
-    double callSum = 0, costSum = 0;
-    // Racing: an arm whose estimate is a gain of minGain over the incumbent but whose bound is not yet
-    // (tune's "undecided") is measured further at a higher rate; its trials cost nothing while it
-    // stays ahead, so only the time budget bounds it.
-    int racing = -1;
-    const double gainLog = std::log(1 - config_.rule.minGain);
-    for (int s : slots)
-      if (s >= 0 && s != k.incumbent && trusted(s) && trusted(k.incumbent) && mean(s) - mean(k.incumbent) < gainLog &&
-          (racing < 0 || mean(s) < mean(racing))) {
-        const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
-        if (!j.faster && !j.noGain) racing = s;
-      }
-    for (int s : slots) {
-      if (s < 0 || s == k.incumbent || rates.size() == kOnlineMaxArms) continue;  // s < 0: never; tells GCC so
-      double rate, ratio;
-      // A few samples far behind the incumbent settle it: no need to wait for minSamples.
-      const bool hopeless = !trusted(s) && k.arms[s].w > 0.1 && trusted(k.incumbent) &&
-                            mean(s) - mean(k.incumbent) > std::log(config_.maxModelledRatio);
-      if (hopeless) {
-        rate = 1.0 / config_.retestEvery;
-        ratio = std::exp(mean(s) - mean(k.incumbent));
-      } else if (!trusted(s)) {
-        const std::optional<double> prior = untriedRatio(k, s, incumbentMean);
-        if (!prior) continue;  // the model says it cannot pay off here
-        rate = config_.exploreCallShare / static_cast<double>(slots.size());
-        ratio = *prior;
-      } else if (s == racing) {  // ahead of the incumbent: no cost, outside the call cap
-        rates.emplace_back(s, config_.raceCallShare);
-        continue;
-      } else {
-        ratio = trusted(k.incumbent) ? std::exp(mean(s) - mean(k.incumbent)) : 1.0;
-        const bool plausible = !trusted(k.incumbent) || mean(s) - 2 * se(s) < mean(k.incumbent);
-        rate = plausible ? config_.exploreCallShare / static_cast<double>(slots.size()) : 1.0 / config_.retestEvery;
-      }
-      rates.emplace_back(s, rate);
-      callSum += rate;
-      costSum += rate * std::max(0.0, ratio - 1.0);
-    }
-    double scale = 1.0;
-    if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
-    if (costSum * scale > config_.exploreTimeShare) scale = config_.exploreTimeShare / costSum;
-    double cumulative = 0;
-    for (auto [s, rate] : rates) {
-      cumulative += s == racing ? rate : rate * scale;
-      const int i = e.nArms++;
-      e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
-      append(e.arms[i], decisionOf(s));
-      for (int j = 0; j < e.exploit.count; ++j) append(e.arms[i], e.exploit.decisions[j]);
-    }
+    setExploit(e, k, prior);
+    k.measureCost = config_.measureCostShare[bucket];
+    measures.push_back(keyMeasure(k, setExploration(e, k, slots, prior)));
   }
+  planMeasurement(*table, measures);
   return table;
 }
 

@@ -15,6 +15,7 @@
 #include "features/features.h"
 #include "policy/decision_rule.h"
 #include "policy/decision_table.h"
+#include "policy/measurement_plan.h"
 #include "policy/online_table.h"
 
 namespace dynamiccl::policy {
@@ -55,6 +56,13 @@ struct OnlineConfig {
   double proposalSigmas = 1.0;
   double minProposedGain = 0.01;
   int proposalSamples = 30;        // a proposal neither promoted nor lost by then gives way to the next
+  // Measuring costs the job (policy/measurement_plan.h): what profiling a call costs per size bucket
+  // (share of its time), the share of calls still measured once the search settles
+  // (DYNAMICCL_MEASURE_SHARE), and the gain a search may plausibly find (share of a key's time), which
+  // must repay its measurement within the job for the key to be searched at all.
+  std::array<double, SizeBucket::kCount> measureCostShare{};
+  double settledMeasureShare = 1.0;
+  double plausibleGain = 0.1;
 };
 
 // How a candidate rule stands against NCCL's default in this job (what the store keeps).
@@ -146,6 +154,8 @@ class OnlineLearner {
   };
   Counters counters() const { return counters_; }
   const OnlineConfig& config() const { return config_; }
+  // What the last build() decided to measure: the share of calls, its price, what the job gained.
+  const MeasurePlan& measurePlan() const { return plan_; }
 
  private:
   static constexpr int kArmSlots = kNumAlgos * kNumProtos;
@@ -163,16 +173,63 @@ class OnlineLearner {
     Decision candidateDecision;
     int proposal = -1;      // the arm model's current proposal, kept until measured; -1 none
     uint32_t tested = 0;    // arm slots that were candidates in this job (each gets a verdict)
-    std::array<uint8_t, kArmSlots> trialOrder{};  // 1-based order in which arms became candidates; 0 never
     std::array<Decision, kArmSlots> testedDecision{};
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
     std::array<double, kArmSlots> usualLog{}, usualW{};  // slow average of log-latency per arm
     std::array<float, kArmSlots> modelled_us{};
     std::array<ArmStats, kArmSlots> arms{};
+    double measureCost = 0;  // what profiling one of its calls costs (share of the call's time)
   };
+  // What the learner does at a key, from its configuration and whether an arm model is set.
+  enum class Mode : uint8_t {
+    Learn,         // online learning: every allowed arm is explored, the best measured one runs
+    Verify,        // verification: the static answer, NCCL's default and the key's candidate only
+    VerifySearch,  // verification that goes on to every configuration NCCL allows, its cheapest first
+    VerifyRanked,  // verification where the arm model ranks; NCCL's runner-up where it proposes none
+  };
+  // A key's prior: the static answer, and its arm (the profile's full (algo, proto); NCCL's own when
+  // no rule; -1 when only partial).
+  struct PriorArm {
+    Candidates rules;
+    bool full = false;  // the first rule names a full (algo, proto)
+    int slot = -1;
+  };
+  // An arm's share of the exploration: calls, and its expected time relative to the incumbent.
+  struct ArmRate {
+    double rate = 0, ratio = 1;
+  };
+  Mode mode() const;
+  PriorArm priorArm(int coll, int bucket, const KeyState& k) const;
+  static double meanOf(const ArmStats& a) { return a.s / a.w; }
+  double varOfMean(const ArmStats& a) const;  // of the mean log-latency, with the noise floor
+  static Decision decisionAt(int slot);
+  bool trusted(const KeyState& k, int slot) const;  // measured enough for its mean to count
   void decay(KeyState& k, ArmStats& a) const;
-  std::vector<int> armSlots(int coll, int bucket, const KeyState& k) const;
+  std::vector<int> armSlots(int coll, const KeyState& k, const PriorArm& prior) const;
+  // The phases of a key's build, in order: its candidate; the incumbent switching to an arm measured
+  // faster; the guard against NCCL's default; the exploit choice; the exploration rates.
+  void pickCandidate(int coll, int bucket, KeyState& k, int priorSlot);
+  void switchToBest(KeyState& k, const std::vector<int>& slots);
+  void guard(KeyState& k, int priorSlot);
+  void setExploit(OnlineEntry& e, const KeyState& k, const PriorArm& prior) const;
+  // Returns whether the key is still searching (an arm at a search rate, not only drift re-tests).
+  bool setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
+  // Then, over every key: how much of the next version is measured.
+  KeyMeasure keyMeasure(const KeyState& k, bool searching) const;
+  void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys);
+  // Candidate sources: the profile's unverified rule (or the refreshed learned rules'); NCCL's
+  // runner-up by its own cost (-1 none or beyond maxModelledRatio); the search's next arm.
+  static void setCandidate(KeyState& k, int slot, const Decision& d);
+  void staticCandidate(int coll, int bucket, KeyState& k, int priorSlot) const;
+  int runnerUp(const KeyState& k, int priorSlot) const;
+  void searchNext(KeyState& k, int priorSlot, int runs) const;
+  Decision decisionOf(const KeyState& k, const PriorArm& prior, int slot) const;
+  void updateScale(KeyState& k, const std::vector<int>& slots) const;  // the model's best fit in measured units
+  // The arm measured ahead of the incumbent by its estimate but not yet beyond noise; -1 none.
+  int racingArm(const KeyState& k, const std::vector<int>& slots) const;
+  // nullopt: not explored (NCCL would not run it, or its model says it cannot pay off).
+  std::optional<ArmRate> armRate(const KeyState& k, int slot, size_t nSlots) const;
   // The decision rule on arm a against arm b (log-latency means, their standard errors); minGain
   // replaces the rule's where given (0: any gain beyond noise).
   Judgement compare(const ArmStats& a, const ArmStats& b) const;
@@ -209,6 +266,7 @@ class OnlineLearner {
   double decayPerCall_;
   std::vector<KeyState> keys_;
   Counters counters_;
+  MeasurePlan plan_;  // the last build's; before any, every call measured at no price
 };
 
 }  // namespace dynamiccl::policy
