@@ -31,10 +31,7 @@ struct CandidatesLess {
   }
 };
 
-}  // namespace
-
-DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& shape) {
-  DecisionTable t;
+std::vector<ShapedRule> shapeRules(const Profile& profile, const CommShape& shape) {
   std::vector<ShapedRule> shaped;
   for (const Rule& r : profile.rules) {
     if (shape.nNodes < r.minNodes || shape.nNodes > r.maxNodes) continue;
@@ -47,6 +44,65 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
     }
     shaped.push_back(s);
   }
+  return shaped;
+}
+
+// The answer of the rules covering an interval, in rule order, at most Candidates::kMax.
+Candidates answerOf(const std::set<uint32_t>& active, const std::vector<ShapedRule>& shaped) {
+  Candidates c;
+  for (auto it = active.begin(); it != active.end() && c.count < Candidates::kMax; ++it) {
+    const Decision& d = shaped[*it].rule->decision;
+    const GuardMask admits = shaped[*it].rule->admits;
+    // A repeat is redundant only if an earlier copy already admits whatever this one does.
+    bool dup = false;
+    for (int i = 0; i < c.count; ++i) dup |= c.decisions[i] == d && (c.admits[i] & admits) == admits;
+    if (!dup) {
+      c.decisions[c.count] = d;
+      c.admits[c.count++] = admits;
+    }
+  }
+  return c;
+}
+
+// Kept between lines so a compile allocates them once.
+struct SweepScratch {
+  std::vector<std::pair<uint64_t, int64_t>> events;  // (cut, +1+i: rule i starts / -1-i: rule i ended)
+  std::set<uint32_t> active;                          // rules covering the current interval, in rule order
+};
+
+// Elementary intervals start at every rule's lo and just past every rule's hi: one sweep over the
+// sorted cuts, keeping the set of covering rules (n log n, not rules x intervals). Calls
+// segment(hi, answer) for each interval, ascending, the last one ending at UINT64_MAX.
+template <class Segment>
+void sweepIntervals(const std::vector<ShapedRule>& shaped, const std::vector<uint32_t>& applicable,
+                    SweepScratch& scratch, Segment&& segment) {
+  auto& events = scratch.events;
+  events.clear();
+  for (uint32_t i : applicable) {
+    events.emplace_back(shaped[i].lo, 1 + static_cast<int64_t>(i));
+    if (shaped[i].hi != UINT64_MAX) events.emplace_back(shaped[i].hi + 1, -1 - static_cast<int64_t>(i));
+  }
+  std::sort(events.begin(), events.end());
+  scratch.active.clear();
+  size_t e = 0;
+  uint64_t lo = 0;
+  for (;;) {
+    for (; e < events.size() && events[e].first == lo; ++e) {
+      if (events[e].second > 0) scratch.active.insert(static_cast<uint32_t>(events[e].second - 1));
+      else scratch.active.erase(static_cast<uint32_t>(-events[e].second - 1));
+    }
+    const uint64_t hi = e < events.size() ? events[e].first - 1 : UINT64_MAX;
+    segment(hi, answerOf(scratch.active, shaped));
+    if (hi == UINT64_MAX) break;
+    lo = hi + 1;
+  }
+}
+
+}  // namespace
+
+DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& shape) {
+  DecisionTable t;
+  const std::vector<ShapedRule> shaped = shapeRules(profile, shape);
   t.ruleCount_ = shaped.size();
 
   // numPipeOps values named by some rule get a class of their own; all others share class 0.
@@ -58,9 +114,8 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
   std::map<Candidates, uint32_t, CandidatesLess> candidateIndex;
   const size_t lines = static_cast<size_t>(kNumCollectives) * t.numPipeClasses_ * 2;
   t.buckets_.resize(lines * SizeBucket::kCount);
-  std::vector<uint32_t> applicable;                    // indexes into shaped, in rule order
-  std::vector<std::pair<uint64_t, int64_t>> events;  // (cut, +1+i: rule i starts / -1-i: rule i ended)
-  std::set<uint32_t> active;                           // rules covering the current interval, in rule order
+  std::vector<uint32_t> applicable;  // indexes into shaped, in rule order
+  SweepScratch scratch;
   for (int coll = 0; coll < kNumCollectives; ++coll)
     for (int pc = 0; pc < t.numPipeClasses_; ++pc)
       for (int reg = 0; reg < 2; ++reg) {
@@ -72,38 +127,9 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
           if (r.regBuff != -1 && r.regBuff != reg) continue;
           applicable.push_back(i);
         }
-        // Elementary intervals start at every rule's lo and just past every rule's hi: one sweep over
-        // the sorted cuts, keeping the set of covering rules (n log n, not rules x intervals).
-        events.clear();
-        for (uint32_t i : applicable) {
-          events.emplace_back(shaped[i].lo, 1 + static_cast<int64_t>(i));
-          if (shaped[i].hi != UINT64_MAX) events.emplace_back(shaped[i].hi + 1, -1 - static_cast<int64_t>(i));
-        }
-        std::sort(events.begin(), events.end());
-        active.clear();
-
         const size_t line = (static_cast<size_t>(coll) * t.numPipeClasses_ + pc) * 2 + reg;
         const size_t firstSegment = t.segmentHi_.size();
-        size_t e = 0;
-        uint64_t lo = 0;
-        for (;;) {
-          for (; e < events.size() && events[e].first == lo; ++e) {
-            if (events[e].second > 0) active.insert(static_cast<uint32_t>(events[e].second - 1));
-            else active.erase(static_cast<uint32_t>(-events[e].second - 1));
-          }
-          const uint64_t hi = e < events.size() ? events[e].first - 1 : UINT64_MAX;
-          Candidates c;
-          for (auto it = active.begin(); it != active.end() && c.count < Candidates::kMax; ++it) {
-            const Decision& d = shaped[*it].rule->decision;
-            const GuardMask admits = shaped[*it].rule->admits;
-            // A repeat is redundant only if an earlier copy already admits whatever this one does.
-            bool dup = false;
-            for (int i = 0; i < c.count; ++i) dup |= c.decisions[i] == d && (c.admits[i] & admits) == admits;
-            if (!dup) {
-              c.decisions[c.count] = d;
-              c.admits[c.count++] = admits;
-            }
-          }
+        sweepIntervals(shaped, applicable, scratch, [&](uint64_t hi, const Candidates& c) {
           uint32_t idx = 0;
           if (c.count) {
             auto [it, added] = candidateIndex.try_emplace(c, static_cast<uint32_t>(t.candidates_.size()));
@@ -117,32 +143,34 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
             t.segmentHi_.push_back(hi);
             t.segmentCandidates_.push_back(idx);
           }
-          if (hi == UINT64_MAX) break;
-          lo = hi + 1;
-        }
-        // Per size bucket, the first and last segment it overlaps (buckets and segments both ascend).
-        size_t first = firstSegment;
-        for (int b = 0; b < SizeBucket::kCount; ++b) {
-          const uint64_t lowest = SizeBucket::lowest(b);
-          const uint64_t highest = b + 1 < SizeBucket::kCount ? SizeBucket::lowest(b + 1) - 1 : UINT64_MAX;
-          while (t.segmentHi_[first] < lowest) ++first;
-          size_t last = first;
-          while (t.segmentHi_[last] < highest) ++last;
-          BucketRange& range = t.buckets_[line * SizeBucket::kCount + b];
-          range = {static_cast<uint32_t>(first), static_cast<uint32_t>(last)};
-          if (last - first + 1 >= kSubIndexFrom && b - 1 >= kSubBits) {
-            range.sub = static_cast<uint32_t>(t.subFirst_.size());
-            size_t at = first;
-            for (uint64_t k = 0; k < kSubRanges; ++k) {
-              const uint64_t sliceLowest = lowest + (k << (b - 1 - kSubBits));
-              while (t.segmentHi_[at] < sliceLowest) ++at;
-              t.subFirst_.push_back(static_cast<uint32_t>(at));
-            }
-            t.subFirst_.push_back(static_cast<uint32_t>(last));
-          }
-        }
+        });
+        t.indexBuckets(line, firstSegment);
       }
   return t;
+}
+
+void DecisionTable::indexBuckets(size_t line, size_t firstSegment) {
+  // Buckets and segments both ascend.
+  size_t first = firstSegment;
+  for (int b = 0; b < SizeBucket::kCount; ++b) {
+    const uint64_t lowest = SizeBucket::lowest(b);
+    const uint64_t highest = b + 1 < SizeBucket::kCount ? SizeBucket::lowest(b + 1) - 1 : UINT64_MAX;
+    while (segmentHi_[first] < lowest) ++first;
+    size_t last = first;
+    while (segmentHi_[last] < highest) ++last;
+    BucketRange& range = buckets_[line * SizeBucket::kCount + b];
+    range = {static_cast<uint32_t>(first), static_cast<uint32_t>(last)};
+    if (last - first + 1 >= kSubIndexFrom && b - 1 >= kSubBits) {
+      range.sub = static_cast<uint32_t>(subFirst_.size());
+      size_t at = first;
+      for (uint64_t k = 0; k < kSubRanges; ++k) {
+        const uint64_t sliceLowest = lowest + (k << (b - 1 - kSubBits));
+        while (segmentHi_[at] < sliceLowest) ++at;
+        subFirst_.push_back(static_cast<uint32_t>(at));
+      }
+      subFirst_.push_back(static_cast<uint32_t>(last));
+    }
+  }
 }
 
 }  // namespace dynamiccl::policy

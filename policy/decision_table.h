@@ -68,6 +68,8 @@ class DecisionTable {
     uint32_t sub = kNoSubIndex;     // where its kSubRanges + 1 sub-range starts are in subFirst_
   };
   std::vector<BucketRange> buckets_;  // per line, per size bucket
+  // Per size bucket of a line, the first and last of its segments (from firstSegment) it overlaps.
+  void indexBuckets(size_t line, size_t firstSegment);
   // Buckets with many segments: the first segment reaching each of kSubRanges equal slices of the
   // bucket, then its last segment; a lookup searches one slice (10k rules in a bucket: 14 steps -> 6).
   std::vector<uint32_t> subFirst_;
