@@ -313,8 +313,8 @@ TEST_F(JobReplay, AForcedArmThatRefutesTheModelsGuessIsAnArmTheJobCanTest) {
   const JobKey& k = job->keys.front();
   ASSERT_EQ(k.bytes, 8u);
   EXPECT_NE(armLabel(k.ncclDefault), "ring/ll") << "the model's guess, refuted by the forced runs";
-  EXPECT_TRUE(sim::inferredFromRuns(k.ncclChoice));
-  EXPECT_GE(job->keysSettled(sim::NcclChoice::Matched) + job->keysSettled(sim::NcclChoice::Unforced), 1);
+  EXPECT_TRUE(sim::inferredFromRuns(k.defaultSettledBy));
+  EXPECT_GE(job->keysSettled(sim::DefaultSettledBy::Matched) + job->keysSettled(sim::DefaultSettledBy::Unforced), 1);
   const jobreplay::MeasuredConfig* forced = k.find(Algo::Ring, Proto::LL, true);
   ASSERT_NE(forced, nullptr);
   EXPECT_TRUE(forced->forced) << "kept as its own arm";

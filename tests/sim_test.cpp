@@ -614,20 +614,21 @@ TEST(SimReplay, TheDefaultRowsRanWhatTheMeasurementsSayNotWhatTheModelGuesses) {
         if (t[a][q] >= 0 && (ba < 0 || t[a][q] < t[ba][bq])) ba = a, bq = q;
     return Config{Algo(ba), Proto(bq), 0, 0};
   };
-  EXPECT_EQ(at[stated]->ncclChoice, NcclChoice::Stated);
+  EXPECT_EQ(at[stated]->defaultSettledBy, DefaultSettledBy::Stated);
   EXPECT_TRUE(same(at[stated]->ncclDefault, other)) << "the TUNING line, though the model picks otherwise";
-  EXPECT_EQ(at[confirmed]->ncclChoice, NcclChoice::Confirmed);
+  EXPECT_EQ(at[confirmed]->defaultSettledBy, DefaultSettledBy::Confirmed);
   EXPECT_TRUE(same(at[confirmed]->ncclDefault, arms[confirmed].pick));
-  EXPECT_EQ(at[matched]->ncclChoice, NcclChoice::Matched);
+  EXPECT_EQ(at[matched]->defaultSettledBy, DefaultSettledBy::Matched);
   EXPECT_TRUE(same(at[matched]->ncclDefault, arms[matched].allowed[1])) << "the forced runs the default rows match";
-  EXPECT_EQ(at[unforced]->ncclChoice, NcclChoice::Unforced);
+  EXPECT_EQ(at[unforced]->defaultSettledBy, DefaultSettledBy::Unforced);
   EXPECT_FALSE(at[unforced]->forced_us.count({at[unforced]->ncclDefault.algo, at[unforced]->ncclDefault.proto}));
-  EXPECT_EQ(at[refuted]->ncclChoice, NcclChoice::Refuted);
+  EXPECT_EQ(at[refuted]->defaultSettledBy, DefaultSettledBy::Refuted);
   EXPECT_TRUE(same(at[refuted]->ncclDefault, arms[refuted].pick)) << "nothing else fits: the pick stays";
   for (const auto& [bytes, p] : at) {
     EXPECT_TRUE(same(firstInTable(*p), p->ncclDefault)) << bytes << ": the table leads to what the default rows ran";
-    EXPECT_EQ(forcedTwinIsDefault(p->ncclChoice), p->ncclChoice == NcclChoice::Stated || p->ncclChoice == NcclChoice::Confirmed ||
-                                            p->ncclChoice == NcclChoice::Matched);
+    EXPECT_EQ(forcedTwinIsDefault(p->defaultSettledBy), p->defaultSettledBy == DefaultSettledBy::Stated ||
+                                                            p->defaultSettledBy == DefaultSettledBy::Confirmed ||
+                                                            p->defaultSettledBy == DefaultSettledBy::Matched);
   }
   // Judged as a tuner would see it: leaving NCCL alone is the default rows; forcing the refuted pick, its forced runs.
   const auto summary = replay(data.value(), [](const ReplayPoint& p, const model::CostTable&) { return p.ncclDefault; });

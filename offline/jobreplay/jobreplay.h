@@ -46,7 +46,7 @@ struct JobKey {
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
   sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
-  sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (sim::buildReplayData)
+  sim::DefaultSettledBy defaultSettledBy = sim::DefaultSettledBy::Model;  // how buildReplayData settled ncclDefault
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
@@ -74,7 +74,7 @@ struct MeasuredJob {
   double repeatSigma = 0.03;
   int repeatGroups = 0;
   std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
-  int keysSettled(sim::NcclChoice c) const;  // keys whose default rows' configuration was settled so
+  int keysSettled(sim::DefaultSettledBy c) const;  // keys whose default rows' configuration was settled so
   std::string standIn;  // sim::kStandInPlatform where no platform describes the system: topology is its
   // A gain the dataset's runs cannot establish is none the replayed job can find: every arm faster than
   // NCCL's default whose gain `established` denies is drawn around the default's median (its
@@ -180,7 +180,7 @@ struct KeyOutcome {
   double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
   // The same two on what the runs establish (MeasuredConfig::draw_us): a withheld gain is no gain.
   double finalEstablished_us = 0, bestEstablished_us = 0;
-  sim::NcclChoice ncclChoice = sim::NcclChoice::Model;  // how ncclDefault was settled (JobKey's)
+  sim::DefaultSettledBy defaultSettledBy = sim::DefaultSettledBy::Model;  // how ncclDefault was settled (JobKey's)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
   // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
   // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.

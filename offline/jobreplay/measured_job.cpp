@@ -25,7 +25,7 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
   k.coll = p.coll;
   k.bytes = p.bytes;
   k.ncclDefault = p.ncclDefault;
-  k.ncclChoice = p.ncclChoice;
+  k.defaultSettledBy = p.defaultSettledBy;
   k.costTable = p.costTable();
   if (p.default_us <= 0) {
     ++unused["keys without NCCL's default measured (no default rows: nothing to compare a choice with)"];
@@ -64,8 +64,9 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
 
 }  // namespace
 
-int MeasuredJob::keysSettled(sim::NcclChoice c) const {
-  return static_cast<int>(std::count_if(keys.begin(), keys.end(), [c](const JobKey& k) { return k.ncclChoice == c; }));
+int MeasuredJob::keysSettled(sim::DefaultSettledBy c) const {
+  return static_cast<int>(
+      std::count_if(keys.begin(), keys.end(), [c](const JobKey& k) { return k.defaultSettledBy == c; }));
 }
 
 const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner) const {
@@ -156,21 +157,22 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   job.repeatSigma = data->repeatSigma;
   job.repeatGroups = data->repeatGroups;
-  using sim::NcclChoice;
-  if (const int n = job.keysSettled(NcclChoice::Stated))
+  using sim::DefaultSettledBy;
+  if (const int n = job.keysSettled(DefaultSettledBy::Stated))
     job.notes.push_back(std::to_string(n) + " keys where the default rows quote NCCL's TUNING line: NCCL's choice is what "
                         "it said it ran, and forcing that configuration is the same arm");
-  if (const int n = job.keysSettled(NcclChoice::Confirmed))
+  if (const int n = job.keysSettled(DefaultSettledBy::Confirmed))
     job.notes.push_back(std::to_string(n) + " forced configurations equal to NCCL's default by the model whose runs "
                         "cannot be told from the default rows: the same configuration measured twice");
-  const int matched = job.keysSettled(NcclChoice::Matched), unforced = job.keysSettled(NcclChoice::Unforced);
+  const int matched = job.keysSettled(DefaultSettledBy::Matched);
+  const int unforced = job.keysSettled(DefaultSettledBy::Unforced);
   if (matched + unforced)
     job.notes.push_back(std::to_string(matched + unforced) + " keys where the forced runs of the configuration NCCL's "
                         "model picks differ from the default rows beyond noise: NCCL ran something else there, so that "
                         "configuration is an arm the job can test, and NCCL's choice is the forced configuration the "
                         "default rows match within noise (" + std::to_string(matched) + ") or one no row forced (" +
                         std::to_string(unforced) + ")");
-  if (const int n = job.keysSettled(NcclChoice::Refuted))
+  if (const int n = job.keysSettled(DefaultSettledBy::Refuted))
     job.notes.push_back(std::to_string(n) + " keys where the model's pick differs from the default rows beyond noise but "
                         "every configuration NCCL's table allows was forced and none matches them: the model's pick stays "
                         "NCCL's choice, so its forced runs cannot be tested apart from it");

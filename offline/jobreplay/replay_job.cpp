@@ -180,7 +180,7 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
       KeyOutcome o{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
                    key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us,
                    key.bestChoosable().mean_us};
-      o.ncclChoice = key.ncclChoice;
+      o.defaultSettledBy = key.defaultSettledBy;
       o.finalEstablished_us = ranOrDefault.draw_us();
       o.bestEstablished_us = key.bestEstablished().draw_us();
       o.alternatives = static_cast<int>(key.measured.size()) - 1;

@@ -24,27 +24,27 @@ double ReplayPoint::best_us() const {
   return b < 1e300 ? b : -1;
 }
 
-std::string_view ncclChoiceName(NcclChoice c) {
+std::string_view defaultSettledByName(DefaultSettledBy c) {
   switch (c) {
-    case NcclChoice::Model: return "model";
-    case NcclChoice::Stated: return "stated";
-    case NcclChoice::Confirmed: return "confirmed";
-    case NcclChoice::Matched: return "matched";
-    case NcclChoice::Unforced: return "unforced";
-    case NcclChoice::Refuted: return "refuted";
+    case DefaultSettledBy::Model: return "model";
+    case DefaultSettledBy::Stated: return "stated";
+    case DefaultSettledBy::Confirmed: return "confirmed";
+    case DefaultSettledBy::Matched: return "matched";
+    case DefaultSettledBy::Unforced: return "unforced";
+    case DefaultSettledBy::Refuted: return "refuted";
   }
   return "?";
 }
 
-bool forcedTwinIsDefault(NcclChoice c) {
-  return c == NcclChoice::Stated || c == NcclChoice::Confirmed || c == NcclChoice::Matched;
+bool forcedTwinIsDefault(DefaultSettledBy c) {
+  return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Confirmed || c == DefaultSettledBy::Matched;
 }
 bool ReplayPoint::isDefaultsTwin(std::pair<Algo, Proto> arm) const {
-  return forcedTwinIsDefault(ncclChoice) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
+  return forcedTwinIsDefault(defaultSettledBy) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
 }
 
-bool namedByRuns(NcclChoice c) { return c == NcclChoice::Stated || c == NcclChoice::Matched; }
-bool inferredFromRuns(NcclChoice c) { return c == NcclChoice::Matched || c == NcclChoice::Unforced; }
+bool namedByRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Matched; }
+bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }
 
 double fittedSigma(const std::vector<double>& samples_us, double pooled) {
   const double dof = samples_us.empty() ? 0 : static_cast<double>(samples_us.size() - 1);
@@ -107,18 +107,18 @@ bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vec
   return !j.faster && !j.slower;
 }
 
-// What the default rows ran (NcclChoice): the TUNING line they quote, else the model's pick unless
+// What the default rows ran (DefaultSettledBy): the TUNING line they quote, else the model's pick unless
 // its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS); a refuted pick stays a
 // forced arm of its own that a tuner can test.
-void settleNcclChoice(ReplayPoint& p) {
-  if (p.ncclChoice == NcclChoice::Stated || p.default_samples_us.empty()) return;
+void settleDefault(ReplayPoint& p) {
+  if (p.defaultSettledBy == DefaultSettledBy::Stated || p.default_samples_us.empty()) return;
   const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
   if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
   const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
     return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us, p.default_sigma);
   };
   if (sameAsDefault(pick)) {
-    p.ncclChoice = NcclChoice::Confirmed;
+    p.defaultSettledBy = DefaultSettledBy::Confirmed;
     return;
   }
   std::optional<std::pair<Algo, Proto>> match;
@@ -128,7 +128,7 @@ void settleNcclChoice(ReplayPoint& p) {
       match = arm;
   if (match) {
     p.ncclDefault = Config{match->first, match->second, 0, 0};
-    p.ncclChoice = NcclChoice::Matched;
+    p.defaultSettledBy = DefaultSettledBy::Matched;
     return;
   }
   const model::CostTable table = p.shape->nccl->costTable(p.coll, p.bytes);
@@ -140,9 +140,9 @@ void settleNcclChoice(ReplayPoint& p) {
         unforced = std::make_pair(Algo(a), Proto(q));
   if (unforced) {
     p.ncclDefault = Config{unforced->first, unforced->second, 0, 0};
-    p.ncclChoice = NcclChoice::Unforced;
+    p.defaultSettledBy = DefaultSettledBy::Unforced;
   } else {
-    p.ncclChoice = NcclChoice::Refuted;
+    p.defaultSettledBy = DefaultSettledBy::Refuted;
   }
 }
 
@@ -225,7 +225,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     p.ncclDefault = shape->nccl->defaultConfig(p.coll, p.bytes);
     if (a.stated.size() == 1) {  // rows that disagree say nothing the model does not
       p.ncclDefault = Config{a.stated.begin()->first, a.stated.begin()->second, 0, 0};
-      p.ncclChoice = NcclChoice::Stated;
+      p.defaultSettledBy = DefaultSettledBy::Stated;
     }
     if (!a.def.empty()) p.default_us = medianOf(a.def);
     for (const auto& [k, f] : a.forced) p.forced_us[k] = medianOf(f);
@@ -234,7 +234,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     data.points.push_back(std::move(p));
   }
   fitNoise(data);
-  for (ReplayPoint& p : data.points) settleNcclChoice(p);
+  for (ReplayPoint& p : data.points) settleDefault(p);
   return data;
 }
 

@@ -37,7 +37,7 @@ struct Shape {
 
 // How a point's NCCL choice was settled. Only measurements overrule the model: a TUNING line the
 // rows quote, or forced runs of the model's pick that differ from the default rows beyond noise.
-enum class NcclChoice {
+enum class DefaultSettledBy {
   Model,      // the model's pick; no forced run of it to check it against
   Stated,     // the default rows quote NCCL's TUNING line
   Confirmed,  // the model's pick, whose forced runs the runs cannot tell from the default rows
@@ -45,21 +45,21 @@ enum class NcclChoice {
   Unforced,   // refuted; none matches: the cheapest configuration NCCL's table allows that no row forced
   Refuted,    // refuted, but every allowed configuration was forced and none matches: the pick stays
 };
-std::string_view ncclChoiceName(NcclChoice c);
+std::string_view defaultSettledByName(DefaultSettledBy c);
 // Forcing the settled configuration runs what the default rows ran (stated, confirmed, matched).
-bool forcedTwinIsDefault(NcclChoice c);
+bool forcedTwinIsDefault(DefaultSettledBy c);
 // The measurements name the configuration, not the model (stated, matched).
-bool namedByRuns(NcclChoice c);
+bool namedByRuns(DefaultSettledBy c);
 // The runs refuted the model's pick and the configuration was inferred from them (matched, unforced).
-bool inferredFromRuns(NcclChoice c);
+bool inferredFromRuns(DefaultSettledBy c);
 
 struct ReplayPoint {
   std::string group;  // calibration group (system, plus variant)
   const Shape* shape = nullptr;
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
-  Config ncclDefault;  // what the default rows ran, as settled (ncclChoice)
-  NcclChoice ncclChoice = NcclChoice::Model;
+  Config ncclDefault;  // what the default rows ran, as settled (defaultSettledBy)
+  DefaultSettledBy defaultSettledBy = DefaultSettledBy::Model;
   double default_us = -1;                      // median of the rows where NCCL chose; -1 none
   std::map<std::pair<Algo, Proto>, double> forced_us;  // median of forced rows, by resolved config
   // Every repeat, and its fitted noise (sd of log time: the arm's spread shrunk toward the spread at
