@@ -106,10 +106,6 @@ std::optional<Trust> parseTrust(std::string_view name) {
   return std::nullopt;
 }
 
-bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& hw) {
-  return firstDifference(comm, hw, false, "").empty();
-}
-
 StandingInputs StandingInputs::of(const CommShape& shape, const std::optional<ClusterHardware>& declared,
                                   const HostSources& host, bool userRules, Trust trust, int ncclVersionCode) {
   StandingInputs in;

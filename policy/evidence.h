@@ -48,9 +48,6 @@ enum class Trust : uint8_t {
 };
 std::optional<Trust> parseTrust(std::string_view name);  // "verified" or "all"
 
-// The facts a measured rule's fingerprint must share with the communicator's (rates within 2%).
-bool sameHardware(const TopologyFingerprint& comm, const ClusterHardware& measuredOn);
-
 // Whether each rule of a profile is verified for one communicator, and why not. The communicator's
 // fingerprint comes from sources every rank shares (features/rule_fingerprint.h); on one node this
 // host's probe must not contradict the rule's fingerprint either.
