@@ -7,7 +7,7 @@
 #include <iostream>
 #include <map>
 
-#include "offline/demo/demo.h"
+#include "offline/cli/cluster_facts.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
 #include "offline/files/files.h"

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "offline/cli/commands.h"
-#include "offline/demo/demo.h"
+#include "offline/cli/cluster_facts.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "offline/cli/commands.h"
-#include "offline/demo/demo.h"
+#include "offline/cli/cluster_facts.h"
 #include "offline/files/files.h"
 #include "offline/tune/tune.h"
 

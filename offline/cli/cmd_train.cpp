@@ -15,7 +15,7 @@
 #include "offline/cli/platform_option.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/cli/store_location.h"
-#include "offline/demo/demo.h"
+#include "offline/cli/cluster_facts.h"
 #include "offline/train/train.h"
 #include "policy/policy.h"
 #include "store/store.h"

@@ -11,7 +11,7 @@
 #include "offline/cli/value_checks.h"
 #include "offline/files/files.h"
 #include "offline/platforms/platforms.h"
-#include "offline/demo/demo.h"
+#include "offline/cli/cluster_facts.h"
 #include "offline/tune/tune.h"
 #include "abi/abi.h"
 

@@ -1,5 +1,4 @@
 // demo: the steps of `dynamiccl demo`. The one header other modules include.
 #pragma once
 
-#include "offline/demo/cluster_facts.h"
 #include "offline/demo/demo_steps.h"

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "offline/demo/cluster_facts.h"
 #include "offline/demo/demo_steps.h"
 #include "offline/train/train.h"
 #include "policy/policy.h"

@@ -1,5 +1,5 @@
 // Resolving --preset / --probe-host / fact flags into a profile's declared hardware.
-#include "offline/demo/cluster_facts.h"
+#include "offline/cli/cluster_facts.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
 // The cluster a profile is for, written as its "fingerprint" key (the hardware facts learned rules
 // of multi-node communicators use): from a sim preset, a probe of this machine, or flags. Shared by
-// `dynamiccl train`, `export` and the demo.
+// `dynamiccl tune`, `train`, `export` and `profile`; `probe` prints the probe.
 #pragma once
 
 #include <optional>
