@@ -158,43 +158,20 @@ float marginForError(double logError) {
   return static_cast<float>(std::min(0.95, 1.0 - std::exp(-std::max(0.0, logError))));
 }
 
-std::vector<CalibrationBin> calibrationBins(const std::vector<GainPair>& pairs) {
-  const double edges[] = {0.0, 1.0, 1.05, 1.2, 1.5, 3.0, INFINITY};
-  std::vector<CalibrationBin> bins;
-  for (size_t e = 0; e + 1 < std::size(edges); ++e) {
-    CalibrationBin bin{.lo = edges[e], .hi = edges[e + 1]};
-    double lp = 0, lo = 0;
-    bin.worstObserved = INFINITY;
-    for (const GainPair& g : pairs)
-      if (g.changes && g.predicted >= bin.lo && g.predicted < bin.hi) {
-        ++bin.n;
-        lp += std::log(g.predicted);
-        lo += std::log(g.observed);
-        bin.worstObserved = std::min(bin.worstObserved, g.observed);
-      }
-    if (bin.n) {
-      bin.predicted = std::exp(lp / bin.n);
-      bin.observed = std::exp(lo / bin.n);
-    }
-    bins.push_back(bin);
-  }
-  return bins;
-}
+namespace {
 
-std::vector<CalibrationBin> confidenceBins(const std::vector<GainPair>& pairs) {
-  const double edges[] = {-INFINITY, 0.0, 1.0, 1.645, 3.0, INFINITY};
+// Per range [edges[e], edges[e + 1]) of value(g) (nullopt: the pair is not binned): how many pairs,
+// the geometric means of their predicted and observed gains, and the worst observed.
+template <size_t N, class Value>
+std::vector<CalibrationBin> binBy(const double (&edges)[N], const std::vector<GainPair>& pairs, Value value) {
   std::vector<CalibrationBin> bins;
-  bool any = false;
-  for (const GainPair& g : pairs) any = any || g.sdLog > 0;
-  if (!any) return bins;
-  for (size_t e = 0; e + 1 < std::size(edges); ++e) {
+  for (size_t e = 0; e + 1 < N; ++e) {
     CalibrationBin bin{.lo = edges[e], .hi = edges[e + 1]};
     double lp = 0, lo = 0;
     bin.worstObserved = INFINITY;
     for (const GainPair& g : pairs) {
-      if (!g.changes || !(g.sdLog > 0) || !(g.predicted > 0) || !(g.observed > 0)) continue;
-      const double z = std::log(g.predicted) / g.sdLog;
-      if (z < bin.lo || z >= bin.hi) continue;
+      const std::optional<double> v = value(g);
+      if (!v || !(*v >= bin.lo && *v < bin.hi)) continue;
       ++bin.n;
       lp += std::log(g.predicted);
       lo += std::log(g.observed);
@@ -207,6 +184,24 @@ std::vector<CalibrationBin> confidenceBins(const std::vector<GainPair>& pairs) {
     bins.push_back(bin);
   }
   return bins;
+}
+
+}  // namespace
+
+std::vector<CalibrationBin> calibrationBins(const std::vector<GainPair>& pairs) {
+  const double edges[] = {0.0, 1.0, 1.05, 1.2, 1.5, 3.0, INFINITY};
+  return binBy(edges, pairs, [](const GainPair& g) { return g.changes ? std::optional(g.predicted) : std::nullopt; });
+}
+
+std::vector<CalibrationBin> confidenceBins(const std::vector<GainPair>& pairs) {
+  const double edges[] = {-INFINITY, 0.0, 1.0, 1.645, 3.0, INFINITY};
+  bool any = false;
+  for (const GainPair& g : pairs) any = any || g.sdLog > 0;
+  if (!any) return {};
+  return binBy(edges, pairs, [](const GainPair& g) -> std::optional<double> {
+    if (!g.changes || !(g.sdLog > 0) || !(g.predicted > 0) || !(g.observed > 0)) return std::nullopt;
+    return std::log(g.predicted) / g.sdLog;
+  });
 }
 
 bool guardKeeps(const GainPair& g, std::optional<float> margin, double sigmas) {
