@@ -2,4 +2,5 @@
 // The one header other modules include.
 #pragma once
 
+#include "coord/record_seal.h"
 #include "coord/record_store.h"

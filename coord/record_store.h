@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,14 @@ struct EtcdOptions {
 };
 // An error (one line) when libcurl.so.4 cannot be loaded; nothing is contacted here.
 Expected<std::unique_ptr<RecordStore>> openEtcdStore(const EtcdOptions& options);
+
+// What a sealed store reads where the record is not sealed under its key (planted, forged, another
+// job's): the same bytes on every rank, which parse as no table (a boundary's reader freezes).
+inline constexpr const char* kForeignRecord = "DYNAMICCL-NOT-THIS-JOBS-RECORD";
+// `inner` with every record sealed under `key` when published and opened when read (record_seal.h);
+// onForeign(commId, boundary) is called for each read of a record that does not open.
+std::shared_ptr<RecordStore> sealedStore(std::shared_ptr<RecordStore> inner, std::string key,
+                                         std::function<void(uint64_t, uint64_t)> onForeign);
 
 struct EtcdCredentials {
   std::string user, password;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "policy/online_schedule.h"
+#include "policy/online_table.h"
 #include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
@@ -36,7 +37,11 @@ struct Case {
   bool oddAbsent = false;  // the odd rank never starts (a rank without this plugin)
   int timeout_ms = 30000;
   bool secondCommunicator = false;  // every rank then inits another one (another commId) and decides on it
+  // Runs before any rank starts, with the job's directory (records planted in dir/coord, an earlier job).
+  std::function<void(const std::string& dir)> before = [](const std::string&) {};
 };
+
+constexpr uint64_t kCommId = 0x5eed1234;
 
 struct RankResult {
   int exitCode = -1;
@@ -46,6 +51,8 @@ struct RankResult {
   std::string line;          // the first of them
   std::string secondLine;    // the second communicator's, if any
   uint64_t secondNcclChoices = 0;
+  uint64_t treeLL128 = 0;          // calls that ran tree/ll128 (no rule, nor NCCL, chooses it here)
+  uint64_t foreignLines = 0;       // lines saying an epoch record is not this job's
 };
 
 
@@ -74,7 +81,7 @@ struct RankResult {
     prof = p.value();
   }
   harness::CommSpec spec;
-  spec.commId = 0x5eed1234;
+  spec.commId = kCommId;
   spec.nRanks = kRanks;
   auto comm = (*tuner)->init(spec);
   if (!comm.ok()) _exit(11);
@@ -96,6 +103,7 @@ struct RankResult {
     r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(ch.algo + 1) << 8 | static_cast<uint64_t>(ch.proto + 1)) ^
                            (static_cast<uint64_t>(ch.nChannels) << 16));
     r.ncclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
+    r.treeLL128 += ch.algo == 0 && ch.proto == 1;
     if (!prof) continue;
     const uint64_t lat_ns = static_cast<uint64_t>((10 + bytes / (ch.proto == 2 ? 12e3 : 4e3)) * 1000 * noise(rng));
     testing::emitProfiledCall(*prof, pctx, i, bytes, ch, rank, lat_ns, clock_ns);
@@ -111,6 +119,7 @@ struct RankResult {
     }
   }
   for (const std::string& l : harness::LogCapture::lines()) {
+    r.foreignLines += l.find("is not sealed under this job's key") != std::string::npos;
     if (l.find("not known to be alike") == std::string::npos) continue;
     if (l.find("5eed1234") != std::string::npos) {
       if (r.differLines++ == 0) r.line = l;
@@ -119,7 +128,8 @@ struct RankResult {
     }
   }
   std::ofstream f(out);
-  f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << ' ' << r.secondNcclChoices << '\n'
+  f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << ' ' << r.secondNcclChoices << ' ' << r.treeLL128 << ' '
+    << r.foreignLines << '\n'
     << r.line << '\n' << r.secondLine << '\n';
   f.close();
   _exit(f ? 0 : 13);
@@ -130,11 +140,8 @@ struct JobRun {
   pid_t oddPid = 0;
 };
 
-JobRun runCommunicator(const Case& c) {
-  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  std::ofstream(dir + "/profile.json") << testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})");
-  std::filesystem::create_directory(dir + "/coord");
+// The ranks of one communicator in `dir` (its profile and coord directory made already).
+JobRun runRanks(const Case& c, const std::string& dir) {
   JobRun run;
   std::vector<pid_t> pids;
   std::vector<int> started;
@@ -151,24 +158,36 @@ JobRun runCommunicator(const Case& c) {
     RankResult res;
     res.exitCode = codes[i];
     std::ifstream in(dir + "/rank" + std::to_string(started[i]));
-    unsigned long long h = 0, nccl = 0, lines = 0, second = 0;
-    if (in >> h >> nccl >> lines >> second) {
+    unsigned long long h = 0, nccl = 0, lines = 0, second = 0, tree = 0, foreign = 0;
+    if (in >> h >> nccl >> lines >> second >> tree >> foreign) {
       res.hash = h;
       res.ncclChoices = nccl;
       res.differLines = lines;
       res.secondNcclChoices = second;
+      res.treeLL128 = tree;
+      res.foreignLines = foreign;
       std::getline(in, res.line);
       std::getline(in, res.line);
       std::getline(in, res.secondLine);
     }
     run.ranks.push_back(res);
   }
+  return run;
+}
+
+JobRun runCommunicator(const Case& c) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/profile.json") << testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})");
+  std::filesystem::create_directory(dir + "/coord");
+  c.before(dir);
+  JobRun run = runRanks(c, dir);
   std::filesystem::remove_all(dir);
   return run;
 }
 
-// Every rank ran NCCL's own choice on every call and said once why, naming the odd rank and `field`.
-void expectNcclEverywhere(const JobRun& run, const std::string& field) {
+// Every rank ran NCCL's own choice on every call and said once why, with `field` (and the odd rank).
+void expectNcclEverywhere(const JobRun& run, const std::string& field, bool namesOddRank = true) {
   ASSERT_FALSE(run.ranks.empty());
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const RankResult& x = run.ranks[r];
@@ -177,9 +196,65 @@ void expectNcclEverywhere(const JobRun& run, const std::string& field) {
     EXPECT_EQ(x.ncclChoices, kCalls) << "rank " << r << " changed NCCL's choice";
     EXPECT_EQ(x.differLines, 1u) << "rank " << r;
     EXPECT_NE(x.line.find(field), std::string::npos) << x.line;
-    if (run.oddPid) {
-      EXPECT_NE(x.line.find("(pid " + std::to_string(run.oddPid) + ")"), std::string::npos) << x.line;
+    if (run.oddPid && namesOddRank) {
+      EXPECT_NE(x.line.find("(pid " + std::to_string(run.oddPid) + ", record "), std::string::npos) << x.line;
     }
+  }
+}
+
+// Where a record of the communicator lives in a coordination directory (coord/dir_store.cpp).
+std::string recordPath(const std::string& dir, uint64_t boundary) {
+  char comm[32];
+  std::snprintf(comm, sizeof comm, "%016llx", static_cast<unsigned long long>(kCommId));
+  std::filesystem::create_directories(dir + "/coord/" + comm);
+  return dir + "/coord/" + comm + "/b" + std::to_string(boundary);
+}
+constexpr uint64_t kVerdictBoundary = 1ull << 62;  // coord::kInputsVerdictKey
+
+TEST(InputAgreement, AVerdictPlantedBeforeTheRanksStartIsAdoptedByNone) {
+  // "agree" written under the communicator's key in advance, and one rank's trust differs: adopted,
+  // 7 ranks would run the profile's rule and the odd one NCCL's choice.
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_TRUST", "verified", 1); };
+  c.before = [](const std::string& dir) {
+    std::ofstream(recordPath(dir, kVerdictBoundary)) << "DYNAMICCL-INPUTS-VERDICT-1\nagree\n";
+  };
+  expectNcclEverywhere(runCommunicator(c), "not adopted", false);
+}
+
+TEST(InputAgreement, AVerdictAnEarlierCommunicatorWithTheSameIdLeftIsAdoptedByNone) {
+  // An earlier communicator with this id and these inputs agreed (its records are sealed, under the
+  // key these inputs give); now one rank's trust differs.
+  Case c;
+  c.oddEnv = [] { setenv("DYNAMICCL_TRUST", "verified", 1); };
+  c.before = [](const std::string& dir) {
+    const JobRun earlier = runRanks(Case{}, dir);
+    for (const RankResult& r : earlier.ranks) EXPECT_LT(r.ncclChoices, kCalls / 2) << "the earlier job did not agree";
+    ASSERT_TRUE(std::filesystem::exists(recordPath(dir, kVerdictBoundary)));
+  };
+  expectNcclEverywhere(runCommunicator(c), "not adopted", false);
+}
+
+TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
+  // A well-formed table planted where the leader's first version goes, choosing tree/ll128 everywhere:
+  // adopted, every rank would run it from call 500 on.
+  Case c;
+  c.before = [](const std::string& dir) {
+    policy::OnlineTable forged;
+    forged.setVersion(1);
+    for (uint64_t bytes : kSizes) {
+      policy::OnlineEntry& e = forged.entry(policy::onlineKey(4, bytes));
+      e.exploit.count = 1;
+      e.exploit.decisions[0] = policy::Decision{Algo::Tree, Proto::LL128, 0, 0};
+    }
+    std::ofstream(recordPath(dir, 500)) << forged.serialize();
+  };
+  const JobRun run = runCommunicator(c);
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r << " decided otherwise than the first";
+    EXPECT_EQ(run.ranks[r].treeLL128, 0u) << "rank " << r << " ran the forged table";
+    EXPECT_EQ(run.ranks[r].foreignLines, 1u) << "rank " << r << " did not say the record was not this job's";
   }
 }
 

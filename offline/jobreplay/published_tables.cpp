@@ -18,10 +18,11 @@ Expected<std::vector<PublishedTable>> publishedTables(const JobResult& result) {
     if (!record->has_value()) break;
     PublishedTable t;
     t.boundary = boundary;
-    if (**record == coord::kFrozenRecord) {
+    const std::string bytes(coord::sealedPayload(**record));  // the job's own records: its seal unchecked
+    if (bytes == coord::kFrozenRecord) {
       t.frozen = true;
     } else {
-      auto table = policy::OnlineTable::deserialize(**record);
+      auto table = policy::OnlineTable::deserialize(bytes);
       if (!table) return makeError("the record of boundary " + std::to_string(boundary) + ": " + table.error());
       t.table = std::move(table.value());
     }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <random>
 
 #include "plugin/log.h"
 #include "plugin/online/inputs_check.h"
@@ -21,16 +23,40 @@ std::atomic<bool> gSaidAgreed{false};
 std::atomic<bool> gSawMissing{false};
 constexpr int64_t kAfterMissing_ms = 1000;
 
+// Who the record is from, with a random nonce: no two records of any job are alike, so a verdict
+// names exactly the ranks it judged (not compared between ranks).
 std::string whoAmI() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return std::string("on host ") + (host[0] ? host : "?") + " (pid " + std::to_string(getpid()) + ")";
+  std::random_device entropy;
+  char nonce[40];
+  std::snprintf(nonce, sizeof nonce, "%08x%08x%08x%08x", entropy(), entropy(), entropy(), entropy());
+  return std::string("on host ") + (host[0] ? host : "?") + " (pid " + std::to_string(getpid()) + ", record " + nonce + ")";
 }
+
+// The epoch key the check left for startOnline, which runs next in the same thread (the tuner's
+// init of the same communicator); per thread, so ranks run as threads of one process keep theirs.
+struct LastEpochKey {
+  uint64_t commId = 0;
+  std::string key;
+};
+thread_local LastEpochKey tLastKey;
 
 }  // namespace
 
+void keepEpochKey(uint64_t commId, const std::string& key) { tLastKey = {commId, key}; }
+
+std::string takeEpochKey(uint64_t commId, const std::string& token) {
+  LastEpochKey last = std::move(tLastKey);
+  tLastKey = {};
+  return last.commId == commId && !last.key.empty() ? last.key : epochKeyUnchecked(commId, token);
+}
+
+std::string coordToken(const Settings&) { return ""; }
+
 bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                         const NcclRules& rules) {
+  keepEpochKey(shape.commId, "");  // until this check agrees: the unchecked key
   if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return true;
   if (!hasOnlineBackend(s, shape)) {
     if (firstTime(gSaidUnchecked))
@@ -52,7 +78,8 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
   const std::string mine = inputsRecord(decisionInputs(s, profileDigest, shape, rules), whoAmI());
   const int64_t timeout_ms =
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
-  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms);
+  const std::string key = inputsKey(shape.commId, mine, coordToken(s));
+  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key);
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {
     logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "
@@ -60,6 +87,7 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
             id, shape.nRanks, v.why.c_str());
     return false;
   }
+  keepEpochKey(shape.commId, epochKeyAfter(key, v));
   if (firstTime(gSaidAgreed))
     logInfo("communicator %016llx: its %d ranks have the same profile, settings and hardware (checked through %s in "
             "%.1f ms)",

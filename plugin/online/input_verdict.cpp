@@ -10,7 +10,7 @@
 namespace dynamiccl::plugin {
 namespace {
 
-constexpr const char* kVerdictHeader = "DYNAMICCL-INPUTS-VERDICT-1";
+constexpr const char* kVerdictHeader = "DYNAMICCL-INPUTS-VERDICT-2";
 constexpr size_t kShownChars = 80;
 
 struct Parsed {
@@ -78,28 +78,54 @@ InputsVerdict judgeInputs(const std::vector<std::string>& records) {
   size_t refCount = 0;
   for (const auto& p : parsed)
     if (p && count[p->body] > refCount) ref = &*p, refCount = count[p->body];
-  if (ref && refCount == records.size()) return {true, false, ""};
+  if (ref && refCount == records.size()) return {true, false, "", {}, {}};
   size_t odd = 0;
   const std::optional<Parsed>* first = nullptr;
   for (const auto& p : parsed)
     if (!p || !ref || p->body != ref->body) first = first ? first : &p, ++odd;
   std::string why = std::to_string(odd) + " of " + std::to_string(records.size()) + " ranks differ from the rest; first ";
-  if (!*first) return {false, false, why + "a record that does not parse (not written by this plugin)"};
-  return {false, false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount)};
+  if (!*first) return {false, false, why + "a record that does not parse (not written by this plugin)", {}, {}};
+  return {false, false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount), {}, {}};
 }
 
+// Header, state, why (empty when agreed), and the digests of the records judged.
 std::string encodeVerdict(const InputsVerdict& v) {
-  std::string why = v.why;
+  std::string why = v.agree ? "" : v.why;
   for (char& c : why) c = c == '\n' ? ' ' : c;
-  return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree\n" : (v.missing ? "missing\n" : "differ\n") + why + "\n");
+  std::string judged;
+  for (const std::string& d : v.judged) judged += (judged.empty() ? "" : ",") + d;
+  return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree" : v.missing ? "missing" : "differ") + "\n" + why +
+         "\njudged=" + judged + "\n";
 }
 
 InputsVerdict decodeVerdict(const std::string& bytes) {
   const std::vector<std::string> ls = lines(bytes);
-  if (ls.size() == 2 && ls[0] == kVerdictHeader && ls[1] == "agree") return {true, false, ""};
-  if (ls.size() == 3 && ls[0] == kVerdictHeader && (ls[1] == "differ" || ls[1] == "missing"))
-    return {false, ls[1] == "missing", ls[2]};
-  return {false, false, "the verdict record does not parse (not written by this plugin)"};
+  if (ls.size() != 4 || ls[0] != kVerdictHeader || ls[3].rfind("judged=", 0) != 0 ||
+      (ls[1] != "agree" && ls[1] != "differ" && ls[1] != "missing"))
+    return {false, false, "the verdict record does not parse (not written by this plugin)", {}, {}};
+  InputsVerdict v{ls[1] == "agree", ls[1] == "missing", ls[2], {}, {}};
+  for (size_t at = 7; at < ls[3].size();) {
+    const size_t comma = std::min(ls[3].find(',', at), ls[3].size());
+    v.judged.push_back(ls[3].substr(at, comma - at));
+    at = comma + 1;
+  }
+  return v;
+}
+
+std::string inputsKey(uint64_t commId, const std::string& record, const std::string& token) {
+  // The compared inputs: the record less its header and who lines (who differs on every rank).
+  const std::vector<std::string> ls = lines(record);
+  const size_t skip = ls.size() >= 2 ? ls[0].size() + ls[1].size() + 2 : 0;
+  return coord::hex(coord::sha256("dynamiccl-inputs-key-1\n" + std::to_string(commId) + "\n" +
+                                  coord::hex(coord::sha256(token)) + "\n" + record.substr(std::min(skip, record.size()))));
+}
+
+std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted) {
+  return coord::hex(coord::hmacSha256(inputsKey, "dynamiccl-epochs-1\n" + adopted.recordDigest));
+}
+
+std::string epochKeyUnchecked(uint64_t commId, const std::string& token) {
+  return coord::hex(coord::sha256("dynamiccl-epochs-unchecked-1\n" + std::to_string(commId) + "\n" + token));
 }
 
 }  // namespace dynamiccl::plugin

@@ -33,17 +33,38 @@ struct InputsVerdict {
   bool agree = false;
   bool missing = false;  // not every rank's inputs arrived in time (rather than some differing)
   std::string why;       // when not agreed: the first differing rank and field, or who is missing
+  std::vector<std::string> judged;  // SHA-256 (hex) of each slot's record as stored: what it judged
+  std::string recordDigest;         // SHA-256 (hex) of the verdict's record as stored, once adopted
 };
 
-// The verdict on a complete set of records (slot order); the same records give the same text everywhere.
+// The verdict on a complete set of records (slot order, their payloads); the same records give the
+// same text everywhere.
 InputsVerdict judgeInputs(const std::vector<std::string>& records);
 std::string encodeVerdict(const InputsVerdict& v);
 InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ", alike on every rank
 
-// The protocol (input_agreement.cpp): publish `mine` in a free slot, wait up to timeout_ms for all
-// nRanks records, propose a verdict write-once, adopt whichever verdict the store kept. Init only.
-// agree=false with a why also when the store fails this rank (it cannot know what the others chose).
+// The key that binds this communicator's records to the job (slots, verdict): SHA-256 of the
+// communicator id, the inputs compared (`record` less its who line) and the job's token (empty:
+// none). Ranks with other inputs hold another key.
+std::string inputsKey(uint64_t commId, const std::string& record, const std::string& token);
+// The key of the communicator's epoch records once the check agreed: bound to the verdict, whose
+// judged records name this job's ranks (a random nonce each), so no earlier job's table opens under it.
+std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted);
+// Where the check did not run (off, one rank): the communicator id and the token only.
+std::string epochKeyUnchecked(uint64_t commId, const std::string& token);
+// The key the input check left for the communicator's epoch records, taken (once) by startOnline
+// in the same thread; the unchecked key where the check did not agree on this communicator.
+void keepEpochKey(uint64_t commId, const std::string& key);
+std::string takeEpochKey(uint64_t commId, const std::string& token);
+// The job's secret token, part of every key: none yet (a per-job token file is not read), so empty.
+std::string coordToken(const Settings& s);
+
+// The protocol (input_agreement.cpp): publish `mine` sealed under `key` in a free slot, wait up to
+// timeout_ms for all nRanks records, propose a verdict write-once, adopt whichever verdict the store
+// kept if it is sealed under `key` and, when it says "agree", judged this rank's own record. Init
+// only. agree=false with a why also when the store fails this rank (it cannot know what the others
+// chose), and for a verdict not adopted (every rank then keeps NCCL's choices alike).
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
-                            int64_t timeout_ms);
+                            int64_t timeout_ms, const std::string& key);
 
 }  // namespace dynamiccl::plugin

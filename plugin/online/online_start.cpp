@@ -7,6 +7,7 @@
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
+#include "plugin/online/inputs_check.h"
 #include "plugin/online/online_backend.h"
 #include "plugin/online/verdict_store.h"
 
@@ -17,6 +18,7 @@ std::atomic<bool> gLoggedOnline{false};
 std::atomic<bool> gWarnedNoProfiler{false};
 std::atomic<bool> gLoggedVerifyNeedsProfiler{false};
 std::atomic<bool> gLoggedVerify{false};
+std::atomic<bool> gSaidForeignRecord{false};
 std::atomic<bool> gLoggedPrice{false};
 
 // What profiling a call costs here: the user's calibration, else the published figures for the release.
@@ -97,7 +99,17 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
-  c->store = std::move(backend.value());
+  // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN
+  // this job's leader did not write reads, on every rank alike, as no table (frozen there).
+  c->store = coord::sealedStore(std::move(backend.value()), takeEpochKey(shape.commId, coordToken(settings)),
+                                [](uint64_t commId, uint64_t boundary) {
+                                  if (firstTime(gSaidForeignRecord))
+                                    logWarn("online: the record of boundary %llu of communicator %016llx is not sealed "
+                                            "under this job's key (forged, planted, or an earlier job's): not adopted; "
+                                            "every rank freezes there alike",
+                                            static_cast<unsigned long long>(boundary),
+                                            static_cast<unsigned long long>(commId));
+                                });
   const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
   for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
   config.settledMeasureShare = settings.measureShare;

@@ -1,0 +1,31 @@
+// Records bound to the job: a seal (HMAC-SHA256 under the job's key) over the record's place
+// (communicator, boundary) and bytes, so that a record planted in the store, forged, or left by
+// another job with other inputs or another key is told from this job's own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dynamiccl::coord {
+
+using Digest = std::array<uint8_t, 32>;
+
+// SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), small and self-contained: the plugin links no
+// crypto library.
+Digest sha256(std::string_view data);
+Digest hmacSha256(std::string_view key, std::string_view message);
+std::string hex(const Digest& d);
+
+// "DYNAMICCL-SEALED-1\n<hmac hex>\n<bytes>": the HMAC covers the communicator, the boundary and the bytes.
+std::string sealRecord(std::string_view key, uint64_t commId, uint64_t boundary, std::string_view bytes);
+// The bytes of a record sealed under `key` at this place; nullopt for anything else (unsealed,
+// another key, another place, altered).
+std::optional<std::string> openSealed(std::string_view key, uint64_t commId, uint64_t boundary, std::string_view record);
+// The bytes a sealed record carries, unverified (the record itself when it is not sealed): for
+// messages about a record that did not open, and for offline readers of a job's own records.
+std::string_view sealedPayload(std::string_view record);
+
+}  // namespace dynamiccl::coord

@@ -1,0 +1,40 @@
+// A store whose records are sealed under the job's key on the way in and opened on the way out.
+#include "coord/record_seal.h"
+#include "coord/record_store.h"
+
+namespace dynamiccl::coord {
+namespace {
+
+class SealedStore : public RecordStore {
+ public:
+  SealedStore(std::shared_ptr<RecordStore> inner, std::string key, std::function<void(uint64_t, uint64_t)> onForeign)
+      : inner_(std::move(inner)), key_(std::move(key)), onForeign_(std::move(onForeign)) {}
+
+  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
+    return inner_->publish(commId, boundary, sealRecord(key_, commId, boundary, bytes));
+  }
+
+  Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
+    auto rec = inner_->read(commId, boundary);
+    if (!rec.ok() || !rec->has_value()) return rec;
+    if (auto opened = openSealed(key_, commId, boundary, **rec)) return std::optional<std::string>{std::move(*opened)};
+    if (onForeign_) onForeign_(commId, boundary);
+    return std::optional<std::string>{std::string(kForeignRecord)};
+  }
+
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  std::shared_ptr<RecordStore> inner_;
+  std::string key_;
+  std::function<void(uint64_t, uint64_t)> onForeign_;
+};
+
+}  // namespace
+
+std::shared_ptr<RecordStore> sealedStore(std::shared_ptr<RecordStore> inner, std::string key,
+                                         std::function<void(uint64_t, uint64_t)> onForeign) {
+  return std::make_shared<SealedStore>(std::move(inner), std::move(key), std::move(onForeign));
+}
+
+}  // namespace dynamiccl::coord

@@ -1,0 +1,55 @@
+// SHA-256 against FIPS 180-4's examples and lengths around a block's padding, HMAC-SHA256 against
+// RFC 4231, and the seal: it opens only under its key, at its place, with its bytes unaltered.
+#include <gtest/gtest.h>
+
+#include "coord/record_seal.h"
+
+namespace dynamiccl::coord {
+namespace {
+
+TEST(RecordSeal, Sha256MatchesFipsExamplesAndPaddingEdges) {
+  EXPECT_EQ(hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(hex(sha256(std::string(1000000, 'a'))), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  const std::pair<size_t, const char*> edges[] = {
+      {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+      {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+      {63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+      {64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+      {65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+      {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+      {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"}};
+  for (const auto& [n, want] : edges) EXPECT_EQ(hex(sha256(std::string(n, 'a'))), want) << n << " bytes";
+}
+
+TEST(RecordSeal, HmacMatchesRfc4231) {
+  EXPECT_EQ(hex(hmacSha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(hex(hmacSha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex(hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(RecordSeal, OpensOnlyUnderItsKeyAtItsPlaceUnaltered) {
+  std::string bytes = "table\n";
+  for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
+  const std::string sealed = sealRecord("job key", 7, 1000, bytes);
+  EXPECT_EQ(openSealed("job key", 7, 1000, sealed), bytes);
+  EXPECT_FALSE(openSealed("another key", 7, 1000, sealed));
+  EXPECT_FALSE(openSealed("job key", 8, 1000, sealed));  // another communicator
+  EXPECT_FALSE(openSealed("job key", 7, 2000, sealed));  // another boundary
+  std::string altered = sealed;
+  altered.back() ^= 1;
+  EXPECT_FALSE(openSealed("job key", 7, 1000, altered));
+  EXPECT_FALSE(openSealed("job key", 7, 1000, bytes));  // unsealed
+  EXPECT_FALSE(openSealed("job key", 7, 1000, ""));
+  EXPECT_EQ(openSealed("k", 1, 2, sealRecord("k", 1, 2, "")), "");
+  EXPECT_EQ(sealedPayload(sealed), bytes);  // unverified: for messages and offline readers
+  EXPECT_EQ(sealedPayload(bytes), bytes);
+}
+
+}  // namespace
+}  // namespace dynamiccl::coord
