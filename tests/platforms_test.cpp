@@ -292,3 +292,23 @@ TEST_F(PlatformsTest, AFileMarkedForTrainingIsTrainedOnAndEvaluated) {
 }
 
 }  // namespace
+
+// The calibration hold-outs are data: a platform whose "train" says "calibrate" is one, built in or added.
+TEST_F(PlatformsTest, AFileMarkedCalibrateIsACalibrationHoldOut) {
+  EXPECT_EQ(train::defaultCalibrationPrefixes(), (std::vector<std::string>{"gh200-slingshot", "l40s-pcie-4"}));
+  const std::string bad = write("calibrate-number.json", R"({"format": "dynamiccl-platform", "version": 1, "name": "x",
+                                                           "topology": {}, "train": {"nodes": [2], "calibrate": 1}})");
+  auto refused = platforms::loadPlatformFile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("\"calibrate\" must be true or false"), std::string::npos) << refused.error();
+  const std::string file = write("calibrate.json", R"({"format": "dynamiccl-platform", "version": 1, "name": "held-h9",
+                                                     "topology": {}, "train": {"nodes": [2], "calibrate": true}})");
+  auto p = platforms::loadPlatformFile(file);
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto again = platforms::platformFromJson(platforms::platformToJson(p.value()));
+  ASSERT_TRUE(again.ok() && again->train) << platforms::platformToJson(p.value());
+  EXPECT_TRUE(again->train->calibrate);
+  ASSERT_TRUE(platforms::addPlatformFiles({file}).ok());
+  EXPECT_EQ(train::defaultCalibrationPrefixes(),
+            (std::vector<std::string>{"gh200-slingshot", "l40s-pcie-4", "held-h9"}));
+}

@@ -192,7 +192,7 @@ void addTrainCommand(CLI::App& app) {
                   "machine name prefixes kept out of training, presets and measured platforms alike (default h800)");
   cmd->add_option("--calibrate-on", o->calibrateOn,
                   "machine name prefixes kept out of training to measure the error of predicted gains on "
-                  "(default gh200-slingshot l40s-pcie-4)");
+                  "(default: the platforms whose \"train\" says \"calibrate\": true)");
   cmd->add_option("--confidence", o->confidence, "quantile of that error a rule's predicted gain must exceed")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--no-confidence", o->noConfidence, "no calibration: the network's choice applies everywhere");

@@ -31,6 +31,9 @@ struct TrainingMachines {
   // Place in the list of training machines, smaller first; none: after those with one, in registry
   // order. The list's order is the order of the rollouts, so it shapes what is learned.
   std::optional<int> order;
+  // A calibration hold-out: kept out of training, its machines measure the error of predicted gains
+  // (the guard's margin); `dynamiccl train --calibrate-on` defaults to these.
+  bool calibrate = false;
 };
 
 struct Platform {
@@ -45,7 +48,7 @@ struct Platform {
 };
 
 // {"format": "dynamiccl-platform", "version": 1, "name", "description", "source", "systems": [...],
-//  "calibration": {"dataset", "group"} | null, "train": {"nodes": [...], "order"} (optional),
+//  "calibration": {"dataset", "group"} | null, "train": {"nodes": [...], "order", "calibrate"} (optional),
 //  "topology": {model::Topology's fields but name and nNodes}}.
 // Unknown keys, wrong types and impossible topologies are errors naming the key.
 Expected<Platform> platformFromJson(std::string_view text);

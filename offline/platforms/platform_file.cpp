@@ -60,6 +60,9 @@ Expected<TrainingMachines> trainingMachines(const json& j) {
     } else if (key == "order") {
       if (!v.is_number_integer()) return makeError("\"train\": \"order\" must be an integer");
       t.order = v.get<int>();
+    } else if (key == "calibrate") {
+      if (!v.is_boolean()) return makeError("\"train\": \"calibrate\" must be true or false");
+      t.calibrate = v.get<bool>();
     } else {
       return makeError("\"train\": unknown key \"" + key + "\"");
     }
@@ -131,6 +134,7 @@ std::string platformToJson(const Platform& p) {
   if (p.train) {
     j["train"] = {{"nodes", p.train->nodes}};
     if (p.train->order) j["train"]["order"] = *p.train->order;
+    if (p.train->calibrate) j["train"]["calibrate"] = true;
   }
   auto topo = nlohmann::ordered_json::parse(sim::topologyToJson(p.topology));
   topo.erase("name");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "offline/platforms/platforms.h"
 #include "offline/train/policy_eval.h"
 
 namespace dynamiccl::train {
@@ -233,7 +234,13 @@ std::string formatCalibration(const std::vector<CalibrationBin>& bins, const std
 
 namespace dynamiccl::train {
 
-std::vector<std::string> defaultCalibrationPrefixes() { return {"gh200-slingshot", "l40s-pcie-4"}; }
+std::vector<std::string> defaultCalibrationPrefixes() {
+  std::vector<std::string> names;
+  if (auto known = platforms::registry())
+    for (const platforms::Platform& p : (*known)->all())
+      if (p.train && p.train->calibrate) names.push_back(p.name);
+  return names;
+}
 
 Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
                                        const std::vector<const sim::ReplayData*>& measured, double quantile) {

@@ -55,7 +55,8 @@ bool guardKeeps(const GainPair& g, std::optional<float> margin, double sigmas);
 
 namespace dynamiccl::train {
 
-// Machines kept out of training to measure the error on (unless evaluated: then they are held out).
+// Machines kept out of training to measure the error on (unless evaluated: then they are held out):
+// the platforms whose "train" entry says "calibrate": true, in registry order.
 std::vector<std::string> defaultCalibrationPrefixes();
 
 // The Bayesian last layer on the training rows (at most maxRows, evenly spaced): the output layer's
