@@ -57,6 +57,8 @@ struct OnlineComm {
   // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
   std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, policy::kOnlineKeys> modelled_us{};
   std::array<std::atomic<bool>, policy::kOnlineKeys> modelledKnown{};
+  // Calls per key so far, measured or not: what a search must repay its measurement over.
+  std::array<std::atomic<uint64_t>, policy::kOnlineKeys> keyCalls{};
 
   // Agent side, under mutex: the learner (leader) and every table a version may still point to.
   std::mutex mutex;
@@ -64,6 +66,7 @@ struct OnlineComm {
   std::vector<std::unique_ptr<policy::OnlineTable>> tables;
   std::vector<std::unique_ptr<StagedRecord>> records;
   uint64_t adoptedVersions = 0;  // statistics for the finalize log line
+  bool saidMeasuringStopped = false;
 
   // In-job verification: unverified candidates are tested; verdicts are stored at finalize.
   bool verifying = false;
@@ -92,8 +95,9 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
     if ((k + 1) % s.epochCalls == 0 && s.isLeader.load(std::memory_order_relaxed)) [[unlikely]]
       ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued
   }
+  const uint32_t key = policy::onlineKey(coll, nBytes);
+  s.keyCalls[key].store(s.keyCalls[key].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   if (costTable) {  // NCCL's own choice (the guard's reference)
-    const uint32_t key = policy::onlineKey(coll, nBytes);
     if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {
       for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);
       s.modelledKnown[key].store(true, std::memory_order_release);

@@ -41,10 +41,8 @@ MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, 
   return p;
 }
 
-bool searchRepays(double callsSoFar, double priorRatio, double costShare, int minSamples, double plausibleGain) {
-  const double trials = minSamples * std::max(0.0, priorRatio - 1);
-  const double measuring = 2.0 * minSamples * std::max(0.0, costShare);
-  return plausibleGain * std::max(0.0, callsSoFar) >= trials + measuring;
+bool searchRepays(double callsSoFar, double costShare, int minSamples, double plausibleGain) {
+  return plausibleGain * std::max(0.0, callsSoFar) >= 2.0 * minSamples * std::max(0.0, costShare);
 }
 
 uint32_t rateThreshold(double rate) {

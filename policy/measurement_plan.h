@@ -33,10 +33,11 @@ MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, 
 double initialMeasureRate(double budget, double maxCostShare);
 
 // Whether searching a key can repay its measurement within the job. The job is assumed to run the
-// key at least as many more times as it has (callsSoFar): deciding one arm takes about minSamples
-// trials at (priorRatio - 1) extra each and twice as many profiled calls at costShare each; the
-// plausible gain (share of the key's time) over the calls still to come must repay that.
-bool searchRepays(double callsSoFar, double priorRatio, double costShare, int minSamples, double plausibleGain);
+// key at least as many more times as it has (callsSoFar); deciding one arm takes about 2 x minSamples
+// profiled calls (the arm's and the incumbent's) at costShare of a call's time each, which the
+// plausible gain (share of the key's time) over the calls still to come must repay. What trials cost
+// is the exploration budget's to bound.
+bool searchRepays(double callsSoFar, double costShare, int minSamples, double plausibleGain);
 
 // A share in [0, 1] as a threshold on a draw's low 32 bits (1: every call).
 uint32_t rateThreshold(double rate);

@@ -10,6 +10,10 @@ constexpr int slotOf(Algo a, Proto p) { return static_cast<int>(a) * kNumProtos 
 constexpr Algo algoOf(int slot) { return static_cast<Algo>(slot / kNumProtos); }
 constexpr Proto protoOf(int slot) { return static_cast<Proto>(slot % kNumProtos); }
 
+// Measured so precisely that its interval is narrower than the rule's bar yet not "faster": what it
+// could still gain is within the rule's indifference (a few tenths of a percent), not worth measuring on.
+bool withinTheBar(const Judgement& j, const DecisionRule& rule) { return j.upper - j.lower < -std::log(1 - rule.minGain); }
+
 // Adds d unless present; keeps at most Candidates::kMax.
 void append(Candidates& c, const Decision& d) {
   for (int i = 0; i < c.count; ++i)
@@ -89,6 +93,15 @@ void OnlineLearner::decay(KeyState& k, ArmStats& a) const {
   a.s *= f;
   a.ss *= f;
   a.lastCall = k.calls;
+}
+
+void OnlineLearner::setCallsSoFar(int coll, int bucket, uint64_t calls) {
+  if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
+  keys_[coll * SizeBucket::kCount + bucket].jobCalls = calls;
+}
+
+double OnlineLearner::callsSoFar(const KeyState& k) const {
+  return std::max(static_cast<double>(k.jobCalls), static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6));
 }
 
 void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us) {
@@ -424,7 +437,7 @@ int OnlineLearner::racingArm(const KeyState& k, const std::vector<int>& slots) c
     if (s >= 0 && s != k.incumbent && trusted(k, s) && meanOf(k.arms[s]) - inc < gainLog &&
         (racing < 0 || meanOf(k.arms[s]) < meanOf(k.arms[racing]))) {
       const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
-      if (!j.faster && !j.noGain) racing = s;
+      if (!j.faster && !j.noGain && !withinTheBar(j, config_.rule)) racing = s;
     }
   return racing;
 }
@@ -443,8 +456,7 @@ std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, 
     if (!ratio) return std::nullopt;  // the model says it cannot pay off here
     // The calls still to come must repay what measuring the arm costs (the key's calls so far, as
     // the job measured them at the rate in force).
-    const double calls = static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6);
-    if (!searchRepays(calls, k.measureCost, config_.minSamples, config_.plausibleGain)) return std::nullopt;
+    if (!searchRepays(callsSoFar(k), k.measureCost, config_.minSamples, config_.plausibleGain)) return std::nullopt;
     return ArmRate{share, *ratio};
   }
   if (!incumbentMean) return ArmRate{share, 1.0};
@@ -454,9 +466,9 @@ std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, 
   // Decided by the rule (it cannot be a gain of minGain however long it is measured), or what it
   // could still gain does not repay measuring it further: drift re-tests only.
   const Judgement j = compare(a, k.arms[k.incumbent]);
-  if (j.noGain) return retest;
-  const double calls = static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6);
-  if (!searchRepays(calls, k.measureCost, config_.minSamples, std::max(0.0, 1 - std::exp(j.lower)))) return retest;
+  if (j.noGain || withinTheBar(j, config_.rule)) return retest;
+  if (!searchRepays(callsSoFar(k), k.measureCost, config_.minSamples, std::max(0.0, 1 - std::exp(j.lower))))
+    return retest;
   return ArmRate{share, ratio};
 }
 
@@ -503,11 +515,16 @@ KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, bool searching) const {
   KeyMeasure m;
   m.costShare = k.measureCost;
   m.searching = searching;
-  if (k.incumbent < 0 || k.arms[k.incumbent].w <= 0) return m;
-  const double incumbentLog = meanOf(k.arms[k.incumbent]);
-  m.time_us = static_cast<double>(k.calls) * std::exp(incumbentLog);
-  if (k.ncclDefault >= 0 && k.ncclDefault != k.incumbent && trusted(k, k.ncclDefault) && trusted(k, k.incumbent))
-    m.gainShare = std::max(0.0, 1 - std::exp(incumbentLog - meanOf(k.arms[k.ncclDefault])));
+  // What runs: the incumbent, else NCCL's default, else the arm measured most.
+  int runs = k.incumbent >= 0 && k.arms[k.incumbent].w > 0 ? k.incumbent : k.ncclDefault;
+  if (runs < 0 || k.arms[runs].w <= 0)
+    for (int s = 0; s < kArmSlots; ++s)
+      if (k.arms[s].w > 0 && (runs < 0 || k.arms[s].w > k.arms[runs].w)) runs = s;
+  if (runs < 0 || k.arms[runs].w <= 0) return m;
+  const double runsLog = meanOf(k.arms[runs]);
+  m.time_us = static_cast<double>(k.calls) * std::exp(runsLog);
+  if (k.ncclDefault >= 0 && k.ncclDefault != runs && trusted(k, k.ncclDefault) && trusted(k, runs))
+    m.gainShare = std::max(0.0, 1 - std::exp(runsLog - meanOf(k.arms[k.ncclDefault])));
   return m;
 }
 
@@ -543,14 +560,17 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     const PriorArm prior = priorArm(coll, bucket, k);
     pickCandidate(coll, bucket, k, prior.slot);
     const std::vector<int> slots = armSlots(coll, k, prior);
-    if (slots.empty()) continue;
+    k.measureCost = config_.measureCostShare[bucket];
+    if (slots.empty()) {  // the static table answers: nothing searched, its time still weighs
+      measures.push_back(keyMeasure(k, false));
+      continue;
+    }
     for (int s : slots) decay(k, k.arms[s]);
     if (k.incumbent < 0) k.incumbent = prior.slot;
     switchToBest(k, slots);
     guard(k, prior.slot);
     OnlineEntry& e = table->entry(key);
     setExploit(e, k, prior);
-    k.measureCost = config_.measureCostShare[bucket];
     measures.push_back(keyMeasure(k, setExploration(e, k, slots, prior)));
   }
   planMeasurement(*table, measures);

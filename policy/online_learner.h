@@ -131,6 +131,9 @@ class OnlineLearner {
   // NCCL's cost table for the key (kNumAlgos x kNumProtos, us; < 0 = IGNORE): the prior for what an
   // untried arm costs. IGNOREd arms are never explored (NCCL would not run them).
   void setModelledCost(int coll, int bucket, const float* costTable);
+  // How many calls of the key the job has made so far, measured or not (what a search must repay
+  // its measurement over); without it, the measured calls over the share measured.
+  void setCallsSoFar(int coll, int bucket, uint64_t calls);
   // One measured call: what actually ran and how long it took.
   void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us);
   // The next version: exploit choices and exploration rates from everything observed so far.
@@ -180,6 +183,7 @@ class OnlineLearner {
     std::array<float, kArmSlots> modelled_us{};
     std::array<ArmStats, kArmSlots> arms{};
     double measureCost = 0;  // what profiling one of its calls costs (share of the call's time)
+    uint64_t jobCalls = 0;   // the job's calls of the key, measured or not (setCallsSoFar)
   };
   // What the learner does at a key, from its configuration and whether an arm model is set.
   enum class Mode : uint8_t {
@@ -217,6 +221,7 @@ class OnlineLearner {
   bool setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
   // Then, over every key: how much of the next version is measured.
   KeyMeasure keyMeasure(const KeyState& k, bool searching) const;
+  double callsSoFar(const KeyState& k) const;
   void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys);
   // Candidate sources: the profile's unverified rule (or the refreshed learned rules'); NCCL's
   // runner-up by its own cost (-1 none or beyond maxModelledRatio); the search's next arm.

@@ -24,4 +24,5 @@ void addDemoCommand(CLI::App& app);
 void addProbeCommand(CLI::App& app);
 void addMergeCommand(CLI::App& app);
 void addProfileCommand(CLI::App& app);
+void addMeasurementCostCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

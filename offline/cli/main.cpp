@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addProbeCommand(app);
   dynamiccl::cli::addMergeCommand(app);
   dynamiccl::cli::addProfileCommand(app);
+  dynamiccl::cli::addMeasurementCostCommand(app);
   dynamiccl::cli::applyConventions(app);
   try {
     app.parse(argc, argv);

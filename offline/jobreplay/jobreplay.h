@@ -9,6 +9,7 @@
 //   r->ranksAgree; r->keys[i].vsBest(); r->ranks[0].exploreShare();
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -120,8 +121,15 @@ struct CongestionEpisode {
 double congestionFactor(const std::vector<CongestionEpisode>& episodes, uint64_t callIndex, const JobKey& key,
                         const sim::Config& ran);
 
+// What the replayed job charges a profiled call, and the plugin prices, unless JobOptions names
+// another: the published figures of the release the harness emulates (2.28.9: priced as 2.29's).
+policy::MeasurementCost defaultMeasurementCost();
+
 struct JobOptions {
   std::string pluginPath;      // the plugin library (tuner and profiler roles)
+  // The price of a profiled call: charged on every call the rank's mask profiled, and handed to the
+  // plugin (DYNAMICCL_MEASUREMENT_COST) so it prices the same; nullptr: defaultMeasurementCost().
+  std::shared_ptr<const policy::MeasurementCost> measurementCost;
   uint64_t iterations = 1000;  // passes over the keys; calls per rank are rounded up to whole epochs
   uint64_t epochCalls = 1000;  // DYNAMICCL_EPOCH_CALLS in every rank, and the epoch of the accounting
   uint64_t seed = 1;           // latency draws
@@ -130,6 +138,8 @@ struct JobOptions {
   // override): DYNAMICCL_TOPO_* of the job's topology, NCCL_PROFILER_PLUGIN naming the plugin,
   // DYNAMICCL_EPOCH_CALLS, and DYNAMICCL_COORD_DIR=<workDir>/coord (fresh for every job).
   std::vector<std::pair<std::string, std::string>> env;
+  // Set in rank r after `env` (e.g. DYNAMICCL_DB of its node's store file); empty: nothing more.
+  std::function<std::vector<std::pair<std::string, std::string>>(int rank)> rankEnv;
   std::string workDir;         // results, each rank's log, coordination directory; created
   double timeout_s = 120;      // per rank: a rank still running then is killed and reported
   // A real job's collectives take microseconds to milliseconds, these calls nanoseconds: each rank
@@ -158,7 +168,23 @@ struct RankOutcome {
   uint64_t calls = 0;
   uint64_t decisionHash = 0;      // every call's (algo, proto, channels), in order
   uint64_t unmeasuredCalls = 0;   // NCCL ran a configuration nobody measured there (none expected)
-  double total_us = 0;            // collective time: the drawn latencies
+  double total_us = 0;            // collective time: the drawn latencies (what profiling cost: measure_us)
+  uint64_t profiledCalls = 0;     // calls NCCL profiled (the mask held the profiler's bits)
+  double measure_us = 0;          // what profiling them cost (JobOptions::measurementCost)
+  // Per key (job.keys order): the job's time (drawn + measurement), the same calls at NCCL's default
+  // unprofiled (the same draws: paired), what measuring cost, how many calls were profiled.
+  std::vector<double> keyJob_us, keyDefault_us, keyMeasure_us;
+  std::vector<uint64_t> keyProfiled;
+  std::vector<uint64_t> epochProfiled;  // per epoch, the calls profiled
+  double init_us = 0;                   // from the rank's start (fork) to its first call: both roles loaded and initialized
+  std::vector<double> boundaryCall_us;  // per epoch boundary crossed, the wall time of the call that crossed it
+  // The share of calls profiled over the last `epochs` epochs (a settled job's): at most 1% by default.
+  double settledProfiledShare(size_t epochs, uint64_t epochCalls) const {
+    const size_t n = std::min(epochs, epochProfiled.size());
+    uint64_t p = 0;
+    for (size_t i = epochProfiled.size() - n; i < epochProfiled.size(); ++i) p += epochProfiled[i];
+    return n ? static_cast<double>(p) / static_cast<double>(n * epochCalls) : 0;
+  }
   double explore_us = 0;          // calls off their epoch's majority for the key: excess of that
                                   // configuration's measured mean over the majority's (0 when faster)
   uint64_t exploreCalls = 0;      // how many calls ran off their epoch's majority
@@ -168,6 +194,8 @@ struct RankOutcome {
   std::vector<std::vector<sim::Config>> epochConfigs;
   std::vector<std::vector<size_t>> triedOrder;  // per key: indices into JobKey::measured, in the order first run
   double exploreShare() const { return total_us > 0 ? explore_us / total_us : 0; }
+  double measureShare() const { return total_us > 0 ? measure_us / total_us : 0; }
+  double profiledShare() const { return calls > 0 ? static_cast<double>(profiledCalls) / calls : 0; }
 };
 
 // The job's result per key: what ran in the final epoch against NCCL's default and the best, all
@@ -190,6 +218,11 @@ struct KeyOutcome {
   double vsBestEstablished() const { return finalEstablished_us / bestEstablished_us; }
   bool bestIsDefaultsTwin() const { return best_us < bestChoosable_us; }
   double vsDefault() const { return final_us / default_us; }
+  // The whole job at this key, learning included: every call as drawn plus what measuring cost,
+  // against the same calls at NCCL's default unprofiled (the leader's view: it pays for measuring).
+  double job_us = 0, jobDefault_us = 0, measure_us = 0;
+  uint64_t calls = 0, profiled = 0;
+  double netVsDefault() const { return jobDefault_us > 0 ? job_us / jobDefault_us : 1; }
 };
 
 struct JobResult {

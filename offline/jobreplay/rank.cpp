@@ -99,9 +99,14 @@ void writeLog(const std::string& path) {
 
 }  // namespace
 
+policy::MeasurementCost defaultMeasurementCost() {
+  return policy::MeasurementCost::published(harness::OpenOptions{}.ncclVersion);
+}
+
 void runRank(const RankPlan& plan) {
   const MeasuredJob& job = *plan.job;
   const JobOptions& o = *plan.options;
+  const auto born = std::chrono::steady_clock::now();
   for (const auto& [name, value] : plan.env) setenv(name.c_str(), value.c_str(), 1);
   auto tuner = harness::TunerLibrary::open(o.pluginPath);
   if (!tuner) leave(kTunerOpen, plan);
@@ -126,7 +131,15 @@ void runRank(const RankPlan& plan) {
 
   RankOutcome r;
   r.rank = plan.rank;
+  r.keyJob_us.assign(job.keys.size(), 0);
+  r.keyDefault_us.assign(job.keys.size(), 0);
+  r.keyMeasure_us.assign(job.keys.size(), 0);
+  r.keyProfiled.assign(job.keys.size(), 0);
+  // NCCL profiles a call only when the mask holds the profiler's bits as the call is enqueued.
+  const int bits = (*prof)->version() >= 4 ? int(ncclProfileColl | ncclProfileKernelCh) : int(ncclProfileColl);
+  const policy::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
   EpochAccount account(job);
+  uint64_t epochProfiled = 0;
   uint64_t clock_ns = 1'000'000;
   std::array<uint64_t, kNumCollectives> ncclSeq{};  // NCCL's seqNumber per collective: graph replays advance it too
   // One Coll as NCCL's profiler events give it: every channel spans the call (the profiler waits for each).
@@ -152,10 +165,17 @@ void runRank(const RankPlan& plan) {
     (*prof)->stop(h);
     clock_ns += lat_ns + 1000;
   };
+  r.init_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - born).count();
   for (uint64_t i = 0; i < plan.calls; ++i) {
     const size_t k = i % job.keys.size();
     const JobKey& key = job.keys[k];
+    const bool profiled = (__atomic_load_n(&mask, __ATOMIC_RELAXED) & bits) == bits;  // read at enqueue, as NCCL does
+    const auto callStart = std::chrono::steady_clock::now();
     const harness::Outcome outcome = (*comm)->run(int(key.coll), key.bytes, key.costTable, 0);
+    // An epoch boundary's cost: the leader publishes at the epoch's last call, every rank adopts at the next's first.
+    const double call_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - callStart).count();
+    if ((i + 1) % o.epochCalls == 0) r.boundaryCall_us.push_back(call_us);
+    else if (i % o.epochCalls == 0 && i > 0) r.boundaryCall_us.back() += call_us;
     const harness::Choice& c = outcome.choice;
     r.decisionHash = mix64(r.decisionHash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
@@ -166,20 +186,35 @@ void runRank(const RankPlan& plan) {
     } else {
       const double lat_us =
           drawLatency_us(*ran, job.repeatSigma, o.seed, i) * congestionFactor(o.congestion, i, key, ran->config);
+      // The same call had NCCL been left alone, unprofiled: the job's net figure is paired call by call.
+      const double default_us = drawLatency_us(key.byDefault(), job.repeatSigma, o.seed, i) *
+                                congestionFactor(o.congestion, i, key, key.byDefault().config);
+      const double measure_us = profiled ? lat_us * price.share(key.bytes) : 0;
       r.total_us += lat_us;
+      r.measure_us += measure_us;
+      r.keyJob_us[k] += lat_us + measure_us;
+      r.keyDefault_us[k] += default_us;
+      r.keyMeasure_us[k] += measure_us;
+      r.keyProfiled[k] += profiled ? 1 : 0;
+      r.profiledCalls += profiled ? 1 : 0;
       account.add(k, static_cast<size_t>(ran - key.measured.data()));
       // The channels NCCL runs under the release emulated: the plugin's count replaces NCCL's own
       // before 2.31 and only lowers it from 2.31 (its own: the platform model's, else the plugin's).
       const int channels = std::clamp(
           abi::channelsRun(rule, c.nChannels, ran->ncclChannels > 0 ? ran->ncclChannels : std::max(c.nChannels, 1)), 1,
           kMaxReportedChannels);
-      emitColl(key, *ran, channels, lat_us);
+      if (profiled) emitColl(key, *ran, channels, lat_us);
       // This call was also captured into a CUDA graph: NCCL replays its plan without asking the tuner.
-      if (o.graphs.every > 0 && i % o.graphs.every == o.graphs.every - 1)
+      if (profiled && o.graphs.every > 0 && i % o.graphs.every == o.graphs.every - 1)
         for (int g = 0; g < o.graphs.replays; ++g, ++r.graphReplays)
           emitColl(key, *ran, channels, lat_us * o.graphs.latencyFactor);
     }
-    if ((i + 1) % o.epochCalls == 0 || i + 1 == plan.calls) account.close();
+    epochProfiled += profiled ? 1 : 0;
+    if ((i + 1) % o.epochCalls == 0 || i + 1 == plan.calls) {
+      account.close();
+      r.epochProfiled.push_back(epochProfiled);
+      epochProfiled = 0;
+    }
     if (o.paceEvery > 0 && i % o.paceEvery == static_cast<uint64_t>(o.paceEvery - 1))
       std::this_thread::sleep_for(std::chrono::microseconds(o.pace_us));
   }
@@ -197,6 +232,15 @@ void runRank(const RankPlan& plan) {
   out["explore_us"] = r.explore_us;
   out["explore_calls"] = r.exploreCalls;
   out["graph_replays"] = r.graphReplays;
+  out["profiled"] = r.profiledCalls;
+  out["measure_us"] = r.measure_us;
+  out["key_job_us"] = r.keyJob_us;
+  out["key_default_us"] = r.keyDefault_us;
+  out["key_measure_us"] = r.keyMeasure_us;
+  out["key_profiled"] = r.keyProfiled;
+  out["epoch_profiled"] = r.epochProfiled;
+  out["init_us"] = r.init_us;
+  out["boundary_call_us"] = r.boundaryCall_us;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
   out["tried"] = account.tried();
   out["epochs"] = nlohmann::json::array();
@@ -235,6 +279,16 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.explore_us = j.value("explore_us", 0.0);
   r.exploreCalls = j.value("explore_calls", uint64_t{0});
   r.graphReplays = j.value("graph_replays", uint64_t{0});
+  r.profiledCalls = j.value("profiled", uint64_t{0});
+  r.measure_us = j.value("measure_us", 0.0);
+  r.keyJob_us = j.value("key_job_us", std::vector<double>{});
+  r.keyDefault_us = j.value("key_default_us", std::vector<double>{});
+  r.keyMeasure_us = j.value("key_measure_us", std::vector<double>{});
+  r.keyProfiled = j.value("key_profiled", std::vector<uint64_t>{});
+  r.epochProfiled = j.value("epoch_profiled", std::vector<uint64_t>{});
+  r.init_us = j.value("init_us", 0.0);
+  r.boundaryCall_us = j.value("boundary_call_us", std::vector<double>{});
+  if (r.keyJob_us.size() != nKeys || r.keyDefault_us.size() != nKeys) return makeError("wrote a result for other keys");
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
   auto config = [](const nlohmann::json& c) { return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), 0, 0}; };
   for (const auto& f : j["finals"]) r.finalConfigs.push_back(config(f));

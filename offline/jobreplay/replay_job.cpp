@@ -14,6 +14,7 @@
 #include <system_error>
 #include <thread>
 
+#include "offline/files/files.h"
 #include "offline/jobreplay/rank.h"
 
 namespace dynamiccl::jobreplay {
@@ -23,7 +24,8 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 
 // What every rank gets before the caller's env: the measured machine as the plugin's host probe
 // sees it (its rules' fingerprint), the profiler role, the epoch, a coordination directory of its own.
-Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& coordDir) {
+Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& coordDir,
+               const std::string& measurementCostPath) {
   const model::Topology& t = job.topology;
   Env env = {
       {"DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap)},
@@ -34,7 +36,10 @@ Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& c
       {"NCCL_PROFILER_PLUGIN", o.pluginPath},
       {"DYNAMICCL_EPOCH_CALLS", std::to_string(o.epochCalls)},
       {"DYNAMICCL_COORD_DIR", coordDir},
+      // Every rank checks its inputs as a user's job does; with only some ranks run the rest never would.
+      {"DYNAMICCL_INPUTS_CHECK", o.processes > 0 && o.processes < job.nRanks ? "0" : "1"},
   };
+  if (!measurementCostPath.empty()) env.push_back({"DYNAMICCL_MEASUREMENT_COST", measurementCostPath});
   env.insert(env.end(), o.env.begin(), o.env.end());
   return env;
 }
@@ -118,7 +123,10 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   const uint64_t commId = o.commId ? o.commId : 0x10b0000000000000ull ^ o.seed;
   result.commId = commId;
   result.epochCalls = o.epochCalls;
-  const Env env = defaultEnv(job, o, coord.string());
+  const std::string pricePath = (dir / "measurement_cost.json").string();
+  const policy::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
+  if (Status st = files::writeFile(pricePath, price.toJson()); !st) return makeError(st.error());
+  const Env env = defaultEnv(job, o, coord.string(), pricePath);
 
   const int processes = o.processes > 0 ? std::min(o.processes, job.nRanks) : job.nRanks;
   std::vector<RankPlan> plans;
@@ -126,6 +134,8 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
     const std::string stem = (dir / ("rank" + std::to_string(r))).string();
     fs::remove(stem + ".json", ec);
     plans.push_back(RankPlan{&job, &o, r, result.callsPerRank, commId, env, stem + ".json", stem + ".log"});
+    if (o.rankEnv)
+      for (auto& e : o.rankEnv(r)) plans.back().env.push_back(std::move(e));
   }
   std::fflush(stdout);  // a child must not inherit (and later repeat) buffered output
   std::fflush(stderr);
@@ -181,6 +191,11 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
                    key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us,
                    key.bestChoosable().mean_us};
       o.defaultSettledBy = key.defaultSettledBy;
+      o.job_us = first->keyJob_us[k];
+      o.jobDefault_us = first->keyDefault_us[k];
+      o.measure_us = k < first->keyMeasure_us.size() ? first->keyMeasure_us[k] : 0;
+      o.profiled = k < first->keyProfiled.size() ? first->keyProfiled[k] : 0;
+      o.calls = first->calls / keys + (k < first->calls % keys ? 1 : 0);
       o.finalEstablished_us = ranOrDefault.draw_us();
       o.bestEstablished_us = key.bestEstablished().draw_us();
       o.alternatives = static_cast<int>(key.measured.size()) - 1;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "plugin/log.h"
 #include "plugin/observation.h"
 
 namespace dynamiccl::plugin {
@@ -103,6 +104,16 @@ class Agent {
     }
   }
 
+  // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).
+  static void sayWhenMeasuringStops(OnlineComm& c, const policy::MeasurePlan& plan) {
+    if (plan.stopped == c.saidMeasuringStopped) return;
+    c.saidMeasuringStopped = plan.stopped;
+    if (plan.stopped)
+      logInfo("communicator %016llx stops measuring: its search settled and what it gained over NCCL's choices "
+              "(%.2f%% of collective time) does not repay re-testing; none of its calls is profiled until a search would repay it",
+              static_cast<unsigned long long>(c.commId), 100 * plan.gainShare);
+  }
+
   // A leader that learnt its role late still publishes the boundary it waits at; a record that
   // exists already (frozen by a follower, or ours) is simply kept: the store is write-once.
   static void publish(OnlineComm& c, uint64_t pending, uint64_t calls) {
@@ -118,6 +129,8 @@ class Agent {
         if (const uint8_t d = c.ncclDefault[k].load(std::memory_order_relaxed))
           c.learner->setNcclDefault(coll, bucket, static_cast<Algo>((d - 1) / kNumProtos),
                                     static_cast<Proto>((d - 1) % kNumProtos));
+        if (const uint64_t calls = c.keyCalls[k].load(std::memory_order_relaxed))
+          c.learner->setCallsSoFar(coll, bucket, calls);
         if (c.modelledKnown[k].load(std::memory_order_acquire)) {
           float table[kNumAlgos * kNumProtos];
           for (int i = 0; i < kNumAlgos * kNumProtos; ++i) table[i] = c.modelled_us[k][i].load(std::memory_order_relaxed);
@@ -125,6 +138,7 @@ class Agent {
         }
       }
       bytes = c.learner->build(next / E)->serialize();
+      sayWhenMeasuringStops(c, c.learner->measurePlan());
     }
     const coord::PublishResult r = c.store->publish(c.commId, next, bytes);
     if (r != coord::PublishResult::Failed) c.publishedBoundary.store(next);

@@ -162,15 +162,26 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
   removeFromEpochAgent(comm);
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
   std::vector<policy::Verdict> verdicts;
-  uint64_t refreshes = 0, refits = 0;
+  uint64_t refreshes = 0, refits = 0, measured = 0;
+  policy::MeasurePlan plan;
   {
     std::lock_guard lock(comm->mutex);
     if (comm->learner) {
       if (comm->verifying) verdicts = comm->learner->verdicts();
       refreshes = comm->learner->learnedRefreshes();
       refits = comm->learner->modelRefits();
+      measured = comm->learner->counters().observations;
+      plan = comm->learner->measurePlan();
     }
   }
+  // What learning cost, as every figure compared with NCCL should count it.
+  const uint64_t calls = comm->callsSeen.load(std::memory_order_relaxed);
+  logInfo("online: communicator %016llx measured %llu of %llu calls (%.2f%%); at the end %s %.2f%% of calls, priced at "
+          "%.2f%% of collective time; gained %.2f%% over NCCL's choices where settled",
+          static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(measured),
+          static_cast<unsigned long long>(calls), calls ? 100.0 * static_cast<double>(measured) / static_cast<double>(calls) : 0.0,
+          plan.stopped ? "measuring stopped," : plan.searching ? "still searching," : "settled,", 100 * plan.rate,
+          100 * plan.costShare, 100 * plan.gainShare);
   if (refreshes || refits)
     logInfo("online: communicator %016llx re-evaluated its learned rules with recent timings %llu time(s) and refit "
             "the network's last layer on this job's measurements %llu time(s)",
