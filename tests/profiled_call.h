@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "offline/harness/harness.h"
@@ -31,6 +33,24 @@ inline void emitProfiledCall(const harness::ProfilerLibrary& prof, void* pctx, u
   prof.stop(k);
   prof.stop(h);
   clock_ns += lat_ns + 1000;
+}
+
+// The built library opened as NCCL opens it with NCCL_PROFILER_PLUGIN naming it (the profiler role is
+// ours), in-job verification at its default; false when either side does not open.
+struct ProfiledPlugin {
+  std::shared_ptr<harness::TunerLibrary> tuner;
+  std::shared_ptr<harness::ProfilerLibrary> prof;
+};
+inline bool openProfiledPlugin(const char* pluginDir, ProfiledPlugin& out) {
+  unsetenv("DYNAMICCL_ONLINE");
+  unsetenv("DYNAMICCL_VERIFY");
+  const std::string path = harness::builtPluginPath(pluginDir);
+  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
+  auto tuner = harness::TunerLibrary::open(path);
+  auto prof = harness::ProfilerLibrary::open(path);
+  if (!tuner.ok() || !prof.ok()) return false;
+  out = {*tuner, *prof};
+  return true;
 }
 
 }  // namespace dynamiccl::testing

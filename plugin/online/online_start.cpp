@@ -101,7 +101,8 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
   // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN
   // this job's leader did not write reads, on every rank alike, as no table (frozen there).
-  c->store = coord::sealedStore(std::move(backend.value()), takeEpochKey(shape.commId, coordToken(settings)),
+  const std::shared_ptr<coord::RecordStore> raw = std::move(backend.value());  // verdicts travel unsealed
+  c->store = coord::sealedStore(raw, takeEpochKey(shape.commId, coordToken(settings)),
                                 [](uint64_t commId, uint64_t boundary) {
                                   if (firstTime(gSaidForeignRecord))
                                     logWarn("online: the record of boundary %llu of communicator %016llx is not sealed "
@@ -143,6 +144,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   if (verify) {
     c->verifying = true;
     c->verdictScope = verdictScope(shape, profile.hardware, settings);
+    c->verdictScope.backend = raw;
     resumeVerdicts(*c->learner, c->verdictScope);
   }
   if (learn ? firstTime(gLoggedOnline) : firstTime(gLoggedVerify))

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "plugin/log.h"
+#include "plugin/online/verdict_record.h"
 #include "store/store.h"
 
 namespace dynamiccl::plugin {
@@ -126,6 +128,40 @@ uint64_t bucketHighest(int bucket) {
   return bucket + 1 >= SizeBucket::kCount ? UINT64_MAX : SizeBucket::lowest(bucket + 1) - 1;
 }
 
+// This node's store: the latest verdicts of the scope (moving in what a locked finalize left beside it).
+std::vector<store::VerdictRow> localVerdicts(const VerdictScope& scope, const std::string& path) {
+  movePendingVerdicts(path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};  // no store yet: nothing to resume
+  auto db = openStore(path);
+  if (!db.ok()) {
+    logWarn("in-job verification: store unavailable (%s); not resumed from it", db.error().c_str());
+    return {};
+  }
+  auto rows = db.value()->latestVerdicts(scope.fingerprint, scope.nRanks, scope.nNodes);
+  if (!rows.ok()) {
+    logWarn("in-job verification: %s; not resumed from the store", rows.error().c_str());
+    return {};
+  }
+  std::erase_if(*rows, [&](const store::VerdictRow& r) { return r.fingerprint != scope.fingerprint; });  // "" selects all
+  return std::move(*rows);
+}
+
+// The cluster's copy, first: one backend op where no later job took the slot resume saw free.
+void publishTravelling(std::vector<store::VerdictRow> rows, const VerdictScope& scope) {
+  if (!scope.backend) return;
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (store::VerdictRow& r : rows) r.ts_ns = now_ns;
+  const Expected<uint64_t> slot = publishVerdicts(*scope.backend, scope, rows);
+  if (slot.ok())
+    logInfo("in-job verification: %zu verdict(s) published through %s (slot %llu): the next job resumes from them on "
+            "any node", rows.size(), scope.backend->describe().c_str(), static_cast<unsigned long long>(*slot));
+  else
+    logWarn("in-job verification: verdicts not published through %s (%s); the store keeps them",
+            scope.backend->describe().c_str(), slot.error().c_str());
+}
+
 }  // namespace
 
 VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHardware>& declared,
@@ -149,25 +185,24 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
   return s;
 }
 
-size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope) {
+size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope) {
   if (!scope.record) return 0;
   const std::string path = databasePath(scope);
-  movePendingVerdicts(path);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;  // no store yet: nothing to resume
-  auto db = openStore(path);
-  if (!db.ok()) {
-    logWarn("in-job verification starts afresh: store unavailable (%s)", db.error().c_str());
-    return 0;
-  }
-  auto rows = db.value()->latestVerdicts(scope.fingerprint, scope.nRanks, scope.nNodes);
-  if (!rows.ok()) {
-    logWarn("in-job verification starts afresh: %s", rows.error().c_str());
-    return 0;
-  }
+  std::vector<store::VerdictRow> rows = localVerdicts(scope, path);
+  const size_t local = rows.size();
+  size_t travelled = 0;
+  if (scope.backend)  // the newer of the two wins per candidate: the store is this node's, the backend the cluster's
+    for (store::VerdictRow& t : readTravelledVerdicts(*scope.backend, scope)) {
+      auto same = std::find_if(rows.begin(), rows.end(), [&](const store::VerdictRow& r) {
+        return r.collective == t.collective && r.min_bytes == t.min_bytes && r.algo == t.algo && r.proto == t.proto;
+      });
+      if (same != rows.end() && same->ts_ns >= t.ts_ns) continue;
+      ++travelled;
+      if (same != rows.end()) *same = std::move(t);
+      else rows.push_back(std::move(t));
+    }
   size_t resumed = 0;
-  for (const store::VerdictRow& r : *rows) {
-    if (r.fingerprint != scope.fingerprint) continue;  // "" selects every fingerprint in the query
+  for (const store::VerdictRow& r : rows) {
     const auto coll = parseCollective(r.collective);
     const auto a = parseAlgo(r.algo), ba = parseAlgo(r.base_algo);
     const auto p = parseProto(r.proto), bp = parseProto(r.base_proto);
@@ -179,7 +214,9 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope)
                  policy::ArmSummary{*ba, *bp, static_cast<uint64_t>(r.base_n), r.base_mean_log_us, r.base_var_log_us});
     ++resumed;
   }
-  if (resumed) logInfo("in-job verification resumes %zu candidate(s) from %s", resumed, path.c_str());
+  if (resumed)
+    logInfo("in-job verification resumes %zu candidate(s) (%zu in %s, %zu newer through %s)", resumed, local,
+            path.c_str(), travelled, scope.backend ? scope.backend->describe().c_str() : "no backend");
   return resumed;
 }
 
@@ -222,6 +259,7 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
             "DYNAMICCL_RECORD=0)", verdicts.size(), promoted, dropped, testing);
     return;
   }
+  publishTravelling(rows, scope);
   const std::string path = databasePath(scope);
   const char* unknownHardware =
       scope.fingerprint.empty() ? " (hardware unknown: `dynamiccl export --from-store` cannot mark them verified)" : "";

@@ -18,9 +18,10 @@ namespace dynamiccl::plugin {
 VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHardware>& declared,
                           const Settings& settings);
 
-// Seeds the learner with the latest verdicts of this scope; returns how many keys were resumed.
-size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope);
-// Appends this job's verdicts; says in one line what was promoted, dropped and still testing.
+// Seeds the learner with the latest verdicts of this scope, from the store and through the backend
+// (the newer per candidate); returns how many candidates were resumed.
+size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope);
+// Appends this job's verdicts (and publishes them through the backend); says in one line what was promoted, dropped and still testing.
 void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope);
 
 }  // namespace dynamiccl::plugin
