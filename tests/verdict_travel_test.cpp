@@ -1,7 +1,8 @@
 // The cluster's memory of in-job verification travels through the coordination backend: a job on
 // "node 1" (its own store file) promotes a winner; the next job, its leader on "node 2" (another,
 // empty store file) with the same shared coordination directory, exploits the winner from the first
-// boundary on. A job with the same empty store but another directory starts afresh (the control).
+// boundary on, reading past a record that does not parse. A job with the same empty store but
+// another directory starts afresh (the control).
 // Forked ranks drive the real library, as tests/verification_test.cpp does.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -108,6 +110,17 @@ std::string promotedAt(const std::string& db) {
   return "no verdict";
 }
 
+// The directory of the namespace whose first record is a verdicts record (the epochs' are sealed).
+std::filesystem::path verdictNamespaceDir(const std::string& coordDir) {
+  for (const auto& d : std::filesystem::directory_iterator(coordDir)) {
+    std::ifstream in(d.path() / "b1");
+    const std::string head(std::istreambuf_iterator<char>(in), {});
+    if (head.find(R"("format":"dynamiccl-verdicts")") != std::string::npos)
+      return d.path();
+  }
+  return {};
+}
+
 TEST(VerdictTravel, TheNextJobResumesOnAnotherNodeThroughTheCoordinationBackend) {
   char tmpl[] = "/tmp/dynamiccl-travel-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -118,11 +131,19 @@ TEST(VerdictTravel, TheNextJobResumesOnAnotherNodeThroughTheCoordinationBackend)
   ASSERT_GE(runJob(job), 0.0);
   ASSERT_EQ(promotedAt(job.db), "promoted");
 
+  // Job 1's record sits in slot 1 of the verdicts' namespace; it moves to slot 2 and slot 1 gets bytes
+  // that do not parse: the next job reads past them (one line) to the record.
+  const std::filesystem::path records = verdictNamespaceDir(job.coordDir);
+  ASSERT_FALSE(records.empty());
+  std::filesystem::rename(records / "b1", records / "b2");
+  std::ofstream(records / "b1") << "{\"format\":\"dynamiccl-verdicts\",\"version\":";
+
   // Another node: its store is empty; only the shared coordination directory carries job 1's verdicts.
   job.db = dir + "/node2.db";
   job.commId = 0xa2;
   job.calls = 3 * kEpochCalls;
   EXPECT_GT(runJob(job), 0.9);
+  EXPECT_TRUE(std::filesystem::exists(records / "b3"));  // its own verdicts: the first free slot
 
   // The control: the same empty store without job 1's directory tests the candidate again.
   job.db = dir + "/node3.db";
