@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <random>
 
@@ -36,20 +37,29 @@ std::string whoAmI() {
 
 // The epoch key the check left for startOnline, which runs next in the same thread (the tuner's
 // init of the same communicator); per thread, so ranks run as threads of one process keep theirs.
+// Trivially destructible: a thread_local with a destructor would keep the library from ever being
+// unloaded (glibc pins a DSO with thread-exit destructors), and a tool that dlcloses it reloads stale state.
 struct LastEpochKey {
   uint64_t commId = 0;
-  std::string key;
+  uint8_t length = 0;
+  char key[128];  // a hex HMAC-SHA256 is 64
 };
 thread_local LastEpochKey tLastKey;
 
 }  // namespace
 
-void keepEpochKey(uint64_t commId, const std::string& key) { tLastKey = {commId, key}; }
+void keepEpochKey(uint64_t commId, const std::string& key) {
+  tLastKey.commId = commId;
+  tLastKey.length = key.size() < sizeof tLastKey.key ? static_cast<uint8_t>(key.size()) : 0;
+  std::memcpy(tLastKey.key, key.data(), tLastKey.length);
+}
 
 std::string takeEpochKey(uint64_t commId, const std::string& token) {
-  LastEpochKey last = std::move(tLastKey);
-  tLastKey = {};
-  return last.commId == commId && !last.key.empty() ? last.key : epochKeyUnchecked(commId, token);
+  const bool kept = tLastKey.commId == commId && tLastKey.length > 0;
+  std::string key = kept ? std::string(tLastKey.key, tLastKey.length) : epochKeyUnchecked(commId, token);
+  tLastKey.commId = 0;
+  tLastKey.length = 0;
+  return key;
 }
 
 std::string coordToken(const Settings&) { return ""; }
