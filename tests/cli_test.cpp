@@ -556,12 +556,17 @@ TEST(CliDemo, RunsOnMeasurementsOfHardwareNoPlatformDescribes) {
   EXPECT_NE(r.output.find("every rank made the same decisions"), std::string::npos) << r.output;
   // Tree's runs up to 1K were made 15% faster: a gain they establish, which the job finds.
   EXPECT_NE(r.output.find("tree/ll promoted"), std::string::npos) << r.output;
+  // Measuring is priced (the leader profiles what half the budget affords): a quick job of 25,000
+  // calls reaches the established best at all but at most one key, whose trial it may not finish.
   std::ifstream summary(dir.path / "out" / "summary.json");
   const std::string totals((std::istreambuf_iterator<char>(summary)), {});
-  EXPECT_NE(totals.find("\"within_1pct_of_established_best\": 25"), std::string::npos) << totals;
-  EXPECT_NE(r.output.find("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
-                          "25/25 keys"),
-            std::string::npos)
+  EXPECT_TRUE(totals.find("\"within_1pct_of_established_best\": 25") != std::string::npos ||
+              totals.find("\"within_1pct_of_established_best\": 24") != std::string::npos)
+      << totals;
+  EXPECT_TRUE(r.output.find("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration "
+                            "at 25/25 keys") != std::string::npos ||
+              r.output.find("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration "
+                            "at 24/25 keys") != std::string::npos)
       << r.output;
   std::ifstream in(dir.path / "out" / "verified.json");
   const std::string verified((std::istreambuf_iterator<char>(in)), {});

@@ -158,11 +158,14 @@ struct Totals {
   int withinOnePercent = 0, replayAgrees = 0, promoted = 0;
   int withinOnePercentChoosable = 0, bestIsDefaultsTwin = 0;
   int withinOnePercentEstablished = 0;  // of the best the runs establish (a withheld gain is none)
+  // The whole job, learning included: every call as drawn plus what measuring cost, against the same
+  // calls at NCCL's default unprofiled (KeyOutcome::netVsDefault); overall and the worst key.
+  double netVsDefault = 1, worstNetVsDefault = 0;
 };
 
 Totals totals(const std::vector<KeyRow>& rows) {
   Totals t;
-  double lD = 0, lB = 0;
+  double lD = 0, lB = 0, jobNet = 0, jobDefault = 0;
   for (const KeyRow& r : rows) {
     lD += std::log(r.job.vsDefault());
     lB += std::log(r.job.vsBest());
@@ -172,10 +175,14 @@ Totals totals(const std::vector<KeyRow>& rows) {
     t.withinOnePercentChoosable += r.job.vsBestChoosable() <= 1.01;
     t.withinOnePercentEstablished += r.job.vsBestEstablished() <= 1.01;
     t.bestIsDefaultsTwin += r.job.bestIsDefaultsTwin();
+    t.worstNetVsDefault = std::max(t.worstNetVsDefault, r.job.netVsDefault());
+    jobNet += r.job.job_us;
+    jobDefault += r.job.jobDefault_us;
     t.replayAgrees += r.replayConfig == armLabel(r.job.finalConfig);
     t.promoted += r.verdict.find("promoted") != std::string::npos;
   }
   if (!rows.empty()) t.geoVsDefault = std::exp(lD / rows.size()), t.geoVsBest = std::exp(lB / rows.size());
+  if (jobDefault > 0) t.netVsDefault = jobNet / jobDefault;
   return t;
 }
 
@@ -234,6 +241,19 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
   std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
               "time (replayed: calls drawn from noise fitted to the real runs; %.0f of %.0f us; a faster trial costs nothing)\n",
               static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us);
+  {  // Measuring costs the job: only the leader profiles, at the release's price, counted in the net figure.
+    uint64_t others = 0;
+    for (size_t i = 1; i < jr.ranks.size(); ++i) others += jr.ranks[i].profiledCalls;
+    std::printf("  measurement: the leader profiled %llu of %llu calls (%.2f%%; the last 10 epochs %.2f%%), the other ranks %llu, "
+                "costing %.3f%% of collective time (priced by %s)\n",
+                static_cast<unsigned long long>(r0.profiledCalls), static_cast<unsigned long long>(r0.calls),
+                100 * r0.profiledShare(), 100 * r0.settledProfiledShare(10, jr.epochCalls),
+                static_cast<unsigned long long>(others), 100 * r0.measureShare(),
+                jobreplay::defaultMeasurementCost().source().c_str());
+    std::printf("  net of measuring and exploring, the whole job ran %.4fx NCCL's default (the same calls, drawn alike; "
+                "worst key %.4fx)\n",
+                t.netVsDefault, t.worstNetVsDefault);
+  }
   {  // The search per key: trials until the measured best had been tried, against trying every arm.
     int keys = 0, atDefault = 0, never = 0, trials = 0, every = 0, tried = 0;
     for (const KeyRow& row : rows) {
@@ -305,10 +325,15 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
   for (const jobreplay::RankOutcome& r : jr.ranks)
     ranks.push_back({{"rank", r.rank}, {"finished", r.finished}, {"failure", r.failure}, {"hash", r.decisionHash},
                      {"explore_share", r.exploreShare()}, {"explore_calls", r.exploreCalls},
+                {"profiled_calls", r.profiledCalls},
                      {"unmeasured_calls", r.unmeasuredCalls}});
   doc["job"] = {{"ranks", job.nRanks},           {"calls_per_rank", jr.callsPerRank},
                 {"all_finished", jr.allFinished}, {"ranks_agree", jr.ranksAgree},
                 {"explore_share", r0.exploreShare()}, {"explore_calls", r0.exploreCalls}, {"total_us", r0.total_us},
+                {"measure_share", r0.measureShare()}, {"measure_us", r0.measure_us},
+                {"profiled_share", r0.profiledShare()},
+                {"settled_profiled_share", r0.settledProfiledShare(10, jr.epochCalls)},
+                {"measurement_price", jobreplay::defaultMeasurementCost().source()},
                 {"wall_s", jr.wall_s},             {"per_rank", ranks}};
   int promoted = 0, dropped = 0;
   for (const JobVerdict& v : verified.verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
@@ -335,6 +360,8 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                     {"best_config", armLabel(k.best)},
                     {"best_us", k.best_us},
                     {"vs_default", k.vsDefault()},
+                    {"net_vs_default", k.netVsDefault()},
+                    {"profiled_calls", k.profiled},
                     {"vs_best", k.vsBest()},
                     {"vs_established_best", k.vsBestEstablished()},
                     {"verified_replay_config", r.replayConfig}});
@@ -346,6 +373,7 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                    {"within_1pct_of_choosable_best", t.withinOnePercentChoosable},
                    {"within_1pct_of_established_best", t.withinOnePercentEstablished},
                    {"best_is_defaults_twin", t.bestIsDefaultsTwin},
+                   {"net_vs_default", t.netVsDefault}, {"worst_key_net_vs_default", t.worstNetVsDefault},
                    {"keys", rows.size()}};
   return files::writeFile(path, doc.dump(2) + "\n");
 }

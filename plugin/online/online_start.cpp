@@ -46,6 +46,59 @@ policy::MeasurementCost measurementCost(const Settings& settings, int ncclVersio
 }
 }  // namespace
 
+namespace {
+
+// The fingerprint a learned network's rules are generated for, where the profile has a network.
+std::optional<TopologyFingerprint> networkFingerprint(const CommShape& shape, const policy::Profile& profile,
+                                                      const Settings& settings) {
+  if (!profile.network) return std::nullopt;
+  HostSources host = localHostSources();
+  host.overrides = settings.topo;
+  return fingerprintForRules(shape, profile.hardware, host).fingerprint;
+}
+
+policy::OnlineConfig learnerConfig(const Settings& settings, bool learn, int ncclVersionCode) {
+  policy::OnlineConfig config;
+  config.epochCalls = settings.epochCalls;
+  config.exploreTimeShare = settings.exploreBudget;
+  config.candidatesOnly = !learn;
+  config.learnedRulesApply = settings.trust == policy::Trust::All;
+  const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
+  for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
+  config.settledMeasureShare = settings.measureShare;
+  return config;
+}
+
+// The network's rules are unverified: candidates (verification) or, opted in, the prior. It learns
+// in the job too: its belief, refit on the measurements, proposes what to measure.
+void attachNetwork(policy::OnlineLearner& learner, const policy::Profile& profile, const TopologyFingerprint& fp,
+                   const Settings& settings, const CommShape& shape) {
+  policy::ArmModelOptions armOptions;
+  armOptions.workload = settings.workload;
+  if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
+    armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
+  learner.setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, fp, armOptions));
+  learner.setLearnedRefresh([net = profile.network, fp, workload = settings.workload, shape](const TimingWindows& windows) {
+    policy::PolicyRuleOptions options;
+    options.windows = &windows;
+    options.workload = workload;
+    policy::Profile rules;
+    rules.rules = policy::policyRules(*net, fp, options);
+    return policy::DecisionTable::compile(rules, shape);
+  });
+}
+
+void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, double budget) {
+  logInfo("%s: epoch %llu calls, exploration budget %.3f of time (trials and measurement), backend %s",
+          learn ? (verify ? "online updates and in-job verification on" : "online updates on")
+          : searchOnly ? "in-job search of NCCL's alternatives on (DYNAMICCL_VERIFY=1, no unverified rule: every "
+                         "configuration NCCL's table allows is measured against its choice)"
+                       : "in-job verification of unverified rules on (DYNAMICCL_VERIFY=0 turns it off)",
+          static_cast<unsigned long long>(c.epochCalls), budget, c.store->describe().c_str());
+}
+
+}  // namespace
+
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
                                         const Settings& settings, int ncclVersionCode) {
@@ -55,12 +108,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
   // A learned network proposes candidates in the job even where its init-time rules are none (its
   // confidence margin keeps them out until measured): it needs a fingerprint every rank shares.
-  std::optional<TopologyFingerprint> networkFp;
-  if (profile.network) {
-    HostSources host = localHostSources();
-    host.overrides = settings.topo;
-    networkFp = fingerprintForRules(shape, profile.hardware, host).fingerprint;
-  }
+  const std::optional<TopologyFingerprint> networkFp = networkFingerprint(shape, profile, settings);
   // DYNAMICCL_VERIFY=1 asks for the search even without a profile: the job then tries what NCCL's own
   // cost table allows at every key (hardware no profile describes yet, on day one).
   const bool searchAsked = settings.verify == VerifySwitch::On;
@@ -90,11 +138,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
               backend.error().c_str());
     return nullptr;
   }
-  policy::OnlineConfig config;
-  config.epochCalls = settings.epochCalls;
-  config.exploreTimeShare = settings.exploreBudget;
-  config.candidatesOnly = !learn;
-  config.learnedRulesApply = settings.trust == policy::Trust::All;
+  const policy::OnlineConfig config = learnerConfig(settings, learn, ncclVersionCode);
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
@@ -111,9 +155,6 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
                                             static_cast<unsigned long long>(boundary),
                                             static_cast<unsigned long long>(commId));
                                 });
-  const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
-  for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
-  config.settledMeasureShare = settings.measureShare;
   c->initialMeasureThreshold = policy::rateThreshold(policy::initialMeasureRate(
       config.exploreTimeShare, *std::max_element(config.measureCostShare.begin(), config.measureCostShare.end())));
   policy::CandidateFn candidate;
@@ -123,24 +164,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
       config,
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
-  // The network's rules are unverified: candidates (verification) or, opted in, the prior. It learns
-  // in the job too: its belief, refit on the measurements, proposes what to measure.
-  if (networkFp && (verify || learn)) {
-    policy::ArmModelOptions armOptions;
-    armOptions.workload = settings.workload;
-    if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
-      armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
-    c->learner->setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, *networkFp, armOptions));
-    c->learner->setLearnedRefresh([net = profile.network, f = *networkFp, workload = settings.workload,
-                                   shape](const TimingWindows& windows) {
-      policy::PolicyRuleOptions options;
-      options.windows = &windows;
-      options.workload = workload;
-      policy::Profile rules;
-      rules.rules = policy::policyRules(*net, f, options);
-      return policy::DecisionTable::compile(rules, shape);
-    });
-  }
+  if (networkFp && (verify || learn)) attachNetwork(*c->learner, profile, *networkFp, settings, shape);
   if (verify) {
     c->verifying = true;
     c->verdictScope = verdictScope(shape, profile.hardware, settings);
@@ -148,13 +172,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
     resumeVerdicts(*c->learner, c->verdictScope);
   }
   if (learn ? firstTime(gLoggedOnline) : firstTime(gLoggedVerify))
-    logInfo("%s: epoch %llu calls, exploration budget %.3f of time, backend %s",
-            learn ? (verify ? "online updates and in-job verification on" : "online updates on")
-                  : unverified.empty() && !networkFp
-                        ? "in-job search of NCCL's alternatives on (DYNAMICCL_VERIFY=1, no unverified rule: every "
-                          "configuration NCCL's table allows is measured against its choice)"
-                        : "in-job verification of unverified rules on (DYNAMICCL_VERIFY=0 turns it off)",
-            static_cast<unsigned long long>(c->epochCalls), config.exploreTimeShare, c->store->describe().c_str());
+    sayStarted(*c, learn, verify, unverified.empty() && !networkFp, config.exploreTimeShare);
   addToEpochAgent(c);
   return c;
 }
