@@ -14,10 +14,11 @@ double initialMeasureRate(double budget, double maxCostShare) {
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare,
                             double initialRate) {
   MeasurePlan p;
-  double total = 0, cost = 0, gain = 0;
+  double total = 0, cost = 0, gain = 0, searched = 0;
   for (const KeyMeasure& k : keys) {
     if (!(k.time_us > 0)) continue;
     total += k.time_us;
+    searched += k.searching ? k.time_us : 0;
     cost += k.time_us * std::max(0.0, k.costShare);
     gain += k.time_us * std::clamp(k.gainShare, 0.0, 1.0);
     p.searching = p.searching || k.searching;
@@ -28,9 +29,14 @@ MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, 
     return p;
   }
   const double perCall = cost / total;  // the price of profiling an average call, share of its time
-  const double affordable = perCall > 0 ? std::clamp(budget / 2 / perCall, 0.0, 1.0) : 1.0;
+  // Every key's calls are measured alike, but only the searched keys learn from it: the measurement
+  // may cost half the budget in proportion to their share of the job's time.
+  const double settled = std::clamp(settledShare, 0.0, 1.0);
+  const double spend = budget / 2 * (searched / total);
+  const double affordable = perCall > 0 ? std::clamp(spend / perCall, 0.0, 1.0) : 1.0;
+  const double settledAffordable = perCall > 0 ? std::clamp(budget / 2 / perCall, 0.0, 1.0) : 1.0;
   p.gainShare = gain / total;
-  p.rate = p.searching ? affordable : std::min(affordable, std::clamp(settledShare, 0.0, 1.0));
+  p.rate = p.searching ? std::max(affordable, std::min(settled, settledAffordable)) : std::min(settledAffordable, settled);
   p.costShare = p.rate * perCall;
   // Settled: re-tests for drift are worth their price only while what the job gained exceeds it.
   if (!p.searching && p.costShare > 0 && p.gainShare < p.costShare) {

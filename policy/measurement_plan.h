@@ -1,5 +1,5 @@
 // How much the leader measures, priced: profiling a call costs a share of its time (MeasurementCost),
-// so the share of calls profiled is what the exploration budget affords while a search runs, at most
+// so the share of calls profiled is what the exploration budget affords for the keys still searched, at most
 // the settled share once it ends, and none when what the job gained does not repay even that.
 #pragma once
 
@@ -24,7 +24,8 @@ struct MeasurePlan {
   bool stopped = false;    // settled and the gain does not repay measuring: nothing is profiled
 };
 
-// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (measurement takes at most half);
+// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (measurement takes at most half,
+// in proportion to the searched keys' share of the job's time, and never less than the settled share);
 // settledShare: DYNAMICCL_MEASURE_SHARE. No key yet: initialRate.
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
 

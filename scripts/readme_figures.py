@@ -30,7 +30,10 @@ def figures(binary):
         f"(worst {t['worst_vs_default']:.3f}x), {t['geomean_vs_best']:.3f}x the measured best (worst "
         f"{t['worst_vs_best']:.3f}x), {t['within_1pct_of_best']}/{t['keys']} keys within 1.01x of the best median and "
         f"{t['within_1pct_of_established_best']}/{t['keys']} of the best the runs establish; "
-        f"exploring calls {100 * job['explore_share']:.2f}% of the replayed collective time; every rank identical: "
+        f"exploring calls {100 * job['explore_share']:.2f}% of the replayed collective time, measuring "
+        f"{100 * job['measure_share']:.3f}% (the leader profiled {100 * job['profiled_share']:.1f}% of its calls, "
+        f"the last 10 epochs {100 * job['settled_profiled_share']:.1f}%), the whole job net of both "
+        f"{t['net_vs_default']:.4f}x NCCL's default; every rank identical: "
         f"{'yes' if job['ranks_agree'] else 'NO'}; {ver['promoted']} candidate(s) promoted, {ver['dropped']} dropped; "
         f"verified.json replayed alone runs the job's final configuration at {t['replay_agrees']}/{t['keys']} keys."
     ]

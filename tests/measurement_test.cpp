@@ -56,13 +56,19 @@ TEST(MeasurementCost, ACalibrationFromTwoRunsReadsBackAndBadFilesAreRefused) {
 }
 
 TEST(MeasurementPlan, ASearchMeasuresWhatHalfTheBudgetAffords) {
-  // Two keys of equal time at 10% and 2%: an average profiled call costs 6%; half of a 1% budget
-  // affords 0.5% / 6% of calls.
-  std::vector<KeyMeasure> keys = {{1000, 0.10, true, 0}, {1000, 0.02, false, 0}};
+  // Two keys of equal time at 10% and 2%: an average profiled call costs 6%. Both searched: half of a
+  // 1% budget affords 0.5% / 6% of calls; one searched (half the time): half of that.
+  std::vector<KeyMeasure> keys = {{1000, 0.10, true, 0}, {1000, 0.02, true, 0}};
   MeasurePlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
   EXPECT_TRUE(p.searching);
   EXPECT_NEAR(p.rate, 0.005 / 0.06, 1e-12);
   EXPECT_NEAR(p.costShare, 0.005, 1e-12);
+  keys[1].searching = false;
+  p = planMeasurement(keys, 0.01, 0.01, 0.5);
+  EXPECT_NEAR(p.rate, 0.0025 / 0.06, 1e-12);
+  // A search of a key with a sliver of the job's time measures no less than a settled job would.
+  keys = {{1, 0.10, true, 0}, {1e6, 0.10, false, 0}};
+  EXPECT_DOUBLE_EQ(planMeasurement(keys, 0.01, 0.01, 0.5).rate, 0.01);
   // Cheap measurement (NCCL 2.29's prices): every call of the search is measured, as before.
   keys = {{1000, 0.001, true, 0}};
   EXPECT_DOUBLE_EQ(planMeasurement(keys, 0.01, 0.01, 0.5).rate, 1.0);

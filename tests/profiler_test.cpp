@@ -14,6 +14,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <filesystem>
 #include <thread>
 
 #include <sqlite3.h>
@@ -834,22 +835,24 @@ TEST(ProfilerBounds, FinalizeIsBoundedWhileAnotherProcessHoldsTheStoreWriteLock)
   int mask = 0;
   void* ctx = nullptr;
   ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
-  // Wait until the worker has opened the store (its tables are there), then take the write lock.
+  // The store opens at the first rows to record: wait until one is in, then take the write lock.
+  emitSome(*lib, ctx, 1);
   sqlite3* other = nullptr;
-  ASSERT_EQ(sqlite3_open(env.db.path().c_str(), &other), SQLITE_OK);
-  sqlite3_busy_timeout(other, 5000);
-  int runs = 0;
-  for (int i = 0; i < 500 && runs == 0; ++i) {
-    sqlite3_exec(other, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'", [](void* n, int, char** v, char**) {
-      *static_cast<int*>(n) = std::atoi(v[0]);
-      return 0;
-    }, &runs, nullptr);
-    if (runs == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int rows = 0;
+  for (int i = 0; i < 500 && rows == 0; ++i) {
+    if (!other && std::filesystem::exists(env.db.path()) && sqlite3_open(env.db.path().c_str(), &other) == SQLITE_OK)
+      sqlite3_busy_timeout(other, 5000);
+    if (other)
+      sqlite3_exec(other, "SELECT count(*) FROM observations", [](void* n, int, char** v, char**) {
+        *static_cast<int*>(n) = std::atoi(v[0]);
+        return 0;
+      }, &rows, nullptr);
+    if (rows == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_EQ(runs, 1);
+  ASSERT_EQ(rows, 1);
   ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   harness::LogCapture::clear();
-  emitSome(*lib, ctx, 10);
+  emitSome(*lib, ctx, 10, 1);
   EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
   sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(other);

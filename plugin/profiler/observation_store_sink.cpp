@@ -135,9 +135,16 @@ class StoreSink final : public WorkerSink {
     row.ts_ns = obs.ts_ns;
   }
 
-  // Committer thread: opens the store (waiting for locks here, not in the worker), then commits what
-  // the worker queued every ~100 ms or ~10k rows, and once more when the sink closes.
+  // Committer thread: opens the store once there is something to record (waiting for locks here, not
+  // in the worker), then commits what the worker queued every ~100 ms or ~10k rows, and once more when
+  // the sink closes. A rank that records nothing (by default, one that decides nothing) never opens it:
+  // no file, no lock, no race with the node's recorder when hundreds of ranks start at once.
   void run() {
+    {
+      std::unique_lock lock(mutex_);
+      while (!stopping_ && pending_.empty()) wake_.wait_for(lock, kCommitEvery);
+      if (pending_.empty()) return;
+    }
     if (!open()) return stopRecording(0);
     std::vector<PendingRow> rows;
     for (;;) {
