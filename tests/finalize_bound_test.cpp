@@ -53,21 +53,17 @@ bool waitForFile(const std::string& path, int seconds) {
   setenv("DYNAMICCL_COORD_DIR", (dir + "/coord").c_str(), 1);
   setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str(), 1);
   setenv("DYNAMICCL_INPUTS_CHECK", "0", 1);
-  unsetenv("DYNAMICCL_ONLINE");
-  unsetenv("DYNAMICCL_VERIFY");
-  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
-  setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
-  auto tuner = harness::TunerLibrary::open(path);
-  auto prof = harness::ProfilerLibrary::open(path);
-  if (!tuner.ok() || !prof.ok()) _exit(10);
+  testing::ProfiledPlugin plugin;
+  if (!testing::openProfiledPlugin(DYNAMICCL_PLUGIN_DIR, plugin)) _exit(10);
+  auto& prof = plugin.prof;
   harness::CommSpec spec;
   spec.commId = commId;
   spec.nRanks = kRanks;
-  auto comm = (*tuner)->init(spec);
+  auto comm = plugin.tuner->init(spec);
   if (!comm.ok()) _exit(11);
   int mask = 0;
   void* pctx = nullptr;
-  if ((*prof)->init(harness::ProfilerCommSpec{commId, kRanks, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
+  if (prof->init(harness::ProfilerCommSpec{commId, kRanks, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
   std::mt19937_64 rng(7);
   std::lognormal_distribution<double> noise(0.0, 0.03);
   const harness::CostTable table = harness::ncclPicks(kRing, kSimple);
@@ -75,10 +71,10 @@ bool waitForFile(const std::string& path, int seconds) {
   for (uint64_t i = 0; i < calls; ++i) {
     const harness::Choice c = (*comm)->decide(4, kBytes, table);
     const double lat_us = (c.algo == kTree && c.proto == kLL ? 8.0 : 10.0) * noise(rng);
-    testing::emitProfiledCall(**prof, pctx, i, kBytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
+    testing::emitProfiledCall(*prof, pctx, i, kBytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
     if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));  // the worker keeps up
   }
-  (*prof)->finalize(pctx);
+  prof->finalize(pctx);
   if (calls > 0) {
     std::ofstream(dir + "/finalizing") << "1";
     if (!waitForFile(dir + "/locked", 60)) _exit(14);
