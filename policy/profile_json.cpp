@@ -503,7 +503,10 @@ std::string profileToJson(const Profile& profile) {
   }
   doc["rules"] = std::move(rules);
   if (profile.network) doc["policy"] = json::parse(policyWeightsToJson(profile.network->weights()));  // export keeps it
-  return doc.dump(2) + "\n";
+  // Indented for people; a profile of many rules compact, so it stays within the size the plugin reads
+  // (two merged 200k-rule profiles indented come to 106 MB, past kMaxProfileBytes).
+  constexpr size_t kIndentedRules = 10000;
+  return doc.dump(profile.rules.size() > kIndentedRules ? -1 : 2) + "\n";
 }
 
 }  // namespace dynamiccl::policy
