@@ -155,8 +155,6 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
                                             static_cast<unsigned long long>(boundary),
                                             static_cast<unsigned long long>(commId));
                                 });
-  c->initialMeasureThreshold = policy::rateThreshold(policy::initialMeasureRate(
-      config.exploreTimeShare, *std::max_element(config.measureCostShare.begin(), config.measureCostShare.end())));
   policy::CandidateFn candidate;
   if (verify)
     candidate = [table = unverified](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); };
@@ -164,6 +162,8 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
       config,
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
+  // Before any table: the share the learner's first plan starts from (one formula, the learner's).
+  c->initialMeasureThreshold = policy::rateThreshold(c->learner->measurePlan().rate);
   if (networkFp && (verify || learn)) attachNetwork(*c->learner, profile, *networkFp, settings, shape);
   if (verify) {
     c->verifying = true;
