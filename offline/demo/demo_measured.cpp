@@ -225,7 +225,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
                 "differ from the default rows beyond noise (step 1), so that configuration is an arm the job tests\n");
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
   std::printf("  job's final epoch over %zu keys (judged on measured medians): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
-              "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best\n",
+              "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best (what learning cost: the net line below)\n",
               rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent,
               rows.size());
   if (t.withinOnePercentEstablished != t.withinOnePercent)
