@@ -2,17 +2,43 @@
 """The README's figures of the main job come from the demo itself, so they cannot drift.
 
   readme_figures.py DYNAMICCL README.md          # runs `dynamiccl demo`, rewrites the block in README.md
-  readme_figures.py DYNAMICCL README.md --check  # exits 1 when the block differs from what the demo prints
+  readme_figures.py DYNAMICCL README.md --check  # exits 1 when a figure differs by more than a run's spread
 
 The block sits between the lines `<!-- demo-figures:begin -->` and `<!-- demo-figures:end -->`.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 BEGIN, END = "<!-- demo-figures:begin -->", "<!-- demo-figures:end -->"
+
+
+# Each figure with how far a run may move it: the leader's learner runs on its own thread, so the call
+# at which a table lands, and with it a few exploring and measured calls, varies from run to run
+# (two runs on one idle machine: 289 and 298 exploring calls; a loaded CI machine moves the shares most).
+FIELDS = [  # name, format, tolerance (absolute, in the printed unit)
+    ("ranks", "d", 0), ("keys", "d", 0), ("calls", "d", 0),
+    ("vs_default", ".3f", 0.005), ("worst_vs_default", ".3f", 0.02),
+    ("vs_best", ".3f", 0.005), ("worst_vs_best", ".3f", 0.03),
+    ("within", "d", 2), ("keys2", "d", 0), ("established", "d", 2), ("keys3", "d", 0),
+    ("explore_pct", ".2f", 0.05), ("measure_pct", ".3f", 0.05), ("profiled_pct", ".1f", 3.0),
+    ("settled_pct", ".1f", 0.5), ("net", ".4f", 0.002),
+    ("agree", "s", None), ("promoted", "d", 1), ("dropped", "d", 5), ("replayed", "d", 0), ("keys4", "d", 0),
+]
+TEMPLATE = (
+    "The main job on the embedded data, written by `scripts/readme_figures.py` ({ranks} ranks, {keys} keys, "
+    "{calls} calls per rank drawn from noise fitted to the real runs; judged on the measured medians; figures "
+    "move a little from run to run, as the learner runs on its own thread): final epoch {vs_default}x NCCL's "
+    "default in geomean (worst {worst_vs_default}x), {vs_best}x the measured best (worst {worst_vs_best}x), "
+    "{within}/{keys2} keys within 1.01x of the best median and {established}/{keys3} of the best the runs "
+    "establish; exploring calls {explore_pct}% of the replayed collective time, measuring {measure_pct}% (the "
+    "leader profiled {profiled_pct}% of its calls, the last 10 epochs {settled_pct}%), the whole job net of "
+    "both {net}x NCCL's default; every rank identical: {agree}; {promoted} candidate(s) promoted, {dropped} "
+    "dropped; verified.json replayed alone runs the job's final configuration at {replayed}/{keys4} keys."
+)
 
 
 def figures(binary):
@@ -23,21 +49,42 @@ def figures(binary):
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
     t, job, ver = s["totals"], s["job"], s["verified"]
-    lines = [
-        f"The main job on the embedded data, written by `scripts/readme_figures.py` ({s['shape']['nRanks']} ranks, "
-        f"{t['keys']} keys, {job['calls_per_rank']} calls per rank drawn from noise fitted to the real runs; judged "
-        f"on the measured medians): final epoch {t['geomean_vs_default']:.3f}x NCCL's default in geomean "
-        f"(worst {t['worst_vs_default']:.3f}x), {t['geomean_vs_best']:.3f}x the measured best (worst "
-        f"{t['worst_vs_best']:.3f}x), {t['within_1pct_of_best']}/{t['keys']} keys within 1.01x of the best median and "
-        f"{t['within_1pct_of_established_best']}/{t['keys']} of the best the runs establish; "
-        f"exploring calls {100 * job['explore_share']:.2f}% of the replayed collective time, measuring "
-        f"{100 * job['measure_share']:.3f}% (the leader profiled {100 * job['profiled_share']:.1f}% of its calls, "
-        f"the last 10 epochs {100 * job['settled_profiled_share']:.1f}%), the whole job net of both "
-        f"{t['net_vs_default']:.4f}x NCCL's default; every rank identical: "
-        f"{'yes' if job['ranks_agree'] else 'NO'}; {ver['promoted']} candidate(s) promoted, {ver['dropped']} dropped; "
-        f"verified.json replayed alone runs the job's final configuration at {t['replay_agrees']}/{t['keys']} keys."
-    ]
-    return lines
+    return {
+        "ranks": s["shape"]["nRanks"], "keys": t["keys"], "calls": job["calls_per_rank"],
+        "vs_default": t["geomean_vs_default"], "worst_vs_default": t["worst_vs_default"],
+        "vs_best": t["geomean_vs_best"], "worst_vs_best": t["worst_vs_best"],
+        "within": t["within_1pct_of_best"], "keys2": t["keys"],
+        "established": t["within_1pct_of_established_best"], "keys3": t["keys"],
+        "explore_pct": 100 * job["explore_share"], "measure_pct": 100 * job["measure_share"],
+        "profiled_pct": 100 * job["profiled_share"], "settled_pct": 100 * job["settled_profiled_share"],
+        "net": t["net_vs_default"], "agree": "yes" if job["ranks_agree"] else "NO",
+        "promoted": ver["promoted"], "dropped": ver["dropped"], "replayed": t["replay_agrees"], "keys4": t["keys"],
+    }
+
+
+def render(values):
+    return TEMPLATE.format(**{name: format(values[name], fmt) for name, fmt, _ in FIELDS})
+
+
+def parse(line):
+    """The figures a README line states, or None when its words are not the template's."""
+    pattern = re.escape(TEMPLATE)
+    for name, fmt, _ in FIELDS:
+        group = r"(?P<%s>yes|NO)" % name if fmt == "s" else r"(?P<%s>-?[0-9.]+)" % name
+        pattern = pattern.replace(re.escape("{%s}" % name), group)
+    m = re.fullmatch(pattern, line)
+    if not m:
+        return None
+    return {name: (m[name] if fmt == "s" else float(m[name])) for name, fmt, _ in FIELDS}
+
+
+def differences(stated, now):
+    out = []
+    for name, fmt, tol in FIELDS:
+        a, b = stated[name], now[name]
+        if (a != b) if tol is None else abs(float(a) - float(b)) > tol + 1e-9:
+            out.append(f"{name}: README {a}, demo now {format(b, fmt)} (allowed {tol})")
+    return out
 
 
 def main():
@@ -50,17 +97,20 @@ def main():
         a, b = text.index(BEGIN), text.index(END)
     except ValueError:
         sys.exit(f"{readme}: no {BEGIN} ... {END} block")
-    new = text[: a + 1] + figures(binary) + text[b:]
+    now = figures(binary)
     if check:
-        if new != text:
-            print("README.md's demo figures differ from what the demo prints now; run scripts/readme_figures.py")
-            print("\n".join(text[a + 1 : b]))
-            print("---")
-            print("\n".join(new[a + 1 : a + 1 + (len(new) - len(text) + b - a - 1)]))
+        stated = parse("\n".join(text[a + 1 : b]))
+        if stated is None:
+            sys.exit("README.md's demo figures are not in the script's words; run scripts/readme_figures.py")
+        diff = differences(stated, now)
+        if diff:
+            print("README.md's demo figures differ from what the demo prints now beyond a run's spread; "
+                  "run scripts/readme_figures.py")
+            print("\n".join(diff))
             sys.exit(1)
         return
     with open(readme, "w") as f:
-        f.write("\n".join(new))
+        f.write("\n".join(text[: a + 1] + [render(now)] + text[b:]))
 
 
 if __name__ == "__main__":

@@ -243,7 +243,7 @@ TEST_F(JobReplay, AGainTheRunsDoNotEstablishIsNoneTheJobCanFind) {
 
 // CUDA graphs: NCCL asks the tuner once at capture, then replays the plan without asking while eager
 // calls go on. Replays timed 20x faster than the eager call would promote whatever was captured if
-// they were evidence: the verdicts must be those of the same job without graphs, every replay must be
+// they were evidence: the decided verdicts must be those of the same job without graphs, every replay must be
 // counted as never consulted (not as "not honoured"), and every eager call joined to its decision.
 TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
   auto job = jobreplay::loadMeasuredJob(kEmbedded);
@@ -294,7 +294,16 @@ TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
     }
   }
   EXPECT_FALSE(states[0].empty());
-  EXPECT_EQ(states[1], states[0]) << "graph replays changed a verdict";
+  // Which candidates are still under test when the job ends depends on the call at which the leader's
+  // last table landed (its learner runs on its own thread); a decided verdict does not.
+  for (const auto& [key, state] : states[1]) {
+    if (state == "testing") continue;
+    const auto without = states[0].find(key);
+    if (state == "promoted")
+      EXPECT_TRUE(without != states[0].end() && without->second == "promoted") << key << ": promoted by graph replays";
+    else if (without != states[0].end() && without->second != "testing")
+      EXPECT_EQ(state, without->second) << key << ": graph replays changed a verdict";
+  }
 }
 
 // Only default rows are NCCL's default. A forced run of the configuration NCCL's model guesses NCCL
