@@ -85,7 +85,7 @@ using SettingsReport = std::function<void(const std::string& line)>;
 // Pure: every variable through env; report gets one line per bad variable.
 Settings readSettings(const EnvReader& env, const SettingsReport& report);
 
-// One line, "NAME=value" for every variable above in declaration order (the values in force).
+// One line, "NAME=value" for every DYNAMICCL_* variable (the values in force), in settings_table.h's order.
 std::string settingsDump(const Settings& s);
 
 // The process's settings: parsed from the environment at the first init of either role and again
