@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "abi/abi.h"
@@ -141,12 +142,10 @@ class TunerLibrary : public std::enable_shared_from_this<TunerLibrary> {
   int version_ = 0;
   int ncclVersion_ = 22809;
   std::string path_;
-  const ncclTuner_v2_t* v2_ = nullptr;
-  const ncclTuner_v3_t* v3_ = nullptr;
-  const ncclTuner_v4_t* v4_ = nullptr;
-  const ncclTuner_v5_t* v5_ = nullptr;
-  const ncclTuner_v6_t* v6_ = nullptr;
-  const ncclTuner_v7_t* v7_ = nullptr;
+  // The export found, one alternative per ABI version (index = version - 2).
+  using Table = std::variant<const ncclTuner_v2_t*, const ncclTuner_v3_t*, const ncclTuner_v4_t*,
+                             const ncclTuner_v5_t*, const ncclTuner_v6_t*, const ncclTuner_v7_t*>;
+  Table table_;
   mutable std::atomic<ncclResult_t> lastInitResult_{ncclSuccess};  // init may run on several threads
 };
 

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "offline/harness/harness.h"
 
@@ -53,6 +55,22 @@ bool looksLikeLibraryFile(const std::string& v) {
   return v.rfind("lib", 0) == 0 && v.size() > 3 && v.compare(v.size() - 3, 3, ".so") == 0;
 }
 
+// The table behind a symbol of ABI version v (2..7), as the variant's alternative v - 2.
+template <class Table, size_t... I>
+Table tableOf(int v, void* symbol, std::index_sequence<I...>) {
+  Table t;
+  ((v == static_cast<int>(I) + 2 ? (t = static_cast<std::variant_alternative_t<I, Table>>(symbol), true) : false) || ...);
+  return t;
+}
+
+// What tells the versions apart: v5+ take NCCL's constants and finalize; v2 returns a pair, not a table.
+template <class T>
+constexpr bool kTakesConstants = requires(T t) { t->finalize; };
+template <class T>
+constexpr bool kIsV2 = std::is_same_v<T, const ncclTuner_v2_t*>;
+template <class T>
+constexpr bool kIsV3 = std::is_same_v<T, const ncclTuner_v3_t*>;
+
 void* dlopenIn(const std::string& name, const std::string& searchDir) {
   if (name.find('/') == std::string::npos && !searchDir.empty()) {
     if (void* h = dlopen((searchDir + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
@@ -86,14 +104,7 @@ Expected<std::shared_ptr<TunerLibrary>> TunerLibrary::open(const std::string& na
     void* p = dlsym(handle, sym.c_str());
     if (!p) continue;
     lib->version_ = v;
-    switch (v) {
-      case 7: lib->v7_ = static_cast<const ncclTuner_v7_t*>(p); break;
-      case 6: lib->v6_ = static_cast<const ncclTuner_v6_t*>(p); break;
-      case 5: lib->v5_ = static_cast<const ncclTuner_v5_t*>(p); break;
-      case 4: lib->v4_ = static_cast<const ncclTuner_v4_t*>(p); break;
-      case 3: lib->v3_ = static_cast<const ncclTuner_v3_t*>(p); break;
-      default: lib->v2_ = static_cast<const ncclTuner_v2_t*>(p); break;
-    }
+    lib->table_ = tableOf<Table>(v, p, std::make_index_sequence<std::variant_size_v<Table>>{});
   }
   if (lib->version_ == 0) return makeError("no ncclTunerPlugin_v2..v" + std::to_string(options.maxVersion) + " in " + path);
   return lib;
@@ -104,63 +115,73 @@ TunerLibrary::~TunerLibrary() {
 }
 
 std::string TunerLibrary::name() const {
-  const char* n = v7_ ? v7_->name : v6_ ? v6_->name : v5_ ? v5_->name : v4_ ? v4_->name : v3_ ? v3_->name : v2_->name;
+  const char* n = std::visit([](auto t) { return t->name; }, table_);
   return n ? n : "";
 }
+
+namespace {
+
+// v5+: NCCL's NVLink domains and constants in, the constants as the plugin left them out (v7's fifth
+// row kept as NCCL wrote it for an older plugin, which never sees it).
+template <class T>
+ncclResult_t initWithConstants(T t, const CommSpec& spec, void** ctx) {
+  const size_t nRanks = static_cast<size_t>(spec.nRanks), nNodes = static_cast<size_t>(spec.nNodes);
+  ncclNvlDomainInfo_v5_t nvl{};
+  const int perNode = spec.nNodes > 0 ? spec.nRanks / spec.nNodes : spec.nRanks;
+  nvl.nNvlDomains = spec.nNodes;
+  nvl.minRanksPerNvlDomain = spec.minRanksPerNode ? spec.minRanksPerNode : perNode;
+  nvl.maxRanksPerNvlDomain = spec.maxRanksPerNode ? spec.maxRanksPerNode : perNode;
+  ncclTunerConstants_v7_t v7{};
+  if (spec.constantsV7) v7 = *spec.constantsV7;
+  else if (spec.constants) copyCommonRows(v7, *spec.constants);
+  ncclResult_t rc;
+  if constexpr (std::is_same_v<T, const ncclTuner_v7_t*>) {
+    rc = t->init(ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v7);
+  } else {
+    ncclTunerConstants_v5_t v5{};
+    if (spec.constants && !spec.constantsV7) v5 = *spec.constants;
+    else copyCommonRows(v5, v7);
+    rc = t->init(ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v5);
+    copyCommonRows(v7, v5);
+  }
+  if (spec.constantsV7) *spec.constantsV7 = v7;
+  if (spec.constants) copyCommonRows(*spec.constants, v7);
+  return rc;
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<TunerComm>> TunerLibrary::init(const CommSpec& spec) const {
   void* ctx = nullptr;
   ncclResult_t rc = ncclSuccess;
   gEmulatedNcclVersion.store(ncclVersion_, std::memory_order_relaxed);  // what the plugin's init may read
   const size_t nRanks = static_cast<size_t>(spec.nRanks), nNodes = static_cast<size_t>(spec.nNodes);
-  if (v5_ || v6_ || v7_) {
-    ncclNvlDomainInfo_v5_t nvl{};
-    const int perNode = spec.nNodes > 0 ? spec.nRanks / spec.nNodes : spec.nRanks;
-    nvl.nNvlDomains = spec.nNodes;
-    nvl.minRanksPerNvlDomain = spec.minRanksPerNode ? spec.minRanksPerNode : perNode;
-    nvl.maxRanksPerNvlDomain = spec.maxRanksPerNode ? spec.maxRanksPerNode : perNode;
-    ncclTunerConstants_v5_t v5{};
-    ncclTunerConstants_v7_t v7{};
-    if (spec.constantsV7) v7 = *spec.constantsV7;
-    else if (spec.constants) copyCommonRows(v7, *spec.constants);
-    if (v7_) {
-      rc = v7_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v7);
-    } else {
-      if (spec.constants && !spec.constantsV7) v5 = *spec.constants;
-      else copyCommonRows(v5, v7);
-      rc = v6_ ? v6_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v5)
-               : v5_->init(&ctx, spec.commId, nRanks, nNodes, LogCapture::logger(), &nvl, &v5);
-      copyCommonRows(v7, v5);  // the fifth row stays as NCCL wrote it: an older plugin never sees it
-    }
-    if (spec.constantsV7) *spec.constantsV7 = v7;
-    if (spec.constants) copyCommonRows(*spec.constants, v7);
-  } else if (v4_) {
-    rc = v4_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
-  } else if (v3_) {
-    rc = v3_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
-  } else {
-    rc = v2_->init(nRanks, nNodes, LogCapture::logger(), &ctx);
-  }
+  std::visit(
+      [&](auto t) {
+        using T = decltype(t);
+        if constexpr (kTakesConstants<T>) rc = initWithConstants(t, spec, &ctx);
+        else rc = t->init(nRanks, nNodes, LogCapture::logger(), &ctx);
+      },
+      table_);
   lastInitResult_ = rc;
   if (rc != ncclSuccess) return makeError("tuner init returned " + std::to_string(rc));
   return std::unique_ptr<TunerComm>(new TunerComm(shared_from_this(), ctx));
 }
 
 TunerComm::~TunerComm() {
-  const TunerLibrary& l = *lib_;
-  if (l.v7_) l.v7_->finalize(context_);
-  else if (l.v6_) l.v6_->finalize(context_);
-  else if (l.v5_) l.v5_->finalize(context_);
-  else if (l.v4_) l.v4_->destroy(context_);
-  else if (l.v3_) l.v3_->destroy(context_);
-  else l.v2_->destroy(context_);
+  std::visit(
+      [&](auto t) {
+        if constexpr (kTakesConstants<decltype(t)>) t->finalize(context_);
+        else t->destroy(context_);
+      },
+      lib_->table_);
 }
 
 ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int regBuff, CostTable& table,
                                     int* nChannels) {
-  const TunerLibrary& l = *lib_;
   // std::array<std::array<float,3>,7> is laid out as NCCL's contiguous float[7][3].
-  if (!l.v2_)
+  const auto* v2 = std::get_if<const ncclTuner_v2_t*>(&lib_->table_);
+  if (!v2)
     return getCollInfoRaw(coll, nBytes, numPipeOps, abi::asNcclArgument(reinterpret_cast<float (*)[kNumProtos]>(table.data())),
                           kNumAlgos, kNumProtos, regBuff, nChannels);
   const auto fn = static_cast<ncclFunc_t>(coll);
@@ -170,7 +191,7 @@ ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int
                           table[int(Algo::NvlsTree)][int(Proto::Simple)] != ignore;
   const int collNetSupport = table[int(Algo::CollNetChain)][int(Proto::Simple)] != ignore;
   int algo = -1, proto = -1;
-  const ncclResult_t rc = l.v2_->getCollInfo(context_, fn, nBytes, collNetSupport, nvlsSupport, numPipeOps, &algo,
+  const ncclResult_t rc = (*v2)->getCollInfo(context_, fn, nBytes, collNetSupport, nvlsSupport, numPipeOps, &algo,
                                              &proto, nChannels);
   if (rc != ncclSuccess) return rc;
   if (algo >= 0 && algo < kNumAlgos && proto >= 0 && proto < kNumProtos && table[algo][proto] != ignore)
@@ -180,14 +201,15 @@ ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int
 
 ncclResult_t TunerComm::getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
                                        int numProto, int regBuff, int* nChannels) {
-  const TunerLibrary& l = *lib_;
   const auto fn = static_cast<ncclFunc_t>(coll);
-  if (l.v7_) return l.v7_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
-  if (l.v6_) return l.v6_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
-  if (l.v5_) return l.v5_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
-  if (l.v4_) return l.v4_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
-  if (l.v3_) return l.v3_->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
-  return ncclInvalidUsage;  // v2 takes no table
+  return std::visit(
+      [&](auto t) -> ncclResult_t {
+        using T = decltype(t);
+        if constexpr (kIsV2<T>) return ncclInvalidUsage;  // v2 takes no table
+        else if constexpr (kIsV3<T>) return t->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+        else return t->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+      },
+      lib_->table_);
 }
 
 Choice TunerComm::decide(int coll, size_t nBytes, const CostTable& table, int numPipeOps, int regBuff) {
@@ -223,14 +245,23 @@ Outcome TunerComm::run(int coll, size_t nBytes, const CostTable& table, int nccl
 }
 
 bool TunerComm::hasChunkSize() const {
-  return (lib_->v7_ && lib_->v7_->getChunkSize) || (lib_->v6_ && lib_->v6_->getChunkSize);
+  return std::visit(
+      [](auto t) {
+        if constexpr (requires { t->getChunkSize; }) return t->getChunkSize != nullptr;
+        else return false;
+      },
+      lib_->table_);
 }
 
 ncclResult_t TunerComm::getChunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
   if (!hasChunkSize()) return ncclSuccess;
   const auto fn = static_cast<ncclFunc_t>(coll);
-  return lib_->v7_ ? lib_->v7_->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize)
-                   : lib_->v6_->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize);
+  return std::visit(
+      [&](auto t) -> ncclResult_t {
+        if constexpr (requires { t->getChunkSize; }) return t->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize);
+        else return ncclSuccess;
+      },
+      lib_->table_);
 }
 
 std::optional<std::string> pluginPathFromEnv() {

@@ -124,8 +124,12 @@ ncclResult_t initV7(void** ctx, uint64_t commId, int* mask, const char*, int nNo
 }
 
 #define DYNAMICCL_PROFILER_TABLE(V, INIT)                                                                  \
-  {kName, INIT, startEvent<ncclProfilerEventDescr_##V##_t>, stopEvent,                                    \
-   recordEventState<ncclProfilerEventState_##V##_t, ncclProfilerEventStateArgs_##V##_t>, finalize}
+  {.name = kName,                                                                                         \
+   .init = INIT,                                                                                          \
+   .startEvent = startEvent<ncclProfilerEventDescr_##V##_t>,                                              \
+   .stopEvent = stopEvent,                                                                                \
+   .recordEventState = recordEventState<ncclProfilerEventState_##V##_t, ncclProfilerEventStateArgs_##V##_t>, \
+   .finalize = finalize}
 
 }  // namespace
 

@@ -95,10 +95,12 @@ extern __attribute__((visibility("default"))) const ncclTuner_v5_t ncclTunerPlug
 extern __attribute__((visibility("default"))) const ncclTuner_v6_t ncclTunerPlugin_v6;
 extern __attribute__((visibility("default"))) const ncclTuner_v7_t ncclTunerPlugin_v7;
 
-const ncclTuner_v2_t ncclTunerPlugin_v2 = {kName, initV2, getCollInfoV2, finalize};
-const ncclTuner_v3_t ncclTunerPlugin_v3 = {kName, initV3, getCollInfoV3, finalize};
-const ncclTuner_v4_t ncclTunerPlugin_v4 = {kName, initV4, getCollInfo, finalize};
-const ncclTuner_v5_t ncclTunerPlugin_v5 = {kName, initV5, getCollInfo, finalize};
-const ncclTuner_v6_t ncclTunerPlugin_v6 = {kName, initV6, getCollInfo, finalize, getChunkSize};
-const ncclTuner_v7_t ncclTunerPlugin_v7 = {kName, initV7, getCollInfo, finalize, getChunkSize};
+const ncclTuner_v2_t ncclTunerPlugin_v2 = {.name = kName, .init = initV2, .getCollInfo = getCollInfoV2, .destroy = finalize};
+const ncclTuner_v3_t ncclTunerPlugin_v3 = {.name = kName, .init = initV3, .getCollInfo = getCollInfoV3, .destroy = finalize};
+const ncclTuner_v4_t ncclTunerPlugin_v4 = {.name = kName, .init = initV4, .getCollInfo = getCollInfo, .destroy = finalize};
+const ncclTuner_v5_t ncclTunerPlugin_v5 = {.name = kName, .init = initV5, .getCollInfo = getCollInfo, .finalize = finalize};
+const ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    .name = kName, .init = initV6, .getCollInfo = getCollInfo, .finalize = finalize, .getChunkSize = getChunkSize};
+const ncclTuner_v7_t ncclTunerPlugin_v7 = {
+    .name = kName, .init = initV7, .getCollInfo = getCollInfo, .finalize = finalize, .getChunkSize = getChunkSize};
 }
