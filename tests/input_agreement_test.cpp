@@ -235,6 +235,38 @@ TEST(InputAgreement, AVerdictAnEarlierCommunicatorWithTheSameIdLeftIsAdoptedByNo
   expectNcclEverywhere(runCommunicator(c), "not adopted", false);
 }
 
+// An earlier communicator with this id and these inputs left its input records but no verdict (its
+// ranks died before one was written): keeps only the record in `slot`, sealed under the key these
+// inputs give, with nothing else of that communicator's.
+void leaveOnlyAnEarlierInputRecord(const std::string& dir, uint64_t slot) {
+  const JobRun earlier = runRanks(Case{}, dir);
+  for (const RankResult& r : earlier.ranks) EXPECT_LT(r.ncclChoices, kCalls / 2) << "the earlier job did not agree";
+  const std::string kept = recordPath(dir, kVerdictBoundary + 1 + slot);
+  ASSERT_TRUE(std::filesystem::exists(kept));
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(kept).parent_path()))
+    if (e.path() != kept) std::filesystem::remove(e.path());
+}
+
+TEST(InputAgreement, AnInputRecordAnEarlierCommunicatorLeftWithoutAVerdictTurnsTuningOffOnEveryRank) {
+  // The earlier record holds the last slot; the odd rank starts 2 s late and finds no free slot.
+  // Before, the 7 prompt ranks judged the earlier record with theirs, agreed and ran the profile's
+  // rule, while the late rank (not judged) refused that verdict and ran NCCL's choice.
+  Case c;
+  c.oddEnv = [] { std::this_thread::sleep_for(std::chrono::seconds(2)); };
+  c.before = [](const std::string& dir) { leaveOnlyAnEarlierInputRecord(dir, kRanks - 1); };
+  expectNcclEverywhere(runCommunicator(c), "more than 8 input records", false);
+}
+
+TEST(InputAgreement, AnEarlierInputRecordAndALateRankWhoseTrustDiffersTurnTuningOffOnEveryRank) {
+  Case c;
+  c.oddEnv = [] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    setenv("DYNAMICCL_TRUST", "verified", 1);
+  };
+  c.before = [](const std::string& dir) { leaveOnlyAnEarlierInputRecord(dir, 2); };
+  expectNcclEverywhere(runCommunicator(c), "more than 8 input records", false);
+}
+
 TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
   // A well-formed table planted where the leader's first version goes, choosing tree/ll128 everywhere:
   // adopted, every rank would run it from call 500 on.

@@ -1,7 +1,8 @@
 // The init-time exchange of input records through the coordination store. Every wait is bounded by
 // the timeout; the verdict is write-once, so a rank that timed out and one that saw every record
 // adopt the same one. Records are sealed under the inputs' key: a verdict this job's ranks did not
-// write (planted, an earlier communicator's) is adopted by none of them.
+// write (planted, an earlier communicator's) is adopted by none of them, and "agree" is written only
+// once every rank it judged has confirmed it (so an earlier communicator's input record never counts).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -84,10 +85,103 @@ InputsVerdict judgeSealed(const std::vector<std::string>& stored, uint64_t commI
   InputsVerdict v = judgeInputs(payloads);
   if (v.agree && unsealed < stored.size())
     v = {false, false, "the input record in slot " + std::to_string(unsealed) + " is not sealed under this job's key "
-                       "(a record not written by this job)", {}, {}};
+                       "(written by another job, or by a rank whose DYNAMICCL_COORD_TOKEN_FILE holds another token)", {}, {}};
   for (const std::string& r : stored) v.judged.push_back(coord::hex(coord::sha256(r)));
   return v;
 }
+
+// Beside the slots and the verdict (no communicator has 2^40 ranks).
+constexpr uint64_t kProposalKey = coord::kInputsVerdictKey + (uint64_t{1} << 40);
+constexpr uint64_t confirmationKey(uint64_t slot) { return kProposalKey + 1 + slot; }
+constexpr const char* kConfirmationHeader = "DYNAMICCL-INPUTS-CONFIRMATION-1";
+
+InputsVerdict refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
+
+// The check's second round: "agree" holds only once every rank it judged has confirmed it. The
+// slots are write-once but not this communicator's alone: an earlier communicator with the same id
+// and inputs may have left records (its ranks died before a verdict), sealed under the same key.
+// Judges cannot tell those from this job's, so each judged record's writer confirms the judges'
+// proposal, which an earlier communicator's ranks never do: its record holds a slot, one of this
+// job's ranks found none and proposes "differ", and no "agree" can race that proposal.
+class Confirmation {
+ public:
+  Confirmation(coord::RecordStore& store, uint64_t commId, uint64_t nRanks, uint64_t mySlot, const Judged& me)
+      : store_(store), commId_(commId), n_(nRanks), mySlot_(mySlot), me_(me) {}
+
+  // A judge: write-once; won or lost, the stored proposal is the one confirmed.
+  void propose(const InputsVerdict& agreed) {
+    store_.publish(commId_, kProposalKey, coord::sealRecord(me_.key, commId_, kProposalKey, encodeVerdict(agreed)));
+  }
+
+  // Reads the proposal and confirms it in this rank's slot; "differ" when it is not this job's or did
+  // not judge this rank's record.
+  std::optional<InputsVerdict> confirmOwn() {
+    if (confirmed_) return std::nullopt;
+    auto rec = store_.read(commId_, kProposalKey);
+    if (!rec.ok() || !rec->has_value()) return std::nullopt;  // not proposed yet
+    const auto opened = coord::openSealed(me_.key, commId_, kProposalKey, **rec);
+    if (!opened)
+      return refused("the proposal \"agree\" in the store (" + store_.describe() + ") is not sealed under this job's key: "
+                     "planted, another job's, or judging inputs other than this rank's; not confirmed");
+    InputsVerdict proposal = decodeVerdict(*opened);
+    if (!proposal.agree || std::find(proposal.judged.begin(), proposal.judged.end(), me_.mine) == proposal.judged.end())
+      return refused("the proposal \"agree\" in the store (" + store_.describe() + ") did not judge this rank's record: "
+                     "an earlier communicator with the same id left it, or left input records that hold slots");
+    const std::string digest = coord::hex(coord::sha256(**rec));
+    const uint64_t place = confirmationKey(mySlot_);
+    const std::string mine = coord::sealRecord(me_.key, commId_, place, std::string(kConfirmationHeader) + "\n" + digest);
+    switch (store_.publish(commId_, place, mine)) {
+      case coord::PublishResult::Failed: return std::nullopt;  // tried again at the next poll
+      case coord::PublishResult::Lost: {                       // ours from a reply lost after the commit, or another's
+        auto stored = store_.read(commId_, place);
+        if (!stored.ok() || !stored->has_value()) return std::nullopt;
+        if (**stored != mine)
+          return refused("a confirmation in this rank's slot " + std::to_string(mySlot_) + " of the store (" +
+                         store_.describe() + ") was not written by this rank: an earlier communicator's with the same id");
+        break;
+      }
+      case coord::PublishResult::Won: break;
+    }
+    proposal_ = std::move(proposal);
+    confirmation_ = std::string(kConfirmationHeader) + "\n" + digest;
+    confirmed_ = true;
+    return std::nullopt;
+  }
+
+  // The proposal once every slot confirmed it (a judge); "differ" on a confirmation not of this job's.
+  std::optional<InputsVerdict> allConfirmed(Clock::time_point deadline) {
+    if (!confirmed_) return std::nullopt;
+    while (nextConfirmed_ < n_ && Clock::now() < deadline) {
+      const uint64_t place = confirmationKey(nextConfirmed_);
+      auto rec = store_.read(commId_, place);
+      if (!rec.ok() || !rec->has_value()) return std::nullopt;  // not confirmed yet
+      if (coord::openSealed(me_.key, commId_, place, **rec) != confirmation_)
+        return refused("the confirmation of slot " + std::to_string(nextConfirmed_) + " in the store (" + store_.describe() +
+                       ") does not confirm this job's proposal: an earlier communicator with the same id left its input "
+                       "record there");
+      ++nextConfirmed_;
+    }
+    if (nextConfirmed_ < n_) return std::nullopt;
+    return proposal_;
+  }
+
+  InputsVerdict unconfirmed(int64_t timeout_ms) const {
+    return {false, true,
+            "only " + std::to_string(nextConfirmed_) + " of " + std::to_string(n_) + " ranks confirmed the judged inputs "
+            "within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank stopped, or an input "
+            "record an earlier communicator with the same id left holds a slot",
+            {}, {}};
+  }
+
+ private:
+  coord::RecordStore& store_;
+  uint64_t commId_, n_, mySlot_;
+  const Judged& me_;
+  bool confirmed_ = false;
+  InputsVerdict proposal_;
+  std::string confirmation_;  // what each slot's confirmation says: this proposal's digest
+  uint64_t nextConfirmed_ = 0;
+};
 
 uint64_t textHash(const std::string& s) {
   uint64_t h = 0;
@@ -126,11 +220,14 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
       me.mine = coord::hex(coord::sha256(sealed));
     }
   }
+  // No free slot: a record this communicator's ranks did not write holds one, so no verdict may say
+  // "agree" (its judges would judge that record, not this rank's; see Confirmation).
   if (mySlot == n)
     return settle(store, commId,
                   {false, false, Clock::now() >= deadline ? "no input slot claimed within " + std::to_string(timeout_ms) + " ms"
                                                           : "more than " + std::to_string(n) + " input records for one "
-                                                            "communicator (a stale or foreign record in the store)",
+                                                            "communicator (one an earlier communicator with the same "
+                                                            "id left, or a foreign one, holds a slot)",
                    {}, {}},
                   me, settleBy);
   // The ranks in the first slots judge (read every record); the others only wait for the verdict,
@@ -148,17 +245,32 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
       ++next;
     }
   };
+  Confirmation confirmation(store, commId, n, mySlot, me);
   // Polls back off to a pause that grows with the communicator: n ranks polling a shared store
   // (etcd, a parallel file system) stay near 20 requests per millisecond in all.
   auto pause = std::chrono::microseconds(50);
   const auto maxPause =
       std::chrono::microseconds(std::clamp<int64_t>(1000 + 50 * static_cast<int64_t>(n), 1000, 250'000));
+  bool proposed = false;
   for (;;) {
     if (judge) readSlots();
     if (auto v = storedVerdict(store, commId, me)) return *v;  // settled: no need to propose (fewer writes)
-    if (next == n) return settle(store, commId, judgeSealed(records, commId, key), me, settleBy);
+    if (judge && next == n && !proposed) {
+      const InputsVerdict v = judgeSealed(records, commId, key);
+      if (!v.agree) return settle(store, commId, v, me, settleBy);
+      confirmation.propose(v);
+      proposed = true;
+    }
+    if (!judge || proposed) {
+      if (auto refused = confirmation.confirmOwn()) return settle(store, commId, *refused, me, settleBy);
+    }
+    if (judge && proposed) {
+      if (auto v = confirmation.allConfirmed(deadline)) return settle(store, commId, *v, me, settleBy);
+    }
     if (Clock::now() >= deadline) {
       // Judges know how many arrived; the others never read the slots (no read storm at the timeout).
+      if (judge && proposed)
+        return settle(store, commId, confirmation.unconfirmed(timeout_ms), me, settleBy);
       const std::string arrived =
           judge ? "only " + std::to_string(std::count(have.begin(), have.end(), true)) + " of " + std::to_string(n)
                 : "not all of " + std::to_string(n);
