@@ -8,14 +8,14 @@
 #include "offline/measurements/measurements.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace sim = dynamiccl::sim;
+  namespace measurements = dynamiccl::measurements;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)sim::looksLikeInterchangeCsv(text);
-  auto rows = sim::parseInterchangeCsv(text);
+  (void)measurements::looksLikeInterchangeCsv(text);
+  auto rows = measurements::parseInterchangeCsv(text);
   if (!rows) return 0;
-  std::string out(sim::kInterchangeHeader);
-  for (const auto& r : *rows) out += "\n" + sim::formatInterchangeRow(r);
-  auto again = sim::parseInterchangeCsv(out);
+  std::string out(measurements::kInterchangeHeader);
+  for (const auto& r : *rows) out += "\n" + measurements::formatInterchangeRow(r);
+  auto again = measurements::parseInterchangeCsv(out);
   if (!again || again->size() != rows->size()) std::abort();  // writer/reader disagree
   return 0;
 }

@@ -49,11 +49,11 @@ TEST(CsvSplitter, AnUnterminatedQuoteRunsToTheEnd) {
   EXPECT_EQ(allRecords("a,\"b\nc,d"), (std::vector<Fields>{{"a", "b\nc,d"}}));
 }
 
-const std::string kHeader(sim::kInterchangeHeader);
+const std::string kHeader(measurements::kInterchangeHeader);
 
 TEST(InterchangeReader, ErrorsNameTheLineAfterAQuotedLineBreak) {
   const std::string text = kHeader + "\nsys,allreduce,8,1,64,default,default,,,1.5,2,\"two\nlines\"\nsys,allreduce,8\n";
-  auto rows = sim::parseInterchangeCsv(text);
+  auto rows = measurements::parseInterchangeCsv(text);
   ASSERT_FALSE(rows.ok());
   EXPECT_NE(rows.error().find("line 4:"), std::string::npos) << rows.error();
 }
@@ -66,11 +66,11 @@ TEST(InterchangeReader, LoadMeasurementsKeepsQuotedNotesWhole) {
                                         << "\"H100, x8\",allreduce,8,1,1048576,ring,simple,,,120.5,17,\"run 1,\nNCCL 2.23.4\"\r\n"
                                         << "H100 x8,alltoall,8,1,1048576,default,default,,,50,1,\r\n"
                                         << "H100 x8,allreduce,8,1,2048,,,,,,,no time\r\n";
-  auto loaded = sim::loadMeasurements(path);
+  auto loaded = measurements::loadMeasurements(path);
   std::remove(path.c_str());
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   ASSERT_EQ(loaded->rows.size(), 1u);
-  const sim::Measurement& m = loaded->rows[0];
+  const measurements::Measurement& m = loaded->rows[0];
   EXPECT_EQ(m.system, "H100, x8");
   EXPECT_EQ(m.bytes, 1048576u);
   EXPECT_DOUBLE_EQ(m.time_us, 120.5);

@@ -204,7 +204,7 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
     const dynamiccl::jobreplay::JobKey& k = job->keys[i];
     ASSERT_EQ(row["bytes"].get<uint64_t>(), k.bytes);
     EXPECT_DOUBLE_EQ(row["default_us"].get<double>(), k.byDefault().mean_us);
-    EXPECT_EQ(row["default_settled_by"], dynamiccl::sim::defaultSettledByName(k.defaultSettledBy)) << row.dump();
+    EXPECT_EQ(row["default_settled_by"], dynamiccl::measurements::defaultSettledByName(k.defaultSettledBy)) << row.dump();
     EXPECT_DOUBLE_EQ(row["best_us"].get<double>(), k.best().mean_us);
     const dynamiccl::jobreplay::MeasuredConfig* ran = nullptr;
     for (const auto& m : k.measured)

@@ -119,7 +119,7 @@ TEST(FuzzRegression, SeedCorporaReplay) {
         const size_t nl = text.find('\n');
         EXPECT_NO_THROW((void)parseNcclTestsLog(text.substr(nl + 1), text.substr(0, nl)));
       } else if (name == "fuzz_interchange_csv") {
-        EXPECT_TRUE(dynamiccl::sim::parseInterchangeCsv(text).ok());
+        EXPECT_TRUE(dynamiccl::measurements::parseInterchangeCsv(text).ok());
       } else {
         ADD_FAILURE() << "no reader for corpus " << name;
       }

@@ -20,10 +20,10 @@
 namespace dynamiccl::ingest {
 namespace {
 
-using sim::formatInterchangeRow;
-using sim::InterchangeRow;
-using sim::kInterchangeHeader;
-using sim::parseInterchangeCsv;
+using measurements::formatInterchangeRow;
+using measurements::InterchangeRow;
+using measurements::kInterchangeHeader;
+using measurements::parseInterchangeCsv;
 
 namespace fs = std::filesystem;
 const std::string kData = std::string(DYNAMICCL_SHARED_DIR) + "/data";

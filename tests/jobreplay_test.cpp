@@ -141,12 +141,12 @@ TEST_F(JobReplay, LoadsTheMeasuredKeysAsReplayJudgesThem) {
   }
   EXPECT_GE(choosable, 20);
   // sim::replay's view of the same point: its default and best times are the key's.
-  auto rows = sim::loadMeasurements(kEmbedded);
+  auto rows = measurements::loadMeasurements(kEmbedded);
   ASSERT_TRUE(rows);
-  auto data = sim::buildReplayData(rows->rows);
+  auto data = measurements::buildReplayData(rows->rows);
   ASSERT_TRUE(data);
   int compared = 0;
-  for (const sim::ReplayPoint& p : data->points) {
+  for (const measurements::ReplayPoint& p : data->points) {
     if (p.shape->nRanks != 4) continue;
     for (const JobKey& k : job->keys)
       if (k.bytes == p.bytes) {
@@ -168,7 +168,7 @@ TEST_F(JobReplay, DrawsComeFromTheFittedNoiseIdenticalForACallIndex) {
   double mean = 0, ss = 0;
   for (double t : c.samples_us) mean += std::log(t) / 3;
   for (double t : c.samples_us) ss += (std::log(t) - mean) * (std::log(t) - mean);
-  c.sigma = sim::fittedSigma(c.samples_us, 0.02);
+  c.sigma = measurements::fittedSigma(c.samples_us, 0.02);
   EXPECT_NEAR(c.sigma, std::sqrt((ss + 3 * 0.02 * 0.02) / (2 + 3)), 1e-12);
   EXPECT_GT(c.sigma, 0.02);                 // the repeats spread more than the pool
   EXPECT_LT(c.sigma, std::sqrt(ss / 2));    // but less than their own estimate alone
@@ -326,8 +326,8 @@ TEST_F(JobReplay, AForcedArmThatRefutesTheModelsGuessIsAnArmTheJobCanTest) {
   const JobKey& k = job->keys.front();
   ASSERT_EQ(k.bytes, 8u);
   EXPECT_NE(armLabel(k.ncclDefault), "ring/ll") << "the model's guess, refuted by the forced runs";
-  EXPECT_TRUE(sim::inferredFromRuns(k.defaultSettledBy));
-  EXPECT_GE(job->keysSettled(sim::DefaultSettledBy::Matched) + job->keysSettled(sim::DefaultSettledBy::Unforced), 1);
+  EXPECT_TRUE(measurements::inferredFromRuns(k.defaultSettledBy));
+  EXPECT_GE(job->keysSettled(measurements::DefaultSettledBy::Matched) + job->keysSettled(measurements::DefaultSettledBy::Unforced), 1);
   const jobreplay::MeasuredConfig* forced = k.find(Algo::Ring, Proto::LL, true);
   ASSERT_NE(forced, nullptr);
   EXPECT_TRUE(forced->forced) << "kept as its own arm";

@@ -30,7 +30,7 @@ TEST(LearnedJob, TheNetworkProposesWhatTheJobVerifiesAndOnlyMeasuredWinnersRun) 
   const std::string dir = mkdtemp(tmpl);
   auto topo = sim::loadTopology("dgx-h100", 1);
   ASSERT_TRUE(topo) << topo.error();
-  auto nccl = sim::NcclReference::create(*topo);
+  auto nccl = model::NcclReference::create(*topo);
   ASSERT_TRUE(nccl) << nccl.error();
   std::vector<uint64_t> sizes;
   for (uint64_t b = 4096; b <= (8u << 20); b *= 2) sizes.push_back(b);

@@ -127,24 +127,24 @@ TEST_F(PlatformsTest, ANewFileReachesTheSimulatorAndTheDatasetMapping) {
   // Its NVLink:NIC ratio is what the file says: 300 / (2 x 25 / 4) = 24.
   EXPECT_DOUBLE_EQ(t->nvlinkToNicRatio(), 24.0);
 
-  auto mapped = sim::topologyForSystem("TestGPU-H9 x4 per node", 8, 2);
+  auto mapped = measurements::topologyForSystem("TestGPU-H9 x4 per node", 8, 2);
   ASSERT_TRUE(mapped.ok()) << mapped.error();
   EXPECT_EQ(mapped->name, "test-h9");
   EXPECT_EQ(mapped->gpusPerNode, 4);
 
-  auto unknown = sim::topologyForSystem("Mystery MI300X x8", 16, 2);
+  auto unknown = measurements::topologyForSystem("Mystery MI300X x8", 16, 2);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().find("Mystery MI300X x8"), std::string::npos) << unknown.error();
 
-  auto rows = sim::loadMeasurements(writeDataset());
+  auto rows = measurements::loadMeasurements(writeDataset());
   ASSERT_TRUE(rows.ok()) << rows.error();
-  auto data = sim::buildReplayData(rows->rows);
+  auto data = measurements::buildReplayData(rows->rows);
   ASSERT_TRUE(data.ok()) << data.error();
   ASSERT_EQ(data->shapes.size(), 2u);
   EXPECT_EQ(data->shapes.front()->topology.name, "test-h9");
   EXPECT_TRUE(data->shapes.front()->standIn.empty());
   // Measured data needs no platform file: the unknown system is read with the stand-in's model, said once.
-  EXPECT_EQ(data->shapes.back()->standIn, sim::kStandInPlatform);
+  EXPECT_EQ(data->shapes.back()->standIn, measurements::kStandInPlatform);
   EXPECT_EQ(data->points.size(), 6u);
   EXPECT_TRUE(data->skipped.empty());
   ASSERT_EQ(data->notes.size(), 1u);

@@ -35,14 +35,14 @@ TEST(ProposerEval, CountsTrialsUntilTheMeasuredBestAndHitsAtOneAndThree) {
   auto data = loadReplayData(k.path.string());
   ASSERT_TRUE(data.ok()) << data.error();
   const auto first = [](Proto p) {
-    return [p](const sim::ReplayPoint&) { return std::vector<sim::Config>{{Algo::Ring, p, 0, 0}}; };
+    return [p](const measurements::ReplayPoint&) { return std::vector<sim::Config>{{Algo::Ring, p, 0, 0}}; };
   };
   const ProposerFigures right = evaluateProposer("right", *data, first(Proto::LL128));
   ASSERT_EQ(right.keys, 1);
   EXPECT_EQ(right.bestIsDefault, 0);
   EXPECT_EQ(right.top1, 1);
   EXPECT_EQ(right.trials, 1);
-  const ProposerFigures wrong = evaluateProposer("wrong", *data, [](const sim::ReplayPoint&) {
+  const ProposerFigures wrong = evaluateProposer("wrong", *data, [](const measurements::ReplayPoint&) {
     return std::vector<sim::Config>{{Algo::Ring, Proto::LL, 0, 0}, {Algo::Tree, Proto::LL, 0, 0},
                                     {Algo::Ring, Proto::Simple, 0, 0}, {Algo::Ring, Proto::LL128, 0, 0}};
   });
@@ -71,7 +71,7 @@ TEST(ProposerEval, EveryKindInOneListWithNcclsOrderFirst) {
   auto data = loadReplayData(key.path.string());
   ASSERT_TRUE(data.ok()) << data.error();
   ProposerInputs none;
-  none.simulatorFor = [](const sim::Shape&) -> const sim::Simulator* { return nullptr; };
+  none.simulatorFor = [](const measurements::Shape&) -> const sim::Simulator* { return nullptr; };
   none.networkMissing = "no LibTorch here";
   for (const ProposerKind& k : kinds) {
     std::string why;

@@ -10,6 +10,7 @@
 #include "offline/sim/sim.h"
 
 using namespace dynamiccl::sim;
+using namespace dynamiccl::measurements;
 
 namespace {
 

@@ -12,6 +12,7 @@
 
 using namespace dynamiccl;
 using namespace dynamiccl::sim;
+using namespace dynamiccl::measurements;
 
 // The numbers every preset had when they were C++ (before offline/platforms/<name>.json held them):
 // name, compute capability, GPUs per node, NVLink, NVSwitch, NVLink GB/s, PCIe GB/s, NICs, NIC GB/s,
@@ -68,7 +69,7 @@ TEST(SimPresets, EveryPresetBuildsAndKeepsItsNumbers) {
     auto back = topologyFromJson(topologyToJson(t.value()));
     ASSERT_TRUE(back.ok()) << back.error();
     EXPECT_EQ(topologyToJson(back.value()), topologyToJson(t.value()));
-    EXPECT_TRUE(NcclReference::create(t.value()).ok()) << name;
+    EXPECT_TRUE(model::NcclReference::create(t.value()).ok()) << name;
   }
   EXPECT_GE(presetNames().size(), std::size(kPinnedPresets));
   EXPECT_FALSE(preset("nope").ok());
@@ -118,7 +119,7 @@ TEST(SimNoise, SeededAndDeterministic) {
 }
 
 TEST(SimNccl, DefaultConfigIsUsableAndInTheTable) {
-  auto ref = NcclReference::create(preset("dgx-h100", 2).value());
+  auto ref = model::NcclReference::create(preset("dgx-h100", 2).value());
   ASSERT_TRUE(ref.ok());
   for (uint64_t b = 8; b <= (1ull << 30); b *= 16) {
     const Config d = ref->defaultConfig(Collective::AllReduce, b);
@@ -127,14 +128,14 @@ TEST(SimNccl, DefaultConfigIsUsableAndInTheTable) {
     EXPECT_GT(d.nChannels, 0);
   }
   // NCCL_PROTO=LL128 explicitly enables LL128 even on PCIe, where NCCL's auto rule would not.
-  auto pcie = NcclReference::create(preset("l40s-pcie-4", 1).value());
+  auto pcie = model::NcclReference::create(preset("l40s-pcie-4", 1).value());
   ASSERT_TRUE(pcie.ok());
   EXPECT_LT(pcie->costTable(Collective::AllReduce, 1 << 20)[int(Algo::Ring)][int(Proto::LL128)], 0.0f);
   EXPECT_EQ(pcie->restrictedConfig(Collective::AllReduce, 1 << 20, std::nullopt, Proto::LL128).proto, Proto::LL128);
 }
 
 TEST(SimNccl, From2_31AChannelCountOnlyLowersNcclsOwn) {
-  auto ref = NcclReference::create(preset("dgx-h100", 1).value());
+  auto ref = model::NcclReference::create(preset("dgx-h100", 1).value());
   ASSERT_TRUE(ref.ok());
   const uint64_t b = 1 << 20;
   const int own = ref->channels(Algo::Ring, Proto::Simple, b);
@@ -215,7 +216,7 @@ TEST(SimMeasurements, NcclReleaseFromTheNoteReachesTheTopology) {
   // Unknown release: the model's own (2.28.9).
   EXPECT_EQ(topologyForSystem("GH200 x4 per node (Alps)", 8, 2)->ncclVersion, 22809);
   // Before 2.27 the Grace NIC path is PHB: NCCL would not run LL128 across nodes.
-  auto old = NcclReference::create(t.value());
+  auto old = model::NcclReference::create(t.value());
   ASSERT_TRUE(old.ok());
   for (uint64_t b = 8; b <= (1ull << 32); b *= 2) EXPECT_NE(old->defaultConfig(Collective::AllReduce, b).proto, Proto::LL128) << b;
 }
@@ -324,10 +325,10 @@ TEST(SimPhysics, CollNetNeedsSharpAndNodesAndHalvesNetworkTraffic) {
   for (const Config& c : sharp.candidateConfigs(Collective::AllReduce)) hasCollNet |= c.algo == Algo::CollNetDirect;
   EXPECT_TRUE(hasCollNet);
   // NCCL's model sees SHARP too: CollNet has a cost-table entry on the SHARP preset only.
-  auto ref = NcclReference::create(preset("dgx-h100-sharp", 16).value());
+  auto ref = model::NcclReference::create(preset("dgx-h100-sharp", 16).value());
   ASSERT_TRUE(ref.ok());
   EXPECT_GE(ref->costTable(Collective::AllReduce, big)[int(Algo::CollNetDirect)][int(Proto::Simple)], 0.0f);
-  EXPECT_LT(NcclReference::create(preset("dgx-h100", 16).value())
+  EXPECT_LT(model::NcclReference::create(preset("dgx-h100", 16).value())
                 ->costTable(Collective::AllReduce, big)[int(Algo::CollNetDirect)][int(Proto::Simple)], 0.0f);
 }
 
@@ -400,7 +401,7 @@ void writeKnownRows(std::ostream& csv, const KnownRows& k) {
   for (int nodes : k.nodes) {
     auto t = topologyForSystem("GH200 x4", 4 * nodes, nodes, k.release).value();
     t.ncclNicBw_GBps = k.nicView;
-    const auto ref = NcclReference::create(t).value();
+    const auto ref = model::NcclReference::create(t).value();
     const Simulator s(t, k.params);
     for (uint64_t b = k.fromBytes; b <= k.toBytes; b *= k.factor)
       csv << "GH200 x4,allreduce," << 4 * nodes << "," << nodes << "," << b << ",default,default,,,"
@@ -543,7 +544,7 @@ struct Arms {
 };
 Arms armsAt(const std::string& system, uint64_t bytes) {
   auto topo = topologyForSystem(system, 4, 1);
-  auto ref = NcclReference::create(topo.value());
+  auto ref = model::NcclReference::create(topo.value());
   Arms out;
   out.pick = ref->defaultConfig(Collective::AllReduce, bytes);
   out.allowed.push_back(out.pick);

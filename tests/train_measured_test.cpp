@@ -42,7 +42,7 @@ TEST(MeasuredSamples, EveryMeasuredArmWithItsMachinesFingerprint) {
   encodeContext(fp, data->points[0].coll, data->points[0].bytes, {}, std::span<float, kContextFeatures>(context, kContextFeatures));
   for (int i = 0; i < kContextFeatures; ++i) EXPECT_EQ(rows[0].inputs[i], context[i]) << i;
   // Holding out the machine leaves nothing.
-  EXPECT_TRUE(train::measuredSamples(*data, 1.0f, [](const sim::Shape& s) {
+  EXPECT_TRUE(train::measuredSamples(*data, 1.0f, [](const measurements::Shape& s) {
                 return !train::machineMatches(s.topology.name, {"l40s"});
               }).empty());
 }
@@ -109,7 +109,7 @@ TEST(StoreSamples, RowsOfAPlatformGetItsFingerprintUnknownOnesAreSkipped) {
   EXPECT_EQ(rows->read, 2u);
   EXPECT_EQ(rows->unknownHardware, 1u);
   ASSERT_EQ(rows->samples.size(), 1u);
-  auto topo = sim::topologyForSystem("L40S-48GB x2 PCIe node", 2, 1);
+  auto topo = measurements::topologyForSystem("L40S-48GB x2 PCIe node", 2, 1);
   ASSERT_TRUE(topo.ok()) << topo.error();
   TopologyFingerprint fp = train::fingerprintOf(*topo);
   fp.nRanks = 2;

@@ -231,9 +231,9 @@ TEST(ReplayRepeats, AForcedArmTheModelTakesForTheDefaultKeepsItsGain) {
   sim::Config guess;
   {
     const TempCsv probe(defaults);
-    auto rows = sim::loadMeasurements(probe.path.string());
+    auto rows = measurements::loadMeasurements(probe.path.string());
     ASSERT_TRUE(rows.ok()) << rows.error();
-    auto data = sim::buildReplayData(rows->rows);
+    auto data = measurements::buildReplayData(rows->rows);
     ASSERT_TRUE(data.ok()) << data.error();
     ASSERT_EQ(data->points.size(), 1u);
     guess = data->points[0].ncclDefault;

@@ -57,13 +57,13 @@ Status simulateDefaults(const demo::DemoCluster& cl, const std::string& outDir) 
 
 // Step 1 with --data: what the dataset holds.
 Status summarizeData(const std::string& csv) {
-  auto loaded = sim::loadMeasurements(csv);
+  auto loaded = measurements::loadMeasurements(csv);
   if (!loaded) return makeError(loaded.error());
-  auto data = sim::buildReplayData(loaded->rows);
+  auto data = measurements::buildReplayData(loaded->rows);
   if (!data) return makeError(data.error());
   std::printf("      %s: %zu rows, %zu communicator shapes, %zu (collective, size) points\n", csv.c_str(),
               loaded->rows.size(), data->shapes.size(), data->points.size());
-  for (const std::string& line : sim::describeSkipped(data->skipped)) std::printf("      %s\n", line.c_str());
+  for (const std::string& line : measurements::describeSkipped(data->skipped)) std::printf("      %s\n", line.c_str());
   return Ok{};
 }
 

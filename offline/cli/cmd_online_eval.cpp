@@ -56,7 +56,7 @@ int run(const OnlineEvalOptions& o) {
   const train::CalibratedParams cal =
       o.uncalibrated ? train::CalibratedParams{sim::SimParams{}, "defaults (--uncalibrated)"} : train::calibratedParams(o.preset);
   const sim::Simulator s(*topo, cal.params);
-  auto ref = sim::NcclReference::create(*topo);
+  auto ref = model::NcclReference::create(*topo);
   if (!ref) return std::cerr << "online-eval: " << ref.error() << "\n", 1;
   auto traceFile = files::OutputFile::open(o.out);
   if (!traceFile) return std::cerr << "online-eval: " << traceFile.error() << "\n", 1;
@@ -70,9 +70,9 @@ int run(const OnlineEvalOptions& o) {
   std::printf("== simulator: %s x%d (calibration %s)\n", o.preset.c_str(), o.nodes, cal.source.c_str());
   printTable(eval::simulatedKeys(s, *ref), o, trace);
   if (!o.data.empty()) {
-    auto loaded = sim::loadMeasurements(o.data);
+    auto loaded = measurements::loadMeasurements(o.data);
     if (!loaded) return std::cerr << "online-eval: " << loaded.error() << "\n", 1;
-    auto data = sim::buildReplayData(loaded->rows);
+    auto data = measurements::buildReplayData(loaded->rows);
     if (!data) return std::cerr << "online-eval: " << data.error() << "\n", 1;
     const std::vector<KeyWorld> keys = eval::measuredKeys(*data);
     std::printf("== measurements: %s (resampled with MeasuredEnvironment; %zu keys; arms = measured configs NCCL's table allows)\n",

@@ -150,7 +150,7 @@ void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net
 }
 
 // "l40s-pcie-2 (held out)": the dataset's platforms and whether training saw their measurements.
-std::string machinesOf(const sim::ReplayData& data, const std::vector<std::string>& trainedOn) {
+std::string machinesOf(const measurements::ReplayData& data, const std::vector<std::string>& trainedOn) {
   std::set<std::string> names;
   for (const auto& shape : data.shapes) names.insert(shape->topology.name);
   std::string s;
@@ -198,9 +198,9 @@ std::vector<std::string> measuredTrainedOn(const std::string& path) {
 }
 
 // A simulator per shape whose platform names a calibration; nullptr elsewhere.
-std::function<const sim::Simulator*(const sim::Shape&)> calibratedSimulators() {
-  auto cache = std::make_shared<std::map<const sim::Shape*, std::unique_ptr<sim::Simulator>>>();
-  return [cache](const sim::Shape& shape) -> const sim::Simulator* {
+std::function<const sim::Simulator*(const measurements::Shape&)> calibratedSimulators() {
+  auto cache = std::make_shared<std::map<const measurements::Shape*, std::unique_ptr<sim::Simulator>>>();
+  return [cache](const measurements::Shape& shape) -> const sim::Simulator* {
     auto it = cache->find(&shape);
     if (it == cache->end()) {
       std::unique_ptr<sim::Simulator> s;
@@ -217,7 +217,7 @@ std::function<const sim::Simulator*(const sim::Shape&)> calibratedSimulators() {
 
 // The network trained on simulator rollouts and the other datasets' measurements, never on this one's
 // machine (the demo's training plan); none, and why, when it cannot be trained here.
-void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>& files, const sim::ReplayData& data,
+void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>& files, const measurements::ReplayData& data,
                          train::ProposerInputs& in) {
   demo::DemoOptions d;
   d.data = csv;

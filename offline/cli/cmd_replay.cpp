@@ -37,7 +37,7 @@ std::string slug(const std::string& s) {
   return out;
 }
 
-int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>& rows, const std::string& dataset) {
+int makeProfiles(const ReplayCmdOptions& o, const std::vector<measurements::Measurement>& rows, const std::string& dataset) {
   namespace fs = std::filesystem;
   const std::string calFile =
       o.calibration.empty() ? sim::defaultCalibrationDir() + "/" + dataset + ".json" : o.calibration;
@@ -48,14 +48,14 @@ int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>&
   for (const auto& m : rows)
     if (o.system.empty() || m.system.find(o.system) != std::string::npos) systems.try_emplace(m.system, m.group);
   for (const auto& [system, group] : systems) {
-    auto data = sim::buildReplayData(rows, system);
+    auto data = measurements::buildReplayData(rows, system);
     if (!data) return std::cerr << "replay: " << data.error() << "\n", 1;
     // Variants of one system share a profile: the simulator uses the first group's parameters.
     const sim::SimParams params = cal ? sim::paramsForGroup(cal.value(), group) : sim::SimParams{};
     const std::string base = (fs::path(o.makeProfiles) / (dataset + "--" + slug(system))).string();
     const std::pair<std::string, sim::BucketChooser> kinds[] = {
         {"nccl-default", sim::ncclDefaultChooser()},
-        {"sim-best", sim::simBestChooser([params](const sim::Shape&) { return params; })}};
+        {"sim-best", sim::simBestChooser([params](const measurements::Shape&) { return params; })}};
     for (const auto& [kind, chooser] : kinds) {
       const std::string json = sim::profileJson(dataset + " " + kind, sim::bucketRules(data.value(), chooser));
       auto parsed = policy::parseProfileJson(json);  // what we write must be what the plugin reads
@@ -74,7 +74,7 @@ int makeProfiles(const ReplayCmdOptions& o, const std::vector<sim::Measurement>&
 Status writePoints(const std::string& path, const jobreplay::ProfileReplay& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const sim::ReplaySummary::Judged& j : r.summary.perPoint) {
-    const sim::ReplayPoint& p = *j.point;
+    const measurements::ReplayPoint& p = *j.point;
     const bool kept = j.choice.algo == p.ncclDefault.algo && j.choice.proto == p.ncclDefault.proto;
     nlohmann::json e{{"coll", collectiveName(p.coll)}, {"nranks", p.shape->nRanks}, {"nnodes", p.shape->nNodes},
                      {"bytes", p.bytes}, {"system", p.shape->system}, {"group", p.group},
@@ -106,7 +106,7 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
   }
   std::printf("  points %d, judged %d (%d kept NCCL's default), could not judge %zu\n", s.points, s.judged,
               s.keptDefault, s.unjudged.size());
-  for (const std::string& line : sim::describeSkipped(r.data->skipped)) std::printf("  %s\n", line.c_str());
+  for (const std::string& line : measurements::describeSkipped(r.data->skipped)) std::printf("  %s\n", line.c_str());
   for (const std::string& line : r.data->notes) std::printf("  %s\n", line.c_str());
   if (s.judged) {
     size_t runs = 0;  // the real runs behind the judged points' medians
@@ -129,7 +129,7 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
 int run(const ReplayCmdOptions& o) {
   const std::string dataset = std::filesystem::path(o.data).parent_path().filename().string();
   if (!o.makeProfiles.empty()) {
-    auto loaded = sim::loadMeasurements(o.data);
+    auto loaded = measurements::loadMeasurements(o.data);
     if (!loaded) return std::cerr << "replay: " << loaded.error() << "\n", 1;
     return makeProfiles(o, loaded->rows, dataset);
   }

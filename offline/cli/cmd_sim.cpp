@@ -37,7 +37,7 @@ int run(const SimCmdOptions& o) {
   const std::optional<abi::PickRule> rule = abi::parsePickRule(o.ncclVersion);
   if (!rule)
     return std::cerr << "sim: --nccl-version " << o.ncclVersion << ": expected a version such as 2.31 or 2.28.9\n", 1;
-  auto ref = sim::NcclReference::create(topo.value());
+  auto ref = model::NcclReference::create(topo.value());
   if (!ref) return std::cerr << "sim: " << ref.error() << "\n", 1;
   const sim::Simulator simulator(topo.value(), params);
   const auto coll = parseCollective(o.collective);

@@ -24,9 +24,9 @@ Expected<DemoCluster> makeCluster(const DemoOptions& o) {
       c.paramsSource = "simulator defaults (" + cal.error() + ")";
     }
   }
-  auto ref = sim::NcclReference::create(c.topology);
+  auto ref = model::NcclReference::create(c.topology);
   if (!ref) return makeError(ref.error());
-  c.nccl = std::make_shared<const sim::NcclReference>(std::move(ref.value()));
+  c.nccl = std::make_shared<const model::NcclReference>(std::move(ref.value()));
   return c;
 }
 

@@ -88,7 +88,7 @@ Expected<std::string> simulatorPlatform(const jobreplay::MeasuredJob& job) {
   auto reg = platforms::registry();
   if (!reg) return makeError(reg.error());
   const platforms::Platform* named = (*reg)->forSystem(job.system);
-  if (!named) return makeError(sim::unknownSystemReason(job.system));
+  if (!named) return makeError(measurements::unknownSystemReason(job.system));
   const int perNode = job.nRanks / job.nNodes;
   if (named->topology.gpusPerNode == perNode) return named->name;
   for (const platforms::Platform& p : (*reg)->all())
@@ -103,7 +103,7 @@ Expected<std::string> namedPlatform(const jobreplay::MeasuredJob& job) {
   auto reg = platforms::registry();
   if (!reg) return makeError(reg.error());
   const platforms::Platform* named = (*reg)->forSystem(job.system);
-  if (!named) return makeError(sim::unknownSystemReason(job.system));
+  if (!named) return makeError(measurements::unknownSystemReason(job.system));
   return named->name;
 }
 
@@ -188,7 +188,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
 
 // NCCL's default as the table names it: "*" where the runs refuted the model's pick and it was inferred.
 std::string defaultLabel(const jobreplay::KeyOutcome& k) {
-  return armLabel(k.ncclDefault) + (sim::inferredFromRuns(k.defaultSettledBy) ? "*" : "");
+  return armLabel(k.ncclDefault) + (measurements::inferredFromRuns(k.defaultSettledBy) ? "*" : "");
 }
 
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
@@ -220,7 +220,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
                 armLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
                 armLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
-  if (job.keysSettled(sim::DefaultSettledBy::Matched) + job.keysSettled(sim::DefaultSettledBy::Unforced) > 0)
+  if (job.keysSettled(measurements::DefaultSettledBy::Matched) + job.keysSettled(measurements::DefaultSettledBy::Unforced) > 0)
     std::printf("  * NCCL's choice inferred from the runs: the forced runs of the configuration NCCL's model picks "
                 "differ from the default rows beyond noise (step 1), so that configuration is an arm the job tests\n");
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
@@ -350,7 +350,7 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                     {"bytes", k.bytes},
                     {"measured_configs", measuredConfigs},
                     {"default_config", armLabel(k.ncclDefault)},
-                    {"default_settled_by", sim::defaultSettledByName(k.defaultSettledBy)},
+                    {"default_settled_by", measurements::defaultSettledByName(k.defaultSettledBy)},
                     {"default_us", k.default_us},
                     {"sim_rule", r.simRule},
                     {"sim_gain", std::isfinite(r.simGain) ? nlohmann::json(r.simGain) : nlohmann::json()},

@@ -74,7 +74,7 @@ class PluginDecider {
 };
 
 // Fastest configuration of the tuner's search space that NCCL's table allows and the hardware runs.
-double bestFeasible_us(const sim::Simulator& s, const sim::NcclReference& nccl, Collective coll, uint64_t bytes,
+double bestFeasible_us(const sim::Simulator& s, const model::NcclReference& nccl, Collective coll, uint64_t bytes,
                        const model::CostTable& table, double default_us) {
   static const tune::SpaceDimensions dims = tune::defaultDimensions();
   double best = default_us > 0 ? default_us : 1e300;
@@ -122,7 +122,7 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
   auto lib = openPlugin(pluginPath);
   if (!lib) return makeError(lib.error());
   const sim::Simulator simulator(cluster.topology, cluster.params);
-  const sim::NcclReference& nccl = *cluster.nccl;
+  const model::NcclReference& nccl = *cluster.nccl;
   ReplayResult r;
   r.judge = "noise-free simulator (simulated times)";
   r.trust = kTrustNote;
@@ -162,12 +162,12 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
 Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vector<ProfileToReplay>& profiles,
                                     const std::vector<Collective>& collectives, const std::string& pluginPath,
                                     const std::string& trust, int nRanks) {
-  auto loaded = sim::loadMeasurements(csvPath);
+  auto loaded = measurements::loadMeasurements(csvPath);
   if (!loaded) return makeError(loaded.error());
-  auto data = sim::buildReplayData(loaded->rows);
+  auto data = measurements::buildReplayData(loaded->rows);
   if (!data) return makeError(data.error());
   if (nRanks > 0)
-    std::erase_if(data->points, [&](const sim::ReplayPoint& p) { return p.shape->nRanks != nRanks; });
+    std::erase_if(data->points, [&](const measurements::ReplayPoint& p) { return p.shape->nRanks != nRanks; });
   if (data->points.empty()) return makeError(csvPath + ": no measured shape with a known topology");
   // One process-wide host fingerprint: the first shape's machine stands in for all.
   const EnvVars env = clusterEnv(data->points.front().shape->topology, trust);
@@ -182,10 +182,10 @@ Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vecto
     std::string error;
     ProfileScore ps{prof.label, {}};
     for (Collective coll : collectives) {
-      sim::ReplayData sub;  // the collective's points; shapes stay owned by `data`
-      for (const sim::ReplayPoint& p : data->points)
+      measurements::ReplayData sub;  // the collective's points; shapes stay owned by `data`
+      for (const measurements::ReplayPoint& p : data->points)
         if (p.coll == coll) sub.points.push_back(p);
-      const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& table) {
+      const sim::DecisionFn decide = [&](const measurements::ReplayPoint& p, const model::CostTable& table) {
         sim::Config c = p.ncclDefault;
         if (!prof.path.empty()) {
           auto d = plugin.decide(p.shape->topology, coll, p.bytes, table);

@@ -15,7 +15,7 @@ namespace dynamiccl::cli::demo {
 namespace {
 
 double busBw_GBps(Collective c, uint64_t bytes, double time_us, int nRanks) {
-  return sim::busBandwidth_GBps(c, bytes, time_us, nRanks);
+  return measurements::busBandwidth_GBps(c, bytes, time_us, nRanks);
 }
 
 std::string name(Collective c) { return std::string(collectiveName(c)); }

@@ -52,7 +52,7 @@ struct DemoCluster {
   model::Topology topology;
   sim::SimParams params;
   std::string paramsSource;  // where params came from, for the printout
-  std::shared_ptr<const sim::NcclReference> nccl;
+  std::shared_ptr<const model::NcclReference> nccl;
 };
 Expected<DemoCluster> makeCluster(const DemoOptions& o);
 

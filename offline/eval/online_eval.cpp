@@ -89,7 +89,7 @@ KeyResult evalKey(const KeyWorld& w, const OnlineLoop& o, std::ostream& trace) {
 }
 
 // The simulator's keys: ring/tree x LL/LL128/Simple as the hardware allows, calibrated times.
-std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const sim::NcclReference& ref) {
+std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const model::NcclReference& ref) {
   const std::pair<Collective, uint64_t> keys[] = {{Collective::AllReduce, 4096},     {Collective::AllReduce, 65536},
                                                   {Collective::AllReduce, 1 << 20},  {Collective::AllReduce, 16 << 20},
                                                   {Collective::AllReduce, 256 << 20}, {Collective::AllGather, 1 << 20}};
@@ -121,20 +121,20 @@ std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const sim::NcclRefe
 
 // Measured keys: points with at least three measured (algo, proto), at up to five sizes per shape
 // spread over the measured range; arms nobody measured are IGNORE in the table handed over.
-std::vector<KeyWorld> measuredKeys(const sim::ReplayData& data) {
-  std::map<const sim::Shape*, std::vector<const sim::ReplayPoint*>> byShape;
-  for (const sim::ReplayPoint& p : data.points)
+std::vector<KeyWorld> measuredKeys(const measurements::ReplayData& data) {
+  std::map<const measurements::Shape*, std::vector<const measurements::ReplayPoint*>> byShape;
+  for (const measurements::ReplayPoint& p : data.points)
     if (p.forced_us.size() + (p.default_us > 0 && !p.forced_us.count({p.ncclDefault.algo, p.ncclDefault.proto})) >= 3)
       byShape[p.shape].push_back(&p);
   std::vector<KeyWorld> out;
   for (auto& [shape, points] : byShape) {
     std::sort(points.begin(), points.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
-    std::vector<const sim::ReplayPoint*> picked;
+    std::vector<const measurements::ReplayPoint*> picked;
     for (double f : {0.1, 0.35, 0.55, 0.75, 0.98}) {
-      const sim::ReplayPoint* p = points[static_cast<size_t>(f * (points.size() - 1))];
+      const measurements::ReplayPoint* p = points[static_cast<size_t>(f * (points.size() - 1))];
       if (picked.empty() || picked.back() != p) picked.push_back(p);
     }
-    for (const sim::ReplayPoint* p : picked) {
+    for (const measurements::ReplayPoint* p : picked) {
       KeyWorld w;
       w.source = "data";
       w.label = std::string(collectiveName(p->coll)) + " " + std::to_string(p->bytes) + " " +

@@ -42,8 +42,8 @@ struct KeyResult {
 // Every 50th call goes to trace as "source,key,call,online_ratio,static_ratio,default_ratio".
 KeyResult evalKey(const KeyWorld& w, const OnlineLoop& o, std::ostream& trace);
 // The simulator's keys: ring/tree x LL/LL128/Simple as the hardware allows, calibrated times.
-std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const sim::NcclReference& ref);
+std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const model::NcclReference& ref);
 // Measured keys: points with at least three measured (algo, proto), up to five sizes per shape.
-std::vector<KeyWorld> measuredKeys(const sim::ReplayData& data);
+std::vector<KeyWorld> measuredKeys(const measurements::ReplayData& data);
 
 }  // namespace dynamiccl::eval

@@ -72,8 +72,8 @@ struct ParsedLog {
 // path_hint: the file's path; fills what the text lacks (collective, job-n-<ranks>-N-<nodes>, auto_ll/, ring/).
 ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint);
 
-// The interchange CSV (shared/data/README.md; its reader and writer are sim::parseInterchangeCsv and
-// sim::formatInterchangeRow in offline/measurements): writes the header and every out-of-place
+// The interchange CSV (shared/data/README.md; its reader and writer are measurements::parseInterchangeCsv and
+// measurements::formatInterchangeRow in offline/measurements): writes the header and every out-of-place
 // observation (in-place too when asked; notes say which).
 Expected<int64_t> exportInterchangeCsv(store::Store& store, std::ostream& out, bool include_in_place = false);
 

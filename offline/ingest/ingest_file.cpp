@@ -148,12 +148,12 @@ Status ingestTuning(store::Store& store, store::Batch& batch, const ParsedLog& l
   return Ok{};
 }
 
-Status ingestCsv(store::Store& store, store::Batch& batch, const std::vector<sim::InterchangeRow>& rows,
+Status ingestCsv(store::Store& store, store::Batch& batch, const std::vector<measurements::InterchangeRow>& rows,
                  const std::string& path, const std::string& hash, FileReport& report) {
   std::map<std::string, int64_t> runBySystem;
   std::map<std::tuple<int64_t, int, int>, int64_t> commByShape;
   int64_t seq = 0;
-  for (const sim::InterchangeRow& r : rows) {
+  for (const measurements::InterchangeRow& r : rows) {
     auto algo = parseAlgo(r.algo);
     auto proto = parseProto(r.proto);
     auto coll = canonicalCollective(r.collective);
@@ -303,12 +303,12 @@ Expected<FileReport> ingestFile(store::Store& store, store::Writer& writer, cons
   }
 
   // Parsed before the transaction, so the write lock is held only while rows are inserted.
-  const bool csv = sim::looksLikeInterchangeCsv(text);
-  Expected<std::vector<sim::InterchangeRow>> rows = std::vector<sim::InterchangeRow>{};
+  const bool csv = measurements::looksLikeInterchangeCsv(text);
+  Expected<std::vector<measurements::InterchangeRow>> rows = std::vector<measurements::InterchangeRow>{};
   ParsedLog log;
   if (csv) {
     report.kind = "interchange-csv";
-    rows = sim::parseInterchangeCsv(text);
+    rows = measurements::parseInterchangeCsv(text);
     if (!rows) return makeError(path + ": " + rows.error());
   } else {
     log = parseNcclTestsLog(text, path);

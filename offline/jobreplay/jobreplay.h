@@ -47,7 +47,7 @@ struct JobKey {
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
   sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
-  sim::DefaultSettledBy defaultSettledBy = sim::DefaultSettledBy::Model;  // how buildReplayData settled ncclDefault
+  measurements::DefaultSettledBy defaultSettledBy = measurements::DefaultSettledBy::Model;  // how buildReplayData settled ncclDefault
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
@@ -75,8 +75,8 @@ struct MeasuredJob {
   double repeatSigma = 0.03;
   int repeatGroups = 0;
   std::vector<std::string> notes;  // rows not used, and why (never dropped silently)
-  int keysSettled(sim::DefaultSettledBy c) const;  // keys whose default rows' configuration was settled so
-  std::string standIn;  // sim::kStandInPlatform where no platform describes the system: topology is its
+  int keysSettled(measurements::DefaultSettledBy c) const;  // keys whose default rows' configuration was settled so
+  std::string standIn;  // measurements::kStandInPlatform where no platform describes the system: topology is its
   // A gain the dataset's runs cannot establish is none the replayed job can find: every arm faster than
   // NCCL's default whose gain `established` denies is drawn around the default's median (its
   // withheld_us). Draws stand for calls, not runs, so they must not decide what the runs cannot.
@@ -97,7 +97,7 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
 // the configurations NCCL's table allows and the simulator can run, (algo, proto) with NCCL's
 // channel count, `repeats` noisy samples each; NCCL's default from NCCL's model.
 Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimParams& params,
-                                   const sim::NcclReference& nccl, const std::vector<Collective>& collectives,
+                                   const model::NcclReference& nccl, const std::vector<Collective>& collectives,
                                    const std::vector<uint64_t>& sizes, int repeats = 8, uint64_t seed = 1);
 
 // Latency of call `callIndex` running `c`: lognormal around its measured median with its fitted
@@ -208,7 +208,7 @@ struct KeyOutcome {
   double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
   // The same two on what the runs establish (MeasuredConfig::draw_us): a withheld gain is no gain.
   double finalEstablished_us = 0, bestEstablished_us = 0;
-  sim::DefaultSettledBy defaultSettledBy = sim::DefaultSettledBy::Model;  // how ncclDefault was settled (JobKey's)
+  measurements::DefaultSettledBy defaultSettledBy = measurements::DefaultSettledBy::Model;  // how ncclDefault was settled (JobKey's)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
   // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
   // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.
@@ -256,9 +256,9 @@ struct ProfileReplayPlan {
   bool asMeasured = true;          // the plugin probes the data's hardware (DYNAMICCL_TOPO_*) where it holds one
 };
 struct ProfileReplay {
-  std::shared_ptr<const sim::ReplayData> data;  // the points summary.perPoint and forced name
+  std::shared_ptr<const measurements::ReplayData> data;  // the points summary.perPoint and forced name
   sim::ReplaySummary summary;
-  std::set<const sim::ReplayPoint*> forced;     // where the plugin forced its choice (wrote a zero cost)
+  std::set<const measurements::ReplayPoint*> forced;     // where the plugin forced its choice (wrote a zero cost)
   std::vector<std::string> hardwareEnv;         // "K=V" the plugin's probe saw; empty: this host's
   std::string pluginPath;
   int tunerVersion = 0;

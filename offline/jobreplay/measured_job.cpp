@@ -1,5 +1,5 @@
 // A dataset's keys of one communicator shape, with every repeat of every measured configuration.
-// Medians, repeats, their fitted noise and what NCCL's default rows ran are sim::buildReplayData's
+// Medians, repeats, their fitted noise and what NCCL's default rows ran are measurements::buildReplayData's
 // (what `dynamiccl replay` and `tune --backend replay` judge by): one settlement for every judge.
 #include <algorithm>
 #include <cmath>
@@ -20,7 +20,7 @@ bool sameArm(const sim::Config& a, Algo algo, Proto proto) { return a.algo == al
 // note) when NCCL's default was not measured there. Only default rows are NCCL's default; a forced
 // row is its own arm, even of the configuration NCCL's model guesses NCCL would pick, unless the
 // settlement found it the same arm (a TUNING line, or runs that cannot tell it from the default rows).
-std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, int>& unused) {
+std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::string, int>& unused) {
   JobKey k;
   k.coll = p.coll;
   k.bytes = p.bytes;
@@ -64,7 +64,7 @@ std::optional<JobKey> makeKey(const sim::ReplayPoint& p, std::map<std::string, i
 
 }  // namespace
 
-int MeasuredJob::keysSettled(sim::DefaultSettledBy c) const {
+int MeasuredJob::keysSettled(measurements::DefaultSettledBy c) const {
   return static_cast<int>(
       std::count_if(keys.begin(), keys.end(), [c](const JobKey& k) { return k.defaultSettledBy == c; }));
 }
@@ -108,15 +108,15 @@ int MeasuredJob::withholdGains(const std::function<bool(const JobKey&, const Mea
 }
 
 Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeChoice& choice) {
-  auto loaded = sim::loadMeasurements(csvPath);
+  auto loaded = measurements::loadMeasurements(csvPath);
   if (!loaded) return makeError(loaded.error());
-  auto data = sim::buildReplayData(loaded->rows);
+  auto data = measurements::buildReplayData(loaded->rows);
   if (!data) return makeError(data.error());
 
   std::map<ShapeKey, std::vector<JobKey>> shapes;
-  std::map<ShapeKey, const sim::Shape*> shapeOf;
+  std::map<ShapeKey, const measurements::Shape*> shapeOf;
   std::map<ShapeKey, std::map<std::string, int>> unused;  // per shape: what its keys could not use
-  for (const sim::ReplayPoint& p : data->points) {
+  for (const measurements::ReplayPoint& p : data->points) {
     const ShapeKey sk{p.group, p.shape->nRanks, p.shape->nNodes};
     if ((choice.nRanks && p.shape->nRanks != choice.nRanks) || (choice.nNodes && p.shape->nNodes != choice.nNodes) ||
         (!choice.system.empty() && p.group.find(choice.system) == std::string::npos))
@@ -141,7 +141,7 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
       for (const auto& [reason, n] : reasons) why[reason] += n;
     std::string reasons;
     for (const auto& [reason, n] : why) reasons += "; " + std::to_string(n) + " " + reason;
-    for (const std::string& line : sim::describeSkipped(data->skipped)) reasons += "; " + line;
+    for (const std::string& line : measurements::describeSkipped(data->skipped)) reasons += "; " + line;
     return makeError(csvPath + ": no measured shape matches (ranks " + std::to_string(choice.nRanks) + ", nodes " +
                      std::to_string(choice.nNodes) + ", system '" + choice.system + "')" + reasons);
   }
@@ -157,7 +157,7 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
             [](const JobKey& a, const JobKey& b) { return std::tie(a.coll, a.bytes) < std::tie(b.coll, b.bytes); });
   job.repeatSigma = data->repeatSigma;
   job.repeatGroups = data->repeatGroups;
-  using sim::DefaultSettledBy;
+  using measurements::DefaultSettledBy;
   if (const int n = job.keysSettled(DefaultSettledBy::Stated))
     job.notes.push_back(std::to_string(n) + " keys where the default rows quote NCCL's TUNING line: NCCL's choice is what "
                         "it said it ran, and forcing that configuration is the same arm");
@@ -179,8 +179,8 @@ Expected<MeasuredJob> loadMeasuredJob(const std::string& csvPath, const ShapeCho
   for (const std::string& line : data->notes)
     if (line.find("'" + shapeOf[*pick]->system + "'") != std::string::npos) job.notes.push_back(line);
   job.standIn = shapeOf[*pick]->standIn;
-  for (const std::string& line : sim::describeSkipped(loaded->skipped)) job.notes.push_back(line);
-  for (const std::string& line : sim::describeSkipped(data->skipped)) job.notes.push_back(line);
+  for (const std::string& line : measurements::describeSkipped(loaded->skipped)) job.notes.push_back(line);
+  for (const std::string& line : measurements::describeSkipped(data->skipped)) job.notes.push_back(line);
   for (const auto& [why, n] : unused[*pick]) job.notes.push_back(std::to_string(n) + " " + why);
   return job;
 }

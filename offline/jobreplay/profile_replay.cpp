@@ -12,11 +12,11 @@ namespace dynamiccl::jobreplay {
 namespace {
 
 // The NCCL release the plugin is loaded as: the plan's, else the one every measured row names.
-int ncclVersionOf(const ProfileReplayPlan& plan, const std::vector<sim::Measurement>& rows) {
+int ncclVersionOf(const ProfileReplayPlan& plan, const std::vector<measurements::Measurement>& rows) {
   if (!plan.ncclVersion.empty())
     if (auto v = abi::parseNcclVersion(plan.ncclVersion)) return *v;
   std::set<int> named;
-  for (const sim::Measurement& m : rows)
+  for (const measurements::Measurement& m : rows)
     if (m.ncclVersion > 0) named.insert(m.ncclVersion);
   return named.size() == 1 ? *named.begin() : 22809;
 }
@@ -24,7 +24,7 @@ int ncclVersionOf(const ProfileReplayPlan& plan, const std::vector<sim::Measurem
 // The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the hardware
 // the data was measured on, as it would in a job there (a rule measured on it is then verified).
 // Set only when every judged shape shares one hardware.
-std::vector<std::string> datasetHardwareEnv(const sim::ReplayData& data) {
+std::vector<std::string> datasetHardwareEnv(const measurements::ReplayData& data) {
   std::set<std::vector<std::string>> facts;
   std::set<int> perNode;
   for (const auto& shape : data.shapes) {
@@ -44,14 +44,14 @@ std::vector<std::string> datasetHardwareEnv(const sim::ReplayData& data) {
 }  // namespace
 
 Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan) {
-  auto loaded = sim::loadMeasurements(plan.data);
+  auto loaded = measurements::loadMeasurements(plan.data);
   if (!loaded) return makeError(loaded.error());
   // The plugin keeps NCCL's default for a profile it cannot read; a replay of that would judge nothing asked.
   if (auto p = policy::loadProfileFile(plan.profile); !p) return makeError("--profile " + plan.profile + ": " + p.error());
-  auto data = sim::buildReplayData(loaded->rows, plan.system);
+  auto data = measurements::buildReplayData(loaded->rows, plan.system);
   if (!data) return makeError(data.error());
   ProfileReplay out;
-  out.data = std::make_shared<const sim::ReplayData>(std::move(data.value()));
+  out.data = std::make_shared<const measurements::ReplayData>(std::move(data.value()));
   // The plugin re-reads DYNAMICCL_PROFILE when it changes; set it before the first init.
   harness::ScopedEnv env("DYNAMICCL_PROFILE", plan.profile.c_str());
   // Unverified rules (simulated, learned, another fingerprint) reach NCCL only when opted in, as in a job.
@@ -68,9 +68,9 @@ Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan) {
   out.tunerVersion = lib.value()->version();
   const abi::PickRule rule = lib.value()->pickRule();
   ncclTunerConstants_v5_t constants = model::defaultTunerConstants();
-  std::map<const sim::Shape*, std::unique_ptr<harness::TunerComm>> comms;
+  std::map<const measurements::Shape*, std::unique_ptr<harness::TunerComm>> comms;
   std::string initError;
-  const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& table) {
+  const sim::DecisionFn decide = [&](const measurements::ReplayPoint& p, const model::CostTable& table) {
     auto& comm = comms[p.shape];
     if (!comm) {
       harness::CommSpec spec;
@@ -95,7 +95,7 @@ Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan) {
     const harness::Choice ch = harness::selectLikeNccl(edited, rule, &table);
     return sim::Config{Algo(ch.algo), Proto(ch.proto), nChannels, 0};
   };
-  out.summary = sim::replay(*out.data, decide, true, [&](const sim::ReplayPoint& p) { return out.forced.count(&p) > 0; });
+  out.summary = sim::replay(*out.data, decide, true, [&](const measurements::ReplayPoint& p) { return out.forced.count(&p) > 0; });
   if (!initError.empty()) return makeError("plugin init failed: " + initError);
   return out;
 }

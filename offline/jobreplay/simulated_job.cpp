@@ -8,7 +8,7 @@
 namespace dynamiccl::jobreplay {
 
 Expected<MeasuredJob> simulatedJob(const model::Topology& topo, const sim::SimParams& params,
-                                   const sim::NcclReference& nccl, const std::vector<Collective>& collectives,
+                                   const model::NcclReference& nccl, const std::vector<Collective>& collectives,
                                    const std::vector<uint64_t>& sizes, int repeats, uint64_t seed) {
   if (collectives.empty() || sizes.empty()) return makeError("a simulated job needs collectives and sizes");
   MeasuredJob job;

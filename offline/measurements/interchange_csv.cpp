@@ -5,7 +5,7 @@
 #include "features/features.h"
 #include "offline/measurements/measurements.h"
 
-namespace dynamiccl::sim {
+namespace dynamiccl::measurements {
 namespace {
 
 std::string quoted(const std::string& s) {
@@ -73,4 +73,4 @@ std::string formatInterchangeRow(const InterchangeRow& r) {
          quoted(r.source_note);
 }
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::measurements

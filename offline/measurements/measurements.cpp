@@ -8,7 +8,7 @@
 
 #include "offline/platforms/platforms.h"
 
-namespace dynamiccl::sim {
+namespace dynamiccl::measurements {
 
 // nccl-tests' factor: what each rank's links carry relative to the algorithm bandwidth.
 double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks) {
@@ -125,4 +125,4 @@ Expected<model::Topology> topologyForPlatform(const std::string& name, int nRank
   return t;
 }
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::measurements

@@ -1,5 +1,6 @@
 // Real measurements in the interchange format (shared/data/README.md): the format's reader and
-// writer, the rows read for calibration and replay, and the topology each row's system string describes.
+// writer, the rows read for calibration and replay, the topology each row's system string describes,
+// and the settlement of the rows into points (settlement.h).
 #pragma once
 
 #include <cmath>
@@ -12,9 +13,10 @@
 #include <vector>
 
 #include "features/features.h"
+#include "offline/measurements/settlement.h"
 #include "offline/model/model.h"
 
-namespace dynamiccl::sim {
+namespace dynamiccl::measurements {
 
 // nccl-tests' bus bandwidth (GB/s) of `bytes` in `us` on nRanks: algbw times the collective's factor.
 double busBandwidth_GBps(Collective coll, uint64_t bytes, double us, int nRanks);
@@ -76,9 +78,9 @@ int ncclVersionFromNote(const std::string& note);
 // nullopt where the note quotes none, or names an algorithm or protocol NCCL does not have.
 std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note);
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::measurements
 
-namespace dynamiccl::sim {
+namespace dynamiccl::measurements {
 
 // Every repeat of one measured arm (what the row forced: nothing, the algorithm, the protocol or
 // both) at one point; rows are repeats when they agree on group, shape, collective, size and arm.
@@ -100,4 +102,4 @@ struct MeasuredPoint {
 // collective and size.
 std::vector<MeasuredPoint> groupRepeats(const std::vector<Measurement>& rows);
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::measurements

@@ -4,7 +4,7 @@
 
 #include "offline/measurements/measurements.h"
 
-namespace dynamiccl::sim {
+namespace dynamiccl::measurements {
 
 std::string MeasuredArm::label() const {
   if (!forced()) return "nccl-default";
@@ -31,4 +31,4 @@ std::vector<MeasuredPoint> groupRepeats(const std::vector<Measurement>& rows) {
   return out;
 }
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::measurements

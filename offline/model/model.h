@@ -23,12 +23,17 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "abi/abi.h"
 #include "features/features.h"
 #include "offline/model/graphs.h"
 #include "offline/model/topology.h"
+#include "policy/policy.h"
 
 namespace dynamiccl::model {
 
@@ -110,5 +115,40 @@ Expected<NcclGraphs> approximateGraphs(const Topology& topo);
 
 // A topology's hardware as a profile's "fingerprint" declares it (source: "sim preset <name>").
 ClusterHardware clusterHardwareOf(const Topology& topo);
+
+// NCCL's per-step chunk for a protocol with the default NCCL_BUFFSIZE: what a configuration's chunk 0 means.
+uint64_t defaultChunkBytes(Proto p);
+
+// NCCL's view of one topology, as its users ask for it: the cost table NCCL hands the tuner, NCCL's
+// default configuration, and what NCCL runs when NCCL_ALGO / NCCL_PROTO restrict it (the forced sweeps
+// in shared/data).
+class NcclReference {
+ public:
+  using Config = policy::Decision;
+  static Expected<NcclReference> create(const Topology& topo);
+
+  CostTable costTable(Collective coll, uint64_t nBytes) const;
+  // NCCL's own choice with its channel count and our default chunk; algo Default if none usable.
+  Config defaultConfig(Collective coll, uint64_t nBytes) const;
+  // NCCL's choice when NCCL_ALGO=algo and/or NCCL_PROTO=proto (nullopt = not restricted). Naming a
+  // protocol explicitly enables it even where NCCL's auto rules would not (LL128 on PCIe).
+  Config restrictedConfig(Collective coll, uint64_t nBytes, std::optional<Algo> algo,
+                          std::optional<Proto> proto) const;
+  int channels(Algo a, Proto p, uint64_t nBytes) const { return model_->defaultChannels(a, p, nBytes); }
+  // Fills nChannels/chunk left at 0 with NCCL's values; under `rule` a tuner's channel count is what
+  // that release runs: it replaces NCCL's count before 2.31 and only lowers it from 2.31 (abi::channelsRun).
+  Config resolve(const Config& c, uint64_t nBytes, abi::PickRule rule = abi::PickRule::Nccl2_28) const;
+  // Whether a tuner targeting `rule` would propose c's channel count: from 2.31 not one above NCCL's
+  // own count for c's algo/proto, or for NCCL's own choice when c keeps it (NCCL would run its own
+  // count: the same configuration as 0).
+  bool channelsProposable(Collective coll, const Config& c, uint64_t nBytes, abi::PickRule rule) const;
+
+ private:
+  NcclReference() = default;
+  NcclGraphs graphs_;
+  std::shared_ptr<const NcclModel> model_;
+  // Models with NCCL_ALGO/NCCL_PROTO restrictions, built on first use (key: algo, proto; -1 = any).
+  mutable std::map<std::pair<int, int>, std::shared_ptr<const NcclModel>> restricted_;
+};
 
 }  // namespace dynamiccl::model

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "offline/platforms/platforms.h"
-#include "offline/sim/nccl_reference.h"
+#include "offline/model/model.h"
 
 namespace dynamiccl::sim {
 
@@ -80,7 +80,7 @@ std::vector<double> encode(const SimParams& p, const std::vector<int>& active) {
 }
 
 struct PreparedRow {
-  Measurement m;
+  measurements::Measurement m;
   Config config;
   int sim = 0;  // index into the group's simulators (one per shape)
 };
@@ -415,23 +415,23 @@ namespace {
 // Prepares one group's rows: one simulator and one NCCL reference per shape, each row's
 // configuration resolved through NCCL's model seeing the NIC at `ncclNicBw_GBps` (0: the preset's).
 // Rows NCCL's model cannot place are counted in `skipped` when given.
-PreparedGroup prepareGroup(const std::string& name, const std::vector<Measurement>& rows, double ncclNicBw_GBps,
+PreparedGroup prepareGroup(const std::string& name, const std::vector<measurements::Measurement>& rows, double ncclNicBw_GBps,
                            std::map<std::string, int>* skipped) {
   PreparedGroup g{name, {}, {}, {}};
-  std::map<std::pair<int, int>, std::pair<int, std::unique_ptr<NcclReference>>> shapes;
+  std::map<std::pair<int, int>, std::pair<int, std::unique_ptr<model::NcclReference>>> shapes;
   auto skip = [&](const std::string& why) {
     if (skipped) ++(*skipped)[why];
   };
-  for (const Measurement& m : rows) {
+  for (const measurements::Measurement& m : rows) {
     auto shape = shapes.find({m.nRanks, m.nNodes});
     if (shape == shapes.end()) {
-      auto topo = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
+      auto topo = measurements::topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion);
       if (!topo) {
         skip("no topology: " + topo.error());
         continue;
       }
       if (ncclNicBw_GBps > 0) topo->ncclNicBw_GBps = ncclNicBw_GBps;
-      auto ref = NcclReference::create(topo.value());
+      auto ref = model::NcclReference::create(topo.value());
       if (!ref) {
         skip("NCCL model failed: " + ref.error());
         continue;
@@ -439,7 +439,7 @@ PreparedGroup prepareGroup(const std::string& name, const std::vector<Measuremen
       g.sims.push_back(std::make_unique<Simulator>(topo.value()));
       shape = shapes.emplace(std::make_pair(m.nRanks, m.nNodes),
                              std::make_pair(static_cast<int>(g.sims.size() - 1),
-                                            std::make_unique<NcclReference>(std::move(ref.value()))))
+                                            std::make_unique<model::NcclReference>(std::move(ref.value()))))
                   .first;
     }
     const int si = shape->second.first;
@@ -465,12 +465,12 @@ double groupLoss(PreparedGroup& g, const SimParams& p, double tieBand) {
 constexpr double kNicViews[] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5};
 
 // For a group with rows across nodes: the NIC view whose short fit scores best (0 = wire rate).
-double fitNicView(const std::string& name, const std::vector<Measurement>& rows, const CalibrateOptions& o,
+double fitNicView(const std::string& name, const std::vector<measurements::Measurement>& rows, const CalibrateOptions& o,
                   double tieBand, const SimParams& start) {
   double wire = 0;
-  for (const Measurement& m : rows)
+  for (const measurements::Measurement& m : rows)
     if (m.nNodes > 1)
-      if (auto t = topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion)) wire = t->nicBw_GBps;
+      if (auto t = measurements::topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion)) wire = t->nicBw_GBps;
   if (wire <= 0) return 0;
   CalibrateOptions quick = o;
   quick.progress = false;
@@ -494,16 +494,16 @@ Expected<DatasetCalibration> calibrateDataset(const std::string& datasetDir, con
                                               const DatasetCalibration* stored,
                                               std::vector<RowPrediction>* predictions) {
   const std::string csv = (std::filesystem::path(datasetDir) / "normalized.csv").string();
-  auto loaded = loadMeasurements(csv);
+  auto loaded = measurements::loadMeasurements(csv);
   if (!loaded) return makeError(loaded.error());
   DatasetCalibration out;
   out.dataset = datasetName(datasetDir);
   out.skipped = loaded->skipped;
 
   // Rows by group, in the order groups first appear.
-  std::vector<std::pair<std::string, std::vector<Measurement>>> rowsOf;
+  std::vector<std::pair<std::string, std::vector<measurements::Measurement>>> rowsOf;
   std::map<std::string, size_t> groupIndex;
-  for (Measurement& m : loaded->rows) {
+  for (measurements::Measurement& m : loaded->rows) {
     auto [gi, fresh] = groupIndex.try_emplace(m.group, rowsOf.size());
     if (fresh) rowsOf.push_back({m.group, {}});
     rowsOf[gi->second].second.push_back(std::move(m));

@@ -46,7 +46,7 @@ struct DatasetCalibration {
 
 // One row's prediction (for plots and tests).
 struct RowPrediction {
-  Measurement row;
+  measurements::Measurement row;
   Config config;  // what the row ran, resolved through NCCL's model
   double predicted_us = 0;
 };

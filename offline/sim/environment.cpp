@@ -4,12 +4,12 @@
 
 namespace dynamiccl::sim {
 
-MeasuredEnvironment::MeasuredEnvironment(const ReplayData& data, std::string group, int nRanks, int nNodes,
+MeasuredEnvironment::MeasuredEnvironment(const measurements::ReplayData& data, std::string group, int nRanks, int nNodes,
                                          uint64_t seed, double sigma)
     : data_(data), group_(std::move(group)), nRanks_(nRanks), nNodes_(nNodes), rng_(seed), sigma_(sigma) {}
 
 std::optional<double> MeasuredEnvironment::latency_us(Collective coll, uint64_t bytes, const Config& c) {
-  for (const ReplayPoint& p : data_.points) {
+  for (const measurements::ReplayPoint& p : data_.points) {
     if (p.group != group_ || p.shape->nRanks != nRanks_ || p.shape->nNodes != nNodes_ || p.coll != coll ||
         p.bytes != bytes)
       continue;

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "offline/sim/replay.h"
+#include "offline/measurements/measurements.h"
 #include "offline/sim/simulator.h"
 
 namespace dynamiccl::sim {
@@ -24,12 +24,12 @@ class Environment {
 // the repeats; 3% where a point has none). Channels and chunk are ignored: no data sweeps them.
 class MeasuredEnvironment : public Environment {
  public:
-  MeasuredEnvironment(const ReplayData& data, std::string group, int nRanks, int nNodes, uint64_t seed,
+  MeasuredEnvironment(const measurements::ReplayData& data, std::string group, int nRanks, int nNodes, uint64_t seed,
                       double sigma = 0.03);
   std::optional<double> latency_us(Collective coll, uint64_t bytes, const Config& c) override;
 
  private:
-  const ReplayData& data_;
+  const measurements::ReplayData& data_;
   std::string group_;
   int nRanks_, nNodes_;
   std::mt19937_64 rng_;

@@ -8,10 +8,10 @@
 
 namespace dynamiccl::sim {
 
-std::vector<ProfileRuleSpec> bucketRules(const ReplayData& data, const BucketChooser& choose) {
+std::vector<ProfileRuleSpec> bucketRules(const measurements::ReplayData& data, const BucketChooser& choose) {
   // Size range measured per (shape, collective).
-  std::map<std::tuple<const Shape*, int>, std::pair<uint64_t, uint64_t>> ranges;
-  for (const ReplayPoint& p : data.points) {
+  std::map<std::tuple<const measurements::Shape*, int>, std::pair<uint64_t, uint64_t>> ranges;
+  for (const measurements::ReplayPoint& p : data.points) {
     auto [it, fresh] = ranges.try_emplace({p.shape, int(p.coll)}, p.bytes, p.bytes);
     it->second.first = std::min(it->second.first, p.bytes);
     it->second.second = std::max(it->second.second, p.bytes);
@@ -62,7 +62,7 @@ std::string profileJson(const std::string& name, const std::vector<ProfileRuleSp
 }
 
 BucketChooser ncclDefaultChooser() {
-  return [](const Shape& s, Collective coll, uint64_t bytes) {
+  return [](const measurements::Shape& s, Collective coll, uint64_t bytes) {
     Config c = s.nccl->defaultConfig(coll, bytes);
     c.nChannels = 0;
     c.chunkBytes = 0;
@@ -70,8 +70,8 @@ BucketChooser ncclDefaultChooser() {
   };
 }
 
-BucketChooser simBestChooser(std::function<SimParams(const Shape&)> paramsFor) {
-  return [paramsFor = std::move(paramsFor)](const Shape& s, Collective coll, uint64_t bytes) {
+BucketChooser simBestChooser(std::function<SimParams(const measurements::Shape&)> paramsFor) {
+  return [paramsFor = std::move(paramsFor)](const measurements::Shape& s, Collective coll, uint64_t bytes) {
     const Simulator sim(s.topology, paramsFor(s));
     const model::CostTable table = s.nccl->costTable(coll, bytes);
     Config best{Algo::Default, Proto::Default, 0, 0};

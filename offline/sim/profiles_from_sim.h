@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "offline/sim/replay.h"
+#include "offline/measurements/measurements.h"
 #include "offline/sim/simulator.h"
 
 namespace dynamiccl::sim {
@@ -21,17 +21,17 @@ struct ProfileRuleSpec {
 };
 
 // Picks the decision for (shape, coll, bytes); Algo::Default = no rule.
-using BucketChooser = std::function<Config(const Shape&, Collective, uint64_t bytes)>;
+using BucketChooser = std::function<Config(const measurements::Shape&, Collective, uint64_t bytes)>;
 
 // Per shape and collective measured in `data`, one rule per power-of-two bucket [2^k, 2^(k+1)-1]
 // decided at 2^k, adjacent equal decisions merged.
-std::vector<ProfileRuleSpec> bucketRules(const ReplayData& data, const BucketChooser& choose);
+std::vector<ProfileRuleSpec> bucketRules(const measurements::ReplayData& data, const BucketChooser& choose);
 std::string profileJson(const std::string& name, const std::vector<ProfileRuleSpec>& rules);
 
 // NCCL's default per the model (channels kept).
 BucketChooser ncclDefaultChooser();
 // The simulator's fastest (algo, proto) among entries NCCL's table allows (channels kept: no
 // data can judge a channel override); `paramsFor` gives a shape's calibrated parameters.
-BucketChooser simBestChooser(std::function<SimParams(const Shape&)> paramsFor);
+BucketChooser simBestChooser(std::function<SimParams(const measurements::Shape&)> paramsFor);
 
 }  // namespace dynamiccl::sim

@@ -1,109 +1,21 @@
-// Replay: judge a tuner's decisions on real measurements. For every measured point (collective,
-// ranks, nodes, bytes) the caller's decision function (the real plugin through the harness, or a
-// fake in tests) gets NCCL's cost table; the chosen configuration's measured time is compared
-// with NCCL's default time and with the best measured time.
+// Replay: judge a tuner's decisions on settled measurements (offline/measurements). For every
+// measured point (collective, ranks, nodes, bytes) the caller's decision function (the real plugin
+// through the harness, or a fake in tests) gets NCCL's cost table; the chosen configuration's measured
+// time is compared with NCCL's default time and with the best measured time.
 #pragma once
 
 #include <functional>
-#include <map>
-#include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
-#include "features/features.h"
-#include "offline/model/model.h"
 #include "offline/measurements/measurements.h"
-#include "offline/sim/nccl_reference.h"
+#include "offline/model/model.h"
 #include "offline/sim/simulator.h"
 
 namespace dynamiccl::sim {
 
-// The platform whose NCCL model stands in where no platform describes a dataset's system: it reads
-// half-forced rows, marks what NCCL's table would never run and orders the table; no fact of it is
-// the machine's (a shape read with it carries its name in Shape::standIn).
-inline constexpr const char* kStandInPlatform = "dgx-h100";
-
-// One communicator shape of a dataset: its topology and NCCL's model for it.
-struct Shape {
-  std::string system;
-  int nRanks = 0, nNodes = 0;
-  model::Topology topology;
-  std::shared_ptr<const NcclReference> nccl;
-  std::string standIn;  // kStandInPlatform where no platform describes `system`; empty: its own platform
-};
-
-// How a point's NCCL choice was settled. Only measurements overrule the model: a TUNING line the
-// rows quote, or forced runs of the model's pick that differ from the default rows beyond noise.
-enum class DefaultSettledBy {
-  Model,      // the model's pick; no forced run of it to check it against
-  Stated,     // the default rows quote NCCL's TUNING line
-  Confirmed,  // the model's pick, whose forced runs the runs cannot tell from the default rows
-  Matched,    // refuted; the forced configuration closest to the default rows among those the runs cannot tell from them
-  Unforced,   // refuted; none matches: the cheapest configuration NCCL's table allows that no row forced
-  Refuted,    // refuted, but every allowed configuration was forced and none matches: the pick stays
-};
-std::string_view defaultSettledByName(DefaultSettledBy c);
-// Forcing the settled configuration runs what the default rows ran (stated, confirmed, matched).
-bool forcedTwinIsDefault(DefaultSettledBy c);
-// The measurements name the configuration, not the model (stated, matched).
-bool namedByRuns(DefaultSettledBy c);
-// The runs refuted the model's pick and the configuration was inferred from them (matched, unforced).
-bool inferredFromRuns(DefaultSettledBy c);
-
-struct ReplayPoint {
-  std::string group;  // calibration group (system, plus variant)
-  const Shape* shape = nullptr;
-  Collective coll = Collective::AllReduce;
-  uint64_t bytes = 0;
-  Config ncclDefault;  // what the default rows ran, as settled (defaultSettledBy)
-  DefaultSettledBy defaultSettledBy = DefaultSettledBy::Model;
-  double default_us = -1;                      // median of the rows where NCCL chose; -1 none
-  std::map<std::pair<Algo, Proto>, double> forced_us;  // median of forced rows, by resolved config
-  // Every repeat, and its fitted noise (sd of log time: the arm's spread shrunk toward the spread at
-  // this and the neighbouring sizes, fittedSigma): what the replayed job draws from.
-  std::vector<double> default_samples_us;
-  std::map<std::pair<Algo, Proto>, std::vector<double>> forced_samples_us;
-  double default_sigma = 0;
-  std::map<std::pair<Algo, Proto>, double> forced_sigma;
-  double best_us() const;
-  // Whether forcing `arm` ran what the default rows ran (the settled configuration, where forcing it is
-  // the same arm): its runs are more runs of NCCL's default, not an alternative.
-  bool isDefaultsTwin(std::pair<Algo, Proto> arm) const;
-  // NCCL's cost table here: the model's, with ncclDefault ranked first where the settled choice is
-  // not the model's pick (what a tuner sees must lead to what the default rows ran).
-  model::CostTable costTable() const;
-};
-
-// The spread a configuration's repeats show, shrunk toward `pooled` with the weight of
-// kNoisePriorRuns repeats (a handful of runs says little about their own spread).
-inline constexpr double kNoisePriorRuns = 3;
-double fittedSigma(const std::vector<double>& samples_us, double pooled);
-
-struct ReplayData {
-  std::vector<std::unique_ptr<Shape>> shapes;
-  std::vector<ReplayPoint> points;
-  std::map<std::string, int> skipped;
-  std::vector<std::string> notes;  // one line per system read with the stand-in platform
-  // Spread of log time between repeats of one configuration at one point, pooled over every point;
-  // repeatGroups configurations had two repeats or more (0.03 where none had).
-  double repeatSigma = 0.03;
-  int repeatGroups = 0;
-};
-// Groups rows into points; `system` (substring) keeps only matching systems when not empty;
-// `platform` (a platform name), when not empty, is the hardware of every row. Measured data needs no
-// platform file: a system no platform describes is read with kStandInPlatform's model (said in
-// `notes`). Rows left out are counted in `skipped` by reason.
-Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system = "",
-                                     const std::string& platform = "");
-// "skipped <n> rows: <reason>" per reason, most rows first: what a command prints so that no row
-// is dropped silently.
-std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipped);
-
 // What NCCL would run after the tuner saw the table (algo/proto Default = tuner failed).
-using DecisionFn = std::function<Config(const ReplayPoint&, const model::CostTable&)>;
+using DecisionFn = std::function<Config(const measurements::ReplayPoint&, const model::CostTable&)>;
 
 struct ReplaySummary {
   int points = 0, judged = 0;
@@ -113,7 +25,7 @@ struct ReplaySummary {
   int vsDefaultPoints = 0;
   std::vector<std::string> unjudged;  // "allreduce 8r/1n 1048576 B: TREE/LL not measured"
   struct Judged {
-    const ReplayPoint* point = nullptr;
+    const measurements::ReplayPoint* point = nullptr;
     Config choice;          // what NCCL runs after the decision
     double chosen_us = 0;   // its measured time
   };
@@ -122,7 +34,7 @@ struct ReplaySummary {
 // forcedBy (optional): whether the decision at a point was forced by the tuner (it wrote a zero
 // cost); a forced configuration is judged by its own forced measurement where there is one, even
 // when NCCL's model says NCCL would have run it anyway (the model can be wrong; the row is not).
-ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool progress = false,
-                     const std::function<bool(const ReplayPoint&)>& forcedBy = nullptr);
+ReplaySummary replay(const measurements::ReplayData& data, const DecisionFn& decide, bool progress = false,
+                     const std::function<bool(const measurements::ReplayPoint&)>& forcedBy = nullptr);
 
 }  // namespace dynamiccl::sim

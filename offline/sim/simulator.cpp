@@ -97,16 +97,6 @@ bool Simulator::feasible(Collective coll, const Config& c) const {
   }
 }
 
-uint64_t Simulator::defaultChunk(Proto p) {
-  // NCCL's per-step slot with default NCCL_BUFFSIZE: LL 64 KiB of lines (32 KiB data), LL128
-  // ~600 KiB (we round to 512 KiB), Simple 512 KiB (4 MiB / NCCL_STEPS).
-  switch (p) {
-    case Proto::LL: return 32 * 1024;
-    case Proto::LL128: return 512 * 1024;
-    default: return 512 * 1024;
-  }
-}
-
 int Simulator::defaultChannels(Algo a, Proto, uint64_t nBytes) const {
   // Generic rule: NVLink nodes run 16 ring channels (24/32 NVLS on Blackwell), PCIe nodes 2;
   // at least 16 KiB per channel, as NCCL's scheduler enforces.
@@ -135,7 +125,7 @@ Simulator::Parts Simulator::parts(Collective coll, uint64_t nBytes, const Config
   const int p = static_cast<int>(c.proto);
   const double S = static_cast<double>(std::max<uint64_t>(nBytes, 1));
   const int nCh = c.nChannels > 0 ? c.nChannels : defaultChannels(c.algo, c.proto, nBytes);
-  const double chunk = static_cast<double>(c.chunkBytes > 0 ? c.chunkBytes : defaultChunk(c.proto));
+  const double chunk = static_cast<double>(c.chunkBytes > 0 ? c.chunkBytes : model::defaultChunkBytes(c.proto));
 
   // Hop latencies, NCCL's constants scaled per system (PCIe hops when there is no NVLink).
   const bool tree = c.algo == Algo::Tree;

@@ -97,15 +97,14 @@ class Simulator {
 
   // Whether the hardware can run it at all (NCCL's env could force it); e.g. NVLS needs NVSwitch.
   bool feasible(Collective coll, const Config& c) const;
-  // Noiseless predicted time; nChannels/chunk 0 use defaultChannels()/defaultChunk(). -1 if infeasible.
+  // Noiseless predicted time; nChannels/chunk 0 use defaultChannels()/model::defaultChunkBytes(). -1 if infeasible.
   double time_us(Collective coll, uint64_t nBytes, const Config& c) const;
   // One noisy sample (noise and congestion episodes drawn from `noise`).
   double sample_us(Collective coll, uint64_t nBytes, const Config& c, NoiseSource& noise) const;
 
   // Channels when the caller leaves nChannels 0: a generic rule (enough channels to fill the
-  // links, 16 KiB per channel at least). NCCL's exact count comes from NcclReference.
+  // links, 16 KiB per channel at least). NCCL's exact count comes from model::NcclReference.
   int defaultChannels(Algo a, Proto p, uint64_t nBytes) const;
-  static uint64_t defaultChunk(Proto p);
   // Every feasible (algo, proto) x channel option (0 = default, 1, 2, 4, 8, 16, 32).
   std::vector<Config> candidateConfigs(Collective coll) const;
 

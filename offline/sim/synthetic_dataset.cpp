@@ -6,7 +6,7 @@
 
 namespace dynamiccl::sim {
 
-int writeSyntheticDataset(const Simulator& simulator, const NcclReference& nccl, uint64_t seed, std::ostream& out) {
+int writeSyntheticDataset(const Simulator& simulator, const model::NcclReference& nccl, uint64_t seed, std::ostream& out) {
   const model::Topology& topo = simulator.topology();
   out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
   NoiseSource noise(seed);
@@ -20,7 +20,7 @@ int writeSyntheticDataset(const Simulator& simulator, const NcclReference& nccl,
         if (t <= 0) return;
         out << "simulated " << topo.name << "," << collectiveName(cc) << "," << n << "," << topo.nNodes << "," << b
             << "," << a << "," << p << "," << cfg.nChannels << "," << cfg.chunkBytes << "," << t << ","
-            << busBandwidth_GBps(cc, b, t, n) << ",dynamiccl sim --emit-csv seed " << seed << "\n";
+            << measurements::busBandwidth_GBps(cc, b, t, n) << ",dynamiccl sim --emit-csv seed " << seed << "\n";
         ++rows;
       };
       const Config def = nccl.defaultConfig(cc, b);

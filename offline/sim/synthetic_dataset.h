@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <ostream>
 
-#include "offline/sim/nccl_reference.h"
+#include "offline/model/model.h"
 #include "offline/sim/simulator.h"
 
 namespace dynamiccl::sim {
 
 // Every collective at sizes 8 B..4 GiB: NCCL's default and each feasible (algo, proto) forced, one
 // noisy sample each (seeded); the header first. Returns the rows written.
-int writeSyntheticDataset(const Simulator& simulator, const NcclReference& nccl, uint64_t seed, std::ostream& out);
+int writeSyntheticDataset(const Simulator& simulator, const model::NcclReference& nccl, uint64_t seed, std::ostream& out);
 
 }  // namespace dynamiccl::sim

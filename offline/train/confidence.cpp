@@ -108,10 +108,10 @@ std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const Sim
   return out;
 }
 
-std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const sim::ReplayData& data) {
+std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
   std::vector<GainPair> out;
   const float window[kTimingWindowLength] = {};
-  for (const sim::ReplayPoint& p : data.points) {
+  for (const measurements::ReplayPoint& p : data.points) {
     if (!p.shape || !(p.default_us > 0) || p.forced_us.empty()) continue;
     const sim::Config& own = p.ncclDefault;
     if (own.algo == Algo::Default || own.proto == Proto::Default) continue;
@@ -243,7 +243,7 @@ std::vector<std::string> defaultCalibrationPrefixes() {
 }
 
 Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
-                                       const std::vector<const sim::ReplayData*>& measured, double quantile) {
+                                       const std::vector<const measurements::ReplayData*>& measured, double quantile) {
   policy::PolicyWeights unguarded = weights;
   unguarded.guardMargin.reset();
   auto net = policy::PolicyNetwork::create(std::move(unguarded));
@@ -255,7 +255,7 @@ Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, con
       const auto g = simulatedGains(**net, sys, congestion);
       c.gains.insert(c.gains.end(), g.begin(), g.end());
     }
-  for (const sim::ReplayData* d : measured) {
+  for (const measurements::ReplayData* d : measured) {
     const auto g = measuredGains(**net, *d);
     c.gains.insert(c.gains.end(), g.begin(), g.end());
   }

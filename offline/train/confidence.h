@@ -27,7 +27,7 @@ struct GainPair {
 std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion);
 // The same on replayed measurements: the network's best configuration with NCCL's channel count among
 // those measured at the point, against NCCL's own measured pick.
-std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const sim::ReplayData& data);
+std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
 
 // The quantile (0..1) of |log predicted - log observed| over pairs where the choice changes NCCL's.
 double gainError(const std::vector<GainPair>& pairs, double quantile);
@@ -78,7 +78,7 @@ struct Confidence {
 // The network's error on calibration machines (simulated) and calibration measurements; with a
 // covariance in the weights, also its per-key scale.
 Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
-                                       const std::vector<const sim::ReplayData*>& measured, double quantile);
+                                       const std::vector<const measurements::ReplayData*>& measured, double quantile);
 // Sets the guard margin and scales the covariance (or drops it when no scale was measured); the
 // calibration pairs' sdLog are scaled with it.
 void applyConfidence(policy::PolicyWeights& weights, Confidence& confidence);

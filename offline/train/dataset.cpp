@@ -108,7 +108,7 @@ Expected<StoreRows> storeSamples(const std::string& dbPath) {
     TopologyFingerprint fp;
     if (auto preset = findPreset(r.system)) {
       fp = fingerprintOf(*preset);
-    } else if (auto topo = sim::topologyForSystem(r.system, r.n_ranks, std::max(1, r.n_nodes))) {
+    } else if (auto topo = measurements::topologyForSystem(r.system, r.n_ranks, std::max(1, r.n_nodes))) {
       fp = fingerprintOf(*topo);
     } else {
       ++out.skipped;

@@ -22,10 +22,10 @@ Sample measuredRow(const TopologyFingerprint& fp, Collective coll, uint64_t byte
 
 }  // namespace
 
-std::vector<Sample> measuredSamples(const sim::ReplayData& data, float weight,
-                                    const std::function<bool(const sim::Shape&)>& keep) {
+std::vector<Sample> measuredSamples(const measurements::ReplayData& data, float weight,
+                                    const std::function<bool(const measurements::Shape&)>& keep) {
   std::vector<Sample> out;
-  for (const sim::ReplayPoint& p : data.points) {
+  for (const measurements::ReplayPoint& p : data.points) {
     if (!p.shape || (keep && !keep(*p.shape))) continue;
     const TopologyFingerprint fp = fingerprintOf(p.shape->topology);
     const bool defaultKnown = p.ncclDefault.algo != Algo::Default && p.ncclDefault.proto != Proto::Default;
@@ -38,7 +38,7 @@ std::vector<Sample> measuredSamples(const sim::ReplayData& data, float weight,
   return out;
 }
 
-Expected<ClusterHardware> measuredHardware(const sim::ReplayData& data) {
+Expected<ClusterHardware> measuredHardware(const measurements::ReplayData& data) {
   std::optional<ClusterHardware> hw;
   std::string first;
   for (const auto& shape : data.shapes) {
@@ -57,10 +57,10 @@ Expected<ClusterHardware> measuredHardware(const sim::ReplayData& data) {
   return *hw;
 }
 
-Expected<sim::ReplayData> loadReplayData(const std::string& csvPath, const std::string& platform) {
-  auto loaded = sim::loadMeasurements(csvPath);
+Expected<measurements::ReplayData> loadReplayData(const std::string& csvPath, const std::string& platform) {
+  auto loaded = measurements::loadMeasurements(csvPath);
   if (!loaded) return makeError(csvPath + ": " + loaded.error());
-  auto data = sim::buildReplayData(loaded->rows, "", platform);
+  auto data = measurements::buildReplayData(loaded->rows, "", platform);
   if (!data) return makeError(csvPath + ": " + data.error());
   for (const auto& [reason, n] : loaded->skipped) data->skipped[reason] += n;
   return data;

@@ -14,15 +14,15 @@ namespace dynamiccl::train {
 // One row per measured arm: NCCL's own pick (resolved by NCCL's model) and every forced (algo,
 // proto), all with NCCL's channel count, each weighing `weight`. Points whose shape `keep` rejects
 // are left out (whole machines held out).
-std::vector<Sample> measuredSamples(const sim::ReplayData& data, float weight,
-                                    const std::function<bool(const sim::Shape&)>& keep = {});
+std::vector<Sample> measuredSamples(const measurements::ReplayData& data, float weight,
+                                    const std::function<bool(const measurements::Shape&)>& keep = {});
 
 // The hardware the points were measured on; an error when they span several machines or none.
-Expected<ClusterHardware> measuredHardware(const sim::ReplayData& data);
+Expected<ClusterHardware> measuredHardware(const measurements::ReplayData& data);
 
 // Loads a normalized.csv into replay points; `platform` (a platform name), when not empty, is the
 // hardware of every row whatever its system strings say.
-Expected<sim::ReplayData> loadReplayData(const std::string& csvPath, const std::string& platform = "");
+Expected<measurements::ReplayData> loadReplayData(const std::string& csvPath, const std::string& platform = "");
 
 // Whether a machine's name (a preset machine "h800x4" or a dataset's platform "l40s-pcie-2")
 // starts with one of the prefixes.

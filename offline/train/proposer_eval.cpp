@@ -31,11 +31,11 @@ std::vector<sim::Config> byCost(const std::function<double(const sim::Config&)>&
 
 }  // namespace
 
-ProposerFigures evaluateProposer(const std::string& name, const sim::ReplayData& data, const ArmOrder& order) {
+ProposerFigures evaluateProposer(const std::string& name, const measurements::ReplayData& data, const ArmOrder& order) {
   ProposerFigures f;
   f.proposer = name;
   const ArmOrder fallback = ncclCostOrder();
-  for (const sim::ReplayPoint& p : data.points) {
+  for (const measurements::ReplayPoint& p : data.points) {
     if (p.default_us <= 0 || p.forced_us.empty() || p.ncclDefault.algo == Algo::Default) continue;
     std::map<Arm, double> arms(p.forced_us.begin(), p.forced_us.end());
     arms[{p.ncclDefault.algo, p.ncclDefault.proto}] = p.default_us;  // NCCL's own choice is its default rows
@@ -66,14 +66,14 @@ ProposerFigures evaluateProposer(const std::string& name, const sim::ReplayData&
 }
 
 ArmOrder ncclCostOrder() {
-  return [](const sim::ReplayPoint& p) {
+  return [](const measurements::ReplayPoint& p) {
     const model::CostTable cost = p.costTable();
     return byCost([&](const sim::Config& c) { return static_cast<double>(cost[int(c.algo)][int(c.proto)]); });
   };
 }
 
-ArmOrder simulatorOrder(std::function<const sim::Simulator*(const sim::Shape&)> simulatorFor) {
-  return [simulatorFor](const sim::ReplayPoint& p) -> std::vector<sim::Config> {
+ArmOrder simulatorOrder(std::function<const sim::Simulator*(const measurements::Shape&)> simulatorFor) {
+  return [simulatorFor](const measurements::ReplayPoint& p) -> std::vector<sim::Config> {
     const sim::Simulator* s = simulatorFor(*p.shape);
     if (!s) return {};
     return byCost([&](const sim::Config& c) { return s->time_us(p.coll, p.bytes, c); });
@@ -87,8 +87,8 @@ ArmOrder networkOrder(std::shared_ptr<const policy::PolicyNetwork> guarded) {
   w.lastLayerCovariance.clear();
   auto unguarded = policy::PolicyNetwork::create(std::move(w));
   std::shared_ptr<const policy::PolicyNetwork> net = unguarded ? *unguarded : guarded;
-  auto tables = std::make_shared<std::map<const sim::Shape*, policy::DecisionTable>>();
-  return [net, tables](const sim::ReplayPoint& p) {
+  auto tables = std::make_shared<std::map<const measurements::Shape*, policy::DecisionTable>>();
+  return [net, tables](const measurements::ReplayPoint& p) {
     auto it = tables->find(p.shape);
     if (it == tables->end()) {
       policy::Profile generated;

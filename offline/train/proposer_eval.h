@@ -24,13 +24,13 @@ struct ProposerFigures {
 
 // Configurations most promising first (what the proposer would measure first); configurations it
 // leaves out are tried after, in NCCL's cost order.
-using ArmOrder = std::function<std::vector<sim::Config>(const sim::ReplayPoint&)>;
+using ArmOrder = std::function<std::vector<sim::Config>(const measurements::ReplayPoint&)>;
 
-ProposerFigures evaluateProposer(const std::string& name, const sim::ReplayData& data, const ArmOrder& order);
+ProposerFigures evaluateProposer(const std::string& name, const measurements::ReplayData& data, const ArmOrder& order);
 
 ArmOrder ncclCostOrder();
 // The calibrated simulator's predicted times for the shape (nullptr: none for it, NCCL's order).
-ArmOrder simulatorOrder(std::function<const sim::Simulator*(const sim::Shape&)> simulatorFor);
+ArmOrder simulatorOrder(std::function<const sim::Simulator*(const measurements::Shape&)> simulatorFor);
 // The network's unguarded candidates for the shape's fingerprint, its first choice first.
 ArmOrder networkOrder(std::shared_ptr<const policy::PolicyNetwork> net);
 

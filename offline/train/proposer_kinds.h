@@ -17,7 +17,7 @@ namespace dynamiccl::train {
 struct ProposerInputs {
   std::shared_ptr<const policy::PolicyNetwork> network;
   std::string networkMissing;  // why there is none
-  std::function<const sim::Simulator*(const sim::Shape&)> simulatorFor;
+  std::function<const sim::Simulator*(const measurements::Shape&)> simulatorFor;
 };
 
 struct ProposerKind {

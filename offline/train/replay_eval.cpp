@@ -8,10 +8,10 @@
 
 namespace dynamiccl::train {
 
-ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const sim::ReplayData& data) {
+ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
   // One generated table per communicator shape, as the plugin builds one per communicator.
-  std::map<const sim::Shape*, policy::DecisionTable> tables;
-  const sim::DecisionFn decide = [&](const sim::ReplayPoint& p, const model::CostTable& cost) {
+  std::map<const measurements::Shape*, policy::DecisionTable> tables;
+  const sim::DecisionFn decide = [&](const measurements::ReplayPoint& p, const model::CostTable& cost) {
     auto it = tables.find(p.shape);
     if (it == tables.end()) {
       policy::Profile generated;
@@ -36,7 +36,7 @@ ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const sim::ReplayDa
   };
   ReplayFigures f;
   f.policy = sim::replay(data, decide);
-  f.nccl = sim::replay(data, [](const sim::ReplayPoint& p, const model::CostTable&) { return p.ncclDefault; });
+  f.nccl = sim::replay(data, [](const measurements::ReplayPoint& p, const model::CostTable&) { return p.ncclDefault; });
   return f;
 }
 

@@ -13,6 +13,6 @@ struct ReplayFigures {
   sim::ReplaySummary nccl;    // NCCL's default (the baseline replay judges against)
 };
 
-ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const sim::ReplayData& data);
+ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
 
 }  // namespace dynamiccl::train

@@ -96,10 +96,10 @@ TopologyFingerprint fingerprintOf(const model::Topology& topo) {
 
 Expected<SimSystem> SimSystem::make(const model::Topology& topo) {
   const CalibratedParams cal = calibratedParams(simPresetOf(topo));
-  auto ref = sim::NcclReference::create(topo);
+  auto ref = model::NcclReference::create(topo);
   if (!ref) return makeError(topo.name + ": " + ref.error());
   SimSystem s(topo, cal.params);
-  s.ref_ = std::make_shared<const sim::NcclReference>(std::move(*ref));
+  s.ref_ = std::make_shared<const model::NcclReference>(std::move(*ref));
   s.calibration_ = cal.source;
   s.fp_ = fingerprintOf(topo);
   return s;

@@ -1,5 +1,5 @@
 // train/'s view of sim/: named machines (sim/ presets at fixed node counts), each with sim/'s
-// calibrated Simulator as the ground truth and NCCL's model (sim::NcclReference) as NCCL's default
+// calibrated Simulator as the ground truth and NCCL's model (model::NcclReference) as NCCL's default
 // and cost table, plus the congestion knob rollouts need.
 #pragma once
 
@@ -43,7 +43,7 @@ class SimSystem {
 
   const model::Topology& topology() const { return topo_; }
   const TopologyFingerprint& fingerprint() const { return fp_; }
-  const sim::NcclReference& nccl() const { return *ref_; }
+  const model::NcclReference& nccl() const { return *ref_; }
   const sim::Simulator& simulator() const { return sim_; }
   const std::string& calibration() const { return calibration_; }
 
@@ -61,7 +61,7 @@ class SimSystem {
   SimSystem(model::Topology topo, sim::SimParams params) : topo_(topo), sim_(std::move(topo), params) {}
   model::Topology topo_;
   sim::Simulator sim_;
-  std::shared_ptr<const sim::NcclReference> ref_;
+  std::shared_ptr<const model::NcclReference> ref_;
   TopologyFingerprint fp_;
   std::string calibration_;
 };

@@ -53,8 +53,8 @@ Machines machinesOf(const TrainPlan& plan, std::vector<std::string>& unusable) {
 // Every row the fit sees, before the validation split, and the held-out machines' rows.
 struct Rows {
   std::vector<Sample> train, heldOut;
-  std::vector<sim::ReplayData> measured;  // one per measured file (empty where it did not load)
-  std::vector<const sim::ReplayData*> calibrationData;
+  std::vector<measurements::ReplayData> measured;  // one per measured file (empty where it did not load)
+  std::vector<const measurements::ReplayData*> calibrationData;
 };
 
 // Every measured file, read before anything is trained: one that does not load stops the plan
@@ -64,7 +64,7 @@ Status loadMeasured(const TrainPlan& plan, Rows& rows, TrainReport& r) {
   for (const std::string& csv : plan.measuredFiles) {
     MeasuredFileReport& f = r.measured.emplace_back();
     f.path = csv;
-    sim::ReplayData& data = rows.measured.emplace_back();
+    measurements::ReplayData& data = rows.measured.emplace_back();
     auto d = loadReplayData(csv, plan.measuredOn);
     if (!d && !plan.skipUnreadableMeasured) return makeError(d.error());
     if (!d) {
@@ -73,7 +73,7 @@ Status loadMeasured(const TrainPlan& plan, Rows& rows, TrainReport& r) {
     }
     data = std::move(*d);
     f.points = data.points.size();
-    f.skipped = sim::describeSkipped(data.skipped);
+    f.skipped = measurements::describeSkipped(data.skipped);
   }
   return Ok{};
 }
@@ -82,11 +82,11 @@ Status loadMeasured(const TrainPlan& plan, Rows& rows, TrainReport& r) {
 // evaluated on and calibration machines' files measure the error.
 void addMeasured(const TrainPlan& plan, const Machines& m, Rows& rows, TrainReport& r) {
   for (size_t i = 0; i < rows.measured.size(); ++i) {
-    const sim::ReplayData& data = rows.measured[i];
+    const measurements::ReplayData& data = rows.measured[i];
     MeasuredFileReport& f = r.measured[i];
     if (!f.error.empty()) continue;
-    const auto inTraining = [&](const sim::Shape& s) { return !machineMatches(s.topology.name, m.outOfTraining); };
-    const auto heldOut = [&](const sim::Shape& s) { return machineMatches(s.topology.name, plan.holdOut); };
+    const auto inTraining = [&](const measurements::Shape& s) { return !machineMatches(s.topology.name, m.outOfTraining); };
+    const auto heldOut = [&](const measurements::Shape& s) { return machineMatches(s.topology.name, plan.holdOut); };
     const auto used = measuredSamples(data, plan.realWeight, inTraining);
     f.trainedRows = used.size();
     rows.train.insert(rows.train.end(), used.begin(), used.end());
@@ -171,9 +171,9 @@ void calibrate(const TrainPlan& plan, const Machines& m, const Rows& rows, const
 
 std::optional<ClusterHardware> fingerprintOf(const TrainPlan& plan, const Rows& rows, TrainReport& r) {
   if (plan.fingerprint || !plan.fingerprintFromMeasured || rows.measured.empty()) return plan.fingerprint;
-  sim::ReplayData all;
+  measurements::ReplayData all;
   for (const auto& d : rows.measured)
-    for (const auto& shape : d.shapes) all.shapes.push_back(std::make_unique<sim::Shape>(*shape));
+    for (const auto& shape : d.shapes) all.shapes.push_back(std::make_unique<measurements::Shape>(*shape));
   auto hw = measuredHardware(all);
   if (!hw) {
     r.fingerprintError = hw.error();

@@ -61,12 +61,12 @@ CrossvalPoint judge(const std::vector<KeyResult>& keys, int i, const Config& cho
 }  // namespace
 
 Expected<CrossvalResult> crossValidate(const CrossvalOptions& o) {
-  auto rows = sim::loadMeasurements(o.csvPath);
+  auto rows = measurements::loadMeasurements(o.csvPath);
   if (!rows) return makeError("crossval: " + rows.error());
   CrossvalResult out;
   // Shapes with something to choose: at least one forced arm.
   std::set<std::tuple<std::string, int, int>> shapes;
-  for (const sim::Measurement& m : rows->rows)
+  for (const measurements::Measurement& m : rows->rows)
     if (m.forced() && (o.system.empty() || m.system.find(o.system) != std::string::npos))
       shapes.insert({m.system, m.nRanks, m.nNodes});
   if (shapes.empty()) return makeError("crossval: no forced measurements in " + o.csvPath + ": nothing to choose");
@@ -80,7 +80,7 @@ Expected<CrossvalResult> crossValidate(const CrossvalOptions& o) {
     TuneRequest req;
     req.collectives.clear();
     std::set<Collective> colls;
-    for (const sim::Measurement& m : rows->rows)
+    for (const measurements::Measurement& m : rows->rows)
       if (m.system == system && m.nRanks == nRanks && m.nNodes == nNodes) colls.insert(m.coll);
     req.collectives.assign(colls.begin(), colls.end());
     auto r = tune(**backend, req);

@@ -57,7 +57,7 @@ ShapeTable tableOf(const TunedShape& shape) {
       row.coll = k.key.coll;
       row.bytes = k.key.bytes;
       row.default_us = k.keep().median_us();
-      row.default_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
+      row.default_busbw = measurements::busBandwidth_GBps(row.coll, row.bytes, row.default_us, t.nRanks);
       row.evidence = s.evidencePerCollective[c][i];
       const Config& chosen = s.chosenPerCollective[c][i];
       row.runs_us = row.default_us;
@@ -66,7 +66,7 @@ ShapeTable tableOf(const TunedShape& shape) {
         for (const ConfigStats& e : k.evaluated)
           if (e.config == chosen) row.runs_us = e.median_us();
       }
-      row.runs_busbw = sim::busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
+      row.runs_busbw = measurements::busBandwidth_GBps(row.coll, row.bytes, row.runs_us, t.nRanks);
       t.rows.push_back(row);
     }
   return t;

@@ -17,13 +17,13 @@ namespace {
 
 class ReplayBackend final : public MeasurementBackend {
  public:
-  ReplayBackend(std::shared_ptr<const sim::ReplayData> data, const sim::Shape* shape, const std::string& group,
-                const std::vector<sim::MeasuredPoint>& points, std::vector<std::string> notes,
+  ReplayBackend(std::shared_ptr<const measurements::ReplayData> data, const measurements::Shape* shape, const std::string& group,
+                const std::vector<measurements::MeasuredPoint>& points, std::vector<std::string> notes,
                 std::optional<ClusterHardware> hardware)
       : data_(std::move(data)), shape_(shape), group_(group), notes_(std::move(notes)), hardware_(std::move(hardware)) {
-    for (const sim::ReplayPoint& p : data_->points)
+    for (const measurements::ReplayPoint& p : data_->points)
       if (p.shape == shape_ && p.group == group_) settled_[{int(p.coll), p.bytes}] = &p;
-    for (const sim::MeasuredPoint& p : points)
+    for (const measurements::MeasuredPoint& p : points)
       if (p.group == group && p.system == shape_->system && p.nRanks == shape_->nRanks && p.nNodes == shape_->nNodes)
         arms_.insert_or_assign(std::make_pair(int(p.coll), p.bytes), armsOf(p));
   }
@@ -49,7 +49,7 @@ class ReplayBackend final : public MeasurementBackend {
   // What the default rows ran where the settlement makes its forced twin the same arm (a quoted TUNING
   // line, a pick the runs cannot tell from the default rows, the forced arm they match): no candidate.
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
-    const sim::ReplayPoint* p = settled(k.coll, k.bytes);
+    const measurements::ReplayPoint* p = settled(k.coll, k.bytes);
     if (p && p->isDefaultsTwin({p->ncclDefault.algo, p->ncclDefault.proto}))
       return Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0};
     return std::nullopt;
@@ -75,7 +75,7 @@ class ReplayBackend final : public MeasurementBackend {
   }
 
  private:
-  const sim::ReplayPoint* settled(Collective coll, uint64_t bytes) const {
+  const measurements::ReplayPoint* settled(Collective coll, uint64_t bytes) const {
     const auto it = settled_.find({int(coll), bytes});
     return it == settled_.end() ? nullptr : it->second;
   }
@@ -92,12 +92,12 @@ class ReplayBackend final : public MeasurementBackend {
   // NCCL's default first. Where the settlement makes a forced arm the default's twin, its runs are
   // more runs of NCCL's configuration (often from the session the other forced arms ran in), not a
   // candidate: a gain over the default must show against them too.
-  Expected<std::vector<ConfigStats>> armsOf(const sim::MeasuredPoint& p) const {
+  Expected<std::vector<ConfigStats>> armsOf(const measurements::MeasuredPoint& p) const {
     std::vector<ConfigStats> out(1);
     bool haveDefault = false;
     std::vector<double> twinRuns;
-    const sim::ReplayPoint* settledPoint = settled(p.coll, p.bytes);
-    for (const sim::MeasuredArm& a : p.arms) {
+    const measurements::ReplayPoint* settledPoint = settled(p.coll, p.bytes);
+    for (const measurements::MeasuredArm& a : p.arms) {
       if (!a.forced()) {
         out[0] = ConfigStats{keepDefault(), a.samples_us, a.label()};
         haveDefault = true;
@@ -120,60 +120,60 @@ class ReplayBackend final : public MeasurementBackend {
                      " forced arm(s) were): no figure against NCCL's default");
   }
 
-  std::shared_ptr<const sim::ReplayData> data_;
-  const sim::Shape* shape_;
+  std::shared_ptr<const measurements::ReplayData> data_;
+  const measurements::Shape* shape_;
   std::string group_;
   std::vector<std::string> notes_;
   std::optional<ClusterHardware> hardware_;  // nullopt: unknown hardware (the rules stay unverified)
-  std::map<std::pair<int, uint64_t>, const sim::ReplayPoint*> settled_;  // this shape's points, as settled
+  std::map<std::pair<int, uint64_t>, const measurements::ReplayPoint*> settled_;  // this shape's points, as settled
   std::map<std::pair<int, uint64_t>, Expected<std::vector<ConfigStats>>> arms_;
 };
 
-bool matchesShape(const sim::ReplayPoint& p, const ReplayBackendOptions& o) {
+bool matchesShape(const measurements::ReplayPoint& p, const ReplayBackendOptions& o) {
   return (o.nRanks == 0 || p.shape->nRanks == o.nRanks) && (o.nNodes == 0 || p.shape->nNodes == o.nNodes);
 }
 
 // One (shape, environment variant) of the data and how much tuning can use it.
 struct Candidate {
-  const sim::Shape* shape = nullptr;
+  const measurements::Shape* shape = nullptr;
   std::string group;
   int score = 0;
 };
 
-std::string shapeName(const sim::Shape& s, const std::string& group) {
+std::string shapeName(const measurements::Shape& s, const std::string& group) {
   return std::to_string(s.nRanks) + "r/" + std::to_string(s.nNodes) + "n of '" + group.substr(0, 48) + "'";
 }
 
 struct LoadedReplay {
-  std::vector<sim::Measurement> rows;
-  std::shared_ptr<const sim::ReplayData> data;
+  std::vector<measurements::Measurement> rows;
+  std::shared_ptr<const measurements::ReplayData> data;
   std::vector<std::string> notes;
   std::vector<Candidate> candidates;  // matching the options, the most forced measurements first
 };
 
 Expected<LoadedReplay> loadReplay(const ReplayBackendOptions& o) {
-  auto rows = sim::loadMeasurements(o.csvPath);
+  auto rows = measurements::loadMeasurements(o.csvPath);
   if (!rows) return makeError("replay backend: " + rows.error());
-  auto data = sim::buildReplayData(rows->rows, o.system, o.platform);
+  auto data = measurements::buildReplayData(rows->rows, o.system, o.platform);
   if (!data) return makeError("replay backend: " + data.error());
   LoadedReplay out;
   for (const std::string& line : data->notes) out.notes.push_back(line);
   for (const auto& [why, n] : rows->skipped) out.notes.push_back(std::to_string(n) + " rows not read: " + why);
-  for (const std::string& line : sim::describeSkipped(data->skipped)) out.notes.push_back(line);
-  std::map<std::pair<const sim::Shape*, std::string>, int> score;
-  for (const sim::ReplayPoint& p : data->points)
+  for (const std::string& line : measurements::describeSkipped(data->skipped)) out.notes.push_back(line);
+  std::map<std::pair<const measurements::Shape*, std::string>, int> score;
+  for (const measurements::ReplayPoint& p : data->points)
     if (matchesShape(p, o)) score[{p.shape, p.group}] += 1 + static_cast<int>(p.forced_us.size()) * 4;
   for (const auto& [s, n] : score) out.candidates.push_back({s.first, s.second, n});
   std::stable_sort(out.candidates.begin(), out.candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   if (out.candidates.empty()) {
     std::string why;
-    for (const std::string& line : sim::describeSkipped(data->skipped)) why += "; " + line;
+    for (const std::string& line : measurements::describeSkipped(data->skipped)) why += "; " + line;
     return makeError("replay backend: no measurements match in " + o.csvPath + " (ranks " + std::to_string(o.nRanks) +
                      ", nodes " + std::to_string(o.nNodes) + ", system '" + o.system + "')" + why);
   }
   out.rows = std::move(rows->rows);
-  out.data = std::make_shared<const sim::ReplayData>(std::move(data.value()));
+  out.data = std::make_shared<const measurements::ReplayData>(std::move(data.value()));
   return out;
 }
 
@@ -188,10 +188,10 @@ std::unique_ptr<MeasurementBackend> backendOf(const LoadedReplay& l, const Candi
     notes.push_back("unknown hardware: no platform describes '" + c.shape->system +
                     "' and no fingerprint was declared (`dynamiccl probe -o FILE` on the machine, then --fingerprint "
                     "FILE): the rules carry none, so the plugin tests them in the job before they count");
-  std::vector<sim::Measurement> kept;
-  for (const sim::Measurement& m : l.rows)
+  std::vector<measurements::Measurement> kept;
+  for (const measurements::Measurement& m : l.rows)
     if (m.system == c.shape->system && m.group == c.group) kept.push_back(m);
-  return std::make_unique<ReplayBackend>(l.data, c.shape, c.group, sim::groupRepeats(kept), std::move(notes),
+  return std::make_unique<ReplayBackend>(l.data, c.shape, c.group, measurements::groupRepeats(kept), std::move(notes),
                                          std::move(hardware));
 }
 
@@ -206,7 +206,7 @@ Expected<std::unique_ptr<MeasurementBackend>> makeReplayBackend(const ReplayBack
   std::vector<std::string> notes = l->notes;
   // One shape per backend, never others dropped without a word: each is named with how to tune it too.
   std::map<std::string, int> others;
-  for (const sim::ReplayPoint& p : l->data->points)
+  for (const measurements::ReplayPoint& p : l->data->points)
     if (!(p.shape == best.shape && p.group == best.group)) ++others[shapeName(*p.shape, p.group)];
   for (const auto& [what, keys] : others)
     notes.push_back("not tuned in this run: " + what + " (" + std::to_string(keys) + " keys): tune it with --ranks/"

@@ -11,7 +11,7 @@ namespace {
 
 class SimulatorBackend final : public MeasurementBackend {
  public:
-  SimulatorBackend(model::Topology topo, sim::SimParams params, sim::NcclReference ref, uint64_t seed,
+  SimulatorBackend(model::Topology topo, sim::SimParams params, model::NcclReference ref, uint64_t seed,
                    abi::PickRule rule)
       : sim_(topo, params), ref_(std::move(ref)), noise_(seed), rule_(rule) {}
   std::string name() const override { return "simulator " + sim_.topology().name; }
@@ -51,7 +51,7 @@ class SimulatorBackend final : public MeasurementBackend {
     return ref_.resolve(c, k.bytes, rule_);
   }
   sim::Simulator sim_;
-  sim::NcclReference ref_;
+  model::NcclReference ref_;
   sim::NoiseSource noise_;
   abi::PickRule rule_;
 };
@@ -69,7 +69,7 @@ Expected<std::unique_ptr<MeasurementBackend>> makeSimulatorBackend(const Simulat
     if (!p) return makeError("simulator backend: " + o.paramsPath + ": " + p.error());
     params = p.value();
   }
-  auto ref = sim::NcclReference::create(topo.value());
+  auto ref = model::NcclReference::create(topo.value());
   if (!ref) return makeError("simulator backend: " + ref.error());
   return std::unique_ptr<MeasurementBackend>(
       std::make_unique<SimulatorBackend>(topo.value(), params, std::move(ref.value()), o.seed, o.ncclRule));

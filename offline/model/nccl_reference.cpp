@@ -1,27 +1,37 @@
-#include "offline/sim/nccl_reference.h"
+#include "offline/model/model.h"
 
-namespace dynamiccl::sim {
+namespace dynamiccl::model {
 
-Expected<NcclReference> NcclReference::create(const model::Topology& topo) {
-  auto graphs = model::approximateGraphs(topo);
+uint64_t defaultChunkBytes(Proto p) {
+  // NCCL's per-step slot with default NCCL_BUFFSIZE: LL 64 KiB of lines (32 KiB data), LL128
+  // ~600 KiB (we round to 512 KiB), Simple 512 KiB (4 MiB / NCCL_STEPS).
+  switch (p) {
+    case Proto::LL: return 32 * 1024;
+    case Proto::LL128: return 512 * 1024;
+    default: return 512 * 1024;
+  }
+}
+
+Expected<NcclReference> NcclReference::create(const Topology& topo) {
+  auto graphs = approximateGraphs(topo);
   if (!graphs) return makeError("NCCL model for " + topo.name + ": " + graphs.error());
-  auto m = model::NcclModel::build(graphs.value());
+  auto m = NcclModel::build(graphs.value());
   if (!m) return makeError("NCCL model for " + topo.name + ": " + m.error());
   NcclReference r;
   r.graphs_ = graphs.value();
-  r.model_ = std::make_shared<const model::NcclModel>(std::move(m.value()));
+  r.model_ = std::make_shared<const NcclModel>(std::move(m.value()));
   return r;
 }
 
-model::CostTable NcclReference::costTable(Collective coll, uint64_t nBytes) const {
+CostTable NcclReference::costTable(Collective coll, uint64_t nBytes) const {
   return model_->costTable(coll, nBytes);
 }
 
-Config NcclReference::resolve(const Config& c, uint64_t nBytes, abi::PickRule rule) const {
+NcclReference::Config NcclReference::resolve(const Config& c, uint64_t nBytes, abi::PickRule rule) const {
   Config r = c;
   if (r.algo == Algo::Default || r.proto == Proto::Default) return r;
   r.nChannels = abi::channelsRun(rule, r.nChannels, channels(r.algo, r.proto, nBytes));
-  if (r.chunkBytes == 0) r.chunkBytes = Simulator::defaultChunk(r.proto);
+  if (r.chunkBytes == 0) r.chunkBytes = defaultChunkBytes(r.proto);
   return r;
 }
 
@@ -31,18 +41,18 @@ bool NcclReference::channelsProposable(Collective coll, const Config& c, uint64_
   return c.nChannels <= channels(c.algo, c.proto, nBytes);
 }
 
-Config NcclReference::defaultConfig(Collective coll, uint64_t nBytes) const {
-  const model::DefaultChoice d = model_->defaultChoice(coll, nBytes);
+NcclReference::Config NcclReference::defaultConfig(Collective coll, uint64_t nBytes) const {
+  const DefaultChoice d = model_->defaultChoice(coll, nBytes);
   return resolve(Config{d.algo, d.proto, d.nChannels, 0}, nBytes);
 }
 
-Config NcclReference::restrictedConfig(Collective coll, uint64_t nBytes, std::optional<Algo> algo,
+NcclReference::Config NcclReference::restrictedConfig(Collective coll, uint64_t nBytes, std::optional<Algo> algo,
                                        std::optional<Proto> proto) const {
   if (!algo && !proto) return defaultConfig(coll, nBytes);
   const std::pair<int, int> key{algo ? int(*algo) : -1, proto ? int(*proto) : -1};
   auto it = restricted_.find(key);
   if (it == restricted_.end()) {
-    model::NcclGraphs g = graphs_;
+    NcclGraphs g = graphs_;
     for (int f = 0; f < kNumCollectives; ++f) {
       // NCCL_ALGO=x keeps only x; NCCL_PROTO=y keeps only y, enabled explicitly (1, not auto 2).
       if (algo)
@@ -50,16 +60,16 @@ Config NcclReference::restrictedConfig(Collective coll, uint64_t nBytes, std::op
       if (proto)
         for (int p = 0; p < kNumProtos; ++p) g.protoEnable[f][p] = p == int(*proto) ? 1 : 0;
     }
-    auto m = model::NcclModel::build(g);
-    std::shared_ptr<const model::NcclModel> built =
-        m ? std::make_shared<const model::NcclModel>(std::move(m.value())) : model_;
+    auto m = NcclModel::build(g);
+    std::shared_ptr<const NcclModel> built =
+        m ? std::make_shared<const NcclModel>(std::move(m.value())) : model_;
     it = restricted_.emplace(key, std::move(built)).first;
   }
-  const model::DefaultChoice d = it->second->defaultChoice(coll, nBytes);
+  const DefaultChoice d = it->second->defaultChoice(coll, nBytes);
   Config c{d.algo, d.proto, d.nChannels, 0};
   if (c.algo == Algo::Default || c.proto == Proto::Default) return c;
-  if (c.chunkBytes == 0) c.chunkBytes = Simulator::defaultChunk(c.proto);
+  if (c.chunkBytes == 0) c.chunkBytes = defaultChunkBytes(c.proto);
   return c;
 }
 
-}  // namespace dynamiccl::sim
+}  // namespace dynamiccl::model

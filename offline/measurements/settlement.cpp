@@ -1,0 +1,250 @@
+#include "offline/measurements/measurements.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace dynamiccl::measurements {
+namespace {
+// A point's time is the median of its repeats, as every judge of measurements here takes it.
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+double ReplayPoint::best_us() const {
+  double b = default_us > 0 ? default_us : 1e300;
+  for (const auto& [k, t] : forced_us) b = std::min(b, t);
+  return b < 1e300 ? b : -1;
+}
+
+std::string_view defaultSettledByName(DefaultSettledBy c) {
+  switch (c) {
+    case DefaultSettledBy::Model: return "model";
+    case DefaultSettledBy::Stated: return "stated";
+    case DefaultSettledBy::Confirmed: return "confirmed";
+    case DefaultSettledBy::Matched: return "matched";
+    case DefaultSettledBy::Unforced: return "unforced";
+    case DefaultSettledBy::Refuted: return "refuted";
+  }
+  return "?";
+}
+
+bool forcedTwinIsDefault(DefaultSettledBy c) {
+  return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Confirmed || c == DefaultSettledBy::Matched;
+}
+bool ReplayPoint::isDefaultsTwin(std::pair<Algo, Proto> arm) const {
+  return forcedTwinIsDefault(defaultSettledBy) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
+}
+
+bool namedByRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Matched; }
+bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }
+
+double fittedSigma(const std::vector<double>& samples_us, double pooled) {
+  const double dof = samples_us.empty() ? 0 : static_cast<double>(samples_us.size() - 1);
+  return std::sqrt((policy::logSumSquares(samples_us) + kNoisePriorRuns * pooled * pooled) / (dof + kNoisePriorRuns));
+}
+
+namespace {
+
+struct LogSpread {
+  double ss = 0, dof = 0;
+  void add(const std::vector<double>& samples_us) {
+    if (samples_us.size() < 2) return;
+    ss += policy::logSumSquares(samples_us);
+    dof += static_cast<double>(samples_us.size() - 1);
+  }
+  void addPoint(const ReplayPoint& p) {
+    add(p.default_samples_us);
+    for (const auto& [arm, xs] : p.forced_samples_us) add(xs);
+  }
+};
+
+bool sameCurve(const ReplayPoint& a, const ReplayPoint& b) {
+  return a.group == b.group && a.shape == b.shape && a.coll == b.coll;
+}
+
+// Each arm's noise: its repeats' spread, shrunk toward the spread of every repeat at its point and
+// the two sizes either side (noise is relative, and a dataset's small sizes may spread far more than
+// its large ones), else toward the dataset's. Points are sorted by group, shape, collective, size.
+void fitNoise(ReplayData& data) {
+  LogSpread all;
+  for (const ReplayPoint& p : data.points) {
+    all.addPoint(p);
+    data.repeatGroups += p.default_samples_us.size() >= 2;
+    for (const auto& [arm, xs] : p.forced_samples_us) data.repeatGroups += xs.size() >= 2;
+  }
+  if (all.dof > 0) data.repeatSigma = std::sqrt(all.ss / all.dof);
+  constexpr int kNeighbours = 2;
+  const int n = static_cast<int>(data.points.size());
+  for (int i = 0; i < n; ++i) {
+    LogSpread local;
+    for (int j = std::max(0, i - kNeighbours); j <= std::min(n - 1, i + kNeighbours); ++j)
+      if (sameCurve(data.points[j], data.points[i])) local.addPoint(data.points[j]);
+    const double pooled = local.dof > 0 ? std::sqrt(local.ss / local.dof) : data.repeatSigma;
+    ReplayPoint& p = data.points[i];
+    p.default_sigma = fittedSigma(p.default_samples_us, pooled);
+    for (const auto& [arm, xs] : p.forced_samples_us) p.forced_sigma[arm] = fittedSigma(xs, pooled);
+  }
+}
+
+// Whether two arms' runs are one as far as they can tell: the one decision rule (policy::judge) on
+// their fitted noise finds neither faster than the other by its minimum gain.
+bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vector<double>& b, double sb) {
+  const double na = static_cast<double>(std::max<size_t>(1, a.size())), nb = static_cast<double>(std::max<size_t>(1, b.size()));
+  const double va = sa * sa / na, vb = sb * sb / nb;
+  // A fitted spread carries its own runs and kNoisePriorRuns of the pooled spread's weight.
+  const double dfa = std::max(1.0, na - 1 + kNoisePriorRuns), dfb = std::max(1.0, nb - 1 + kNoisePriorRuns);
+  const double df = (va + vb) * (va + vb) / (va * va / dfa + vb * vb / dfb);
+  const policy::Judgement j =
+      policy::judge(std::log(medianOf(a) / medianOf(b)), std::sqrt(va + vb), df, policy::DecisionRule{});
+  return !j.faster && !j.slower;
+}
+
+// What the default rows ran (DefaultSettledBy): the TUNING line they quote, else the model's pick unless
+// its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS); a refuted pick stays a
+// forced arm of its own that a tuner can test.
+void settleDefault(ReplayPoint& p) {
+  if (p.defaultSettledBy == DefaultSettledBy::Stated || p.default_samples_us.empty()) return;
+  const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
+  if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
+  const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
+    return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us, p.default_sigma);
+  };
+  if (sameAsDefault(pick)) {
+    p.defaultSettledBy = DefaultSettledBy::Confirmed;
+    return;
+  }
+  std::optional<std::pair<Algo, Proto>> match;
+  for (const auto& [arm, t] : p.forced_us)
+    if (arm != pick && sameAsDefault(arm) &&
+        (!match || std::abs(std::log(t / p.default_us)) < std::abs(std::log(p.forced_us.at(*match) / p.default_us))))
+      match = arm;
+  if (match) {
+    p.ncclDefault = Config{match->first, match->second, 0, 0};
+    p.defaultSettledBy = DefaultSettledBy::Matched;
+    return;
+  }
+  const model::CostTable table = p.shape->nccl->costTable(p.coll, p.bytes);
+  std::optional<std::pair<Algo, Proto>> unforced;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int q = 0; q < kNumProtos; ++q)
+      if (table[a][q] >= 0 && !p.forced_us.count({Algo(a), Proto(q)}) &&
+          (!unforced || table[a][q] < table[int(unforced->first)][int(unforced->second)]))
+        unforced = std::make_pair(Algo(a), Proto(q));
+  if (unforced) {
+    p.ncclDefault = Config{unforced->first, unforced->second, 0, 0};
+    p.defaultSettledBy = DefaultSettledBy::Unforced;
+  } else {
+    p.defaultSettledBy = DefaultSettledBy::Refuted;
+  }
+}
+
+}  // namespace
+
+model::CostTable ReplayPoint::costTable() const {
+  model::CostTable t = shape->nccl->costTable(coll, bytes);
+  if (ncclDefault.algo == Algo::Default) return t;
+  float lowest = std::numeric_limits<float>::max();
+  int atA = -1, atP = -1;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int q = 0; q < kNumProtos; ++q)
+      if (t[a][q] >= 0 && t[a][q] < lowest) lowest = t[a][q], atA = a, atP = q;
+  if (atA == int(ncclDefault.algo) && atP == int(ncclDefault.proto)) return t;
+  t[int(ncclDefault.algo)][int(ncclDefault.proto)] = atA < 0 ? 1.0f : lowest > 0 ? lowest * 0.999f : 0.0f;
+  return t;
+}
+
+Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const std::string& system,
+                                     const std::string& platform) {
+  ReplayData data;
+  std::map<std::tuple<std::string, int, int>, Shape*> shapes;
+  struct Acc {
+    std::vector<double> def;
+    std::set<std::pair<Algo, Proto>> stated;  // what default rows quote NCCL as running
+    std::map<std::pair<Algo, Proto>, std::vector<double>> forced;
+  };
+  std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
+  for (const Measurement& m : rows) {
+    if (!system.empty() && m.system.find(system) == std::string::npos) continue;
+    const auto sk = std::make_tuple(m.system, m.nRanks, m.nNodes);
+    auto it = shapes.find(sk);
+    if (it == shapes.end()) {
+      auto topo = platform.empty() ? topologyForSystem(m.system, m.nRanks, m.nNodes, m.ncclVersion)
+                                   : topologyForPlatform(platform, m.nRanks, m.nNodes, m.ncclVersion);
+      std::string standIn;
+      if (!topo && platform.empty() && topo.error() == unknownSystemReason(m.system)) {
+        topo = topologyForPlatform(kStandInPlatform, m.nRanks, m.nNodes, m.ncclVersion);
+        standIn = kStandInPlatform;
+        const std::string note = "no platform describes '" + m.system + "': NCCL's model of " + standIn +
+                                 " stands in to read half-forced rows and order NCCL's table; no fact of it is the "
+                                 "machine's (declare one: --platform FILE or --measured-on NAME)";
+        if (topo && std::find(data.notes.begin(), data.notes.end(), note) == data.notes.end()) data.notes.push_back(note);
+      }
+      if (!topo) {
+        ++data.skipped[topo.error()];
+        continue;
+      }
+      auto ref = model::NcclReference::create(topo.value());
+      if (!ref) {
+        ++data.skipped[ref.error()];
+        continue;
+      }
+      auto s = std::make_unique<Shape>(Shape{m.system, m.nRanks, m.nNodes, topo.value(),
+                                             std::make_shared<const model::NcclReference>(std::move(ref.value())), standIn});
+      it = shapes.emplace(sk, s.get()).first;
+      data.shapes.push_back(std::move(s));
+    }
+    auto& [shape, a] = acc[{m.group, m.nRanks, m.nNodes, int(m.coll), m.bytes}];
+    shape = it->second;
+    if (!m.forced()) {
+      a.def.push_back(m.time_us);
+      if (m.ncclRan) a.stated.insert(*m.ncclRan);
+      continue;
+    }
+    const Config c = it->second->nccl->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
+    if (c.algo == Algo::Default) {
+      ++data.skipped["forced configuration NCCL could not run"];
+      continue;
+    }
+    a.forced[{c.algo, c.proto}].push_back(m.time_us);
+  }
+  for (const auto& [key, sa] : acc) {
+    const auto& [shape, a] = sa;
+    ReplayPoint p;
+    p.group = std::get<0>(key);
+    p.shape = shape;
+    p.coll = Collective(std::get<3>(key));
+    p.bytes = std::get<4>(key);
+    p.ncclDefault = shape->nccl->defaultConfig(p.coll, p.bytes);
+    if (a.stated.size() == 1) {  // rows that disagree say nothing the model does not
+      p.ncclDefault = Config{a.stated.begin()->first, a.stated.begin()->second, 0, 0};
+      p.defaultSettledBy = DefaultSettledBy::Stated;
+    }
+    if (!a.def.empty()) p.default_us = medianOf(a.def);
+    for (const auto& [k, f] : a.forced) p.forced_us[k] = medianOf(f);
+    p.default_samples_us = a.def;
+    p.forced_samples_us = a.forced;
+    data.points.push_back(std::move(p));
+  }
+  fitNoise(data);
+  for (ReplayPoint& p : data.points) settleDefault(p);
+  return data;
+}
+
+std::vector<std::string> describeSkipped(const std::map<std::string, int>& skipped) {
+  std::vector<std::pair<int, std::string>> byRows;
+  for (const auto& [reason, n] : skipped) byRows.emplace_back(-n, reason);
+  std::sort(byRows.begin(), byRows.end());
+  std::vector<std::string> out;
+  for (const auto& [n, reason] : byRows) out.push_back("skipped " + std::to_string(-n) + " rows: " + reason);
+  return out;
+}
+
+}  // namespace dynamiccl::measurements
