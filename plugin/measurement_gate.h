@@ -18,7 +18,6 @@ class MeasurementGate {
   // Profiler init: NCCL's mask and the bits this profiler version asks for. alwaysOn: set them now and
   // keep them (profiler v1-v3, whose init names no rank, so no leader is known; DYNAMICCL_RECORD_SHARE=1).
   void attach(int* mask, int bits, bool alwaysOn);
-  bool attached() const { return mask_.load(std::memory_order_relaxed) != nullptr; }
 
   // Hot path: whether the next call this process enqueues is profiled. Returns true when it turns the
   // bits on (the caller then notes where its measured calls resume). No lock, no syscall; an atomic
@@ -31,17 +30,14 @@ class MeasurementGate {
     if (on == isOn) return false;
     if (on) __atomic_fetch_or(m, bits, __ATOMIC_RELAXED);
     else __atomic_fetch_and(m, ~bits, __ATOMIC_RELAXED);
-    if (on) turnedOn_.fetch_add(1, std::memory_order_relaxed);
     return on;
   }
   bool alwaysOn() const { return alwaysOn_.load(std::memory_order_relaxed); }
-  uint64_t timesTurnedOn() const { return turnedOn_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<int*> mask_{nullptr};
   std::atomic<int> bits_{0};
   std::atomic<bool> alwaysOn_{false};
-  std::atomic<uint64_t> turnedOn_{0};
 };
 
 // The process's gate: one mask per process (NCCL's), shared by every communicator.

@@ -55,7 +55,6 @@ class DecisionTable {
 
   bool empty() const { return ruleCount_ == 0; }
   size_t ruleCount() const { return ruleCount_; }        // rules that apply to this shape
-  size_t segmentCount() const { return segmentHi_.size(); }
 
  private:
   std::array<uint8_t, kMaxPipeOps + 1> pipeClassOf_{};  // numPipeOps -> class (0 = not named by any rule)

@@ -86,8 +86,6 @@ class NcclModel {
   // in GB/s (0 = unavailable).
   float latency_us(Collective c, Algo a, Proto p) const { return lat_[ci(c)][ai(a)][pi(p)]; }
   float bandwidth_GBps(Collective c, Algo a, Proto p) const { return bw_[ci(c)][ai(a)][pi(p)]; }
-  int maxThreads(Algo a, Proto p) const { return maxThreads_[ai(a)][pi(p)]; }
-  int64_t threadThreshold(Algo a, Proto p) const { return threadThresholds_[ai(a)][pi(p)]; }
   const NcclGraphs& graphs() const { return g_; }
   const ncclTunerConstants_v5_t& constants() const { return k_; }
 

@@ -10,15 +10,6 @@
 
 namespace dynamiccl::tune {
 
-std::string_view methodName(SearchMethod m) {
-  switch (m) {
-    case SearchMethod::TpeHyperband: return "tpe+hyperband";
-    case SearchMethod::Random: return "random";
-    case SearchMethod::Grid: return "grid";
-  }
-  return "?";
-}
-
 const ConfigStats* KeyResult::find(const Config& c) const {
   for (const ConfigStats& s : evaluated)
     if (s.config == c) return &s;
@@ -73,7 +64,7 @@ class KeySearch {
     s.samples_us.insert(s.samples_us.end(), samples->begin(), samples->end());
     r_.spentIterations += static_cast<int64_t>(samples->size());
     updateIncumbent();
-    r_.trace.push_back({r_.spentIterations, static_cast<int>(r_.evaluated.size()), r_.evaluated[r_.incumbent].config});
+    r_.trace.push_back({r_.spentIterations, r_.evaluated[r_.incumbent].config});
     if (progress_) progress_(r_.spentIterations);
     return it->second;
   }

@@ -17,7 +17,6 @@
 namespace dynamiccl::tune {
 
 enum class SearchMethod { TpeHyperband, Random, Grid };
-std::string_view methodName(SearchMethod m);
 
 struct SearchOptions {
   SearchMethod method = SearchMethod::TpeHyperband;
@@ -35,7 +34,6 @@ struct SearchOptions {
 
 struct TracePoint {
   int64_t spentIterations = 0;
-  int configsMeasured = 0;
   Config incumbent;
 };
 

@@ -26,8 +26,6 @@ class BoundedQueue {
   BoundedQueue& operator=(const BoundedQueue&) = delete;
 
   size_t capacity() const { return mask_ + 1; }
-  // Successful pushes so far: the producers' position only moves when a push claims a free cell.
-  uint64_t pushes() const { return enqueuePos_.load(std::memory_order_relaxed); }
 
   // False when full: the caller drops and counts. Never spins on a slow consumer.
   bool tryPush(const T& value) {

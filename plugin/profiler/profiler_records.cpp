@@ -236,12 +236,6 @@ void RecordPool::sweep(int64_t now_ns, int64_t grace_ns) {
   }
 }
 
-uint32_t RecordPool::liveRecords() const {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < size_; ++i) n += (records_[i].state.load(std::memory_order_relaxed) & kRefMask) != 0;
-  return n;
-}
-
 void RecordPool::complete(Record& r) {
   const CollStart& in = r.info;
   const int64_t hostStop = r.hostStop_ns.load(std::memory_order_relaxed);

@@ -56,7 +56,6 @@ class RecordPool {
 
   // Worker: complete records older than grace_ns (missing stop or channels); all of them with grace 0.
   void sweep(int64_t now_ns, int64_t grace_ns);
-  uint32_t liveRecords() const;
   // Init/finalize: the generation a successor pool should start from.
   uint32_t nextUnusedGeneration() const;
 

@@ -57,27 +57,7 @@ Channel& channel() {
 }
 std::atomic<RecordPool*> gPool{nullptr};
 
-// Observations published = pushes into the newest pool's queue + those of the pools it replaced (the
-// hot path keeps no counter of its own). The mutex: a reader never sees a replacement half done.
-struct PublishedTally {
-  std::mutex mutex;
-  const RecordPool* newest = nullptr;
-  uint64_t replaced = 0;
-};
-PublishedTally& publishedTally() {
-  static auto* t = new PublishedTally();  // never destroyed, like the pools it reads
-  return *t;
-}
-uint64_t publishedSoFar() {
-  PublishedTally& t = publishedTally();
-  std::lock_guard lock(t.mutex);
-  return t.replaced + (t.newest ? t.newest->queue().pushes() : 0);
-}
 void replacePool(Channel& ch, RecordPool* next) {
-  PublishedTally& t = publishedTally();
-  std::lock_guard lock(t.mutex);
-  if (t.newest) t.replaced += t.newest->queue().pushes();
-  t.newest = next;
   if (ch.pool) ch.replaced.push_back(ch.pool);
   ch.pool = next;
 }
@@ -303,7 +283,6 @@ void unregisterObservationSink(int id) {
 ObservationCounters observationCounters() {
   const ProfilerCounters& c = profilerCounters();
   ObservationCounters o;
-  o.published = publishedSoFar();
   o.delivered = c.delivered.load();
   o.droppedQueueFull = c.droppedQueueFull.load();
   o.droppedPoolFull = c.droppedPoolFull.load();

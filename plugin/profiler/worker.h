@@ -16,7 +16,6 @@ namespace dynamiccl::plugin {
 
 // Process-wide counters of the measurement channel (monotonic since load).
 struct ObservationCounters {
-  uint64_t published = 0;       // observations that entered the queue
   uint64_t delivered = 0;       // observations handed to sinks
   uint64_t droppedQueueFull = 0;
   uint64_t droppedPoolFull = 0; // Coll starts that found no free record
