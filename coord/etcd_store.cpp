@@ -83,6 +83,15 @@ class EtcdStore : public RecordStore {
     }
   }
 
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
+                                                             const std::vector<uint64_t>& boundaries) override {
+    try {
+      return readManyOrThrow(commId, boundaries);
+    } catch (...) {
+      return makeError("etcd: an unexpected error reading records");
+    }
+  }
+
   std::string describe() const override {
     constexpr size_t kShown = 3;  // a line stays one line with a hundred endpoints
     std::string out = "etcd ";
@@ -118,8 +127,33 @@ class EtcdStore : public RecordStore {
   Expected<std::optional<std::string>> readOrThrow(uint64_t commId, uint64_t boundary) {
     auto reply = call("/v3/kv/range", json{{"key", base64(keyOf(commId, boundary))}}, deadlineFromNow());
     if (!reply.ok()) return makeError(reply.error());
-    const auto kvs = reply->find("kvs");
-    if (kvs == reply->end() || !kvs->is_array() || kvs->empty()) return std::optional<std::string>{};
+    return valueOf(*reply);
+  }
+
+  // One read-only transaction of a range request per key: one round trip, one consistent revision.
+  Expected<std::vector<std::optional<std::string>>> readManyOrThrow(uint64_t commId, const std::vector<uint64_t>& boundaries) {
+    json ranges = json::array();
+    for (uint64_t b : boundaries) ranges.push_back({{"request_range", {{"key", base64(keyOf(commId, b))}}}});
+    auto reply = call("/v3/kv/txn", json{{"success", ranges}}, deadlineFromNow());
+    if (!reply.ok()) return makeError(reply.error());
+    const auto responses = reply->find("responses");
+    if (responses == reply->end() || !responses->is_array() || responses->size() != boundaries.size())
+      return makeError("etcd answered a transaction without one response per key");
+    std::vector<std::optional<std::string>> out;
+    for (const json& r : *responses) {
+      const auto range = r.find("response_range");
+      if (range == r.end() || !range->is_object()) return makeError("etcd answered a transaction without a range");
+      auto value = valueOf(*range);
+      if (!value.ok()) return makeError(value.error());
+      out.push_back(std::move(*value));
+    }
+    return out;
+  }
+
+  // A range response's one value; nullopt when it holds no key.
+  static Expected<std::optional<std::string>> valueOf(const json& range) {
+    const auto kvs = range.find("kvs");
+    if (kvs == range.end() || !kvs->is_array() || kvs->empty()) return std::optional<std::string>{};
     const json& kv = kvs->front();
     // An empty value is left out of the reply: a record of no bytes.
     const auto value = kv.find("value");

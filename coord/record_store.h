@@ -30,6 +30,18 @@ class RecordStore {
   virtual PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) = 0;
   // nullopt: no record yet; an error: the backend could not be asked.
   virtual Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) = 0;
+  // Several boundaries' records at once, in the order asked (nullopt where none yet); etcd answers
+  // them in one request, other backends one read each. An error: the backend could not be asked.
+  virtual Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
+                                                                     const std::vector<uint64_t>& boundaries) {
+    std::vector<std::optional<std::string>> out;
+    for (uint64_t b : boundaries) {
+      auto rec = read(commId, b);
+      if (!rec.ok()) return makeError(rec.error());
+      out.push_back(std::move(*rec));
+    }
+    return out;
+  }
   virtual std::string describe() const = 0;
 };
 

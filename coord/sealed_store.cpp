@@ -16,15 +16,28 @@ class SealedStore : public RecordStore {
 
   Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
     auto rec = inner_->read(commId, boundary);
-    if (!rec.ok() || !rec->has_value()) return rec;
-    if (auto opened = openSealed(key_, commId, boundary, **rec)) return std::optional<std::string>{std::move(*opened)};
-    if (onForeign_) onForeign_(commId, boundary);
-    return std::optional<std::string>{std::string(kForeignRecord)};
+    if (!rec.ok()) return rec;
+    return opened(commId, boundary, std::move(*rec));
+  }
+
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
+                                                             const std::vector<uint64_t>& boundaries) override {
+    auto recs = inner_->readMany(commId, boundaries);
+    if (!recs.ok()) return recs;
+    for (size_t i = 0; i < recs->size(); ++i) (*recs)[i] = opened(commId, boundaries[i], std::move((*recs)[i]));
+    return recs;
   }
 
   std::string describe() const override { return inner_->describe(); }
 
  private:
+  std::optional<std::string> opened(uint64_t commId, uint64_t boundary, std::optional<std::string> rec) {
+    if (!rec) return rec;
+    if (auto bytes = openSealed(key_, commId, boundary, *rec)) return std::move(*bytes);
+    if (onForeign_) onForeign_(commId, boundary);
+    return std::string(kForeignRecord);
+  }
+
   std::shared_ptr<RecordStore> inner_;
   std::string key_;
   std::function<void(uint64_t, uint64_t)> onForeign_;

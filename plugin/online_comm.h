@@ -5,7 +5,9 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,8 +71,14 @@ struct OnlineComm {
   std::unique_ptr<policy::OnlineLearner> learner;
   std::vector<std::unique_ptr<policy::OnlineTable>> tables;
   std::vector<std::unique_ptr<StagedRecord>> records;
+  // Every boundary's record this rank has read (bytes as opened), ahead of its own position too: a
+  // rank adopts a held record without the store and re-publishes them into a store that lost them.
+  std::map<uint64_t, std::string> held;
   uint64_t adoptedVersions = 0;  // statistics for the finalize log line
   bool saidMeasuringStopped = false;
+  // The agent's own: when it next reads ahead, and whether a store that lost records awaits ours.
+  std::chrono::steady_clock::time_point nextReadAhead{};
+  bool republishing = false;
 
   // In-job verification: unverified candidates are tested; verdicts are stored at finalize.
   bool verifying = false;

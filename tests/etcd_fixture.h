@@ -101,6 +101,7 @@ class EtcdCluster {
       initial += (i ? "," : "") + m.name + "=http://127.0.0.1:" + std::to_string(m.peerPort);
       members_.push_back(m);
     }
+    initial_ = initial;
     for (Member& m : members_) start(m, initial);
   }
   ~EtcdCluster() {
@@ -145,6 +146,14 @@ class EtcdCluster {
     signal(SIGKILL, i);
     if (members_[i].pid > 0) waitpid(members_[i].pid, nullptr, 0);
     members_[i].pid = -1;
+  }
+  // Kills member i and starts it again on the same ports with an empty data directory: a store
+  // that lost its data (a single member is a new cluster of its own; true when it answers again).
+  bool restartEmpty(size_t i = 0) {
+    kill9(i);
+    std::filesystem::remove_all(dir_ + "/" + members_[i].name);
+    start(members_[i], initial_);
+    return ready();
   }
   // etcdctl against the first live member: its standard output.
   std::string ctlOutput(const std::string& args) const {
@@ -212,7 +221,7 @@ class EtcdCluster {
     m.pid = -1;
   }
   EtcdTls tls_;
-  std::string dir_;
+  std::string dir_, initial_;
   std::vector<Member> members_;
 };
 

@@ -1,8 +1,9 @@
 // Online updates through a real etcd on loopback: 8 forked processes are the ranks of one
 // communicator presented as 2 nodes of 4, each driving the built plugin (tuner + profiler roles) with
 // DYNAMICCL_ETCD. Healthy, killed mid-epoch, stopped and resumed, one member of three killed, a
-// trickling endpoint, wrong credentials, a foreign record in the prefix: every rank's decisions hash
-// alike, and no rank hangs (a rank past the deadline fails the test).
+// trickling endpoint, wrong credentials, a foreign record in the prefix, and a rank epochs behind the
+// others when etcd is killed, stopped or restarted empty: every rank's decisions hash alike, and no
+// rank hangs (a rank past the deadline fails the test).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -41,6 +42,9 @@ struct Scenario {
   int epochTimeout_ms = 20000;
   int etcdTimeout_ms = 2000;
   int64_t pauseAt = -1;  // every rank waits here for the parent's fault (files "paused<rank>", then "go")
+  int straggler = -1;           // this rank pauses at stragglerAt instead: epochs behind the others
+  int64_t stragglerAt = -1;
+  int64_t pauseAtOf(int rank) const { return rank == straggler ? stragglerAt : pauseAt; }
 };
 
 struct RankResult {
@@ -96,7 +100,7 @@ bool waitForFile(const std::string& path, int seconds) {
   uint64_t clock_ns = 1'000'000;
   for (uint64_t i = 0; i < s.calls; ++i) {
     // Every rank pauses at the same call, as a collective would hold them together, for the fault.
-    if (static_cast<int64_t>(i) == s.pauseAt) {
+    if (static_cast<int64_t>(i) == s.pauseAtOf(rank)) {
       std::ofstream(dir + "/paused" + std::to_string(rank)) << "1";
       if (!waitForFile(dir + "/go", 60)) _exit(14);
     }
@@ -129,6 +133,8 @@ std::vector<RankResult> runJob(const Scenario& s, const std::function<void()>& f
   if (s.pauseAt >= 0) {
     for (int r = 0; r < kRanks; ++r)
       EXPECT_TRUE(waitForFile(dir + "/paused" + std::to_string(r), 60)) << "rank " << r << " never reached the pause";
+    // What a straggler is guaranteed: records published more than one read-ahead poll (10 ms) before the fault.
+    if (s.straggler >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     if (fault) fault();
     std::ofstream(dir + "/go") << "1";
   }
@@ -291,6 +297,86 @@ TEST(EtcdJob, AForeignRecordInThePrefixFreezesEveryRankAlike) {
   expectSameDecisions(results);  // every rank read the same bytes at boundary 2000: frozen alike
   EXPECT_NE(etcd.ctlOutput(std::string("get ") + key).find("not a table"), std::string::npos)
       << "the foreign record was replaced: records are write-once";
+}
+
+// A rank epochs behind the others (host-side skew is ordinary: NCCL calls are asynchronous) when the
+// store fails. Every rank reads records ahead of its own position as they appear, so the straggler
+// holds what the others adopted and meets the failure at the same boundary as they do.
+Scenario stragglerScenario(const EtcdCluster& etcd, int64_t othersAt, int64_t stragglerAt) {
+  Scenario s;
+  s.endpoints = etcd.endpoint();
+  s.epochTimeout_ms = 1000;
+  s.etcdTimeout_ms = 500;
+  s.pauseAt = othersAt;  // past the leader's publication of the boundary before, short of the next (at x500)
+  s.straggler = 3;
+  s.stragglerAt = stragglerAt;
+  return s;
+}
+
+TEST(EtcdJob, EtcdKilledWithARankAnEpochBehindFreezesEveryRankAtTheSameBoundary) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  // Rank 3 has not reached 3000's half-epoch when etcd dies; the others froze at 4000, it at 3000.
+  const auto results = runJob(stragglerScenario(etcd, 3200, 2200), [&] { etcd.kill9(); });
+  expectSameDecisions(results);
+}
+
+TEST(EtcdJob, EtcdKilledWithARankSeveralEpochsBehindFreezesEveryRankAtTheSameBoundary) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  const auto results = runJob(stragglerScenario(etcd, 5200, 1200), [&] { etcd.kill9(); });
+  expectSameDecisions(results);
+}
+
+TEST(EtcdJob, EtcdStoppedPastTwiceTheTimeoutWithARankAnEpochBehindFreezesEveryRankAlike) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  // Stopped 4 s (the ranks give up at twice the 1 s timeout): every rank holds 3000 and freezes at
+  // 4000; the straggler, which had not read 3000, froze at 3000 before.
+  std::thread resume;
+  const auto results = runJob(stragglerScenario(etcd, 3200, 2200), [&] {
+    etcd.signal(SIGSTOP);
+    resume = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+      etcd.signal(SIGCONT);
+    });
+  });
+  resume.join();
+  expectSameDecisions(results);
+}
+
+TEST(EtcdJob, EtcdRestartedEmptyWithARankSeveralEpochsBehindKeepsEveryRankAlikeAndLearning) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  // Rank 3 at 1200 holds 2000-5000; before, it found the store empty at 2000 and wrote FROZEN there
+  // while the others had run the leader's versions.
+  bool restarted = false;
+  const auto results = runJob(stragglerScenario(etcd, 5200, 1200), [&] { restarted = etcd.restartEmpty(); });
+  ASSERT_TRUE(restarted);
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the store came back";
+}
+
+TEST(EtcdJob, EtcdRestartedEmptyReceivesTheRecordsAStragglerNeverReadFromTheRanksHoldingThem) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  // Epochs of 100 calls; rank 3 at 150 reads ahead 16 boundaries (to 1700): 1800-2100 only the others
+  // hold. They find the emptied store lacks what they read and re-publish it, write-once, before the
+  // straggler's FROZEN claim (a whole timeout after the store answers) could fire.
+  Scenario s = stragglerScenario(etcd, 2120, 150);
+  s.epochCalls = 100;
+  s.calls = 4000;
+  s.epochTimeout_ms = 5000;
+  bool restarted = false;
+  const auto results = runJob(s, [&] { restarted = etcd.restartEmpty(); });
+  ASSERT_TRUE(restarted);
+  expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the store came back";
 }
 
 }  // namespace

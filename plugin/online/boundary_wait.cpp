@@ -2,6 +2,7 @@
 // bounded time for it (the leader's record, else a "frozen" record claimed in the store).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "plugin/context_registry.h"
@@ -34,28 +35,50 @@ constexpr int64_t kUnmeasuredTimeout_ms = 200;
 
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   const auto start = Clock::now();
+  std::optional<Clock::time_point> answering;  // since when the store answers "none yet" without a failure
+  bool failed = false;                         // a read failed during this wait
   bool logged = false;
   for (int attempt = 0;; ++attempt) {
     const auto* r = s.staged.load(std::memory_order_acquire);
     if (r && r->boundary == boundary) return adopt(s, r);
+    // A record this rank read ahead is adopted without the store (which may be dead or emptied since).
+    if (auto held = heldRecord(s, boundary)) return adopt(s, stageRecord(s, boundary, *held));
     if (attempt > 0) {  // the agent had no record ready: ask the backend ourselves (we wait anyway)
       auto rec = s.store->read(s.commId, boundary);
-      if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
+      if (rec.ok() && rec->has_value()) {
+        holdRecord(s, boundary, **rec);
+        return adopt(s, stageRecord(s, boundary, **rec));
+      }
+      if (!rec.ok()) failed = true, answering.reset();
+      else if (!answering) answering = Clock::now();
     }
-    const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    const auto now = Clock::now();
+    const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
     const int64_t timeout_ms = s.measured.load(std::memory_order_relaxed) || profilerRoleStarted()
                                    ? s.boundaryTimeout_ms
                                    : std::min(s.boundaryTimeout_ms, kUnmeasuredTimeout_ms);
-    if (waited_ms >= timeout_ms) {
+    // FROZEN is claimed only once the store has answered for a whole timeout: a store back from an
+    // outage (or restarted empty) gives the ranks holding this record time to re-publish it first.
+    const int64_t answered_ms =
+        answering ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *answering).count() : 0;
+    if (waited_ms >= timeout_ms && answering && (!failed || answered_ms >= timeout_ms)) {
       // Claim the boundary for "frozen": the store keeps whichever record came first, and every
       // rank (leader included) adopts that one, so a late leader and a timed-out follower agree.
       const coord::PublishResult p = s.store->publish(s.commId, boundary, coord::kFrozenRecord);
-      if (p == coord::PublishResult::Won) return adopt(s, stageRecord(s, boundary, coord::kFrozenRecord));
+      if (p == coord::PublishResult::Won) {
+        holdRecord(s, boundary, coord::kFrozenRecord);
+        return adopt(s, stageRecord(s, boundary, coord::kFrozenRecord));
+      }
       if (p == coord::PublishResult::Lost) {
         auto rec = s.store->read(s.commId, boundary);
-        if (rec.ok() && rec->has_value()) return adopt(s, stageRecord(s, boundary, **rec));
+        if (rec.ok() && rec->has_value()) {
+          holdRecord(s, boundary, **rec);
+          return adopt(s, stageRecord(s, boundary, **rec));
+        }
       }
-      if (waited_ms >= 2 * timeout_ms) {
+    }
+    if (waited_ms >= timeout_ms) {
+      if (waited_ms >= 2 * timeout_ms && !answering) {
         logWarn("online: %s unreachable at boundary %llu of communicator %016llx; keeping the current version "
                 "(ranks that reached the backend may differ: fix the backend)",
                 s.store->describe().c_str(), static_cast<unsigned long long>(boundary),

@@ -93,15 +93,19 @@ class Agent {
         stagedBoundary = staged->boundary;
       }
     }
-    if (stagedFrozen) return;
+    // A frozen rank still watches the store: a straggler may need the records it holds re-published.
+    if (stagedFrozen) return readAhead(c, calls, 0);
     const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
     // The boundary the hot path is at or heading to (callsSeen is bumped before it waits at one).
     const uint64_t pending = calls == 0 ? E : std::max(E, (calls - 1 + E - 1) / E * E);
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
-    if ((!haveStaged || stagedBoundary < upcoming) && calls + E / 2 >= upcoming) {
-      auto rec = c.store->read(c.commId, upcoming);
-      if (rec.ok() && rec->has_value()) stageRecord(c, upcoming, **rec);
+    if (haveStaged && stagedBoundary >= upcoming) return readAhead(c, calls, 0);
+    auto rec = heldRecord(c, upcoming);
+    if (!rec) {
+      readAhead(c, calls, calls + E / 2 >= upcoming ? upcoming : 0);  // every tick once it is near
+      rec = heldRecord(c, upcoming);
     }
+    if (rec) stageRecord(c, upcoming, *rec);
   }
 
   // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).

@@ -3,8 +3,10 @@
 // boundary, and pre-fetches every rank's next version so the boundary is usually one atomic load.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "plugin/online_comm.h"
@@ -19,5 +21,18 @@ void wakeEpochAgent();
 // Parses a boundary's record (the same bytes give the same result on every rank), makes it the
 // staged one and frees records past use (record_staging.cpp).
 const StagedRecord* stageRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);
+
+// Records held by this rank (record_cache.cpp). A rank reads every record of its communicator as it
+// appears, up to kReadAheadEpochs boundaries past its own position, so a rank epochs behind holds
+// what the others adopted even if the store dies; and it re-publishes what it holds (write-once)
+// into a store found to have lost a record it read.
+inline constexpr uint64_t kReadAheadEpochs = 16;
+inline constexpr std::chrono::milliseconds kReadAheadPoll{10};
+std::optional<std::string> heldRecord(OnlineComm& c, uint64_t boundary);
+void holdRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);
+// One read of the store, at most every kReadAheadPoll unless `need` (a boundary this rank reaches
+// soon and does not hold; 0: none): the newest held record (still there?), `need`, and the next
+// boundaries past the newest.
+void readAhead(OnlineComm& c, uint64_t calls, uint64_t need);
 
 }  // namespace dynamiccl::plugin
