@@ -237,7 +237,7 @@ TEST_F(JobReplay, AGainTheRunsDoNotEstablishIsNoneTheJobCanFind) {
   expectConsistent(*r, 4);
   for (const jobreplay::KeyOutcome& k : r->keys) {
     EXPECT_TRUE(onDefault(k)) << k.bytes << " B: promoted on draws alone";
-    EXPECT_DOUBLE_EQ(k.vsBestEstablished(), 1.0) << k.bytes;
+    EXPECT_DOUBLE_EQ(k.vsBestEstablished, 1.0) << k.bytes;
   }
 }
 

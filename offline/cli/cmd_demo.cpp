@@ -125,12 +125,12 @@ int runSimulated(const DemoOptions& o) {
 
   const std::string plugin = locatePlugin(o.plugin);
   demo::StepTimer s5(5, "Replay: every decision through the real plugin (" + plugin + ")");
-  std::vector<demo::ProfileToReplay> profiles = {{"NCCL default", ""},
+  std::vector<demo::ProfileToJudge> profiles = {{"NCCL default", ""},
                                                  {"tuned", (fs::path(o.out) / "tuned.json").string()}};
   if (learned.trained) profiles.push_back({"learned", learned.profilePath});
   auto replayed = o.data.empty()
-                      ? demo::replayOnSimulator(*cluster, profiles, tuned->collectives, tuned->sizes, plugin)
-                      : demo::replayOnData(o.data, profiles, tuned->collectives, plugin);
+                      ? demo::judgeOnSimulator(*cluster, profiles, tuned->collectives, tuned->sizes, plugin)
+                      : demo::judgeOnData(o.data, profiles, tuned->collectives, plugin);
   if (!replayed) return fail("replay: " + replayed.error());
   s5.done(std::to_string(replayed->points.size()) + " decisions judged on the " + replayed->judge +
           " (unverified rules applied: DYNAMICCL_TRUST=all)");
@@ -149,7 +149,7 @@ int runSimulated(const DemoOptions& o) {
   }
 
   demo::StepTimer s6(6, "Plots and the CSVs behind them");
-  if (auto st = demo::writeReplayCsvs(*replayed, cluster->topology.nRanks(), o.out); !st) return fail(st.error());
+  if (auto st = demo::writeJudgedCsvs(*replayed, cluster->topology.nRanks(), o.out); !st) return fail(st.error());
   if (auto st = demo::writeSummaryJson(*replayed, *tuned, (fs::path(o.out) / "summary.json").string()); !st)
     return fail(st.error());
   s6.done("replay_points.csv, decision_map.csv, summary.json" + plot(o, o.out));

@@ -16,7 +16,6 @@
 #include <iostream>
 #include <unistd.h>
 
-#include "offline/demo/demo.h"
 #include "offline/eval/eval.h"
 #include "offline/cli/commands.h"
 #include "offline/cli/platform_option.h"
@@ -62,11 +61,11 @@ std::string guardText(const policy::PolicyNetwork& net) {
 }
 
 // The data sets to replay: --data, else every <name>/normalized.csv under --data-dir, else the ones
-// shipped with the project (beside the demo's).
+// shipped with the project (the demo's among them).
 Expected<std::vector<std::string>> datasets(const PolicyEvalOptions& o) {
   namespace fs = std::filesystem;
   if (!o.data.empty()) return o.data;
-  const fs::path dir = o.dataDir.empty() ? fs::path(demo::embeddedDataset()).parent_path().parent_path() : fs::path(o.dataDir);
+  const fs::path dir = o.dataDir.empty() ? fs::path(train::shippedDatasetsDir()) : fs::path(o.dataDir);
   std::vector<std::string> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
@@ -216,19 +215,20 @@ std::function<const sim::Simulator*(const measurements::Shape&)> calibratedSimul
 }
 
 // The network trained on simulator rollouts and the other datasets' measurements, never on this one's
-// machine (the demo's training plan); none, and why, when it cannot be trained here.
-void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>& files, const measurements::ReplayData& data,
-                         train::ProposerInputs& in) {
-  demo::DemoOptions d;
-  d.data = csv;
-  d.preset = data.shapes.front()->topology.name;
+// machine (the recipe's plan for held-out machines); none, and why, when it cannot be trained here.
+void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>& files,
+                         const measurements::ReplayData& data, train::ProposerInputs& in) {
+  if (auto loaded = train::loadTorchModule(); !loaded) return void(in.networkMissing = loaded.error());
+  std::vector<std::string> heldOut, others;
+  for (const auto& shape : data.shapes) heldOut.push_back(shape->topology.name);
   for (const std::string& other : files)
-    if (other != csv) d.trainData.push_back(other);
+    if (other != csv) others.push_back(other);
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("dynamiccl-proposers-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const demo::LearnedProfile learned = demo::trainProfile(d, dir.string());
-  if (auto p = learned.trained ? policy::loadProfileFile(learned.profilePath) : Expected<policy::Profile>(makeError(learned.skipped)))
+  const train::TrainReport r = train::runTrainPlan(train::heldOutPlan(std::move(heldOut), std::move(others), dir.string()));
+  if (auto p = r.failure == train::TrainFailure::None ? policy::loadProfileFile(r.profilePath)
+                                                      : Expected<policy::Profile>(makeError(r.error)))
     in.network = p->network, in.networkMissing = p->network ? "" : "no network";
   else
     in.networkMissing = p.error();

@@ -71,7 +71,7 @@ int makeProfiles(const ReplayCmdOptions& o, const std::vector<measurements::Meas
 
 // Every judged point as the independent judge records it (shared/tools/judge.py --json), for a
 // point-by-point comparison.
-Status writePoints(const std::string& path, const jobreplay::ProfileReplay& r) {
+Status writePoints(const std::string& path, const jobreplay::ProfileJudgement& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const sim::ReplaySummary::Judged& j : r.summary.perPoint) {
     const measurements::ReplayPoint& p = *j.point;
@@ -88,7 +88,7 @@ Status writePoints(const std::string& path, const jobreplay::ProfileReplay& r) {
   return files::writeFile(path, points.dump(1));
 }
 
-void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jobreplay::ProfileReplay& r) {
+void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jobreplay::ProfileJudgement& r) {
   const sim::ReplaySummary& s = r.summary;
   std::printf("replay %s%s with %s (plugin %s, tuner v%d)\n", dataset.c_str(),
               o.system.empty() ? "" : (" [" + o.system + "]").c_str(), o.profile.c_str(), r.pluginPath.c_str(),
@@ -134,7 +134,7 @@ int run(const ReplayCmdOptions& o) {
     return makeProfiles(o, loaded->rows, dataset);
   }
   if (o.profile.empty()) return std::cerr << "replay: --profile or --make-profiles is required\n", 1;
-  auto r = jobreplay::replayProfile(
+  auto r = jobreplay::judgeProfile(
       {o.data, o.system, o.profile, locatePlugin(o.plugin), o.trust, o.ncclVersion, o.asMeasured});
   if (!r) return std::cerr << "replay: " << r.error() << "\n", 1;
   if (!o.json.empty())

@@ -56,7 +56,7 @@ Expected<train::TrainPlan> planOf(const TrainCmdOptions& o) {
   plan.confidenceQuantile = o.confidence;
   plan.measuredFiles = o.data;
   plan.measuredOn = o.measuredOn;
-  plan.realWeight = plan.storeWeight = o.realWeight;
+  plan.realWeight = o.realWeight;
   plan.keysPerSystem = o.keysPerSystem;
   plan.options = o.train;
   plan.fingerprint = *cluster;

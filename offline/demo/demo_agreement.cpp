@@ -39,7 +39,7 @@ std::optional<tune::PointEvidence> evidenceFor(const std::vector<tune::KeyResult
 
 }  // namespace
 
-Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job) {
+Expected<RunsFindings> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job) {
   tune::TunePlan plan;  // `dynamiccl tune --backend replay` on the job's shape, with its default rule
   plan.backend = tune::BackendKind::Replay;
   plan.replay = {csv, o.system, job.nRanks, job.nNodes > 1 ? job.nNodes : 0, "", std::nullopt};
@@ -51,7 +51,7 @@ Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, 
       plan.request.collectives.push_back(k.coll);
   auto tuned = tune::tuneShapes(plan);
   if (!tuned) return makeError(tuned.error());
-  RunsVerdicts out;
+  RunsFindings out;
   out.tuned = std::make_shared<const tune::TunedShape>(std::move(tuned->shapes.front()));
   out.rule = plan.rule;
   out.command = "dynamiccl tune --backend replay --data " + csv + " --ranks " + std::to_string(job.nRanks) +
@@ -59,14 +59,14 @@ Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, 
   return out;
 }
 
-bool RunsVerdicts::establishes(const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& arm) const {
+bool RunsFindings::establishes(const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& arm) const {
   const auto [ci, ki] = keyIndex(tuned->result, k.coll, k.bytes);
   if (ci < 0) return false;
   const std::optional<tune::PointEvidence> ev = evidenceFor(tuned->result.collectives[ci].keys, ki, arm.config, rule);
   return ev && ev->faster;
 }
 
-TuneAgreement compareWithTune(const RunsVerdicts& runs, const std::vector<jobreplay::KeyOutcome>& keys) {
+TuneAgreement compareWithTune(const RunsFindings& runs, const std::vector<jobreplay::KeyOutcome>& keys) {
   const tune::TuneResult& result = runs.tuned->result;
   const tune::SmoothedResult& smoothed = runs.tuned->smoothed;
   TuneAgreement out;

@@ -17,13 +17,10 @@
 #include "offline/jobreplay/jobreplay.h"
 #include "offline/platforms/platforms.h"
 #include "offline/sim/sim.h"
+#include "offline/train/train.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
-
-std::string embeddedDataset() {
-  return platforms::dataRoot().path + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
-}
 
 namespace {
 
@@ -129,7 +126,7 @@ struct KeyRow {
 };
 
 std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr,
-                              const TunedProfile& tuned, const VerifiedExport& verified, const ReplayResult& replayed) {
+                              const TunedProfile& tuned, const VerifiedExport& verified, const JudgedProfiles& replayed) {
   std::vector<KeyRow> rows;
   for (const jobreplay::KeyOutcome& k : jr.keys) {
     KeyRow row;
@@ -172,8 +169,8 @@ Totals totals(const std::vector<KeyRow>& rows) {
     t.worstVsDefault = std::max(t.worstVsDefault, r.job.vsDefault());
     t.worstVsBest = std::max(t.worstVsBest, r.job.vsBest());
     t.withinOnePercent += r.job.vsBest() <= 1.01;
-    t.withinOnePercentChoosable += r.job.vsBestChoosable() <= 1.01;
-    t.withinOnePercentEstablished += r.job.vsBestEstablished() <= 1.01;
+    t.withinOnePercentChoosable += r.job.vsBestChoosable <= 1.01;
+    t.withinOnePercentEstablished += r.job.vsBestEstablished <= 1.01;
     t.bestIsDefaultsTwin += r.job.bestIsDefaultsTwin();
     t.worstNetVsDefault = std::max(t.worstNetVsDefault, r.job.netVsDefault());
     jobNet += r.job.job_us;
@@ -296,7 +293,7 @@ Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
 
 // replay_points.csv and decision_map.csv in the simulated demo's layout, for the same plots.
 Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const std::string& outDir) {
-  ReplayResult r;
+  JudgedProfiles r;
   for (const KeyRow& row : rows) {
     const jobreplay::KeyOutcome& k = row.job;
     r.points.push_back({"NCCL default", k.coll, k.bytes, armLabel(k.ncclDefault), k.default_us,
@@ -304,7 +301,7 @@ Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow
     r.points.push_back({"verified in job", k.coll, k.bytes, armLabel(k.finalConfig), k.final_us, k.default_us,
                         k.best_us, k.finalConfig, job.nRanks});
   }
-  return writeReplayCsvs(r, job.nRanks, outDir, "verified in job");
+  return writeJudgedCsvs(r, job.nRanks, outDir, "verified in job");
 }
 
 Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr, const TunedProfile& tuned,
@@ -363,7 +360,7 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                     {"net_vs_default", k.netVsDefault()},
                     {"profiled_calls", k.profiled},
                     {"vs_best", k.vsBest()},
-                    {"vs_established_best", k.vsBestEstablished()},
+                    {"vs_established_best", k.vsBestEstablished},
                     {"verified_replay_config", r.replayConfig}});
   }
   doc["keys"] = keys;
@@ -552,7 +549,7 @@ int keysExportLost(const std::vector<KeyRow>& rows) {
 
 int runMeasured(const DemoOptions& o, const std::string& pluginPath,
                 const std::function<std::string(const std::string& outDir)>& plot) {
-  const std::string csv = o.data.empty() ? embeddedDataset() : o.data;
+  const std::string csv = o.data.empty() ? train::embeddedDataset() : o.data;
   const fs::path out(o.out);
 
   StepTimer s1(1, kSteps, "Load measurements (measured): " + std::string(o.data.empty() ? "the embedded L40S sweeps" : "--data"));
@@ -591,7 +588,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
   // Rules without a fingerprint (unknown hardware) apply at once only when the user trusts them.
   const std::string trust = job->standIn.empty() ? "verified" : "all";
-  auto replayed = replayOnData(csv, {{"verified", verified->path}}, colls, pluginPath, trust, job->nRanks);
+  auto replayed = judgeOnData(csv, {{"verified", verified->path}}, colls, pluginPath, trust, job->nRanks);
   if (!replayed) return fail("replay: " + replayed.error());
   const std::vector<KeyRow> rows = tableRows(*job, *jr, tuned, *verified, *replayed);
   const Totals t = totals(rows);

@@ -115,7 +115,7 @@ Expected<std::shared_ptr<harness::TunerLibrary>> openPlugin(const std::string& p
 
 }  // namespace
 
-Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToReplay>& profiles,
+Expected<JudgedProfiles> judgeOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToJudge>& profiles,
                                          const std::vector<Collective>& collectives,
                                          const std::vector<uint64_t>& sizes, const std::string& pluginPath) {
   const EnvVars env = clusterEnv(cluster.topology);
@@ -123,10 +123,10 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
   if (!lib) return makeError(lib.error());
   const sim::Simulator simulator(cluster.topology, cluster.params);
   const model::NcclReference& nccl = *cluster.nccl;
-  ReplayResult r;
+  JudgedProfiles r;
   r.judge = "noise-free simulator (simulated times)";
   r.trust = kTrustNote;
-  for (const ProfileToReplay& prof : profiles) {
+  for (const ProfileToJudge& prof : profiles) {
     PluginDecider plugin(lib.value(), prof.path);
     for (Collective coll : collectives)
       for (uint64_t bytes : sizes) {
@@ -151,7 +151,7 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
         r.points.push_back(p);
       }
   }
-  for (const ProfileToReplay& prof : profiles) {
+  for (const ProfileToJudge& prof : profiles) {
     ProfileScore ps{prof.label, {}};
     for (Collective coll : collectives) ps.perCollective.push_back(score(coll, r.points, prof.label));
     r.scores.push_back(ps);
@@ -159,7 +159,7 @@ Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::
   return r;
 }
 
-Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vector<ProfileToReplay>& profiles,
+Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vector<ProfileToJudge>& profiles,
                                     const std::vector<Collective>& collectives, const std::string& pluginPath,
                                     const std::string& trust, int nRanks) {
   auto loaded = measurements::loadMeasurements(csvPath);
@@ -173,11 +173,11 @@ Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vecto
   const EnvVars env = clusterEnv(data->points.front().shape->topology, trust);
   auto lib = openPlugin(pluginPath);
   if (!lib) return makeError(lib.error());
-  ReplayResult r;
+  JudgedProfiles r;
   r.judge = "measurements of " + csvPath;
   r.trust = trust == kReplayTrust ? kTrustNote
                                   : "DYNAMICCL_TRUST=" + trust + ": only rules verified on this hardware applied";
-  for (const ProfileToReplay& prof : profiles) {
+  for (const ProfileToJudge& prof : profiles) {
     PluginDecider plugin(lib.value(), prof.path);
     std::string error;
     ProfileScore ps{prof.label, {}};

@@ -22,7 +22,7 @@ std::string name(Collective c) { return std::string(collectiveName(c)); }
 
 }  // namespace
 
-void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
+void printScoreTable(const JudgedProfiles& r, const TunedProfile& tuned) {
   std::printf("\n  Decisions through the real plugin, judged on the %s (ratio of times; < 1 is faster):\n",
               r.judge.c_str());
   if (!r.trust.empty()) std::printf("  %s\n", r.trust.c_str());
@@ -40,7 +40,7 @@ void printScoreTable(const ReplayResult& r, const TunedProfile& tuned) {
               static_cast<long long>(tuned.gridIterations));
 }
 
-Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir, const std::string& mapped) {
+Status writeJudgedCsvs(const JudgedProfiles& r, int nRanks, const std::string& outDir, const std::string& mapped) {
   namespace fs = std::filesystem;
   auto pointsFile = files::OutputFile::open((fs::path(outDir) / "replay_points.csv").string());
   if (!pointsFile) return makeError(pointsFile.error());
@@ -62,7 +62,7 @@ Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& out
   return (*mapFile)->close();
 }
 
-Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path) {
+Status writeSummaryJson(const JudgedProfiles& r, const TunedProfile& tuned, const std::string& path) {
   nlohmann::json doc;
   doc["judge"] = r.judge;
   doc["trust"] = r.trust;

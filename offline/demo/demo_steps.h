@@ -119,32 +119,32 @@ struct ProfileScore {
   std::string label;
   std::vector<CollectiveScore> perCollective;
 };
-struct ReplayResult {
+struct JudgedProfiles {
   std::string judge;  // "noise-free simulator (simulated times)" or "measurements of <csv>"
   std::string trust;  // how the plugin was told to treat the profiles' unverified rules
   std::vector<ProfileScore> scores;
   std::vector<PointResult> points;
   int unjudged = 0;   // data replay: points whose chosen configuration was never measured
 };
-struct ProfileToReplay {
+struct ProfileToJudge {
   std::string label;
   std::string path;  // empty: NCCL alone (no tuner)
 };
-Expected<ReplayResult> replayOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToReplay>& profiles,
+Expected<JudgedProfiles> judgeOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToJudge>& profiles,
                                          const std::vector<Collective>& collectives,
                                          const std::vector<uint64_t>& sizes, const std::string& pluginPath);
 // trust: DYNAMICCL_TRUST for the plugin ("all": unverified rules apply too); nRanks: only that
 // shape of the dataset (0: every shape).
-Expected<ReplayResult> replayOnData(const std::string& csvPath, const std::vector<ProfileToReplay>& profiles,
+Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vector<ProfileToJudge>& profiles,
                                     const std::vector<Collective>& collectives, const std::string& pluginPath,
                                     const std::string& trust = "all", int nRanks = 0);
 
 // Steps 4 and 6: the table, the CSVs behind the plots, summary.json, and the plots.
-void printScoreTable(const ReplayResult& r, const TunedProfile& tuned);
+void printScoreTable(const JudgedProfiles& r, const TunedProfile& tuned);
 // decision_map.csv holds the points of profile `mapped`.
-Status writeReplayCsvs(const ReplayResult& r, int nRanks, const std::string& outDir,
+Status writeJudgedCsvs(const JudgedProfiles& r, int nRanks, const std::string& outDir,
                        const std::string& mapped = "tuned");
-Status writeSummaryJson(const ReplayResult& r, const TunedProfile& tuned, const std::string& path);
+Status writeSummaryJson(const JudgedProfiles& r, const TunedProfile& tuned, const std::string& path);
 
 
 // In-job verification (demo_verify.cpp, where it plugs in): every rank's settings for verifying
@@ -192,7 +192,7 @@ void printLearnedJob(const LearnedJobResult& r);
 // What `dynamiccl tune --backend replay` decides on the job's dataset, shape and collectives
 // (demo_agreement.cpp): one decision rule on the dataset's runs, which say what the replayed job may
 // find (MeasuredJob::withholdGains) and what the job's final configurations are compared with.
-struct RunsVerdicts {
+struct RunsFindings {
   std::shared_ptr<const tune::TunedShape> tuned;
   tune::DecisionRule rule;
   std::string command;  // the tune command that reproduces it
@@ -200,7 +200,7 @@ struct RunsVerdicts {
   // "faster", on the evidence tune uses: this size's runs, pooled with neighbours whose ratios agree).
   bool establishes(const jobreplay::JobKey& k, const jobreplay::MeasuredConfig& arm) const;
 };
-Expected<RunsVerdicts> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job);
+Expected<RunsFindings> tuneOnRuns(const std::string& csv, const DemoOptions& o, const jobreplay::MeasuredJob& job);
 
 // The job's final configurations next to tune's on the same dataset's runs, key by key.
 struct TuneAgreement {
@@ -210,14 +210,12 @@ struct TuneAgreement {
   int differ = 0;        // keys where tune decided and the job ended elsewhere
   std::vector<std::string> lines;  // one per key that differs, saying why
 };
-TuneAgreement compareWithTune(const RunsVerdicts& runs, const std::vector<jobreplay::KeyOutcome>& keys);
+TuneAgreement compareWithTune(const RunsFindings& runs, const std::vector<jobreplay::KeyOutcome>& keys);
 void printAgreement(const TuneAgreement& a);
 
 // The default main job, on measurements (demo_measured.cpp), with the plugin at pluginPath; plot
 // writes the PNGs of outDir and says so (appended to the last step's line). Returns the exit code.
 int runMeasured(const DemoOptions& o, const std::string& pluginPath,
                 const std::function<std::string(const std::string& outDir)>& plot);
-// The dataset shipped with the project (offline/demo/data, installed under share/dynamiccl).
-std::string embeddedDataset();
 
 }  // namespace dynamiccl::cli::demo

@@ -198,25 +198,25 @@ struct RankOutcome {
   double profiledShare() const { return calls > 0 ? static_cast<double>(profiledCalls) / calls : 0; }
 };
 
-// The job's result per key: what ran in the final epoch against NCCL's default and the best, all
-// measured means.
+// The job's result per key: what ran in the final epoch against NCCL's default and the measured best
+// (the lowest median, JobKey::best), all measured means.
 struct KeyOutcome {
   Collective coll = Collective::AllReduce;
   uint64_t bytes = 0;
   sim::Config ncclDefault, finalConfig, best;
   double default_us = 0, final_us = 0, best_us = 0;
-  double bestChoosable_us = 0;  // the best without forced runs of NCCL's own configuration (JobKey::bestChoosable)
-  // The same two on what the runs establish (MeasuredConfig::draw_us): a withheld gain is no gain.
-  double finalEstablished_us = 0, bestEstablished_us = 0;
+  // The final configuration over two stricter bests: the best arm a job can test (JobKey::bestChoosable:
+  // a forced run of NCCL's own configuration left out) and the best the runs establish
+  // (JobKey::bestEstablished, on draw centres: a withheld gain is no gain).
+  double vsBestChoosable = 1, vsBestEstablished = 1;
   measurements::DefaultSettledBy defaultSettledBy = measurements::DefaultSettledBy::Model;  // how ncclDefault was settled (JobKey's)
   // The search: alternatives to NCCL's default the key has (measured configurations NCCL's table
   // allows), how many the job tried, and after how many trials it had tried the best arm it can test (bestChoosable; 0: that
   // best is NCCL's default; -1: never tried). Trying every arm would take `alternatives` trials.
   int alternatives = 0, tried = 0, trialsToBest = -1;
   double vsBest() const { return final_us / best_us; }
-  double vsBestChoosable() const { return final_us / bestChoosable_us; }
-  double vsBestEstablished() const { return finalEstablished_us / bestEstablished_us; }
-  bool bestIsDefaultsTwin() const { return best_us < bestChoosable_us; }
+  // The measured best is a forced twin of NCCL's own configuration, which no job can test apart from it.
+  bool bestIsDefaultsTwin() const { return vsBest() > vsBestChoosable; }
   double vsDefault() const { return final_us / default_us; }
   // The whole job at this key, learning included: every call as drawn plus what measuring cost,
   // against the same calls at NCCL's default unprofiled (the leader's view: it pays for measuring).
@@ -246,7 +246,7 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o);
 // `dynamiccl replay`: a profile's decisions, made by the real plugin (NCCL's cost table from our
 // model, the cheapest entry after its edits runs), at every measured point of a dataset, judged on
 // the measured times (sim::replay).
-struct ProfileReplayPlan {
+struct ProfileJudgingPlan {
   std::string data;                // a normalized.csv
   std::string system;              // only rows whose system contains this
   std::string profile;             // what the plugin loads (DYNAMICCL_PROFILE)
@@ -255,7 +255,7 @@ struct ProfileReplayPlan {
   std::string ncclVersion;         // the release the plugin is loaded as; "": the one every row names, else 2.28.9
   bool asMeasured = true;          // the plugin probes the data's hardware (DYNAMICCL_TOPO_*) where it holds one
 };
-struct ProfileReplay {
+struct ProfileJudgement {
   std::shared_ptr<const measurements::ReplayData> data;  // the points summary.perPoint and forced name
   sim::ReplaySummary summary;
   std::set<const measurements::ReplayPoint*> forced;     // where the plugin forced its choice (wrote a zero cost)
@@ -263,7 +263,7 @@ struct ProfileReplay {
   std::string pluginPath;
   int tunerVersion = 0;
 };
-Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan);
+Expected<ProfileJudgement> judgeProfile(const ProfileJudgingPlan& plan);
 
 // A table the leader published for the job: in force from call `boundary` on.
 struct PublishedTable {

@@ -12,7 +12,7 @@ namespace dynamiccl::jobreplay {
 namespace {
 
 // The NCCL release the plugin is loaded as: the plan's, else the one every measured row names.
-int ncclVersionOf(const ProfileReplayPlan& plan, const std::vector<measurements::Measurement>& rows) {
+int ncclVersionOf(const ProfileJudgingPlan& plan, const std::vector<measurements::Measurement>& rows) {
   if (!plan.ncclVersion.empty())
     if (auto v = abi::parseNcclVersion(plan.ncclVersion)) return *v;
   std::set<int> named;
@@ -43,14 +43,14 @@ std::vector<std::string> datasetHardwareEnv(const measurements::ReplayData& data
 
 }  // namespace
 
-Expected<ProfileReplay> replayProfile(const ProfileReplayPlan& plan) {
+Expected<ProfileJudgement> judgeProfile(const ProfileJudgingPlan& plan) {
   auto loaded = measurements::loadMeasurements(plan.data);
   if (!loaded) return makeError(loaded.error());
   // The plugin keeps NCCL's default for a profile it cannot read; a replay of that would judge nothing asked.
   if (auto p = policy::loadProfileFile(plan.profile); !p) return makeError("--profile " + plan.profile + ": " + p.error());
   auto data = measurements::buildReplayData(loaded->rows, plan.system);
   if (!data) return makeError(data.error());
-  ProfileReplay out;
+  ProfileJudgement out;
   out.data = std::make_shared<const measurements::ReplayData>(std::move(data.value()));
   // The plugin re-reads DYNAMICCL_PROFILE when it changes; set it before the first init.
   harness::ScopedEnv env("DYNAMICCL_PROFILE", plan.profile.c_str());

@@ -188,16 +188,15 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
       const MeasuredConfig* ran = key.find(fc.algo, fc.proto);
       const MeasuredConfig& ranOrDefault = ran ? *ran : key.byDefault();
       KeyOutcome o{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
-                   key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us,
-                   key.bestChoosable().mean_us};
+                   key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us};
+      o.vsBestChoosable = ranOrDefault.mean_us / key.bestChoosable().mean_us;
+      o.vsBestEstablished = ranOrDefault.draw_us() / key.bestEstablished().draw_us();
       o.defaultSettledBy = key.defaultSettledBy;
       o.job_us = first->keyJob_us[k];
       o.jobDefault_us = first->keyDefault_us[k];
       o.measure_us = k < first->keyMeasure_us.size() ? first->keyMeasure_us[k] : 0;
       o.profiled = k < first->keyProfiled.size() ? first->keyProfiled[k] : 0;
       o.calls = first->calls / keys + (k < first->calls % keys ? 1 : 0);
-      o.finalEstablished_us = ranOrDefault.draw_us();
-      o.bestEstablished_us = key.bestEstablished().draw_us();
       o.alternatives = static_cast<int>(key.measured.size()) - 1;
       // The search's target is the best arm it can test (a forced twin of NCCL's own choice is not one).
       const size_t best = static_cast<size_t>(&key.bestChoosable() - key.measured.data());

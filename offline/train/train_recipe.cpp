@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <random>
 
@@ -53,38 +54,31 @@ Machines machinesOf(const TrainPlan& plan, std::vector<std::string>& unusable) {
 // Every row the fit sees, before the validation split, and the held-out machines' rows.
 struct Rows {
   std::vector<Sample> train, heldOut;
-  std::vector<measurements::ReplayData> measured;  // one per measured file (empty where it did not load)
+  std::vector<measurements::ReplayData> measured;  // one per measured file
   std::vector<const measurements::ReplayData*> calibrationData;
 };
 
-// Every measured file, read before anything is trained: one that does not load stops the plan
-// unless the plan skips it.
+// Every measured file, read before anything is trained: one that does not load stops the plan.
 Status loadMeasured(const TrainPlan& plan, Rows& rows, TrainReport& r) {
   rows.measured.reserve(plan.measuredFiles.size());  // calibrationData points into it
   for (const std::string& csv : plan.measuredFiles) {
+    auto d = loadReplayData(csv, plan.measuredOn);
+    if (!d) return makeError(d.error());
     MeasuredFileReport& f = r.measured.emplace_back();
     f.path = csv;
-    measurements::ReplayData& data = rows.measured.emplace_back();
-    auto d = loadReplayData(csv, plan.measuredOn);
-    if (!d && !plan.skipUnreadableMeasured) return makeError(d.error());
-    if (!d) {
-      f.error = d.error();
-      continue;
-    }
-    data = std::move(*d);
+    const measurements::ReplayData& data = rows.measured.emplace_back(std::move(*d));
     f.points = data.points.size();
     f.skipped = measurements::describeSkipped(data.skipped);
   }
   return Ok{};
 }
 
-// The measured rows of training machines; with evaluateMeasured, held-out machines' rows are
-// evaluated on and calibration machines' files measure the error.
+// The measured rows of training machines; held-out machines' rows are evaluated on and calibration
+// machines' files measure the error.
 void addMeasured(const TrainPlan& plan, const Machines& m, Rows& rows, TrainReport& r) {
   for (size_t i = 0; i < rows.measured.size(); ++i) {
     const measurements::ReplayData& data = rows.measured[i];
     MeasuredFileReport& f = r.measured[i];
-    if (!f.error.empty()) continue;
     const auto inTraining = [&](const measurements::Shape& s) { return !machineMatches(s.topology.name, m.outOfTraining); };
     const auto heldOut = [&](const measurements::Shape& s) { return machineMatches(s.topology.name, plan.holdOut); };
     const auto used = measuredSamples(data, plan.realWeight, inTraining);
@@ -94,7 +88,6 @@ void addMeasured(const TrainPlan& plan, const Machines& m, Rows& rows, TrainRepo
       if (inTraining(*shape) && std::find(r.measuredTrainedOn.begin(), r.measuredTrainedOn.end(),
                                           shape->topology.name) == r.measuredTrainedOn.end())
         r.measuredTrainedOn.push_back(shape->topology.name);
-    if (!plan.evaluateMeasured) continue;
     const auto kept = measuredSamples(data, plan.realWeight, heldOut);
     f.heldOutRows = kept.size();
     rows.heldOut.insert(rows.heldOut.end(), kept.begin(), kept.end());
@@ -110,10 +103,12 @@ void addStore(const TrainPlan& plan, Rows& rows, TrainReport& r) {
   const StoreRows& s = *plan.store;
   r.store = TrainReport::StoreCounts{s.read, s.samples.size(), s.skipped, s.unknownHardware, s.symmetric};
   for (Sample row : s.samples) {
-    row.weight *= plan.storeWeight;
+    row.weight *= plan.realWeight;
     rows.train.push_back(row);
   }
 }
+
+constexpr int kMinHeldOutKeys = 50;  // situations per held-out machine, however small the budget
 
 // Simulator rollouts of the training and held-out machines, then measured and store rows.
 void addRows(const TrainPlan& plan, const Machines& m, Rows& rows, TrainReport& r) {
@@ -122,13 +117,12 @@ void addRows(const TrainPlan& plan, const Machines& m, Rows& rows, TrainReport& 
   ro.seed = plan.options.seed;
   rows.train = simulatorRollouts(m.train, ro);
   ro.seed = plan.options.seed + 1000;
-  ro.keysPerSystem = std::max(plan.minHeldOutKeys, plan.keysPerSystem / 3);
+  ro.keysPerSystem = std::max(kMinHeldOutKeys, plan.keysPerSystem / 3);
   rows.heldOut = simulatorRollouts(m.heldOut, ro);
   r.rolloutRows = rows.train.size();
   r.congestedFraction = ro.congestedFraction;
-  if (plan.storeRowsFirst) addStore(plan, rows, r);
   addMeasured(plan, m, rows, r);
-  if (!plan.storeRowsFirst) addStore(plan, rows, r);
+  addStore(plan, rows, r);
 }
 
 // The fit, with the learning curve written as it goes.
@@ -170,7 +164,7 @@ void calibrate(const TrainPlan& plan, const Machines& m, const Rows& rows, const
 }
 
 std::optional<ClusterHardware> fingerprintOf(const TrainPlan& plan, const Rows& rows, TrainReport& r) {
-  if (plan.fingerprint || !plan.fingerprintFromMeasured || rows.measured.empty()) return plan.fingerprint;
+  if (plan.fingerprint || rows.measured.empty()) return plan.fingerprint;
   measurements::ReplayData all;
   for (const auto& d : rows.measured)
     for (const auto& shape : d.shapes) all.shapes.push_back(std::make_unique<measurements::Shape>(*shape));
@@ -192,7 +186,7 @@ std::string learnedProfileJson(const TrainPlan& plan, const TrainReport& r, cons
   doc["description"] = plan.profileDescription;
   if (r.fingerprint) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*r.fingerprint));
   doc["rules"] = nlohmann::json::array();
-  doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(weights));
+  doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(weights, policy::WeightEncoding::Base64));
   doc["meta"] = {{"trained_on", machineList(r.trained)},
                  {"held_out", machineList(r.heldOut)},
                  {"epochs", plan.options.epochs},
@@ -209,6 +203,26 @@ std::string machineList(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
   return s;
+}
+
+TrainPlan heldOutPlan(std::vector<std::string> heldOut, std::vector<std::string> measuredFiles,
+                      const std::string& outDir) {
+  TrainPlan plan;
+  plan.holdOut = std::move(heldOut);
+  for (const std::string& p : defaultCalibrationPrefixes()) {
+    const bool heldOutToo = machineMatches(p, plan.holdOut) ||
+                            std::any_of(plan.holdOut.begin(), plan.holdOut.end(),
+                                        [&](const std::string& h) { return machineMatches(h, {p}); });
+    if (!heldOutToo) plan.calibrateOn.push_back(p);
+  }
+  plan.measuredFiles = std::move(measuredFiles);
+  plan.options.epochs = 8;
+  plan.profileName = "dynamiccl-held-out-learned-policy";
+  plan.profileDescription = "DynamICCL learned policy, its machine held out of training; rules are generated per "
+                            "communicator from the network";
+  plan.profilePath = (std::filesystem::path(outDir) / "learned.json").string();
+  plan.curvePath = (std::filesystem::path(outDir) / "learning_curve.csv").string();
+  return plan;
 }
 
 TrainReport runTrainPlan(const TrainPlan& plan) {
@@ -247,7 +261,7 @@ TrainReport runTrainPlan(const TrainPlan& plan) {
   r.keyErrorSigmas = weights->keyErrorSigmas;
   if (r.confidence) net = policy::PolicyNetwork::create(*weights);
   if (!net) return fail(TrainFailure::Training, "exported weights rejected: " + net.error());
-  for (size_t i = 0; plan.heldOutRatios && i < m.heldOut.size(); ++i)
+  for (size_t i = 0; i < m.heldOut.size(); ++i)
     for (double congestion : {0.0, 1.0})
       r.heldOutRatios.push_back(
           {m.heldOut[i].topology().name, congestion, ratioToBest(**net, m.heldOut[i], congestion)});

@@ -25,24 +25,14 @@ struct TrainPlan {
   std::vector<std::string> calibrateOn;  // prefixes kept out of training to measure the error of predicted gains on
   bool confidence = true;                // false: no calibration, the network's choice applies everywhere
   double confidenceQuantile = 0.9;
-  std::vector<std::string> measuredFiles;  // interchange CSVs of real measurements
+  std::vector<std::string> measuredFiles;  // interchange CSVs of real measurements; one that does not load stops the plan
   std::string measuredOn;                  // their platform, whatever their system strings say
-  bool skipUnreadableMeasured = false;     // a file that does not load is reported, not an error
-  // Held-out machines' measurements join the held-out rows, calibration machines' the confidence;
-  // false: only the training machines' are used.
-  bool evaluateMeasured = true;
-  float realWeight = 4.0f;         // a measured row weighs this many simulated ones
+  // A measured row weighs this many simulated ones; the store's rows this factor on their importance weights.
+  float realWeight = 4.0f;
   std::optional<StoreRows> store;  // observations of the SQLite store, none when not read
-  float storeWeight = 4.0f;        // factor on the store rows' importance weights
-  // The store's rows go before the measured files' (the seed shuffles them in this order, so it
-  // shapes the fit); false: after them.
-  bool storeRowsFirst = false;
-  int keysPerSystem = 300;  // simulated situations per training machine
-  int minHeldOutKeys = 50;  // held-out machines get a third of that, at least this many
+  int keysPerSystem = 300;         // simulated situations per training machine (held-out machines a third, at least 50)
   TrainOptions options;
-  bool heldOutRatios = true;  // the network's simulated latency/best per held-out machine (a grid of simulations each)
-  std::optional<ClusterHardware> fingerprint;  // the cluster the profile is for
-  bool fingerprintFromMeasured = true;         // none declared: the hardware the measured files come from
+  std::optional<ClusterHardware> fingerprint;  // the cluster the profile is for; none: the measured files' hardware
   std::string profileName, profileDescription;
   std::string profilePath, curvePath;                   // the profile and the learning curve CSV written
   std::function<void(const TrainReport&)> onRowsReady;  // the rows are assembled, the fit starts
@@ -51,7 +41,6 @@ struct TrainPlan {
 
 struct MeasuredFileReport {
   std::string path;
-  std::string error;                 // not loaded (with skipUnreadableMeasured)
   std::vector<std::string> skipped;  // rows the replay left out, one line per reason
   size_t points = 0, trainedRows = 0, heldOutRows = 0;
   bool calibrates = false;  // its calibration machines measure the error
@@ -94,6 +83,13 @@ struct TrainReport {
 
 // Runs the plan (LibTorch must load: loadTorchModule); report.failure says where it stopped, report.error why.
 TrainReport runTrainPlan(const TrainPlan& plan);
+
+// The plan that judges a network on machines it never saw (the demo's, policy-eval's leave one out):
+// the `heldOut` machines never trained on nor calibrated on (the default calibration machines but
+// those), other machines' `measuredFiles` trained on too, a short fit (8 epochs), the profile and
+// its learning curve written in outDir.
+TrainPlan heldOutPlan(std::vector<std::string> heldOut, std::vector<std::string> measuredFiles,
+                      const std::string& outDir);
 
 // "a,b,c"
 std::string machineList(const std::vector<std::string>& names);
