@@ -36,20 +36,13 @@ const HostSources& localHostSources() {
   return sources;
 }
 
-TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host, const ModelledCosts* ringCosts) {
+TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host) {
   TopologyFingerprint fp;
   fp.nRanks = shape.nRanks;
   fp.nNodes = shape.nNodes;
   fp.ranksPerNode = shape.nNodes > 0 ? shape.nRanks / shape.nNodes : 0;
   fp.nvlDomainMin = shape.minRanksPerNode;
   fp.nvlDomainMax = shape.maxRanksPerNode;
-  if (ringCosts) {
-    const int ring = static_cast<int>(Algo::Ring), simple = static_cast<int>(Proto::Simple);
-    if (ringCosts->valid[ring][simple]) {
-      fp.ncclRingBw_GBps = ringCosts->bw_GBps[ring][simple];
-      fp.ncclRingLat_us = ringCosts->lat_us[ring][simple];
-    }
-  }
   if (host.nics.count) {
     fp.nicsPerNode = host.nics.count;
     fp.nicSpeed_GBps = host.nics.speed_GBps;

@@ -17,17 +17,6 @@ namespace dynamiccl {
 
 struct CommShape;
 
-// NCCL's modelled time = lat + bytes / bw per (algo, proto), recovered from its table at two sizes.
-struct ModelledCosts {
-  std::array<std::array<float, 3>, 7> lat_us{};
-  std::array<std::array<float, 3>, 7> bw_GBps{};  // GB/s = 1e3 bytes/us
-  std::array<std::array<bool, 3>, 7> valid{};     // both entries usable and time grows with size
-};
-
-// Pure: two cost tables NCCL filled for the same collective at smallBytes < largeBytes.
-ModelledCosts recoverModelledCosts(const float (&small)[7][3], uint64_t smallBytes, const float (&large)[7][3],
-                                   uint64_t largeBytes);
-
 // NICs seen in sysfs (InfiniBand ports first; Ethernet only when no InfiniBand port has a rate).
 struct SysfsNics {
   int count = 0;
@@ -76,9 +65,6 @@ struct TopologyFingerprint {
   double nvlinkBwPerGpu_GBps = 0.0;        // 0: unknown or no NVLink
   int nicsPerNode = 0;
   double nicSpeed_GBps = 0.0;
-  // NCCL's own modelled Ring/Simple AllReduce figures when a cost table was probed (0 unknown).
-  double ncclRingBw_GBps = 0.0;
-  double ncclRingLat_us = 0.0;
 
   // NVLink:NIC bandwidth per GPU (H800 ~14:1 where NCCL's constants assume ~7:1); 0 unknown.
   double nvlinkToNicRatio() const;
@@ -96,9 +82,8 @@ HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary
 // Probes /sys and NVML on first use; no overrides (the plugin adds the DYNAMICCL_TOPO_* it read).
 const HostSources& localHostSources();
 
-// Merges the sources; `ringCosts` are AllReduce costs from recoverModelledCosts (optional).
-TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host,
-                                     const ModelledCosts* ringCosts = nullptr);
+// Merges the sources.
+TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host);
 // Overwrite the hardware facts with a profile's declaration / with the DYNAMICCL_TOPO_* values set.
 void applyClusterHardware(TopologyFingerprint& fp, const ClusterHardware& declared);
 void applyTopoOverrides(TopologyFingerprint& fp, const TopoOverrides& overrides);

@@ -33,30 +33,6 @@ EnvLookup envFrom(std::map<std::string, std::string> vars) {
   };
 }
 
-TEST(ModelledCosts, RecoversLatencyAndBandwidthFromTwoSizes) {
-  float small[7][3], large[7][3];
-  for (int a = 0; a < 7; ++a)
-    for (int p = 0; p < 3; ++p) small[a][p] = large[a][p] = -1.0f;  // IGNORE
-  // Ring/Simple: 10 us + bytes / (100 GB/s = 1e5 bytes/us).
-  small[1][2] = 10.0f + 1e6f / 1e5f;
-  large[1][2] = 10.0f + 1e8f / 1e5f;
-  // Tree/LL: 5 us + bytes / 2e4 bytes/us.
-  small[0][0] = 5.0f + 1e6f / 2e4f;
-  large[0][0] = 5.0f + 1e8f / 2e4f;
-  small[4][2] = 3.0f;  // time that does not grow: not recoverable
-  large[4][2] = 3.0f;
-  const ModelledCosts m = recoverModelledCosts(small, 1000000, large, 100000000);
-  ASSERT_TRUE(m.valid[1][2]);
-  EXPECT_NEAR(m.bw_GBps[1][2], 100.0, 0.01);
-  EXPECT_NEAR(m.lat_us[1][2], 10.0, 0.05);
-  ASSERT_TRUE(m.valid[0][0]);
-  EXPECT_NEAR(m.bw_GBps[0][0], 20.0, 0.01);
-  EXPECT_NEAR(m.lat_us[0][0], 5.0, 0.05);
-  EXPECT_FALSE(m.valid[4][2]);
-  EXPECT_FALSE(m.valid[2][2]);
-  EXPECT_FALSE(recoverModelledCosts(small, 5, large, 5).valid[1][2]);  // sizes must differ
-}
-
 TEST(SysfsNics, ReadsInfinibandRates) {
   FakeSys sys;
   for (int i = 0; i < 4; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec (4X NDR)");
@@ -158,17 +134,6 @@ TEST(Fingerprint, NothingKnownLeavesZerosNotGarbage) {
   float ctx[kContextFeatures];
   encodeContext(fp, Collective::AllReduce, 1 << 20, {}, ctx);
   for (float v : ctx) EXPECT_TRUE(std::isfinite(v));
-}
-
-TEST(Fingerprint, CostTableGivesNcclRingFigures) {
-  ModelledCosts m;
-  m.valid[1][2] = true;
-  m.bw_GBps[1][2] = 42.0f;
-  m.lat_us[1][2] = 9.0f;
-  const TopologyFingerprint fp = buildFingerprint(CommShape{.nRanks = 8, .nNodes = 1},
-                                                  probeHostSources("/nonexistent", "none.so", envFrom({})), &m);
-  EXPECT_DOUBLE_EQ(fp.ncclRingBw_GBps, 42.0);
-  EXPECT_DOUBLE_EQ(fp.ncclRingLat_us, 9.0);
 }
 
 TEST(SizeFeatures, LogSizeAndBytesPerRank) {
