@@ -54,7 +54,7 @@ TEST(Quantiles, MatchTables) {
 TEST(DecisionRule, KeepsAConsistentFourPercentGainWithEnoughRepeats) {
   const std::vector<KeyResult> keys = {key(1 << 20, 100.0, 30, 96.0, 30, 0.03)};
   const PointEvidence e = assessCandidate(keys, 0, 1, rule(0.01));
-  EXPECT_EQ(e.verdict, Verdict::Faster);
+  EXPECT_EQ(e.finding, Finding::Faster);
   EXPECT_NEAR(e.ratio, 0.96, 1e-9);
   EXPECT_LT(e.ratioUpper, 0.99);
   EXPECT_GT(e.ratioUpper, 0.96);
@@ -66,21 +66,21 @@ TEST(DecisionRule, KeepsAConsistentFourPercentGainWithEnoughRepeats) {
 TEST(DecisionRule, RefusesItWithTooFewRepeatsAndSaysHowManyWouldDecide) {
   std::vector<KeyResult> keys = {key(1 << 20, 100.0, 3, 96.0, 3, 0.03)};
   const PointEvidence e = assessCandidate(keys, 0, 1, rule(0.01));
-  EXPECT_EQ(e.verdict, Verdict::Undecided);
+  EXPECT_EQ(e.finding, Finding::Undecided);
   EXPECT_GT(e.ratioUpper, 0.99);
   EXPECT_GT(e.repeatsToDecide, 3);
   EXPECT_LE(e.repeatsToDecide, 30);
   EXPECT_TRUE(toProfile(smoothDecisions(keys, SmoothingOptions{}), "t", 8, 1).rules.empty());
   // The power estimate is enough: that many repeats of each arm decide it.
   keys = {key(1 << 20, 100.0, e.repeatsToDecide, 96.0, e.repeatsToDecide, 0.03)};
-  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.01)).verdict, Verdict::Faster);
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.01)).finding, Finding::Faster);
 }
 
 TEST(DecisionRule, MinGainApplies) {
   const std::vector<KeyResult> keys = {key(1 << 20, 100.0, 30, 96.0, 30, 0.03)};
-  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.02)).verdict, Verdict::Faster);
-  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.035)).verdict, Verdict::Undecided);  // 0.96 < 0.965, bound is not
-  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.05)).verdict, Verdict::NotFaster);   // 0.96 is no 5% gain
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.02)).finding, Finding::Faster);
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.035)).finding, Finding::Undecided);  // 0.96 < 0.965, bound is not
+  EXPECT_EQ(assessCandidate(keys, 0, 1, rule(0.05)).finding, Finding::NotFaster);   // 0.96 is no 5% gain
   SmoothingOptions o;
   o.minGain = 0.02;
   EXPECT_EQ(toProfile(smoothDecisions(keys, o), "t", 8, 1).rules.size(), 1u);
@@ -92,15 +92,15 @@ TEST(DecisionRule, NeighbouringSizesPoolConsistentEvidence) {
   // Six sizes, 4% faster everywhere, 3 repeats each: no size decides alone, together they do.
   std::vector<KeyResult> keys;
   for (int i = 0; i < 6; ++i) keys.push_back(key(uint64_t{1} << (10 + i), 100.0, 3, 96.0, 3, 0.02));
-  EXPECT_NE(assessCandidate(keys, 2, 1, rule(0.01, 0)).verdict, Verdict::Faster);
+  EXPECT_NE(assessCandidate(keys, 2, 1, rule(0.01, 0)).finding, Finding::Faster);
   const PointEvidence pooled = assessCandidate(keys, 2, 1, rule(0.01, 2));
-  EXPECT_EQ(pooled.verdict, Verdict::Faster);
+  EXPECT_EQ(pooled.finding, Finding::Faster);
   EXPECT_EQ(pooled.pooledSizes, 5);
   // A neighbour that disagrees (20% slower) is not pooled with: the evidence shrinks to agreeing sizes.
   keys[3] = key(uint64_t{1} << 13, 100.0, 3, 120.0, 3, 0.02);
   const PointEvidence split = assessCandidate(keys, 2, 1, rule(0.01, 2));
   EXPECT_LT(split.pooledSizes, 5);
-  EXPECT_NE(assessCandidate(keys, 3, 1, rule(0.01, 2)).verdict, Verdict::Faster);
+  EXPECT_NE(assessCandidate(keys, 3, 1, rule(0.01, 2)).finding, Finding::Faster);
 }
 
 TEST(DecisionRule, SingleSamplesTakeNoiseFromNeighboursOrSayItIsUnknown) {
@@ -108,7 +108,7 @@ TEST(DecisionRule, SingleSamplesTakeNoiseFromNeighboursOrSayItIsUnknown) {
   std::vector<KeyResult> keys;
   for (int i = 0; i < 4; ++i) keys.push_back(key(uint64_t{1} << (10 + i), 100.0, 1, 80.0, 1, 0.02));
   const PointEvidence none = assessCandidate(keys, 1, 1, rule(0.01, 2));
-  EXPECT_EQ(none.verdict, Verdict::NoiseUnknown);
+  EXPECT_EQ(none.finding, Finding::NoiseUnknown);
   EXPECT_EQ(none.noiseSource, "none");
   EXPECT_GE(none.repeatsToDecide, 2);
   EXPECT_TRUE(toProfile(smoothDecisions(keys, SmoothingOptions{}), "t", 8, 1).rules.empty());
@@ -116,7 +116,7 @@ TEST(DecisionRule, SingleSamplesTakeNoiseFromNeighboursOrSayItIsUnknown) {
   keys[0] = key(1 << 10, 100.0, 5, 80.0, 1, 0.02);
   const PointEvidence e = assessCandidate(keys, 1, 1, rule(0.01, 2));
   EXPECT_EQ(e.noiseSource, "repeats of other configurations");
-  EXPECT_EQ(e.verdict, Verdict::Faster);
+  EXPECT_EQ(e.finding, Finding::Faster);
 }
 
 // A size's own three repeats say its noise: one glitched run of the same arm at a neighbouring size (a
@@ -129,7 +129,7 @@ TEST(DecisionRule, AGlitchAtANeighbouringSizeDoesNotMaskAClearGain) {
   const PointEvidence e = assessCandidate(keys, 2, 1, rule(0.01, 2));
   EXPECT_EQ(e.noiseSource, "repeats");
   EXPECT_LT(e.noise, 0.01);
-  EXPECT_EQ(e.verdict, Verdict::Faster) << describe(e);
+  EXPECT_EQ(e.finding, Finding::Faster) << describe(e);
   // Two repeats here: the noise comes from the neighbours, whose glitch the median of their spreads ignores.
   keys[2].evaluated[1].samples_us = {94.8, 95.2};
   const PointEvidence two = assessCandidate(keys, 2, 1, rule(0.01, 2));
@@ -153,12 +153,12 @@ TEST(DecisionRule, UndecidedSizesAreMeasuredUntilDecided) {
   k.evaluated.push_back({kCand, backend->measure(kCand, k.key, 2).value()});
   r.collectives[0].keys.push_back(k);
   const DecisionRule strict = rule(0.02, 0);
-  ASSERT_NE(assessCandidate(r.collectives[0].keys, 0, 1, strict).verdict, Verdict::Faster);
+  ASSERT_NE(assessCandidate(r.collectives[0].keys, 0, 1, strict).finding, Finding::Faster);
   EXPECT_EQ(measureUndecided(*backend, r, strict, 500), 1);
   const KeyResult& after = r.collectives[0].keys[0];
   EXPECT_GT(after.keep().count(), 2);
   EXPECT_GT(after.evaluated[1].count(), 2);
-  EXPECT_EQ(assessCandidate(r.collectives[0].keys, 0, 1, strict).verdict, Verdict::Faster);
+  EXPECT_EQ(assessCandidate(r.collectives[0].keys, 0, 1, strict).finding, Finding::Faster);
 }
 
 std::string l40s() { return dynamiccl::testing::shippedL40sCsv(); }
@@ -255,7 +255,7 @@ TEST(ReplayRepeats, AForcedArmTheModelTakesForTheDefaultKeepsItsGain) {
   ASSERT_EQ(smoothed.evidencePerCollective.size(), 1u);
   ASSERT_EQ(smoothed.evidencePerCollective[0].size(), 1u);
   const PointEvidence& e = smoothed.evidencePerCollective[0][0];
-  EXPECT_EQ(e.verdict, Verdict::Faster) << describe(e);
+  EXPECT_EQ(e.finding, Finding::Faster) << describe(e);
   EXPECT_EQ(e.config.algo, guess.algo);
   EXPECT_EQ(e.config.proto, guess.proto);
   ASSERT_EQ(smoothed.intervals.size(), 1u);
@@ -297,7 +297,7 @@ TEST(ReplayRepeats, TheForcedTwinOfNcclsChoiceIsMoreRunsOfTheDefault) {
   auto r = tune(**b, req);
   ASSERT_TRUE(r.ok()) << r.error();
   for (const PointEvidence& e : bestCandidates(r->collectives[0].keys, DecisionRule{}))
-    EXPECT_NE(e.verdict, Verdict::Faster) << describe(e);
+    EXPECT_NE(e.finding, Finding::Faster) << describe(e);
 }
 
 TEST(ReplayRepeats, L40SProfileIsNeverSlowerBeyondNoiseInSampleOrOnUnseenSizesAndKeepsGains) {

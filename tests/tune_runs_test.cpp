@@ -216,7 +216,7 @@ TEST(SearchByRuns, RefusesSizesOneSweepCannotCover) {
 }
 
 // Rule emission on measurements: every rule of a replay-tuned profile covers only sizes whose own
-// verdict is Faster (bound below 1 - min-gain); none replaces the default with a slower measurement.
+// finding is Faster (bound below 1 - min-gain); none replaces the default with a slower measurement.
 TEST(RuleEmission, ReplayTunedRulesStandOnlyOnGainsBeyondNoiseAndMinGain) {
   const std::string csv = dynamiccl::testing::shippedL40sCsv();
   for (int ranks : {2, 4})
@@ -233,7 +233,7 @@ TEST(RuleEmission, ReplayTunedRulesStandOnlyOnGainsBeyondNoiseAndMinGain) {
         const Config c = sm.chosenPerCollective[0][i];
         if (c.keepsAlgoProto()) continue;
         const PointEvidence& e = sm.evidencePerCollective[0][i];
-        EXPECT_EQ(e.verdict, Verdict::Faster) << ranks << "r " << keys[i].key.bytes;
+        EXPECT_EQ(e.finding, Finding::Faster) << ranks << "r " << keys[i].key.bytes;
         EXPECT_LT(e.ratioUpper, 1 - minGain) << ranks << "r " << keys[i].key.bytes;
         const ConfigStats* s = nullptr;
         for (const ConfigStats& x : keys[i].evaluated)

@@ -35,7 +35,7 @@ void printShape(const tune::ShapeTable& t) {
     if (r.runs != "default")
       std::snprintf(gain, sizeof gain, "%+.1f%% [%+.1f%%, %+.1f%%]%s", 100 * (r.default_us / r.runs_us - 1),
                     100 * (1 / e.ratioUpper - 1), 100 * (1 / e.ratioLower - 1), e.pooledSizes > 1 ? " pooled" : "");
-    const std::string verdict = std::string(tune::verdictName(e.verdict)) + " (" + std::to_string(e.samples) + " vs " +
+    const std::string verdict = std::string(tune::findingName(e.finding)) + " (" + std::to_string(e.samples) + " vs " +
                                 std::to_string(e.defaultSamples) + ")";
     std::printf("  %-13s %8s | %-10s %10.2f %8.2f | %-14s %10.2f %8.2f | %-22s %s\n",
                 std::string(collectiveName(r.coll)).c_str(), sizeText(r.bytes).c_str(), "default",

@@ -99,16 +99,16 @@ TuneAgreement compareWithTune(const RunsFindings& runs, const std::vector<jobrep
       out.lines.push_back(where + ": tune runs " + tuneRuns + ", the job runs " + jobRuns + ", which the dataset never measured");
       continue;
     }
-    const bool undecided = ev->verdict == tune::Verdict::Undecided || ev->verdict == tune::Verdict::NoiseUnknown;
+    const bool undecided = ev->finding == tune::Finding::Undecided || ev->finding == tune::Finding::NoiseUnknown;
     // Pooled neighbours said no gain, but this size's own runs decide nothing either way: the job's
     // calls decided what the runs cannot, as where tune is undecided.
-    const bool pooledOverUndecided = ev->verdict == tune::Verdict::NotFaster && ev->pooledSizes > 1 && !ev->aloneFaster &&
+    const bool pooledOverUndecided = ev->finding == tune::Finding::NotFaster && ev->pooledSizes > 1 && !ev->aloneFaster &&
                                      jobRuns != armLabel(k.ncclDefault);
     std::snprintf(buf, sizeof buf, "%s: tune runs %s, the job runs %s; the runs' evidence for %s: chosen/default %.3f [%.3f, "
                   "%.3f] on %d vs %d real runs, %s",
                   where.c_str(), tuneRuns.c_str(), jobRuns.c_str(), armLabel(disputed).c_str(),
                   ev->pooledRatio, ev->ratioLower, ev->ratioUpper, ev->samples, ev->defaultSamples,
-                  std::string(tune::verdictName(ev->verdict)).c_str());
+                  std::string(tune::findingName(ev->finding)).c_str());
     std::string line = buf;
     const tune::Config& tuneRule = smoothed.chosenPerCollective[ci][ki];
     if (!tuneRule.keepsAlgoProto() && tuneRuns == armLabel(k.ncclDefault)) {
@@ -128,9 +128,9 @@ TuneAgreement compareWithTune(const RunsFindings& runs, const std::vector<jobrep
       line += buf;
     } else {
       ++out.differ;
-      if (ev->verdict == tune::Verdict::Faster && jobRuns == armLabel(k.ncclDefault))
+      if (ev->finding == tune::Finding::Faster && jobRuns == armLabel(k.ncclDefault))
         line += k.trialsToBest < 0 ? " (the job never tried it)" : " (the job tried it and had not decided by its end)";
-      else if (ev->verdict == tune::Verdict::Faster) line += " (tune's smoothing over neighbouring sizes chose otherwise)";
+      else if (ev->finding == tune::Finding::Faster) line += " (tune's smoothing over neighbouring sizes chose otherwise)";
       else if (ev->pooledSizes > 1) {
         std::snprintf(buf, sizeof buf, " (this size alone: %.3f, upper bound %.3f, faster; tune pools the %d neighbouring "
                       "sizes whose ratios agree, the job judges each size bucket alone)", ev->ratio, ev->aloneUpper,

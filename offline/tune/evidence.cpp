@@ -7,12 +7,12 @@
 
 namespace dynamiccl::tune {
 
-std::string_view verdictName(Verdict v) {
+std::string_view findingName(Finding v) {
   switch (v) {
-    case Verdict::Faster: return "faster";
-    case Verdict::NotFaster: return "not-faster";
-    case Verdict::Undecided: return "undecided";
-    case Verdict::NoiseUnknown: return "noise-unknown";
+    case Finding::Faster: return "faster";
+    case Finding::NotFaster: return "not-faster";
+    case Finding::Undecided: return "undecided";
+    case Finding::NoiseUnknown: return "noise-unknown";
   }
   return "?";
 }
@@ -120,7 +120,7 @@ PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, 
   ev.defaultNoise = here.dflt.sigma;
   ev.noiseSource = here.c.df > 0 && here.dflt.df > 0 ? here.c.source : "none";
   if (!here.ok) {
-    ev.verdict = Verdict::NoiseUnknown;
+    ev.finding = Finding::NoiseUnknown;
     ev.ratioLower = 0, ev.ratioUpper = std::numeric_limits<double>::infinity();
     ev.repeatsToDecide = 2;  // a second repeat of each arm gives the first noise estimate
     return ev;
@@ -153,10 +153,10 @@ PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, 
     break;
   }
   const double threshold = 1 - rule.minGain;
-  if (ev.faster) ev.verdict = Verdict::Faster;
-  else if (!(ev.pooledRatio < threshold)) ev.verdict = Verdict::NotFaster;
+  if (ev.faster) ev.finding = Finding::Faster;
+  else if (!(ev.pooledRatio < threshold)) ev.finding = Finding::NotFaster;
   else {
-    ev.verdict = Verdict::Undecided;
+    ev.finding = Finding::Undecided;
     // Repeats per arm at this size alone that detect the estimated gain with the rule's power.
     const double effect = std::log(threshold) - std::log(ev.pooledRatio);
     const double z = normalQuantile(rule.confidence) + normalQuantile(rule.power);
@@ -173,12 +173,12 @@ std::vector<PointEvidence> bestCandidates(const std::vector<KeyResult>& keys, co
     best.coll = keys[i].key.coll;
     best.bytes = keys[i].key.bytes;
     best.defaultSamples = keys[i].keep().count();
-    best.verdict = Verdict::NotFaster;
+    best.finding = Finding::NotFaster;
     bool any = false;
     for (int e : keys[i].ranking(keys[i].fullIterations)) {
       if (e == 0 || (keys[i].ncclRan && keys[i].evaluated[e].config == *keys[i].ncclRan)) continue;
       PointEvidence ev = assessCandidate(keys, i, e, rule);
-      const auto rank = [](const PointEvidence& p) { return p.verdict == Verdict::Faster ? 0 : 1; };
+      const auto rank = [](const PointEvidence& p) { return p.finding == Finding::Faster ? 0 : 1; };
       if (!any || rank(ev) < rank(best) || (rank(ev) == rank(best) && ev.pooledRatio < best.pooledRatio))
         best = ev, any = true;
     }
@@ -194,9 +194,9 @@ std::string describe(const PointEvidence& e) {
   std::snprintf(buf, sizeof buf, "%-13s %6s  %-46s chosen/default %.3f [%.3f, %.3f] n=%d/%d noise %.1f%%/%.1f%% pooled %d  %s",
                 std::string(collectiveName(e.coll)).c_str(), sizeText(e.bytes).c_str(), what.c_str(), e.pooledRatio,
                 e.ratioLower, e.ratioUpper, e.samples, e.defaultSamples, 100 * e.noise, 100 * e.defaultNoise,
-                e.pooledSizes, std::string(verdictName(e.verdict)).c_str());
+                e.pooledSizes, std::string(findingName(e.finding)).c_str());
   std::string s = buf;
-  if (e.verdict == Verdict::Undecided || e.verdict == Verdict::NoiseUnknown)
+  if (e.finding == Finding::Undecided || e.finding == Finding::NoiseUnknown)
     s += " (" + std::to_string(e.repeatsToDecide) + " repeats of each would decide)";
   if (e.chosen) s += "  <- rule";
   return s;
@@ -212,7 +212,7 @@ std::string evidenceCsv(const std::vector<PointEvidence>& points) {
                   std::string(collectiveName(e.coll)).c_str(), static_cast<unsigned long long>(e.bytes),
                   decisionLabel(e.config).c_str(), e.arm.c_str(), e.samples, e.defaultSamples, e.ratio, e.ratioSe, e.noise,
                   e.defaultNoise, e.noiseSource.c_str(), e.pooledSizes, e.pooledRatio, e.ratioLower, e.ratioUpper,
-                  e.winProbability, std::string(verdictName(e.verdict)).c_str(), e.repeatsToDecide, e.chosen ? 1 : 0);
+                  e.winProbability, std::string(findingName(e.finding)).c_str(), e.repeatsToDecide, e.chosen ? 1 : 0);
     out += buf;
   }
   return out;

@@ -17,13 +17,14 @@ struct DecisionRule : policy::DecisionRule {
   double power = 0.8;        // for the repeats that would decide an undecided point
 };
 
-enum class Verdict {
+// What the decision rule finds for a candidate at one size on a dataset's runs.
+enum class Finding {
   Faster,        // bound below 1 - minGain: a rule may replace the default here
   NotFaster,     // the estimate itself is no gain of minGain: more repeats would not make it one
   Undecided,     // the estimate is a gain, the bound is not: repeatsToDecide more would decide
   NoiseUnknown,  // no repeats at this or neighbouring sizes: noise cannot be estimated
 };
-std::string_view verdictName(Verdict v);
+std::string_view findingName(Finding v);
 
 // Evidence for one candidate against NCCL's default at one size: what a rule's evidence carries.
 struct PointEvidence {
@@ -44,7 +45,7 @@ struct PointEvidence {
   bool faster = false;          // policy::judge's answer on the pooled evidence
   double aloneUpper = 1;        // the upper bound on this size's evidence alone (its noise still pooled)
   bool aloneFaster = false;     // policy::judge's answer on this size's evidence alone
-  Verdict verdict = Verdict::NoiseUnknown;
+  Finding finding = Finding::NoiseUnknown;
   int repeatsToDecide = 0;      // Undecided/NoiseUnknown: repeats of each arm at this size that would decide
   bool chosen = false;          // the smoothed profile applies this configuration here
   double gain() const { return 1.0 / ratio - 1.0; }
@@ -55,7 +56,7 @@ struct PointEvidence {
 PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, const DecisionRule& rule);
 
 // The most promising candidate at each key (the lowest upper bound); nullopt-like: config keepDefault()
-// and verdict NotFaster when a key has no candidate.
+// and finding NotFaster when a key has no candidate.
 std::vector<PointEvidence> bestCandidates(const std::vector<KeyResult>& keys, const DecisionRule& rule);
 
 // One line per point: "allreduce 4K  ring/ll (NCCL_ALGO=RING)  0.956 [.., 0.978] n=1/3 pooled 3  faster".

@@ -108,14 +108,14 @@ class Race {
         out.push_back(st);
         continue;
       }
-      // The fastest survivor and every survivor's verdict against NCCL's default.
+      // The fastest survivor and every survivor's finding against NCCL's default.
       int best = -1;
       bool anyOpen = false, allNotFaster = true;
       for (int e : alive) {
         const PointEvidence ev = assessCandidate(keys_, i, e, o_.rule);
-        if (ev.verdict != Verdict::NotFaster) allNotFaster = false;
-        if (ev.verdict == Verdict::Undecided || ev.verdict == Verdict::NoiseUnknown) anyOpen = true;
-        if (ev.verdict == Verdict::Faster && (best < 0 || meanLog(k.evaluated[e].samples_us) <
+        if (ev.finding != Finding::NotFaster) allNotFaster = false;
+        if (ev.finding == Finding::Undecided || ev.finding == Finding::NoiseUnknown) anyOpen = true;
+        if (ev.finding == Finding::Faster && (best < 0 || meanLog(k.evaluated[e].samples_us) <
                                                               meanLog(k.evaluated[best].samples_us)))
           best = e;
       }

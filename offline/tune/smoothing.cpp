@@ -10,7 +10,7 @@ bool beatsBeyondNoise(const ConfigStats& c, const ConfigStats& d, const Smoothin
   if (c.count() == 0 || d.count() == 0) return false;
   KeyResult k;
   k.evaluated = {d, c};
-  return assessCandidate({k}, 0, 1, o).verdict == Verdict::Faster;
+  return assessCandidate({k}, 0, 1, o).finding == Finding::Faster;
 }
 
 std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, const SmoothingOptions& o,
@@ -31,7 +31,7 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
       if (e == 0) continue;
       if (k.ncclRan && k.evaluated[e].config == *k.ncclRan) continue;  // what NCCL runs anyway: no rule
       PointEvidence ev = assessCandidate(keys, i, e, o);
-      if (ev.verdict == Verdict::Faster) s.push_back({k.evaluated[e].config, e, 0, std::move(ev)});
+      if (ev.finding == Finding::Faster) s.push_back({k.evaluated[e].config, e, 0, std::move(ev)});
     }
     double lo = kInf;
     for (State& st : s) lo = std::min(lo, k.evaluated[st.stats].median_us());

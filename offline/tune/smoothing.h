@@ -18,7 +18,7 @@ struct SmoothingOptions : DecisionRule {
   double switchPenalty = 0.02;  // log-time regret a change of configuration must repay
 };
 
-// Guard on one size alone: the decision rule's verdict is Faster.
+// Guard on one size alone: the decision rule's finding is Faster.
 bool beatsBeyondNoise(const ConfigStats& candidate, const ConfigStats& ncclDefault, const SmoothingOptions& o);
 
 struct TunedInterval {

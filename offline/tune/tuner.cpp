@@ -116,7 +116,7 @@ int measureUndecided(MeasurementBackend& backend, TuneResult& result, const Deci
   for (CollectiveResult& cr : result.collectives) {
     const std::vector<PointEvidence> ev = bestCandidates(cr.keys, rule);
     for (size_t i = 0; i < cr.keys.size(); ++i) {
-      if (ev[i].verdict != Verdict::Undecided && ev[i].verdict != Verdict::NoiseUnknown) continue;
+      if (ev[i].finding != Finding::Undecided && ev[i].finding != Finding::NoiseUnknown) continue;
       if (ev[i].config.keepsAlgoProto()) continue;
       KeyResult& k = cr.keys[i];
       const int target = std::min(maxRepeats, std::max(ev[i].repeatsToDecide, 2));
