@@ -26,7 +26,7 @@ struct Evidence {
   int samples = 0;                             // timings of the rule's configuration behind it
   int defaultSamples = 0;                      // timings of NCCL's default it was compared with
   double gain = NAN;                           // speed-up over NCCL's default minus 1 (0.1 = 10% faster)
-  double gainLow = NAN, gainHigh = NAN;        // 95% confidence interval of gain
+  double gainLow = NAN, gainHigh = NAN;        // interval of gain: each end a one-sided 95% bound (tune's decision rule)
   std::string date;                            // ISO 8601 date (or date-time) it was established
   bool operator==(const Evidence&) const = default;
 };
@@ -37,6 +37,10 @@ std::string evidenceText(const Evidence& e);
 // False when the evidence's own figures show no speed-up: the interval's low end (else the gain) is
 // not above 0. True when no gain was recorded (nothing to contradict).
 bool measuredGain(const Evidence& e);
+
+// A measured rule whose own figures show no gain: applied at no trust level (ruleStanding's refuted),
+// so no tool writes one.
+inline bool refutedByItsEvidence(const Evidence& e) { return isMeasured(e.provenance) && !measuredGain(e); }
 
 // Checks values a reader or writer must refuse (negative samples, inverted interval, bad date, an
 // nccl_version that names no release).

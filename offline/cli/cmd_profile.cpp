@@ -23,26 +23,49 @@ struct ProfileCmdOptions {
   ClusterFactsOptions cluster;
 };
 
-void printShape(const tune::ShapeTable& t) {
+std::string gainText(double gain, double low, double high) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%+.1f%% [%+.1f%%, %+.1f%%]", 100 * gain, 100 * low, 100 * high);
+  return text;
+}
+
+// A size the decision rule found faster where the smoothing kept NCCL's choice (a switch there does not
+// repay itself): the table says so rather than "faster" where no rule applies.
+std::string verdictText(const tune::ProfileRow& r) {
+  const tune::PointEvidence& e = r.evidence;
+  std::string v(tune::findingName(e.finding));
+  if (e.finding == tune::Finding::Faster && r.runs == "default") v += ", default kept (smoothing)";
+  return v + " (" + std::to_string(e.samples) + " vs " + std::to_string(e.defaultSamples) + ")";
+}
+
+// The shape's table, then the rules written for it with the evidence exactly as stored (gain, gain_ci):
+// the same interval as the rows', spanning them where a rule covers several sizes.
+void printShape(const tune::ShapeTable& t, const policy::Profile& written) {
   std::printf("\n%s (measured: medians of the real runs; the verdict says how many runs of each arm stand behind it)\n",
               t.shape.c_str());
   std::printf("  %-13s %8s | %-10s %10s %8s | %-14s %10s %8s | %-22s %s\n", "collective", "size", "NCCL", "time(us)",
               "busbw", "profile", "time(us)", "busbw", "gain [bound interval]", "verdict (real runs)");
   for (const tune::ProfileRow& r : t.rows) {
-    const tune::PointEvidence& e = r.evidence;
-    // The gain measured at this size; the interval is the rule's, over the sizes it pooled.
-    char gain[64] = "-";
-    if (r.runs != "default")
-      std::snprintf(gain, sizeof gain, "%+.1f%% [%+.1f%%, %+.1f%%]%s", 100 * (r.default_us / r.runs_us - 1),
-                    100 * (1 / e.ratioUpper - 1), 100 * (1 / e.ratioLower - 1), e.pooledSizes > 1 ? " pooled" : "");
-    const std::string verdict = std::string(tune::findingName(e.finding)) + " (" + std::to_string(e.samples) + " vs " +
-                                std::to_string(e.defaultSamples) + ")";
+    // The decision's estimate and bounds at this size (pooled with neighbours where they agree).
+    std::string gain = "-";
+    if (r.runs != "default") {
+      const tune::GainInterval g = tune::gainInterval(r.evidence);
+      gain = gainText(g.gain, g.low, g.high) + (r.evidence.pooledSizes > 1 ? " pooled" : "");
+    }
     std::printf("  %-13s %8s | %-10s %10.2f %8.2f | %-14s %10.2f %8.2f | %-22s %s\n",
                 std::string(collectiveName(r.coll)).c_str(), sizeText(r.bytes).c_str(), "default",
-                r.default_us, r.default_busbw, r.runs.substr(0, 14).c_str(), r.runs_us, r.runs_busbw, gain,
-                verdict.c_str());
+                r.default_us, r.default_busbw, r.runs.substr(0, 14).c_str(), r.runs_us, r.runs_busbw, gain.c_str(),
+                verdictText(r).c_str());
   }
   for (const std::string& n : t.notes) std::printf("  %s\n", n.c_str());
+  for (const policy::Rule& rule : written.rules) {
+    if (rule.minRanks != t.nRanks || rule.minNodes != t.nNodes || !rule.evidence || !rule.collective) continue;
+    const policy::Evidence& e = *rule.evidence;
+    std::printf("  rule: %s bytes [%llu, %llu] %s, gain %s (%d vs %d runs)\n",
+                std::string(collectiveName(*rule.collective)).c_str(), static_cast<unsigned long long>(rule.minBytes),
+                static_cast<unsigned long long>(rule.maxBytes), decisionLabel(rule.decision).c_str(),
+                gainText(e.gain, e.gainLow, e.gainHigh).c_str(), e.samples, e.defaultSamples);
+  }
 }
 
 int run(const ProfileCmdOptions& o) {
@@ -74,7 +97,7 @@ int run(const ProfileCmdOptions& o) {
   if (r->refused)
     return std::cerr << "dynamiccl profile: refused " << r->refused << " file(s) whose sources name different forced "
                      << "configurations; nothing written\n", 2;
-  for (const tune::ShapeTable& t : r->shapes) printShape(t);
+  for (const tune::ShapeTable& t : r->shapes) printShape(t, r->profile);
   if (auto s = files::writeFile(o.out, policy::profileToJson(r->profile)); !s)
     return std::cerr << "dynamiccl profile: " << s.error() << "\n", 1;
   std::printf("\nwrote %s: %zu rules for %zu shapes (the decision rule: upper %.0f%% bound on chosen/default below "

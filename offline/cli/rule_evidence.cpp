@@ -29,7 +29,7 @@ std::string ruleEvidenceLine(const policy::Rule& r, const std::optional<policy::
   if (standing) {
     s += " -- " + (standing->verified ? std::string("verified") : "unverified (" + standing->why + ")");
     if (!standing->verified) s += standing->applies ? ", applied (opted in)" : ", NCCL's choice stands";
-  } else if (r.evidence && policy::isMeasured(r.evidence->provenance) && !policy::measuredGain(*r.evidence)) {
+  } else if (r.evidence && policy::refutedByItsEvidence(*r.evidence)) {
     s += " -- refuted: its own evidence shows no gain beyond its interval, never applied";
   } else if (r.evidence && policy::isMeasured(r.evidence->provenance) && r.evidence->fingerprint) {
     s += " -- verified where the communicator's fingerprint matches";

@@ -51,6 +51,16 @@ struct PointEvidence {
   double gain() const { return 1.0 / ratio - 1.0; }
 };
 
+// The gain over NCCL's default the decision rule saw, with its interval: each end the one-sided bound
+// at the rule's confidence that decided the finding (Faster: low above minGain), to 0.01%. The one
+// interval the tables print, a rule's evidence stores (gain, gain_ci) and the plugin reads.
+struct GainInterval {
+  double gain = 0, low = 0, high = 0;
+};
+GainInterval gainInterval(const PointEvidence& e);
+// A rule's over the sizes it covers (each chosen, so Faster): the mean log gain, the widest bounds.
+GainInterval gainInterval(const std::vector<PointEvidence>& sizes);
+
 // Evidence for keys[i].evaluated[e] (e > 0) against keys[i].keep(). keys: one collective, ascending
 // bytes; a neighbour's samples count for the same configuration and arm.
 PointEvidence assessCandidate(const std::vector<KeyResult>& keys, int i, int e, const DecisionRule& rule);

@@ -34,6 +34,7 @@ policy::Profile toProfile(const std::vector<TunedInterval>& intervals, const std
       r.evidence->gain = rounded(t.gain);
       r.evidence->gainLow = std::min(rounded(t.gainLow), r.evidence->gain);
       r.evidence->gainHigh = std::max(rounded(t.gainHigh), r.evidence->gain);
+      if (policy::refutedByItsEvidence(*r.evidence)) continue;  // the plugin would never apply it
     }
     p.rules.push_back(r);
   }

@@ -71,14 +71,14 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
   for (int i = 0; i < n;) {
     int j = i;
     const Config c = states[i][pick[i]].config;
-    double conf = 0, logGain = 0, variance = 0;
+    double conf = 0;
     int samples = 0, defaultSamples = 0;
+    std::vector<PointEvidence> sizes;
     for (; j < n && states[j][pick[j]].config == c; ++j) {
       const ConfigStats& s = keys[j].evaluated[states[j][pick[j]].stats];
       const ConfigStats& d = keys[j].keep();
       if (!c.keepsAlgoProto()) conf += states[j][pick[j]].evidence.winProbability;
-      logGain += std::log(d.median_us() / s.median_us());
-      variance += s.relSe() * s.relSe() + d.relSe() * d.relSe();
+      sizes.push_back(states[j][pick[j]].evidence);
       samples += s.count();
       defaultSamples += d.count();
     }
@@ -91,10 +91,8 @@ std::vector<TunedInterval> smoothDecisions(const std::vector<KeyResult>& keys, c
     t.config = c;
     t.sizes = j - i;
     t.confidence = c.keepsAlgoProto() ? 0 : conf / t.sizes;
-    t.gain = std::exp(logGain / t.sizes) - 1.0;
-    const double halfWidth = 1.96 * std::sqrt(variance) / t.sizes;  // s.e. of the mean of the sizes' log gains
-    t.gainLow = std::exp(logGain / t.sizes - halfWidth) - 1.0;
-    t.gainHigh = std::exp(logGain / t.sizes + halfWidth) - 1.0;
+    const GainInterval g = gainInterval(sizes);  // the decision's own bounds, not a second estimate
+    t.gain = g.gain, t.gainLow = g.low, t.gainHigh = g.high;
     t.samples = samples;
     t.defaultSamples = defaultSamples;
     out.push_back(t);

@@ -26,9 +26,9 @@ struct TunedInterval {
   uint64_t minBytes = 0, maxBytes = 0;  // inclusive
   Config config;                        // keepDefault(): no rule
   double confidence = 0;                // mean win probability over the sizes it covers (evidence.h)
-  double gain = 0;                      // geometric-mean speed-up over NCCL's default minus 1
+  double gain = 0;                      // geometric-mean speed-up over NCCL's default minus 1 (the decision's estimate)
   int sizes = 0;
-  double gainLow = 0, gainHigh = 0;     // gain's 95% confidence interval (normal model of log medians)
+  double gainLow = 0, gainHigh = 0;     // the decision's bounds over those sizes (gainInterval, evidence.h)
   int samples = 0, defaultSamples = 0;  // timings behind it: of the configuration, of NCCL's default
 };
 

@@ -78,8 +78,9 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   }
   policy::PolicyTable compiled = compileForShape(*loaded, c->view.shape, *settings, rules.versionCode);
   if (!compiled.refutedRules.empty() && firstTime(loaded->warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
+  // A WARN, as for refuted rules: NCCL_DEBUG=WARN shows why measured rules are left out (re-measure them).
   if (!compiled.otherReleaseRules.empty() && firstTime(loaded->warnedOtherRelease))
-    logInfo("%s", compiled.otherReleaseRules.c_str());
+    logWarn("%s", compiled.otherReleaseRules.c_str());
   if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
     logWarn("%s", compiled.learnedRulesOff.c_str());
   if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
