@@ -107,15 +107,25 @@ bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vec
   return !j.faster && !j.slower;
 }
 
+// Whether two medians are further apart than two runs of one configuration come at the dataset's
+// spread between repeats (kRefutingGapSds); a dataset without repeats cannot say.
+bool farBeyondRepeats(double a_us, double b_us, const ReplayData& data) {
+  return data.repeatGroups > 0 &&
+         std::abs(std::log(a_us / b_us)) > kRefutingGapSds * std::sqrt(2.0) * data.repeatSigma;
+}
+
 // What the default rows ran (DefaultSettledBy): the TUNING line they quote, else the model's pick unless
-// its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS); a refuted pick stays a
-// forced arm of its own that a tuner can test.
-void settleDefault(ReplayPoint& p) {
+// its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS): the decision rule on the
+// point's fitted noise, or a gap far beyond the dataset's repeats. A refuted pick stays a forced arm of
+// its own that a tuner can test.
+void settleDefault(ReplayPoint& p, const ReplayData& data) {
   if (p.defaultSettledBy == DefaultSettledBy::Stated || p.default_samples_us.empty()) return;
   const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
   if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
   const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
-    return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us, p.default_sigma);
+    return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us,
+                               p.default_sigma) &&
+           !farBeyondRepeats(p.forced_us.at(arm), p.default_us, data);
   };
   if (sameAsDefault(pick)) {
     p.defaultSettledBy = DefaultSettledBy::Confirmed;
@@ -234,7 +244,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     data.points.push_back(std::move(p));
   }
   fitNoise(data);
-  for (ReplayPoint& p : data.points) settleDefault(p);
+  for (ReplayPoint& p : data.points) settleDefault(p, data);
   return data;
 }
 

@@ -82,6 +82,11 @@ struct ReplayPoint {
 inline constexpr double kNoisePriorRuns = 3;
 double fittedSigma(const std::vector<double>& samples_us, double pooled);
 
+// A forced arm whose median is further from the default rows' than this many standard deviations of
+// the gap between two single runs of one configuration, at the dataset's spread between repeats
+// (ReplayData::repeatSigma), did not run what they ran, whatever a point's few, noisy neighbours allow.
+inline constexpr double kRefutingGapSds = 5;
+
 struct ReplayData {
   std::vector<std::unique_ptr<Shape>> shapes;
   std::vector<ReplayPoint> points;

@@ -1,0 +1,81 @@
+// The settlement of measured data (offline/measurements): what NCCL's default rows ran, decided on
+// data of the test's own making in the interchange format.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "offline/measurements/measurements.h"
+
+using namespace dynamiccl;
+using namespace dynamiccl::measurements;
+
+namespace {
+
+constexpr const char* kSystem = "L40S x4";
+
+std::string row(const std::string& coll, uint64_t bytes, const std::string& algo, const std::string& proto, double us) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", us);
+  return std::string(kSystem) + "," + coll + ",4,1," + std::to_string(bytes) + "," + algo + "," + proto + ",,," + buf +
+         ",0,made by settlement_test\n";
+}
+
+Config modelsPick(Collective coll, uint64_t bytes) {
+  auto ref = model::NcclReference::create(topologyForSystem(kSystem, 4, 1).value());
+  return ref->defaultConfig(coll, bytes);
+}
+
+Expected<ReplayData> settle(const std::string& body) {
+  const std::string csv = (std::filesystem::temp_directory_path() / "dynamiccl-settlement-test.csv").string();
+  std::ofstream(csv) << kInterchangeHeader << "\n" << body;
+  auto rows = loadMeasurements(csv);
+  std::filesystem::remove(csv);
+  if (!rows) return makeError(rows.error());
+  return buildReplayData(rows->rows);
+}
+
+const ReplayPoint* at(const ReplayData& data, Collective coll, uint64_t bytes) {
+  for (const ReplayPoint& p : data.points)
+    if (p.coll == coll && p.bytes == bytes) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+// One run of NCCL's default and one forced run of the model's pick, 1.43x apart, at a size whose
+// neighbours repeat with a 20% spread (so a test on the local spread cannot tell them apart), in a
+// dataset whose repeats otherwise agree within 1%: no two runs of one configuration differ like that,
+// so the pick is refuted and its forced run is an arm of its own. A 1.15x gap beside the same
+// neighbours is within what repeats show: the pick stays confirmed.
+TEST(Settlement, AForcedRunOfThePickFarBeyondTheDatasetsSpreadRefutesIt) {
+  const uint64_t refuted = 4 << 20, confirmed = 16 << 20;
+  std::string body;
+  for (uint64_t b : {uint64_t{2} << 20, uint64_t{8} << 20})
+    for (double f : {0.82, 1.0, 1.22}) body += row("allreduce", b, "default", "default", 1000 * f);
+  body += row("allreduce", uint64_t{1} << 20, "default", "default", 1000);
+  const Config pick = modelsPick(Collective::AllReduce, refuted), pick16 = modelsPick(Collective::AllReduce, confirmed);
+  const std::string algo(algoNcclName(pick.algo)), proto(protoNcclName(pick.proto));
+  body += row("allreduce", refuted, "default", "default", 1430) + row("allreduce", refuted, algo, proto, 1000);
+  body += row("allreduce", confirmed, "default", "default", 1150) +
+          row("allreduce", confirmed, std::string(algoNcclName(pick16.algo)), std::string(protoNcclName(pick16.proto)), 1000);
+  for (int i = 0; i < 16; ++i)  // another collective's repeats: the dataset's spread between repeats is small
+    for (int r = 0; r < 10; ++r) body += row("allgather", uint64_t{1024} << i, "default", "default", 100 * (1 + 0.002 * (r - 4.5)));
+  auto data = settle(body);
+  ASSERT_TRUE(data.ok()) << data.error();
+  EXPECT_LT(data->repeatSigma, 0.05) << "the dataset's repeats agree";
+  const ReplayPoint* p = at(*data, Collective::AllReduce, refuted);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->forced_us.size(), 1u);
+  EXPECT_GT(p->default_sigma, 0.15) << "the neighbours' spread is what a test on the local spread sees";
+  EXPECT_NE(p->defaultSettledBy, DefaultSettledBy::Confirmed) << defaultSettledByName(p->defaultSettledBy);
+  EXPECT_FALSE(p->isDefaultsTwin({pick.algo, pick.proto})) << "the forced pick is an arm a tuner can test";
+  const ReplayPoint* q = at(*data, Collective::AllReduce, confirmed);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->defaultSettledBy, DefaultSettledBy::Confirmed) << defaultSettledByName(q->defaultSettledBy);
+  EXPECT_TRUE(q->isDefaultsTwin({pick16.algo, pick16.proto}));
+}
