@@ -1,9 +1,14 @@
 // Reading, writing and validating the "policy" weights (nlohmann::json; no exception leaves here).
 #include "policy/network_weights.h"
+#include "policy/network_weights_json.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "policy/json_limits.h"
@@ -52,6 +57,81 @@ int intField(const json& doc, const char* key, int lo, int hi) {
   const int64_t v = doc[key].get<int64_t>();
   if (v < lo || v > hi) throw ParseError{std::string(key) + " out of range"};
   return static_cast<int>(v);
+}
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Float32 values as base64 of their little-endian bytes.
+std::string base64OfFloats(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(values[i]);
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<uint8_t>(bits >> (8 * b));
+  }
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    const uint32_t group = uint32_t{bytes[i]} << 16 | (n > 1 ? uint32_t{bytes[i + 1]} << 8 : 0) | (n > 2 ? bytes[i + 2] : 0);
+    out += kBase64[group >> 18 & 63];
+    out += kBase64[group >> 12 & 63];
+    out += n > 1 ? kBase64[group >> 6 & 63] : '=';
+    out += n > 2 ? kBase64[group & 63] : '=';
+  }
+  return out;
+}
+
+// The inverse: false unless the text is padded base64 of a whole number of float32 values.
+bool floatsFromBase64(std::string_view text, std::vector<float>& out) {
+  static const std::array<int8_t, 256> digit = [] {
+    std::array<int8_t, 256> d{};
+    d.fill(-1);
+    for (int i = 0; i < 64; ++i) d[static_cast<uint8_t>(kBase64[i])] = static_cast<int8_t>(i);
+    return d;
+  }();
+  if (text.size() % 4 != 0) return false;
+  const size_t pad = text.ends_with("==") ? 2 : text.ends_with("=") ? 1 : 0;
+  const size_t size = text.size() / 4 * 3 - pad;
+  if (size % 4 != 0) return false;
+  std::vector<uint8_t> bytes(size + 2);
+  for (size_t i = 0, o = 0; i < text.size(); i += 4, o += 3) {
+    const bool last = i + 4 == text.size();
+    uint32_t group = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const bool padding = last && k >= 4 - pad;
+      const int8_t v = padding ? 0 : digit[static_cast<uint8_t>(text[i + k])];
+      if (v < 0 || (!padding && text[i + k] == '=')) return false;
+      group = group << 6 | static_cast<uint32_t>(v);
+    }
+    bytes[o] = static_cast<uint8_t>(group >> 16);
+    bytes[o + 1] = static_cast<uint8_t>(group >> 8);
+    bytes[o + 2] = static_cast<uint8_t>(group);
+  }
+  out.resize(size / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits = 0;
+    for (int b = 0; b < 4; ++b) bits |= uint32_t{bytes[4 * i + b]} << (8 * b);
+    out[i] = std::bit_cast<float>(bits);
+  }
+  return true;
+}
+
+// A float array as either encoding (WeightEncoding); what names it in messages.
+void readFloats(const json& v, std::vector<float>& out, const std::string& what, const std::string& nonNumber) {
+  if (v.is_string()) {
+    if (!floatsFromBase64(v.get_ref<const std::string&>(), out))
+      throw ParseError{what + " is a string but not base64 of float32 values"};
+    return;
+  }
+  out.reserve(v.size());
+  for (const json& x : v) {
+    if (!x.is_number()) throw ParseError{nonNumber};
+    out.push_back(x.get<float>());
+  }
+}
+
+json floatsJson(const std::vector<float>& values, WeightEncoding encoding) {
+  return encoding == WeightEncoding::Base64 ? json(base64OfFloats(values)) : json(values);
 }
 
 float floatField(const json& doc, const char* key) {
@@ -114,8 +194,13 @@ Status validatePolicyWeights(const PolicyWeights& w) {
 
 Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
   if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError("policy: " + s.error());
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return makeError("policy must be a JSON object");
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return makeError("policy must be a JSON object");
+  return parsePolicyWeights(doc);
+}
+
+Expected<PolicyWeights> parsePolicyWeights(const json& doc) {
+  if (!doc.is_object()) return makeError("policy must be a JSON object");
   try {
     if (!doc.contains("format") || doc["format"] != std::string(kPolicyFormat))
       throw ParseError{"policy.format must be \"" + std::string(kPolicyFormat) + "\""};
@@ -139,19 +224,15 @@ Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
     if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"];
     if (doc.contains("last_layer_covariance") && !doc["last_layer_covariance"].is_null()) {
       const json& c = doc["last_layer_covariance"];
-      if (!c.is_array()) throw ParseError{"last_layer_covariance must be an array of numbers"};
-      w.lastLayerCovariance.reserve(c.size());
-      for (const json& v : c) {
-        if (!v.is_number()) throw ParseError{"last_layer_covariance holds a non-number"};
-        w.lastLayerCovariance.push_back(v.get<float>());
-      }
+      if (!c.is_array() && !c.is_string()) throw ParseError{"last_layer_covariance must be an array of numbers"};
+      readFloats(c, w.lastLayerCovariance, "last_layer_covariance", "last_layer_covariance holds a non-number");
     }
     if (doc.contains("key_error_sigmas")) w.keyErrorSigmas = floatField(doc, "key_error_sigmas");
     if (!doc.contains("tensors") || !doc["tensors"].is_object()) throw ParseError{"tensors must be an object"};
     for (auto it = doc["tensors"].begin(); it != doc["tensors"].end(); ++it) {
       const json& t = it.value();
       if (!t.is_object() || !t.contains("shape") || !t.contains("data") || !t["shape"].is_array() ||
-          !t["data"].is_array())
+          !(t["data"].is_array() || t["data"].is_string()))
         throw ParseError{"tensor " + it.key() + " must be {shape, data}"};
       Tensor tensor;
       for (const json& d : t["shape"]) {
@@ -159,11 +240,8 @@ Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
           throw ParseError{"tensor " + it.key() + " has a bad shape"};
         tensor.shape.push_back(d.get<int>());
       }
-      tensor.data.reserve(t["data"].size());
-      for (const json& v : t["data"]) {
-        if (!v.is_number()) throw ParseError{"tensor " + it.key() + " holds a non-number (NaN is not JSON)"};
-        tensor.data.push_back(v.get<float>());
-      }
+      readFloats(t["data"], tensor.data, "tensor " + it.key() + " data",
+                 "tensor " + it.key() + " holds a non-number (NaN is not JSON)");
       w.tensors[it.key()] = std::move(tensor);
     }
     if (auto s = validatePolicyWeights(w); !s) return makeError(s.error());
@@ -175,7 +253,7 @@ Expected<PolicyWeights> parsePolicyWeights(std::string_view text) {
   }
 }
 
-std::string policyWeightsToJson(const PolicyWeights& w) {
+std::string policyWeightsToJson(const PolicyWeights& w, WeightEncoding encoding) {
   json doc;
   doc["format"] = std::string(kPolicyFormat);
   doc["version"] = w.version;
@@ -190,11 +268,11 @@ std::string policyWeightsToJson(const PolicyWeights& w) {
   doc["guard_margin"] = w.guardMargin ? json(*w.guardMargin) : json(nullptr);
   if (!w.description.empty()) doc["description"] = w.description;
   if (!w.lastLayerCovariance.empty()) {
-    doc["last_layer_covariance"] = w.lastLayerCovariance;
+    doc["last_layer_covariance"] = floatsJson(w.lastLayerCovariance, encoding);
     doc["key_error_sigmas"] = w.keyErrorSigmas;
   }
   json tensors = json::object();
-  for (const auto& [name, t] : w.tensors) tensors[name] = json{{"shape", t.shape}, {"data", t.data}};
+  for (const auto& [name, t] : w.tensors) tensors[name] = json{{"shape", t.shape}, {"data", floatsJson(t.data, encoding)}};
   doc["tensors"] = std::move(tensors);
   return doc.dump();
 }

@@ -63,8 +63,15 @@ struct PolicyWeights {
 // Checks every expected tensor's presence, shape and finiteness, and that the encoding matches
 // this build's features; the message names the first problem.
 Status validatePolicyWeights(const PolicyWeights& w);
+// How the "policy" value writes its float arrays (tensors' "data", "last_layer_covariance"): as JSON
+// numbers, or as one string each, base64 (RFC 4648) of the little-endian IEEE-754 float32 values.
+// Base64 takes 5.3 bytes a value where numbers take about 20, and reads several times faster (a
+// 3 x 1024 network: docs/LEARNED_POLICY.md); the reader takes either, the same bits either way.
+enum class WeightEncoding { Numbers, Base64 };
+
 // Parses the JSON value of the "policy" key; validates before returning.
 Expected<PolicyWeights> parsePolicyWeights(std::string_view json);
-std::string policyWeightsToJson(const PolicyWeights& w);  // the "policy" value, compact JSON
+// The "policy" value, compact JSON.
+std::string policyWeightsToJson(const PolicyWeights& w, WeightEncoding encoding = WeightEncoding::Numbers);
 
 }  // namespace dynamiccl::policy

@@ -1,16 +1,19 @@
 // Reading and writing our JSON profile format (nlohmann::json; no exception leaves this file).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <vector>
 
 #include "policy/json_limits.h"
 #include "policy/network_eval.h"
+#include "policy/network_weights_json.h"
 #include "policy/profile.h"
+#include "policy/profile_json_reader.h"
 
 namespace dynamiccl::policy {
 namespace {
@@ -18,93 +21,126 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kFormatName = "dynamiccl-profile";
-const std::set<std::string> kTopKeys = {"format", "version", "name", "description", "created_by",
-                                        "fingerprint", "rules", "policy", "meta"};
-const std::set<std::string> kRuleKeys = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
-                                         "pipe_ops", "reg_buff", "algo", "proto", "channels", "chunk",
-                                         "confidence", "note", "evidence"};
-const std::set<std::string> kEvidenceKeys = {"provenance", "fingerprint", "nccl_version", "samples",
-                                             "default_samples", "gain", "gain_ci", "date", "note"};
+constexpr std::string_view kTopKeys[] = {"format", "version", "name", "description", "created_by",
+                                         "fingerprint", "rules", "policy", "meta"};
+constexpr std::string_view kRuleKeys[] = {"collective", "bytes", "bytes_per_rank", "nodes", "ranks",
+                                          "pipe_ops", "reg_buff", "algo", "proto", "channels", "chunk",
+                                          "confidence", "note", "evidence"};
+constexpr std::string_view kEvidenceKeys[] = {"provenance", "fingerprint", "nccl_version", "samples",
+                                              "default_samples", "gain", "gain_ci", "date", "note"};
+constexpr std::string_view kFingerprintKeys[] = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps", "source"};
+
+template <size_t N>
+bool known(const std::string_view (&names)[N], std::string_view key) {
+  return std::find(std::begin(names), std::end(names), key) != std::end(names);
+}
+
+// The first key in sorted order (nlohmann's objects iterate so) for which bad(key) holds: the one an
+// error names.
+template <typename Bad>
+std::optional<std::string_view> firstBadKey(FlatValue object, Bad&& bad) {
+  std::optional<std::string_view> first;
+  object.forEachMember([&](std::string_view key, FlatValue) {
+    if ((!first || key < *first) && bad(key)) first = key;
+  });
+  return first;
+}
 
 struct RuleError {
   std::string message;
 };
 
-uint64_t asU64(const json& v, const std::string& what) {
+// What a message names: "bytes" with "[0]" for its first element (built only for a message: a 60k-rule
+// profile reads 60k of these).
+std::string named(std::string_view what, std::string_view element) { return std::string(what).append(element); }
+
+uint64_t asU64(FlatValue v, std::string_view what, std::string_view element = {}) {
   if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
-    throw RuleError{what + " must be a non-negative integer"};
+    throw RuleError{named(what, element) + " must be a non-negative integer"};
   return v.get<uint64_t>();
 }
 
-int asInt(const json& v, const std::string& what, int lo, int hi) {
-  if (!v.is_number_integer()) throw RuleError{what + " must be an integer"};
+int asInt(FlatValue v, std::string_view what, int lo, int hi, std::string_view element = {}) {
+  if (!v.is_number_integer()) throw RuleError{named(what, element) + " must be an integer"};
   const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) throw RuleError{what + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+  if (x < lo || x > hi)
+    throw RuleError{named(what, element) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
   return static_cast<int>(x);
 }
 
 // [lo, hi] with hi null meaning unbounded; a single integer means [n, n].
-std::pair<uint64_t, uint64_t> asU64Range(const json& v, const std::string& what) {
+std::pair<uint64_t, uint64_t> asU64Range(FlatValue v, std::string_view what) {
   if (v.is_number_integer()) {
     const uint64_t n = asU64(v, what);
     return {n, n};
   }
-  if (!v.is_array() || v.size() != 2) throw RuleError{what + " must be [lo, hi] (hi may be null)"};
-  const uint64_t lo = asU64(v[0], what + "[0]");
-  const uint64_t hi = v[1].is_null() ? UINT64_MAX : asU64(v[1], what + "[1]");
-  if (lo > hi) throw RuleError{what + " is inverted (lo > hi)"};
+  if (!v.is_array() || v.size() != 2) throw RuleError{named(what, " must be [lo, hi] (hi may be null)")};
+  const uint64_t lo = asU64(v[0], what, "[0]");
+  const uint64_t hi = v[1].is_null() ? UINT64_MAX : asU64(v[1], what, "[1]");
+  if (lo > hi) throw RuleError{named(what, " is inverted (lo > hi)")};
   return {lo, hi};
 }
 
-std::pair<int, int> asIntRange(const json& v, const std::string& what) {
+std::pair<int, int> asIntRange(FlatValue v, std::string_view what) {
   if (v.is_number_integer()) {
     const int n = asInt(v, what, 1, INT_MAX);
     return {n, n};
   }
-  if (!v.is_array() || v.size() != 2) throw RuleError{what + " must be [lo, hi] (hi may be null)"};
-  const int lo = asInt(v[0], what + "[0]", 1, INT_MAX);
-  const int hi = v[1].is_null() ? INT_MAX : asInt(v[1], what + "[1]", 1, INT_MAX);
-  if (lo > hi) throw RuleError{what + " is inverted (lo > hi)"};
+  if (!v.is_array() || v.size() != 2) throw RuleError{named(what, " must be [lo, hi] (hi may be null)")};
+  const int lo = asInt(v[0], what, 1, INT_MAX, "[0]");
+  const int hi = v[1].is_null() ? INT_MAX : asInt(v[1], what, 1, INT_MAX, "[1]");
+  if (lo > hi) throw RuleError{named(what, " is inverted (lo > hi)")};
   return {lo, hi};
 }
 
-ClusterHardware parseFingerprint(const json& f);
-Evidence parseEvidence(const json& e);
+ClusterHardware parseFingerprint(FlatValue f);
+Evidence parseEvidence(FlatValue e);
 
 // An object's members found in one pass: a 60k-rule profile looks each key of a rule, its evidence
-// and its fingerprint up a dozen times, and a map lookup per look was a good part of its first init.
-// Built once the object's keys are checked against a set of at most 16 names.
+// and its fingerprint up a dozen times. Built once the object's keys are checked against a set of at
+// most 16 names; a key given twice counts once, with its last value (as nlohmann keeps it).
 class Members {
  public:
-  explicit Members(const json& object) {
-    for (auto it = object.begin(); it != object.end(); ++it) {
+  explicit Members(FlatValue object) {
+    object.forEachMember([&](std::string_view key, FlatValue value) {
+      for (size_t i = 0; i < count_; ++i)
+        if (fields_[i].first == key) {
+          fields_[i].second = value;
+          return;
+        }
       if (count_ == fields_.size()) throw RuleError{"too many keys"};
-      fields_[count_++] = {it.key(), &it.value()};
-    }
+      fields_[count_++] = {key, value};
+    });
   }
   bool contains(std::string_view key) const { return find(key) != nullptr; }
-  const json& operator[](std::string_view key) const { return *find(key); }
+  FlatValue operator[](std::string_view key) const { return *find(key); }
 
  private:
-  const json* find(std::string_view key) const {
+  const FlatValue* find(std::string_view key) const {
     for (size_t i = 0; i < count_; ++i)
-      if (fields_[i].first == key) return fields_[i].second;
+      if (fields_[i].first == key) return &fields_[i].second;
     return nullptr;
   }
-  std::array<std::pair<std::string_view, const json*>, 16> fields_{};
+  std::array<std::pair<std::string_view, FlatValue>, 16> fields_{};
   size_t count_ = 0;
 };
 
-Rule parseRule(const json& object, int version) {
+// The key a rule of this profile version may not carry (evidence came with version 2), if any.
+std::optional<std::string> ruleKeyProblem(FlatValue object, int version) {
+  const auto key = firstBadKey(object, [&](std::string_view k) {
+    return !known(kRuleKeys, k) || (k == "evidence" && version < kFirstEvidenceVersion);
+  });
+  if (!key) return std::nullopt;
+  return "unknown key \"" + std::string(*key) + "\"" + (*key == "evidence" ? " (evidence needs \"version\": 2)" : "");
+}
+
+Rule parseRule(FlatValue object, int version) {
   if (!object.is_object()) throw RuleError{"must be an object"};
-  for (auto it = object.begin(); it != object.end(); ++it)
-    if (!kRuleKeys.count(it.key()) || (it.key() == "evidence" && version < kFirstEvidenceVersion))
-      throw RuleError{"unknown key \"" + it.key() + "\"" +
-                      (it.key() == "evidence" ? " (evidence needs \"version\": 2)" : "")};
+  if (auto problem = ruleKeyProblem(object, version)) throw RuleError{*problem};
   const Members r(object);
   Rule rule;
   if (r.contains("collective")) {
-    const json& c = r["collective"];
+    const FlatValue c = r["collective"];
     if (!c.is_string()) throw RuleError{"collective must be a string"};
     const std::string s = c.get<std::string>();
     if (s != "any" && s != "*") {
@@ -141,7 +177,7 @@ Rule parseRule(const json& object, int version) {
   if (r.contains("channels")) rule.decision.nChannels = asInt(r["channels"], "channels", 0, kMaxChannels);
   if (r.contains("chunk")) rule.decision.chunkBytes = asU64(r["chunk"], "chunk");
   if (r.contains("confidence")) {
-    const json& c = r["confidence"];
+    const FlatValue c = r["confidence"];
     if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() < 0 || c.get<double>() > 1)
       throw RuleError{"confidence must be a number in [0, 1]"};
     rule.confidence = c.get<double>();
@@ -159,20 +195,18 @@ Rule parseRule(const json& object, int version) {
   return rule;
 }
 
-const std::set<std::string> kFingerprintKeys = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps", "source"};
-
-double asNumber(const json& v, const std::string& what) {
-  if (!v.is_number() || !std::isfinite(v.get<double>())) throw RuleError{what + " must be a number"};
+double asNumber(FlatValue v, std::string_view what) {
+  if (!v.is_number() || !std::isfinite(v.get<double>())) throw RuleError{named(what, " must be a number")};
   return v.get<double>();
 }
 
 // {"gpu_cc": 90, "nvlink_GBps": 400, "nics_per_node": 8, "nic_GBps": 50, "source": "..."}: all four
 // facts, because multi-node learned rules use nothing else (a partial one would leave them unknown).
-ClusterHardware parseFingerprint(const json& object) {
+ClusterHardware parseFingerprint(FlatValue object) {
   if (!object.is_object())
     throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
-  for (auto it = object.begin(); it != object.end(); ++it)
-    if (!kFingerprintKeys.count(it.key())) throw RuleError{"unknown key \"" + it.key() + "\""};
+  if (auto key = firstBadKey(object, [](std::string_view k) { return !known(kFingerprintKeys, k); }))
+    throw RuleError{"unknown key \"" + std::string(*key) + "\""};
   const Members f(object);
   for (const char* key : {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"})
     if (!f.contains(key))
@@ -192,10 +226,10 @@ ClusterHardware parseFingerprint(const json& object) {
 
 // {"provenance": "measured-offline", "fingerprint": {...}, "nccl_version": "2.28.9", "samples": 27,
 // "default_samples": 27, "gain": 0.12, "gain_ci": [0.08, 0.16], "date": "2026-11-23"}
-Evidence parseEvidence(const json& object) {
+Evidence parseEvidence(FlatValue object) {
   if (!object.is_object()) throw RuleError{"evidence must be an object"};
-  for (auto it = object.begin(); it != object.end(); ++it)
-    if (!kEvidenceKeys.count(it.key())) throw RuleError{"evidence: unknown key \"" + it.key() + "\""};
+  if (auto key = firstBadKey(object, [](std::string_view k) { return !known(kEvidenceKeys, k); }))
+    throw RuleError{"evidence: unknown key \"" + std::string(*key) + "\""};
   const Members e(object);
   Evidence ev;
   if (!e.contains("provenance") || !e["provenance"].is_string()) throw RuleError{"evidence: provenance missing"};
@@ -224,7 +258,7 @@ Evidence parseEvidence(const json& object) {
     ev.defaultSamples = asInt(e["default_samples"], "evidence: default_samples", 0, INT_MAX);
   if (e.contains("gain")) ev.gain = asNumber(e["gain"], "evidence: gain");
   if (e.contains("gain_ci")) {
-    const json& ci = e["gain_ci"];
+    const FlatValue ci = e["gain_ci"];
     if (!ci.is_array() || ci.size() != 2) throw RuleError{"evidence: gain_ci must be [low, high]"};
     ev.gainLow = asNumber(ci[0], "evidence: gain_ci[0]");
     ev.gainHigh = asNumber(ci[1], "evidence: gain_ci[1]");
@@ -290,10 +324,10 @@ std::string clusterHardwareToJson(const ClusterHardware& hw) { return fingerprin
 
 Expected<ClusterHardware> parseClusterHardwareJson(std::string_view text) {
   if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
-  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return makeError("fingerprint: not valid JSON");
   try {
-    return parseFingerprint(doc);
+    ProfileJsonReader reader(nullptr, nullptr);
+    if (!reader.read(text)) return makeError("fingerprint: not valid JSON");
+    return parseFingerprint(reader.top().root());
   } catch (const RuleError& e) {
     return makeError("fingerprint: " + e.message);
   } catch (const std::exception& e) {
@@ -303,179 +337,101 @@ Expected<ClusterHardware> parseClusterHardwareJson(std::string_view text) {
 
 namespace {
 
-// Where the top-level "rules" array and each of its elements lie in the text: a 60k-rule profile is
-// then parsed one rule at a time instead of as one tree of millions of nodes (first init waits for it).
-struct RulesSpan {
-  size_t open = 0, close = 0;                        // the array's '[' and ']'
-  std::vector<std::pair<size_t, size_t>> elements;   // [begin, end) of each element's text
+// The rules as they are read; the first rule that fails under each profile version (which is known
+// only at the end: writers put "version" after "rules").
+struct RulesRead {
+  std::vector<Rule> rules;
+  std::optional<std::pair<size_t, std::string>> error;          // under version 2 (the first rule refused)
+  std::optional<std::pair<size_t, std::string>> evidenceInV1;   // the first rule a version 1 refuses for its keys
+
+  // A profile version 1 refuses a rule with evidence for that key (or one sorted before it) first.
+  const std::optional<std::pair<size_t, std::string>>& firstError(int version) const {
+    if (version >= kFirstEvidenceVersion || !evidenceInV1) return error;
+    return error && error->first < evidenceInV1->first ? error : evidenceInV1;
+  }
 };
 
-// Scans a JSON string from its opening quote; returns the index of its closing quote (or npos) and
-// whether it held an escape.
-size_t stringEnd(std::string_view text, size_t quote, bool* escaped) {
-  for (size_t i = quote + 1; i < text.size(); ++i) {
-    if (text[i] == '\\') *escaped = true, ++i;
-    else if (text[i] == '"') return i;
-  }
-  return std::string_view::npos;
-}
-
-size_t skipSpace(std::string_view text, size_t i) {
-  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
-  return i;
-}
-
-// The array's elements from its '[': nullopt when it does not close.
-std::optional<RulesSpan> arrayElements(std::string_view text, size_t open) {
-  RulesSpan span;
-  span.open = open;
-  int depth = 0;
-  bool comma = false;
-  size_t begin = open + 1;
-  for (size_t i = open + 1; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '"') {
-      bool escaped = false;
-      if ((i = stringEnd(text, i, &escaped)) == std::string_view::npos) return std::nullopt;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    } else if (c == '}') {
-      return std::nullopt;  // the array closed by a brace: not JSON, the whole parse says so
-    } else if (c == ']') {
-      // The last element (an empty one after a comma is kept: its parse fails like the whole one).
-      if (comma || skipSpace(text, begin) < i) span.elements.emplace_back(begin, i);
-      span.close = i;
-      return span;
-    } else if (c == ',' && depth == 0) {
-      span.elements.emplace_back(begin, i);
-      begin = i + 1;
-      comma = true;
-    }
-  }
-  return std::nullopt;
-}
-
-// The "rules" array of a top-level object, when it is plain to see: exactly one key "rules" spelled
-// without escapes among keys without escapes, its value an array. Anything else: nullopt, and the
-// document is parsed whole (the same answer, or the same error, just slower).
-std::optional<RulesSpan> locateRules(std::string_view text) {
-  std::optional<RulesSpan> found;
-  int depth = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '"') {
-      bool escaped = false;
-      const size_t close = stringEnd(text, i, &escaped);
-      if (close == std::string_view::npos) return std::nullopt;
-      const size_t after = skipSpace(text, close + 1);
-      if (depth == 1 && after < text.size() && text[after] == ':') {  // a key of the top-level object
-        if (escaped) return std::nullopt;
-        if (text.substr(i + 1, close - i - 1) == "rules") {
-          const size_t value = skipSpace(text, after + 1);
-          if (found || value >= text.size() || text[value] != '[') return std::nullopt;
-          found = arrayElements(text, value);
-          if (!found) return std::nullopt;
-          i = found->close;
-          continue;
-        }
-      }
-      i = close;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return found;
-}
-
-// The profile of a parsed document; rules come from ruleAt(i) for i < ruleCount (null: not JSON).
-template <typename RuleAt>
-Expected<Profile> profileFromDocument(const json& doc, size_t ruleCount, RuleAt&& ruleAt) {
+// The profile from its top-level members and the rules read (the checks in the order nlohmann's
+// tree gave them: top-level keys sorted, then format, version, name, policy, fingerprint, rules).
+Expected<Profile> profileFromDocument(FlatValue doc, const json* policy, RulesRead& read) {
   if (!doc.is_object()) return makeError("top level must be a JSON object");
-  for (auto it = doc.begin(); it != doc.end(); ++it)
-    if (!kTopKeys.count(it.key())) return makeError("unknown top-level key \"" + it.key() + "\"");
-  if (!doc.contains("format") || !doc["format"].is_string() || doc["format"].get<std::string>() != kFormatName)
+  if (auto key = firstBadKey(doc, [](std::string_view k) { return !known(kTopKeys, k); }))
+    return makeError("unknown top-level key \"" + std::string(*key) + "\"");
+  const Members top(doc);
+  if (!top.contains("format") || !top["format"].is_string() || top["format"].get<std::string>() != kFormatName)
     return makeError(std::string("\"format\" must be \"") + std::string(kFormatName) + "\"");
-  if (!doc.contains("version") || !doc["version"].is_number_integer())
+  if (!top.contains("version") || !top["version"].is_number_integer())
     return makeError("\"version\" must be an integer");
   Profile profile;
-  const int64_t version = doc["version"].get<int64_t>();
+  const int64_t version = top["version"].get<int64_t>();
   if (version < 1) return makeError("\"version\" must be >= 1");
   if (version > kProfileVersion)
     return makeError("profile version " + std::to_string(version) + " is newer than this plugin reads (" +
                      std::to_string(kProfileVersion) + ")");
   profile.version = static_cast<int>(version);
-  if (doc.contains("name")) {
-    if (!doc["name"].is_string()) return makeError("\"name\" must be a string");
-    profile.name = doc["name"].get<std::string>();
+  if (top.contains("name")) {
+    if (!top["name"].is_string()) return makeError("\"name\" must be a string");
+    profile.name = top["name"].get<std::string>();
   }
-  if (doc.contains("policy")) {  // learned weights: bad ones make the whole profile unusable
-    auto weights = parsePolicyWeights(doc["policy"].dump());
+  if (policy) {  // learned weights: bad ones make the whole profile unusable
+    auto weights = parsePolicyWeights(*policy);
     auto network = weights ? PolicyNetwork::create(std::move(*weights)) : Error{weights.error()};
     if (!network) return makeError("policy: " + network.error());
     profile.network = *network;
   }
-  if (doc.contains("fingerprint")) {
+  if (top.contains("fingerprint")) {
     try {
-      profile.hardware = parseFingerprint(doc["fingerprint"]);
+      profile.hardware = parseFingerprint(top["fingerprint"]);
     } catch (const RuleError& e) {
       return makeError("fingerprint: " + e.message);
     } catch (const std::exception& e) {
       return makeError(std::string("fingerprint: ") + e.what());
     }
   }
-  if (!doc.contains("rules") || !doc["rules"].is_array()) return makeError("\"rules\" must be an array");
-  profile.rules.reserve(ruleCount);
-  for (size_t i = 0; i < ruleCount; ++i) {
-    const std::string where = "rules[" + std::to_string(i) + "]";
-    const json* r = ruleAt(i);
-    if (r == nullptr) return makeError("not valid JSON");
-    try {
-      Rule rule = parseRule(*r, profile.version);
-      rule.origin = where;
-      profile.rules.push_back(std::move(rule));
-    } catch (const RuleError& e) {
-      return makeError(where + ": " + e.message);
-    } catch (const std::exception& e) {
-      return makeError(where + ": " + e.what());
-    }
-  }
+  if (!top.contains("rules") || !top["rules"].is_array()) return makeError("\"rules\" must be an array");
+  if (const auto& error = read.firstError(profile.version))
+    return makeError("rules[" + std::to_string(error->first) + "]: " + error->second);
+  profile.rules = std::move(read.rules);
   return profile;
 }
+
+// No rule as our writers write it takes under 64 bytes: capacity for that many never moves the
+// rules while they are read (a move touches all their memory again); capacity never used costs none.
+constexpr size_t kFewestBytesPerRule = 64;
 
 }  // namespace
 
 Expected<Profile> parseProfileJson(std::string_view text) {
   if (auto s = checkJsonLimits(text, kMaxProfileBytes); !s) return makeError(s.error());
-  if (const std::optional<RulesSpan> span = locateRules(text)) {
-    // The document with an empty "rules", then each rule by itself.
-    std::string top;
-    top.reserve(span->open + 2 + (text.size() - span->close));
-    top.append(text.substr(0, span->open)).append("[]").append(text.substr(span->close + 1));
-    const json doc = json::parse(top.begin(), top.end(), nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_discarded()) {
-      json one;
-      auto ruleAt = [&](size_t i) -> const json* {
-        const auto [begin, end] = span->elements[i];
-        one = json::parse(text.begin() + begin, text.begin() + end, nullptr, /*allow_exceptions=*/false);
-        return one.is_discarded() ? nullptr : &one;
-      };
-      auto profile = profileFromDocument(doc, span->elements.size(), ruleAt);
-      if (profile) return profile;
-      // The whole parse reports invalid JSON before any other fault: so does this one.
-      for (const auto& [begin, end] : span->elements)
-        if (!json::accept(text.begin() + begin, text.begin() + end)) return makeError("not valid JSON");
-      return profile;
-    }
+  try {
+    RulesRead read;
+    auto start = [&] {
+      read = RulesRead{};
+      read.rules.reserve(text.size() / kFewestBytesPerRule);
+    };
+    auto rule = [&](size_t index, FlatValue element) {
+      if (!read.evidenceInV1 && element.is_object()) {
+        auto problem = ruleKeyProblem(element, kFirstEvidenceVersion - 1);
+        if (problem && problem != ruleKeyProblem(element, kFirstEvidenceVersion)) read.evidenceInV1 = {index, *problem};
+      }
+      try {
+        Rule r = parseRule(element, kProfileVersion);
+        r.origin = "rules[" + std::to_string(index) + "]";
+        read.rules.push_back(std::move(r));
+        return true;
+      } catch (const RuleError& e) {
+        read.error = {index, e.message};
+      } catch (const std::exception& e) {
+        read.error = {index, e.what()};
+      }
+      return false;  // the first refused rule is the one named: the rest are only checked as JSON
+    };
+    ProfileJsonReader reader(start, rule);
+    if (!reader.read(text)) return makeError("not valid JSON");
+    return profileFromDocument(reader.top().root(), reader.policy(), read);
+  } catch (const std::exception& e) {
+    return makeError(std::string("profile: ") + e.what());
   }
-  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return makeError("not valid JSON");
-  const json* rules = doc.is_object() && doc.contains("rules") ? &doc["rules"] : nullptr;
-  const size_t count = rules && rules->is_array() ? rules->size() : 0;
-  return profileFromDocument(doc, count, [&](size_t i) -> const json* { return &(*rules)[i]; });
 }
 
 std::string profileToJson(const Profile& profile) {
@@ -502,7 +458,8 @@ std::string profileToJson(const Profile& profile) {
     rules.push_back(std::move(j));
   }
   doc["rules"] = std::move(rules);
-  if (profile.network) doc["policy"] = json::parse(policyWeightsToJson(profile.network->weights()));  // export keeps it
+  if (profile.network)  // export keeps it, in the encoding that reads fast
+    doc["policy"] = json::parse(policyWeightsToJson(profile.network->weights(), WeightEncoding::Base64));
   // Indented for people; a profile of many rules compact, so it stays within the size the plugin reads
   // (two merged 200k-rule profiles indented come to 106 MB, past kMaxProfileBytes).
   constexpr size_t kIndentedRules = 10000;

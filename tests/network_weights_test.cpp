@@ -57,6 +57,56 @@ TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
   EXPECT_FALSE(policy::parseProfileJson(profileWithPolicy("{\"format\":\"x\"}")).ok());
 }
 
+// Base64 float32 (what train and export write) reads back to the same bits as JSON numbers, and the
+// numbers written before it still read.
+TEST(PolicyWeights, Base64WeightsReadBackToTheSameBitsAsNumbers) {
+  policy::PolicyWeights w = randomWeights(11);
+  w.lastLayerCovariance.assign(static_cast<size_t>(w.embeddingSize() + 1) * (w.embeddingSize() + 1), 0.0f);
+  for (int i = 0; i <= w.embeddingSize(); ++i) w.lastLayerCovariance[i * (w.embeddingSize() + 2)] = 0.1f + i * 1e-7f;
+  w.tensors["gru.bias_ih"].data[0] = -0.0f;
+  w.tensors["gru.bias_ih"].data[1] = 1e-40f;  // a subnormal
+  const std::string base64 = policy::policyWeightsToJson(w, policy::WeightEncoding::Base64);
+  const std::string numbers = policy::policyWeightsToJson(w, policy::WeightEncoding::Numbers);
+  EXPECT_TRUE(nlohmann::json::parse(base64)["tensors"]["mlp.0.weight"]["data"].is_string());
+  EXPECT_LT(base64.size() * 3, numbers.size());
+  auto a = policy::parsePolicyWeights(base64), b = policy::parsePolicyWeights(numbers);
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(a->lastLayerCovariance, w.lastLayerCovariance);
+  for (const auto& [name, t] : w.tensors) {
+    ASSERT_EQ(a->tensors.at(name).data.size(), t.data.size()) << name;
+    EXPECT_EQ(std::memcmp(a->tensors.at(name).data.data(), t.data.data(), t.data.size() * sizeof(float)), 0) << name;
+    EXPECT_EQ(std::memcmp(b->tensors.at(name).data.data(), t.data.data(), t.data.size() * sizeof(float)), 0) << name;
+  }
+  // A learned profile as export writes it holds base64 and reads back to the same network.
+  auto net = policy::PolicyNetwork::create(w);
+  ASSERT_TRUE(net.ok());
+  policy::Profile profile;
+  profile.network = *net;
+  const std::string text = policy::profileToJson(profile);
+  EXPECT_TRUE(nlohmann::json::parse(text)["policy"]["tensors"]["gru.weight_hh"]["data"].is_string());
+  auto back = policy::parseProfileJson(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->network->weights().tensors.at("mlp.1.weight").data, w.tensors.at("mlp.1.weight").data);
+}
+
+TEST(PolicyWeights, RefusesAStringThatIsNotBase64OfFloats) {
+  const nlohmann::json good = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(12), policy::WeightEncoding::Base64));
+  const std::string bias = good["tensors"]["mlp.2.bias"]["data"];  // one float: 4 bytes, "xxxxxw=="
+  for (const std::string& data : {std::string(""), bias.substr(0, 4), bias + "AAAA", "!!!!" + bias.substr(4),
+                                  bias.substr(0, 6) + "A=", std::string("AAA="), std::string("AA==AAAA")}) {
+    nlohmann::json j = good;
+    j["tensors"]["mlp.2.bias"]["data"] = data;
+    auto w = policy::parsePolicyWeights(j.dump());
+    EXPECT_FALSE(w.ok()) << data;
+  }
+  nlohmann::json j = good;
+  j["tensors"]["mlp.2.bias"]["data"] = "AACAfw==";  // +inf
+  auto inf = policy::parsePolicyWeights(j.dump());
+  ASSERT_FALSE(inf.ok());
+  EXPECT_NE(inf.error().find("NaN or infinite"), std::string::npos) << inf.error();
+}
+
 TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
   policy::PolicyWeights unguarded = randomWeights(3);
   unguarded.guardMargin = std::nullopt;  // three candidates for every key (the guard is policy_guard_test's)

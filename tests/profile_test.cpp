@@ -152,8 +152,8 @@ TEST(ProfileJson, ErrorNamesTheRule) {
   EXPECT_NE(p.error().find("rules[1]"), std::string::npos) << p.error();
 }
 
-// A big profile is parsed one rule at a time; a "rules" key spelled with an escape takes the parse of
-// the whole document. Both must give the same profile, or the same error, for any text.
+// Rules are read one at a time as the one pass reaches them; a "rules" key spelled with an escape is
+// the same key. Both must give the same profile, or the same error, for any text.
 TEST(ProfileJson, RuleByRuleParseAgreesWithTheWholeDocumentParse) {
   const std::string evidence =
       R"("evidence":{"provenance":"measured-offline","nccl_version":"2.28.9","samples":3,"default_samples":3,)"
@@ -332,6 +332,31 @@ TEST(ProfileEvidence, OldSchemaLoadsWithoutEvidenceAndRefusesTheKey) {
   auto mixed = parseProfileJson(profileJson(R"({"algo":"ring","proto":"ll","evidence":{"provenance":"simulated"}})"));
   ASSERT_FALSE(mixed.ok());
   EXPECT_NE(mixed.error().find("version"), std::string::npos) << mixed.error();
+}
+
+// The rules are read as the text goes (one pass), before a "version" written after them: the rule
+// named is still the one the profile's version refuses first, with the same message.
+TEST(ProfileEvidence, TheVersionAfterTheRulesDecidesWhichRuleIsRefused) {
+  const std::string evidence = R"("evidence":{"provenance":"simulated"})";
+  auto text = [&](int version, const std::string& rules) {
+    return R"({"rules":[)" + rules + R"(],"format":"dynamiccl-profile","version":)" + std::to_string(version) + "}";
+  };
+  const std::string plain = R"({"algo":"ring","proto":"ll"})", withEvidence = R"({"algo":"ring","proto":"ll",)" + evidence + "}",
+                    badAlgo = R"({"algo":"nope","proto":"ll"})", unknownFirst = R"({"algo":"ring","aa":1,"proto":"ll",)" + evidence + "}";
+  EXPECT_TRUE(parseProfileJson(text(2, plain + "," + withEvidence)).ok());
+  EXPECT_EQ(parseProfileJson(text(1, plain + "," + withEvidence + "," + badAlgo)).error(),
+            "rules[1]: unknown key \"evidence\" (evidence needs \"version\": 2)");
+  EXPECT_EQ(parseProfileJson(text(2, plain + "," + withEvidence + "," + badAlgo)).error(),
+            "rules[2]: unknown algo \"nope\"");
+  EXPECT_EQ(parseProfileJson(text(1, badAlgo + "," + withEvidence)).error(), "rules[0]: unknown algo \"nope\"");
+  EXPECT_EQ(parseProfileJson(text(1, unknownFirst)).error(), "rules[0]: unknown key \"aa\"");
+  // The key twice: the last "rules" and the last value of a key count, as in nlohmann's tree.
+  auto twice = parseProfileJson(R"({"format":"dynamiccl-profile","rules":[)" + badAlgo + R"(],"version":1,"rules":[)" + plain +
+                                R"(,{"algo":"tree","proto":"ll","algo":"ring"}]})");
+  ASSERT_TRUE(twice.ok()) << twice.error();
+  ASSERT_EQ(twice->rules.size(), 2u);
+  EXPECT_EQ(twice->rules[1].decision.algo, Algo::Ring);
+  EXPECT_EQ(twice->rules[1].origin, "rules[1]");
 }
 
 // Verified = measured, with a fingerprint every rank shares that matches this communicator's.
