@@ -68,7 +68,7 @@ TEST(PolicyWeights, Base64WeightsReadBackToTheSameBitsAsNumbers) {
   const std::string base64 = policy::policyWeightsToJson(w, policy::WeightEncoding::Base64);
   const std::string numbers = policy::policyWeightsToJson(w, policy::WeightEncoding::Numbers);
   EXPECT_TRUE(nlohmann::json::parse(base64)["tensors"]["mlp.0.weight"]["data"].is_string());
-  EXPECT_LT(base64.size() * 3, numbers.size());
+  EXPECT_LT(base64.size() * 2, numbers.size());
   auto a = policy::parsePolicyWeights(base64), b = policy::parsePolicyWeights(numbers);
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
