@@ -174,7 +174,7 @@ void printReplay(const std::vector<std::string>& files, const PolicyEvalOptions&
       std::printf("%-32s %s\n", name.c_str(), data.error().c_str());
       continue;
     }
-    const train::ReplayFigures f = train::replayPolicy(net, *data);
+    const train::JudgedFigures f = train::judgeNetwork(net, *data);
     std::printf("%-32s %6d | %6d %7.3f %6.2f %8.3f | %6d %7.3f %6.2f | %s\n", name.substr(0, 32).c_str(), f.policy.points,
                 f.policy.judged, f.policy.geomeanVsBest, f.policy.worstVsBest, f.policy.geomeanVsDefault, f.nccl.judged,
                 f.nccl.geomeanVsBest, f.nccl.worstVsBest, machinesOf(*data, trainedOnMeasured).c_str());

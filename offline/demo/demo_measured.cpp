@@ -122,11 +122,11 @@ struct KeyRow {
   double simGain = NAN;        // its gain over NCCL's default, simulated
   std::string verdict = "-";   // in-job verification's state for the candidate
   double verdictGain = NAN;    // measured in the job
-  std::string replayConfig;    // verified.json through the plugin, statically
+  std::string judgedConfig;    // verified.json through the plugin, statically
 };
 
 std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr,
-                              const TunedProfile& tuned, const VerifiedExport& verified, const JudgedProfiles& replayed) {
+                              const TunedProfile& tuned, const VerifiedExport& verified, const JudgedProfiles& judged) {
   std::vector<KeyRow> rows;
   for (const jobreplay::KeyOutcome& k : jr.keys) {
     KeyRow row;
@@ -143,8 +143,8 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
           (!shown || rank(v) > rank(*shown) || (rank(v) == rank(*shown) && v.gain > shown->gain)))
         shown = &v;
     if (shown) row.verdict = shown->candidate + " " + shown->state, row.verdictGain = shown->gain;
-    for (const PointResult& p : replayed.points)
-      if (p.coll == k.coll && p.bytes == k.bytes) row.replayConfig = armLabel(p.decision);
+    for (const PointResult& p : judged.points)
+      if (p.coll == k.coll && p.bytes == k.bytes) row.judgedConfig = armLabel(p.decision);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -152,7 +152,7 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
 
 struct Totals {
   double geoVsDefault = 1, geoVsBest = 1, worstVsDefault = 0, worstVsBest = 0;
-  int withinOnePercent = 0, replayAgrees = 0, promoted = 0;
+  int withinOnePercent = 0, judgedAgrees = 0, promoted = 0;
   int withinOnePercentChoosable = 0, bestIsDefaultsTwin = 0;
   int withinOnePercentEstablished = 0;  // of the best the runs establish (a withheld gain is none)
   // The whole job, learning included: every call as drawn plus what measuring cost, against the same
@@ -175,7 +175,7 @@ Totals totals(const std::vector<KeyRow>& rows) {
     t.worstNetVsDefault = std::max(t.worstNetVsDefault, r.job.netVsDefault());
     jobNet += r.job.job_us;
     jobDefault += r.job.jobDefault_us;
-    t.replayAgrees += r.replayConfig == armLabel(r.job.finalConfig);
+    t.judgedAgrees += r.judgedConfig == armLabel(r.job.finalConfig);
     t.promoted += r.verdict.find("promoted") != std::string::npos;
   }
   if (!rows.empty()) t.geoVsDefault = std::exp(lD / rows.size()), t.geoVsBest = std::exp(lB / rows.size());
@@ -270,7 +270,7 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
               "the job cannot verify it\n");
   std::printf("  verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
               "%d/%zu keys\n\n",
-              t.replayAgrees, rows.size());
+              t.judgedAgrees, rows.size());
 }
 
 Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
@@ -285,7 +285,7 @@ Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
            (std::isfinite(r.verdictGain) ? fmt("%.4f", r.verdictGain) : "") + "," +
            armLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
            "," + armLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
-           r.replayConfig + "," + std::to_string(k.alternatives) + "," + std::to_string(k.tried) + "," +
+           r.judgedConfig + "," + std::to_string(k.alternatives) + "," + std::to_string(k.tried) + "," +
            std::to_string(k.trialsToBest) + "\n";
   }
   return files::writeFile(path, csv);
@@ -361,12 +361,12 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                     {"profiled_calls", k.profiled},
                     {"vs_best", k.vsBest()},
                     {"vs_established_best", k.vsBestEstablished},
-                    {"verified_replay_config", r.replayConfig}});
+                    {"verified_replay_config", r.judgedConfig}});
   }
   doc["keys"] = keys;
   doc["totals"] = {{"geomean_vs_default", t.geoVsDefault}, {"worst_vs_default", t.worstVsDefault},
                    {"geomean_vs_best", t.geoVsBest},       {"worst_vs_best", t.worstVsBest},
-                   {"within_1pct_of_best", t.withinOnePercent}, {"replay_agrees", t.replayAgrees},
+                   {"within_1pct_of_best", t.withinOnePercent}, {"replay_agrees", t.judgedAgrees},
                    {"within_1pct_of_choosable_best", t.withinOnePercentChoosable},
                    {"within_1pct_of_established_best", t.withinOnePercentEstablished},
                    {"best_is_defaults_twin", t.bestIsDefaultsTwin},
@@ -530,16 +530,16 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
 int keysExportLost(const std::vector<KeyRow>& rows) {
   int wrong = 0;
   for (const KeyRow& r : rows) {
-    if (r.replayConfig == armLabel(r.job.finalConfig)) continue;
-    if (r.verdict == r.replayConfig + " promoted") {
+    if (r.judgedConfig == armLabel(r.job.finalConfig)) continue;
+    if (r.verdict == r.judgedConfig + " promoted") {
       std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
                   "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  r.replayConfig.c_str());
+                  r.judgedConfig.c_str());
     } else {
       ++wrong;
       std::printf("  %s %s: verified.json runs %s; the job ended with %s (in-job verdict: %s)\n",
                   std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  r.replayConfig.c_str(), armLabel(r.job.finalConfig).c_str(), r.verdict.c_str());
+                  r.judgedConfig.c_str(), armLabel(r.job.finalConfig).c_str(), r.verdict.c_str());
     }
   }
   return wrong;
@@ -592,7 +592,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   if (!replayed) return fail("replay: " + replayed.error());
   const std::vector<KeyRow> rows = tableRows(*job, *jr, tuned, *verified, *replayed);
   const Totals t = totals(rows);
-  s5.done(std::to_string(t.replayAgrees) + "/" + std::to_string(rows.size()) +
+  s5.done(std::to_string(t.judgedAgrees) + "/" + std::to_string(rows.size()) +
           " keys run the job's final configuration (DYNAMICCL_TRUST=" + trust +
           (trust == "verified" ? ": the rules apply as verified)" : ": rules without a fingerprint apply when trusted)"));
   printTable(*job, rows, t, *jr);

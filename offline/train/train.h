@@ -13,7 +13,7 @@
 #include "offline/train/policy_eval.h"
 #include "offline/train/proposer_eval.h"
 #include "offline/train/proposer_kinds.h"
-#include "offline/train/replay_eval.h"
+#include "offline/train/judge_network.h"
 #include "offline/train/shipped_data.h"
 #include "offline/train/sim_adapter.h"
 #include "offline/train/fit_options.h"

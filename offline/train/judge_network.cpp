@@ -1,5 +1,5 @@
-// Replay of the network's decisions on measured points.
-#include "offline/train/replay_eval.h"
+// The network judged on settled points: its decisions at every measured point, judged on the medians.
+#include "offline/train/judge_network.h"
 
 #include <map>
 
@@ -8,7 +8,7 @@
 
 namespace dynamiccl::train {
 
-ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
+JudgedFigures judgeNetwork(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
   // One generated table per communicator shape, as the plugin builds one per communicator.
   std::map<const measurements::Shape*, policy::DecisionTable> tables;
   const sim::DecisionFn decide = [&](const measurements::ReplayPoint& p, const model::CostTable& cost) {
@@ -34,7 +34,7 @@ ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const measurements:
     }
     return p.ncclDefault;
   };
-  ReplayFigures f;
+  JudgedFigures f;
   f.policy = sim::replay(data, decide);
   f.nccl = sim::replay(data, [](const measurements::ReplayPoint& p, const model::CostTable&) { return p.ncclDefault; });
   return f;

@@ -1,4 +1,4 @@
-// The learned policy on real measurements (shared/data) through sim/'s replay: per measured point
+// The learned policy judged on real measurements (shared/data) with sim::replay: per measured point
 // the network's generated table (for that shape's fingerprint) decides from NCCL's cost table, and
 // the decision's measured time is compared with the best measured and NCCL's default.
 #pragma once
@@ -8,11 +8,11 @@
 
 namespace dynamiccl::train {
 
-struct ReplayFigures {
+struct JudgedFigures {
   sim::ReplaySummary policy;  // the network's decisions
   sim::ReplaySummary nccl;    // NCCL's default (the baseline replay judges against)
 };
 
-ReplayFigures replayPolicy(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
+JudgedFigures judgeNetwork(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
 
 }  // namespace dynamiccl::train
