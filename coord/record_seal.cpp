@@ -1,6 +1,11 @@
-// SHA-256 as FIPS 180-4 states it, HMAC as RFC 2104, and the seal built on them.
+// SHA-256 as FIPS 180-4 states it, HMAC as RFC 2104, the seal built on them, and the job's token.
 #include "coord/record_seal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cstring>
 
 namespace dynamiccl::coord {
@@ -120,6 +125,33 @@ std::optional<std::string> openSealed(std::string_view key, uint64_t commId, uin
   const std::string_view bytes = record.substr(headerEnd + 66);
   if (!sameDigest(mac, hex(hmacSha256(key, placeAndBytes(commId, boundary, bytes))))) return std::nullopt;
   return std::string(bytes);
+}
+
+Expected<std::string> readJobToken(const std::string& path) {
+  constexpr size_t kMinBytes = 16, kMaxBytes = 4096;
+  auto fd = openRegularFile(path, O_RDONLY);
+  if (!fd) return makeError("DYNAMICCL_COORD_TOKEN_FILE: " + fd.error());
+  struct stat st {};
+  const bool statted = ::fstat(*fd, &st) == 0;
+  const bool privateSmall = statted && !(st.st_mode & 077) && static_cast<uint64_t>(st.st_size) <= kMaxBytes;
+  std::string text(privateSmall ? static_cast<size_t>(st.st_size) : 0, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(*fd, text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(*fd);
+  text.resize(got);
+  const std::string what = "DYNAMICCL_COORD_TOKEN_FILE " + path;
+  if (!statted) return makeError("cannot read " + what);
+  if (st.st_mode & 077) return makeError(what + " may be read or written by group or others; chmod 600 it");
+  if (static_cast<uint64_t>(st.st_size) > kMaxBytes) return makeError(what + " is over " + std::to_string(kMaxBytes) + " bytes");
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  if (text.size() < kMinBytes)
+    return makeError(what + " holds " + std::to_string(text.size()) + " bytes; a token is at least " +
+                     std::to_string(kMinBytes) + " (e.g. openssl rand -hex 32)");
+  return text;
 }
 
 }  // namespace dynamiccl::coord

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "features/features.h"
+
 namespace dynamiccl::coord {
 
 using Digest = std::array<uint8_t, 32>;
@@ -27,5 +29,11 @@ std::optional<std::string> openSealed(std::string_view key, uint64_t commId, uin
 // The bytes a sealed record carries, unverified (the record itself when it is not sealed): for
 // messages about a record that did not open, and for offline readers of a job's own records.
 std::string_view sealedPayload(std::string_view record);
+
+// The job's secret (DYNAMICCL_COORD_TOKEN_FILE), mixed into every seal key so that someone who can
+// read and write the store but not this file cannot seal a record: a regular file (a FIFO or device
+// is refused without blocking) that neither group nor others may access, of 16..4096 bytes once
+// trailing whitespace is dropped. An error is one line naming the file and what to do.
+Expected<std::string> readJobToken(const std::string& path);
 
 }  // namespace dynamiccl::coord

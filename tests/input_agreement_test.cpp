@@ -3,6 +3,7 @@
 // as a real cluster's does (a failed mount, a degraded node, a variable not exported to it). Every
 // rank must then make the same decision on every call, NCCL's own, and say once which rank differs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20};
 struct Case {
   // Applied in the odd rank only, after the environment every rank shares.
   std::function<void()> oddEnv = [] {};
+  // Applied in every rank (odd says which) after the shared environment, before oddEnv.
+  std::function<void(const std::string& dir, bool odd)> eachRank = [](const std::string&, bool) {};
   bool oddHasProfilerRole = true;
   bool oddAbsent = false;  // the odd rank never starts (a rank without this plugin)
   int timeout_ms = 30000;
@@ -69,6 +72,7 @@ struct RankResult {
   setenv("DYNAMICCL_RECORD", "0", 1);
   setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
   const bool odd = rank == kOdd;
+  c.eachRank(dir, odd);
   if (odd) c.oddEnv();
   const bool profilerRole = !odd || c.oddHasProfilerRole;
   if (!profilerRole) unsetenv("NCCL_PROFILER_PLUGIN");
@@ -202,6 +206,17 @@ void expectNcclEverywhere(const JobRun& run, const std::string& field, bool name
   }
 }
 
+// Every rank agreed and ran the profile's rule, alike.
+void expectTheProfileEverywhere(const JobRun& run) {
+  ASSERT_FALSE(run.ranks.empty());
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].differLines, 0u) << run.ranks[r].line;
+    EXPECT_LT(run.ranks[r].ncclChoices, kCalls / 2) << "the profile's rule did not apply";
+  }
+}
+
 // Where a record of the communicator lives in a coordination directory (coord/dir_store.cpp).
 std::string recordPath(const std::string& dir, uint64_t boundary) {
   char comm[32];
@@ -267,6 +282,68 @@ TEST(InputAgreement, AnEarlierInputRecordAndALateRankWhoseTrustDiffersTurnTuning
   expectNcclEverywhere(runCommunicator(c), "more than 8 input records", false);
 }
 
+// The job's token files in dir: "token" and "other-token" (mode 600, two different secrets) and
+// "fifo", a FIFO named by mistake.
+void makeTokenFiles(const std::string& dir) {
+  for (const char* name : {"token", "other-token"}) {
+    std::ofstream(dir + "/" + name) << name << "-0123456789abcdef0123456789abcdef\n";
+    chmod((dir + "/" + name).c_str(), 0600);
+  }
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+}
+
+void useToken(const std::string& dir, const char* name) {
+  setenv("DYNAMICCL_COORD_TOKEN_FILE", (dir + "/" + name).c_str(), 1);
+}
+
+TEST(InputAgreement, RanksHoldingTheSameTokenDecideAsBefore) {
+  Case c;
+  c.before = makeTokenFiles;
+  c.eachRank = [](const std::string& dir, bool) { useToken(dir, "token"); };
+  expectTheProfileEverywhere(runCommunicator(c));
+}
+
+TEST(InputAgreement, ARankHoldingAnotherTokenTurnsTuningOffOnEveryRank) {
+  // Before, the token file was not read: all 8 ranks agreed and ran the profile's rule.
+  Case c;
+  c.before = makeTokenFiles;
+  c.eachRank = [](const std::string& dir, bool odd) { useToken(dir, odd ? "other-token" : "token"); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_COORD_TOKEN_FILE holds another token", false);
+}
+
+TEST(InputAgreement, ATokenFileThatIsAFifoOnOneRankTurnsTuningOffOnEveryRankWithoutBlocking) {
+  Case c;
+  c.before = makeTokenFiles;
+  c.eachRank = [](const std::string& dir, bool odd) { useToken(dir, odd ? "fifo" : "token"); };
+  expectNcclEverywhere(runCommunicator(c), "DYNAMICCL_COORD_TOKEN_FILE is \"unusable\" there, \"read\" on 7 rank(s)");
+}
+
+TEST(InputAgreement, ATableSealedUnderAKeyTheStoreAloneGivesOpensForNoRankHoldingAToken) {
+  // Without the input check, the epoch key is the communicator id's and the token's: a table sealed
+  // under the id's alone (what anyone who can read the store could compute; here an earlier job's,
+  // run without a token) is, with a token, read by every rank as not this job's. Before, the token
+  // was not read and every rank ran that table.
+  const auto checkOff = [](const std::string&, bool) { setenv("DYNAMICCL_INPUTS_CHECK", "0", 1); };
+  Case c;
+  c.before = [&](const std::string& dir) {
+    makeTokenFiles(dir);
+    Case earlier;
+    earlier.eachRank = checkOff;
+    runRanks(earlier, dir);
+    ASSERT_TRUE(std::filesystem::exists(recordPath(dir, 500)));
+  };
+  c.eachRank = [&](const std::string& dir, bool odd) {
+    checkOff(dir, odd);
+    useToken(dir, "token");
+  };
+  const JobRun run = runCommunicator(c);
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r << " decided otherwise than the first";
+    EXPECT_EQ(run.ranks[r].foreignLines, 1u) << "rank " << r << " opened a table sealed without the token";
+  }
+}
+
 TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
   // A well-formed table planted where the leader's first version goes, choosing tree/ll128 everywhere:
   // adopted, every rank would run it from call 500 on.
@@ -291,13 +368,7 @@ TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
 }
 
 TEST(InputAgreement, IdenticalInputsDecideAsBefore) {
-  const JobRun run = runCommunicator(Case{});
-  for (size_t r = 0; r < run.ranks.size(); ++r) {
-    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
-    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r;
-    EXPECT_EQ(run.ranks[r].differLines, 0u) << run.ranks[r].line;
-    EXPECT_LT(run.ranks[r].ncclChoices, kCalls / 2) << "the profile's rule did not apply";
-  }
+  expectTheProfileEverywhere(runCommunicator(Case{}));
 }
 
 TEST(InputAgreement, ProfileMissingOnOneRank) {

@@ -1,6 +1,12 @@
 // SHA-256 against FIPS 180-4's examples and lengths around a block's padding, HMAC-SHA256 against
 // RFC 4231, and the seal: it opens only under its key, at its place, with its bytes unaltered.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "coord/record_seal.h"
 
@@ -49,6 +55,63 @@ TEST(RecordSeal, OpensOnlyUnderItsKeyAtItsPlaceUnaltered) {
   EXPECT_EQ(openSealed("k", 1, 2, sealRecord("k", 1, 2, "")), "");
   EXPECT_EQ(sealedPayload(sealed), bytes);  // unverified: for messages and offline readers
   EXPECT_EQ(sealedPayload(bytes), bytes);
+}
+
+// A token file in a fresh directory, with the given bytes and mode.
+class TokenDir {
+ public:
+  TokenDir() {
+    char tmpl[] = "/tmp/dynamiccl-token-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  ~TokenDir() { std::filesystem::remove_all(dir_); }
+  std::string file(const std::string& name, const std::string& bytes, mode_t mode) const {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    chmod(path.c_str(), mode);
+    return path;
+  }
+  std::string fifo() const {
+    const std::string path = dir_ + "/fifo";
+    EXPECT_EQ(mkfifo(path.c_str(), 0600), 0);
+    return path;
+  }
+
+ private:
+  std::string dir_;
+};
+
+std::string errorOf(const Expected<std::string>& e) { return e.ok() ? "(read: " + *e + ")" : e.error(); }
+
+TEST(RecordSeal, AJobTokenIsReadFromAPrivateRegularFileLessItsTrailingWhitespace) {
+  TokenDir d;
+  const auto token = readJobToken(d.file("token", "0123456789abcdef0123456789abcdef\n", 0600));
+  ASSERT_TRUE(token.ok()) << token.error();
+  EXPECT_EQ(*token, "0123456789abcdef0123456789abcdef");
+  EXPECT_TRUE(readJobToken(d.file("ro", std::string(4096, 'k'), 0400)).ok());
+}
+
+TEST(RecordSeal, AJobTokenFileIsRefusedInOneLineUnlessPrivateRegularAndSized) {
+  TokenDir d;
+  const std::string good = "0123456789abcdef0123456789abcdef";
+  EXPECT_NE(errorOf(readJobToken(d.file("group", good, 0640))).find("chmod 600"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken(d.file("others", good, 0604))).find("chmod 600"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken(d.file("writable", good, 0620))).find("chmod 600"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken(d.file("big", std::string(4097, 'k'), 0600))).find("over 4096 bytes"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken(d.file("short", "abc\n", 0600))).find("at least 16"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken(d.file("blank", "  \n\n", 0600))).find("holds 0 bytes"), std::string::npos);
+  EXPECT_NE(errorOf(readJobToken("/nonexistent/token")).find("cannot open"), std::string::npos);
+  // A FIFO with no writer: refused at once, never a blocked open() or read().
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_NE(errorOf(readJobToken(d.fifo())).find("not a regular file"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  if (geteuid() != 0) {  // root reads a file of mode 000
+    EXPECT_NE(errorOf(readJobToken(d.file("unreadable", good, 0000))).find("cannot open"), std::string::npos);
+  }
+  for (const std::string& e : {errorOf(readJobToken(d.file("g2", good, 0660))), errorOf(readJobToken("/nonexistent/t"))}) {
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_NE(e.find("DYNAMICCL_COORD_TOKEN_FILE"), std::string::npos) << e;
+  }
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
     {"DYNAMICCL_COORD_DIR", "(unset)", true},
     {"DYNAMICCL_COORD_DELAY_MS", "0", false},
+    {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
     {"DYNAMICCL_ETCD", "(unset)", false},
     {"DYNAMICCL_ETCD_AUTH_FILE", "(unset)", true},
     {"DYNAMICCL_ETCD_CA", "(unset)", true},

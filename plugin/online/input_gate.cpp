@@ -18,21 +18,31 @@ namespace {
 
 std::atomic<bool> gSaidUnchecked{false};
 std::atomic<bool> gSaidAgreed{false};
+std::atomic<bool> gSaidToken{false};
 // Once a communicator missed a rank's inputs, later ones likely miss the same rank (no plugin
 // there): they wait this long, not the full timeout, so hundreds of communicators do not each wait
 // it out. Safe: whichever verdict is written first holds for every rank.
 std::atomic<bool> gSawMissing{false};
 constexpr int64_t kAfterMissing_ms = 1000;
 
+std::string randomHex(int words) {
+  std::random_device entropy;
+  std::string out;
+  char word[9];
+  for (int i = 0; i < words; ++i) {
+    std::snprintf(word, sizeof word, "%08x", entropy());
+    out += word;
+  }
+  return out;
+}
+
 // Who the record is from, with a random nonce: no two records of any job are alike, so a verdict
 // names exactly the ranks it judged (not compared between ranks).
 std::string whoAmI() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  std::random_device entropy;
-  char nonce[40];
-  std::snprintf(nonce, sizeof nonce, "%08x%08x%08x%08x", entropy(), entropy(), entropy(), entropy());
-  return std::string("on host ") + (host[0] ? host : "?") + " (pid " + std::to_string(getpid()) + ", record " + nonce + ")";
+  return std::string("on host ") + (host[0] ? host : "?") + " (pid " + std::to_string(getpid()) + ", record " +
+         randomHex(4) + ")";
 }
 
 // The epoch key the check left for startOnline, which runs next in the same thread (the tuner's
@@ -45,6 +55,24 @@ struct LastEpochKey {
   char key[128];  // a hex HMAC-SHA256 is 64
 };
 thread_local LastEpochKey tLastKey;
+
+// The job's token and what the inputs record says of it ("none", "read", or "unusable"): a token
+// file that cannot be used gives a random secret no other rank holds, so this rank's records open
+// for none and every rank of its communicators keeps NCCL's choices, said once per process.
+struct JobToken {
+  std::string secret;
+  const char* state;
+};
+JobToken jobToken(const Settings& s) {
+  if (s.coordTokenFile.empty()) return {"", "none"};
+  auto token = coord::readJobToken(s.coordTokenFile);
+  if (token.ok()) return {std::move(token.value()), "read"};
+  if (firstTime(gSaidToken))
+    logWarn("%s; this rank seals its coordination records under a key no other rank holds: every communicator the "
+            "input check covers keeps NCCL's own choices on all its ranks",
+            token.error().c_str());
+  return {"unusable token " + randomHex(8), "unusable"};
+}
 
 }  // namespace
 
@@ -62,7 +90,7 @@ std::string takeEpochKey(uint64_t commId, const std::string& token) {
   return key;
 }
 
-std::string coordToken(const Settings&) { return ""; }
+std::string coordToken(const Settings& s) { return jobToken(s).secret; }
 
 bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                         const NcclRules& rules) {
@@ -85,10 +113,13 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
             id, store.error().c_str());
     return false;
   }
-  const std::string mine = inputsRecord(decisionInputs(s, profileDigest, shape, rules), whoAmI());
+  const JobToken token = jobToken(s);
+  std::vector<InputField> fields = decisionInputs(s, profileDigest, shape, rules);
+  fields.push_back({"DYNAMICCL_COORD_TOKEN_FILE", token.state});  // the token itself only in the key
+  const std::string mine = inputsRecord(fields, whoAmI());
   const int64_t timeout_ms =
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
-  const std::string key = inputsKey(shape.commId, mine, coordToken(s));
+  const std::string key = inputsKey(shape.commId, mine, token.secret);
   const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key);
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {

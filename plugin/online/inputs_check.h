@@ -56,7 +56,8 @@ std::string epochKeyUnchecked(uint64_t commId, const std::string& token);
 // in the same thread; the unchecked key where the check did not agree on this communicator.
 void keepEpochKey(uint64_t commId, const std::string& key);
 std::string takeEpochKey(uint64_t commId, const std::string& token);
-// The job's secret token, part of every key: none yet (a per-job token file is not read), so empty.
+// The job's secret token, part of every key (DYNAMICCL_COORD_TOKEN_FILE; empty: none); a file that
+// cannot be used gives a random token no other rank holds, with one line per process.
 std::string coordToken(const Settings& s);
 
 // The protocol (input_agreement.cpp): publish `mine` sealed under `key` in a free slot, wait up to

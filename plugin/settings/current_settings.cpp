@@ -39,7 +39,6 @@ struct Retired {
 };
 constexpr Retired kRetired[] = {
     {"DYNAMICCL_COORD", "retired with the TCP coordinator: DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR"},
-    {"DYNAMICCL_COORD_TOKEN_FILE", "retired with the TCP coordinator: DYNAMICCL_ETCD_AUTH_FILE"},
 };
 
 size_t editDistance(std::string_view a, std::string_view b) {

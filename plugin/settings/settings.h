@@ -61,6 +61,7 @@ struct Settings {
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
   std::string coordDir;                       // DYNAMICCL_COORD_DIR
   int coordDelay_ms = 0;                      // DYNAMICCL_COORD_DELAY_MS, 0..60000 (test-only fault injection)
+  std::string coordTokenFile;                 // DYNAMICCL_COORD_TOKEN_FILE: the job's secret, mode 600
   // etcd v3 backend (docs/ONLINE.md): endpoints, credentials, TLS files, bounds.
   std::vector<std::string> etcdEndpoints;     // DYNAMICCL_ETCD=http(s)://host:port[,...]; empty: unset
   std::string etcdAuthFile;                   // DYNAMICCL_ETCD_AUTH_FILE: "user:password", mode 600

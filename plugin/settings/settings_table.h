@@ -87,6 +87,7 @@ void eachVariable(V& v, S& s) {
   v.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
   v.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");
   v.integer("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms, 0, 60'000);
+  v.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile, "none (records keyed by what the store holds)");
   v.template coded<EtcdCodec>("DYNAMICCL_ETCD", s.etcdEndpoints);
   v.path("DYNAMICCL_ETCD_AUTH_FILE", s.etcdAuthFile, "none (no authentication)");
   v.path("DYNAMICCL_ETCD_CA", s.etcdCa, "the system's CAs");
