@@ -151,6 +151,20 @@ std::vector<RankResult> runJob(const Scenario& s, const std::function<void()>& f
   return results;
 }
 
+// The job with etcd stopped (SIGSTOP) once every rank paused, and resumed stopped_ms later.
+std::vector<RankResult> runJobWithEtcdStopped(const Scenario& s, const EtcdCluster& etcd, int stopped_ms) {
+  std::thread resume;
+  auto results = runJob(s, [&] {
+    etcd.signal(SIGSTOP);
+    resume = std::thread([&etcd, stopped_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(stopped_ms));
+      etcd.signal(SIGCONT);
+    });
+  });
+  if (resume.joinable()) resume.join();
+  return results;
+}
+
 void expectSameDecisions(const std::vector<RankResult>& results) {
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
@@ -188,15 +202,7 @@ TEST(EtcdJob, EtcdStoppedAndResumedOnlyDelays) {
   Scenario s;
   s.endpoints = etcd.endpoint();
   s.pauseAt = 3600;  // around the leader's publication of boundary 4000: the followers still read
-  std::thread resume;
-  const auto results = runJob(s, [&] {
-    etcd.signal(SIGSTOP);
-    resume = std::thread([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      etcd.signal(SIGCONT);
-    });
-  });
-  resume.join();
+  const auto results = runJobWithEtcdStopped(s, etcd, 1500);
   expectSameDecisions(results);
   EXPECT_GT(results[0].lateNonStatic, 0u) << "versions stopped being adopted after the resume";
 }
@@ -313,21 +319,22 @@ Scenario stragglerScenario(const EtcdCluster& etcd, int64_t othersAt, int64_t st
   return s;
 }
 
-TEST(EtcdJob, EtcdKilledWithARankAnEpochBehindFreezesEveryRankAtTheSameBoundary) {
-  SKIP_WITHOUT_ETCD();
+void expectAlikeWhenEtcdIsKilledWithAStraggler(int64_t othersAt, int64_t stragglerAt) {
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  // Rank 3 has not reached 3000's half-epoch when etcd dies; the others froze at 4000, it at 3000.
-  const auto results = runJob(stragglerScenario(etcd, 3200, 2200), [&] { etcd.kill9(); });
+  const auto results = runJob(stragglerScenario(etcd, othersAt, stragglerAt), [&] { etcd.kill9(); });
   expectSameDecisions(results);
+}
+
+TEST(EtcdJob, EtcdKilledWithARankAnEpochBehindFreezesEveryRankAtTheSameBoundary) {
+  SKIP_WITHOUT_ETCD();
+  // Rank 3 had not reached 3000's half-epoch when etcd died: before, it froze at 3000, the others at 4000.
+  expectAlikeWhenEtcdIsKilledWithAStraggler(3200, 2200);
 }
 
 TEST(EtcdJob, EtcdKilledWithARankSeveralEpochsBehindFreezesEveryRankAtTheSameBoundary) {
   SKIP_WITHOUT_ETCD();
-  EtcdCluster etcd;
-  ASSERT_TRUE(etcd.ready());
-  const auto results = runJob(stragglerScenario(etcd, 5200, 1200), [&] { etcd.kill9(); });
-  expectSameDecisions(results);
+  expectAlikeWhenEtcdIsKilledWithAStraggler(5200, 1200);  // before: rank 3 at 2000, the others at 6000
 }
 
 TEST(EtcdJob, EtcdStoppedPastTwiceTheTimeoutWithARankAnEpochBehindFreezesEveryRankAlike) {
@@ -336,16 +343,17 @@ TEST(EtcdJob, EtcdStoppedPastTwiceTheTimeoutWithARankAnEpochBehindFreezesEveryRa
   ASSERT_TRUE(etcd.ready());
   // Stopped 4 s (the ranks give up at twice the 1 s timeout): every rank holds 3000 and freezes at
   // 4000; the straggler, which had not read 3000, froze at 3000 before.
-  std::thread resume;
-  const auto results = runJob(stragglerScenario(etcd, 3200, 2200), [&] {
-    etcd.signal(SIGSTOP);
-    resume = std::thread([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
-      etcd.signal(SIGCONT);
-    });
-  });
-  resume.join();
+  expectSameDecisions(runJobWithEtcdStopped(stragglerScenario(etcd, 3200, 2200), etcd, 4000));
+}
+
+// etcd restarted with an empty data directory once every rank paused: every rank decides alike and
+// versions go on being adopted after it.
+void expectAlikeAndLearningAfterAnEmptyRestart(EtcdCluster& etcd, const Scenario& s) {
+  bool restarted = false;
+  const auto results = runJob(s, [&] { restarted = etcd.restartEmpty(); });
+  ASSERT_TRUE(restarted);
   expectSameDecisions(results);
+  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the store came back";
 }
 
 TEST(EtcdJob, EtcdRestartedEmptyWithARankSeveralEpochsBehindKeepsEveryRankAlikeAndLearning) {
@@ -354,11 +362,7 @@ TEST(EtcdJob, EtcdRestartedEmptyWithARankSeveralEpochsBehindKeepsEveryRankAlikeA
   ASSERT_TRUE(etcd.ready());
   // Rank 3 at 1200 holds 2000-5000; before, it found the store empty at 2000 and wrote FROZEN there
   // while the others had run the leader's versions.
-  bool restarted = false;
-  const auto results = runJob(stragglerScenario(etcd, 5200, 1200), [&] { restarted = etcd.restartEmpty(); });
-  ASSERT_TRUE(restarted);
-  expectSameDecisions(results);
-  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the store came back";
+  expectAlikeAndLearningAfterAnEmptyRestart(etcd, stragglerScenario(etcd, 5200, 1200));
 }
 
 TEST(EtcdJob, EtcdRestartedEmptyReceivesTheRecordsAStragglerNeverReadFromTheRanksHoldingThem) {
@@ -372,11 +376,7 @@ TEST(EtcdJob, EtcdRestartedEmptyReceivesTheRecordsAStragglerNeverReadFromTheRank
   s.epochCalls = 100;
   s.calls = 4000;
   s.epochTimeout_ms = 5000;
-  bool restarted = false;
-  const auto results = runJob(s, [&] { restarted = etcd.restartEmpty(); });
-  ASSERT_TRUE(restarted);
-  expectSameDecisions(results);
-  EXPECT_GT(results[0].lateNonStatic, 0u) << "no version was adopted after the store came back";
+  expectAlikeAndLearningAfterAnEmptyRestart(etcd, s);
 }
 
 }  // namespace

@@ -98,9 +98,15 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   }
 }
 
+// Done once the leader published the boundary, or its agent already staged a record for it (one was
+// there first, read ahead: a FROZEN claim or one not sealed under this job's key).
 void ensurePublished(OnlineComm& s, uint64_t boundary) {
   const auto start = Clock::now();
-  while (s.publishedBoundary.load() < boundary) {
+  const auto staged = [&] {
+    const StagedRecord* r = s.staged.load(std::memory_order_acquire);
+    return r && r->boundary >= boundary;
+  };
+  while (s.publishedBoundary.load() < boundary && !staged()) {
     if (Clock::now() - start > std::chrono::milliseconds(s.boundaryTimeout_ms)) {
       logWarn("online: leader could not publish boundary %llu of communicator %016llx; followers will freeze",
               static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId));
