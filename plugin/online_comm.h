@@ -41,6 +41,7 @@ struct StagedRecord {
 
 struct OnlineComm {
   uint64_t commId = 0;
+  int nRanks = 0;  // the communicator's size: how often the agent may read the store ahead
   uint64_t epochCalls = 1000;
   int64_t boundaryTimeout_ms = 60000;
   std::shared_ptr<coord::RecordStore> store;
@@ -74,7 +75,6 @@ struct OnlineComm {
   // Every boundary's record this rank has read (bytes as opened), ahead of its own position too: a
   // rank adopts a held record without the store and re-publishes them into a store that lost them.
   std::map<uint64_t, std::string> held;
-  uint64_t adoptedVersions = 0;  // statistics for the finalize log line
   bool saidMeasuringStopped = false;
   // The agent's own: when it next reads ahead, and whether a store that lost records awaits ours.
   std::chrono::steady_clock::time_point nextReadAhead{};

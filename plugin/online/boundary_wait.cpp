@@ -23,7 +23,6 @@ void adopt(OnlineComm& s, const StagedRecord* r) {
     return;
   }
   s.current.store(r->table, std::memory_order_release);
-  ++s.adoptedVersions;
 }
 
 }  // namespace

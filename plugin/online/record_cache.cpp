@@ -54,7 +54,7 @@ void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   const bool urgent = need != 0;
   const auto now = std::chrono::steady_clock::now();
   if (!urgent && now < c.nextReadAhead) return;
-  c.nextReadAhead = now + kReadAheadPoll;
+  c.nextReadAhead = now + readAheadPoll(c.nRanks);
   const uint64_t E = c.epochCalls;
   uint64_t newest = 0;
   bool newestFrozen = false;
