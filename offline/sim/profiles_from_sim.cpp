@@ -9,16 +9,20 @@
 namespace dynamiccl::sim {
 
 std::vector<ProfileRuleSpec> bucketRules(const measurements::ReplayData& data, const BucketChooser& choose) {
-  // Size range measured per (shape, collective).
-  std::map<std::tuple<const measurements::Shape*, int>, std::pair<uint64_t, uint64_t>> ranges;
+  // Size range measured per (shape, collective), in the order the data lists its shapes (not by
+  // address, which differs from run to run).
+  std::map<const measurements::Shape*, size_t> order;
+  for (size_t i = 0; i < data.shapes.size(); ++i) order[data.shapes[i].get()] = i;
+  std::map<std::tuple<size_t, int>, std::pair<uint64_t, uint64_t>> ranges;
   for (const measurements::ReplayPoint& p : data.points) {
-    auto [it, fresh] = ranges.try_emplace({p.shape, int(p.coll)}, p.bytes, p.bytes);
+    auto [it, fresh] = ranges.try_emplace({order.at(p.shape), int(p.coll)}, p.bytes, p.bytes);
     it->second.first = std::min(it->second.first, p.bytes);
     it->second.second = std::max(it->second.second, p.bytes);
   }
   std::vector<ProfileRuleSpec> rules;
   for (const auto& [key, range] : ranges) {
-    const auto& [shape, coll] = key;
+    const auto& [index, coll] = key;
+    const measurements::Shape* shape = data.shapes[index].get();
     const int lo = std::bit_width(range.first) - 1, hi = std::bit_width(range.second) - 1;
     for (int k = lo; k <= hi; ++k) {
       const uint64_t b = uint64_t{1} << k;
