@@ -66,8 +66,6 @@ TEST(Hyperband, BracketArithmeticMatchesThePaper) {
 TEST(Statistics, RobustToOutliers) {
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
   EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
-  EXPECT_NEAR(trimmedMean({1, 10, 10, 10, 1000}, 0.2), 10, 1e-9);
-  EXPECT_GT(relativeStdErrOfMedian({100, 110, 90, 105, 95}), relativeStdErrOfMedian({100, 101, 99, 100.5, 99.5}));
 }
 
 TEST(Search, TpeHyperbandFindsTheKnownOptimumWithinBudget) {

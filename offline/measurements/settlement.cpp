@@ -43,7 +43,6 @@ bool ReplayPoint::isDefaultsTwin(std::pair<Algo, Proto> arm) const {
   return forcedTwinIsDefault(defaultSettledBy) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
 }
 
-bool namedByRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Matched; }
 bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }
 
 double fittedSigma(const std::vector<double>& samples_us, double pooled) {

@@ -48,8 +48,6 @@ enum class DefaultSettledBy {
 std::string_view defaultSettledByName(DefaultSettledBy c);
 // Forcing the settled configuration runs what the default rows ran (stated, confirmed, matched).
 bool forcedTwinIsDefault(DefaultSettledBy c);
-// The measurements name the configuration, not the model (stated, matched).
-bool namedByRuns(DefaultSettledBy c);
 // The runs refuted the model's pick and the configuration was inferred from them (matched, unforced).
 bool inferredFromRuns(DefaultSettledBy c);
 

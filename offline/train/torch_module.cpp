@@ -62,7 +62,6 @@ Status loadTorchModule() {
   return Ok{};
 }
 
-bool torchAvailable() { return module().ok(); }
 
 Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
                                                    const std::vector<Sample>& validationRows,

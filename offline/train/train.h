@@ -24,7 +24,6 @@ namespace dynamiccl::train {
 // Loads the training module once; the error says why it cannot (no LibTorch in this build, module
 // not built or not installed).
 Status loadTorchModule();
-bool torchAvailable();  // loadTorchModule() succeeded
 
 // Log-latency regression with importance weights; returns the weights ready to export.
 Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,

@@ -12,10 +12,6 @@
 namespace dynamiccl::tune {
 
 double median(std::vector<double> v);
-double trimmedMean(std::vector<double> v, double trimFraction = 0.2);  // drops this share at each end
-double medianAbsDeviation(const std::vector<double>& v);
-// Relative standard error of the median (MAD-based sigma, 1.2533 sigma / sqrt(n)); 0.05 for n < 2.
-double relativeStdErrOfMedian(const std::vector<double>& v);
 
 // The decision rule's quantiles and log-time statistics live with the rule (policy/decision_rule.h).
 using policy::chiSquareQuantile;
@@ -34,7 +30,6 @@ struct ConfigStats {
   std::vector<double> samples_us;
   std::string arm;  // what a dataset row forced to get it ("NCCL_ALGO=RING"); empty for a search
   double median_us() const { return median(samples_us); }
-  double relSe() const { return relativeStdErrOfMedian(samples_us); }
   int count() const { return static_cast<int>(samples_us.size()); }
 };
 
