@@ -165,6 +165,8 @@ class Confirmation {
     return proposal_;
   }
 
+  uint64_t confirmedSoFar() const { return nextConfirmed_; }
+
   InputsVerdict unconfirmed(int64_t timeout_ms) const {
     return {false, true,
             "only " + std::to_string(nextConfirmed_) + " of " + std::to_string(n_) + " ranks confirmed the judged inputs "
@@ -248,24 +250,30 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   Confirmation confirmation(store, commId, n, mySlot, me);
   // Polls back off to a pause that grows with the communicator: n ranks polling a shared store
   // (etcd, a parallel file system) stay near 20 requests per millisecond in all.
-  auto pause = std::chrono::microseconds(50);
+  constexpr auto kFirstPause = std::chrono::microseconds(50);
+  auto pause = kFirstPause;
   const auto maxPause =
       std::chrono::microseconds(std::clamp<int64_t>(1000 + 50 * static_cast<int64_t>(n), 1000, 250'000));
   bool proposed = false;
   for (;;) {
+    // A judge that just proposed, or saw confirmations arrive, polls again soon: the rest are on their
+    // way (at most kJudges ranks poll this fast).
+    bool judgeMoved = false;
     if (judge) readSlots();
     if (auto v = storedVerdict(store, commId, me)) return *v;  // settled: no need to propose (fewer writes)
     if (judge && next == n && !proposed) {
       const InputsVerdict v = judgeSealed(records, commId, key);
       if (!v.agree) return settle(store, commId, v, me, settleBy);
       confirmation.propose(v);
-      proposed = true;
+      proposed = judgeMoved = true;
     }
     if (!judge || proposed) {
       if (auto refused = confirmation.confirmOwn()) return settle(store, commId, *refused, me, settleBy);
     }
     if (judge && proposed) {
+      const uint64_t before = confirmation.confirmedSoFar();
       if (auto v = confirmation.allConfirmed(deadline)) return settle(store, commId, *v, me, settleBy);
+      judgeMoved |= confirmation.confirmedSoFar() > before;
     }
     if (Clock::now() >= deadline) {
       // Judges know how many arrived; the others never read the slots (no read storm at the timeout).
@@ -280,6 +288,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
                                   "DYNAMICCL_INPUTS_CHECK=0, another store, or started late", {}, {}},
                     me, settleBy);
     }
+    if (judgeMoved) pause = kFirstPause;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, maxPause);
   }
