@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The newcomer's test command, and CI's (.ci/run): set up, build, run every test; then the same
-# suite under ASan+UBSan and the threaded tests under TSan (docs/HARDENING.md). Each stage prints
+# plugin side's tests under ASan+UBSan and the threaded tests under TSan (docs/HARDENING.md). Each stage prints
 # its duration. DYNAMICCL_SANITIZE_STAGES=0 stops after the first stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,5 +18,5 @@ tests() {
 stage "setup" scripts/setup.sh
 stage "build + tests" tests "$@"
 [ "${DYNAMICCL_SANITIZE_STAGES:-1}" = 0 ] && exit 0
-stage "ASan+UBSan: every test" scripts/sanitize.sh address
+stage "ASan+UBSan: the plugin side" scripts/sanitize.sh address
 stage "TSan: threaded tests" scripts/sanitize.sh thread
