@@ -201,13 +201,15 @@ ncclResult_t TunerComm::getCollInfo(int coll, size_t nBytes, int numPipeOps, int
 
 ncclResult_t TunerComm::getCollInfoRaw(int coll, size_t nBytes, int numPipeOps, float** table, int numAlgo,
                                        int numProto, int regBuff, int* nChannels) {
-  const auto fn = static_cast<ncclFunc_t>(coll);
   return std::visit(
       [&](auto t) -> ncclResult_t {
         using T = decltype(t);
+        // Cast at the call: a test passes collectives NCCL never would, and UBSan refuses to load an
+        // out-of-range enum kept in a variable.
+        const auto fn = [&] { return static_cast<ncclFunc_t>(coll); };
         if constexpr (kIsV2<T>) return ncclInvalidUsage;  // v2 takes no table
-        else if constexpr (kIsV3<T>) return t->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
-        else return t->getCollInfo(context_, fn, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+        else if constexpr (kIsV3<T>) return t->getCollInfo(context_, fn(), nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+        else return t->getCollInfo(context_, fn(), nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
       },
       lib_->table_);
 }
@@ -255,10 +257,10 @@ bool TunerComm::hasChunkSize() const {
 
 ncclResult_t TunerComm::getChunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
   if (!hasChunkSize()) return ncclSuccess;
-  const auto fn = static_cast<ncclFunc_t>(coll);
   return std::visit(
       [&](auto t) -> ncclResult_t {
-        if constexpr (requires { t->getChunkSize; }) return t->getChunkSize(context_, fn, nBytes, algo, proto, nChannels, chunkSize);
+        if constexpr (requires { t->getChunkSize; })
+          return t->getChunkSize(context_, static_cast<ncclFunc_t>(coll), nBytes, algo, proto, nChannels, chunkSize);
         else return ncclSuccess;
       },
       lib_->table_);
