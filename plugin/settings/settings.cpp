@@ -16,18 +16,14 @@
 namespace dynamiccl::plugin {
 namespace {
 
+using settings_table::number;
+
 constexpr size_t kMaxPathChars = 4096;  // PATH_MAX: anything longer cannot name a file
 constexpr size_t kShownChars = 64;      // of a bad value in the log line
 
 std::string shown(std::string_view v) {
   if (v.size() <= kShownChars) return "\"" + std::string(v) + "\"";
   return "\"" + std::string(v.substr(0, kShownChars)) + "...\" (" + std::to_string(v.size()) + " chars)";
-}
-
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
 }
 
 class Reader {

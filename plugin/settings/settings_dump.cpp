@@ -10,13 +10,9 @@
 namespace dynamiccl::plugin {
 namespace {
 
-constexpr const char* kUnset = "(unset)";
+using settings_table::number;
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+constexpr const char* kUnset = "(unset)";
 
 class Dump {
  public:
