@@ -43,4 +43,42 @@ for bad in "-n 0" "-n x" "-i -1" "--bogus"; do
   rc=0; "$SRC/scripts/gpu/run.sh" --dry-run $bad --out "$TMP/out" >/dev/null 2>&1 || rc=$?
   [ "$rc" -eq 2 ] || fail "run.sh $bad should exit 2, got $rc"
 done
+
+# torch_runs.sh --dry-run: five runs per layout, 2 then 4 ranks, each rank bounded by timeout.
+(cd "$TMP" && "$SRC/scripts/gpu/torch_runs.sh" --dry-run --out "$TMP/tout" --plugin lib/p.so) >"$TMP/tdry"
+[ "$(grep -c '^n2 .* rank ' "$TMP/tdry")" -eq 10 ] || fail "5 runs x 2 ranks"
+[ "$(grep -c '^n4 .* rank ' "$TMP/tdry")" -eq 20 ] || fail "5 runs x 4 ranks"
+[ "$(grep '^n4 readme' "$TMP/tdry" | grep -o 'NCCL_HOSTID=[^ ]*' | sort -u | wc -l)" -eq 4 ] || fail "distinct host ids"
+grep -v '^n[24] .* rank .* timeout -k 5 [0-9]* ' "$TMP/tdry" | grep -q ' rank ' && fail "every rank under timeout"
+grep '^n2 default rank 0' "$TMP/tdry" | grep -q 'NCCL_TUNER_PLUGIN=' && fail "default run loads no plugin"
+grep '^n2 tuner_empty rank 1' "$TMP/tdry" | grep -q "NCCL_TUNER_PLUGIN=$TMP/lib/p.so DYNAMICCL_PROFILE=$SRC/scripts/gpu/empty-profile.json" \
+  || fail "tuner_empty: plugin by absolute path, empty profile"
+grep '^n2 tuner_empty' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=' && fail "tuner_empty has no profiler"
+grep '^n2 tuner_forced rank 0' "$TMP/tdry" | grep -q 'forced-profile.json DYNAMICCL_TRUST=all' || fail "tuner_forced opts in"
+grep '^n2 forced_profiled rank 1' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=.* DYNAMICCL_TRUST=all DYNAMICCL_RECORD_SHARE=1' \
+  || fail "forced_profiled profiles every call under the same rules"
+grep '^n2 readme rank 0' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=' || fail "readme run has the profiler role"
+grep '^n2 readme rank 0' "$TMP/tdry" | grep -Eq 'DYNAMICCL_TRUST=|DYNAMICCL_RECORD_SHARE=' && fail "readme run keeps the defaults"
+grep -q '^allreduce 268435456 warmup=3 timed=5$' "$TMP/tdry" || fail "sweep reaches 256 MiB"
+grep -q '^allgather 8 ' "$TMP/tdry" || fail "sweep starts at 8 B"
+for bad in "--ranks 0" "--runs bogus" "--budget-s x" "--nope"; do
+  rc=0; "$SRC/scripts/gpu/torch_runs.sh" --dry-run --out "$TMP/tout" $bad >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || fail "torch_runs.sh $bad should exit 2, got $rc"
+done
+# The profiles the runs use load as the plugin reads them (validate is the plugin's own reader).
+if [ -n "${DYNAMICCL_CLI:-}" ]; then
+  "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/empty-profile.json" | grep -q '0 rules' || fail "empty profile"
+  "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/forced-profile.json" | grep -q '6 rules' || fail "forced profile"
+fi
+# torch_summary.py on a canned work folder: ratios to the default, NCCL's picks, the profiler's cost and rows.
+python3 "$SRC/scripts/gpu/torch_summary.py" "$DATA/torch_runs" >"$TMP/sum"
+cat "$TMP/sum"
+grep -q '^| 8 | 10.0 | 30% | RING/LL | 1.00 | 2.00 | RING/SIMPLE 2/3, RING/LL 1/3 | +10.0% | 1.10 | 1.00 | 1.0 | 0.82 |$' "$TMP/sum" \
+  || fail "allreduce 8 B row"
+grep -q '^| 1M | 100.0 | 0% | RING/SIMPLE | 1.01 | 1.10 | RING/LL | +10.0% | 1.00 | 1.00 | 4.0 | 0.95 |$' "$TMP/sum" \
+  || fail "allgather 1M row (observations keyed by bytes per rank)"
+grep -q 'n2 tuner_forced: allreduce 8 -> RING/SIMPLE, 1 channels' "$TMP/sum" || fail "TUNING excerpt"
+grep -q '14 observations delivered' "$TMP/sum" || fail "profiler summary line"
+rc=0; python3 "$SRC/scripts/gpu/torch_summary.py" "$TMP/absent" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "missing folder should exit 2, got $rc"
 echo "gpu_script_test: ok"

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""One rank of the real client: torch.distributed with the NCCL backend, timing collectives with CUDA events.
+
+usage: torch_client.py --rank R --world N --port P --out FILE [--min-bytes 8] [--max-bytes 256M]
+                       [--colls allreduce,allgather,reducescatter] [--plan]
+Sizes follow nccl-tests: the total buffer (allgather: output, reducescatter: input), float32 / sum,
+rounded up to whole floats per rank. Each size: warm-up calls, then timed calls, each between two
+CUDA events on the current stream (ProcessGroupNCCL's stream waits on it, and it on the collective).
+FILE gets one JSON line per (collective, size) and a first line naming the versions.
+--plan prints the sweep (sizes, warm-up and timed calls) and exits without importing torch.
+"""
+import argparse
+import json
+import sys
+import time
+
+WARMUP = 3
+
+
+def parse_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    scale = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    value = int(number) * scale
+    if value <= 0:
+        raise ValueError(f"size must be positive: {text}")
+    return value
+
+
+def sizes(min_bytes, max_bytes):
+    """8 B, 32 B, ... by factors of 4, and max_bytes itself: 14 sizes from 8 B to 256 MiB."""
+    out, size = [], min_bytes
+    while size < max_bytes:
+        out.append(size)
+        size *= 4
+    out.append(max_bytes)
+    return out
+
+
+def timed_calls(size):
+    """Fewer calls where one call is long: the sweep of 14 sizes x 3 collectives stays within seconds."""
+    if size <= (1 << 20):
+        return 20
+    if size <= (32 << 20):
+        return 10
+    return 5
+
+
+def floats_per_rank(coll, size, world):
+    per = size if coll == "allreduce" else size // world
+    return max(1, (per + 3) // 4)
+
+
+def plan(args):
+    for coll in args.colls:
+        for size in sizes(args.min_bytes, args.max_bytes):
+            n = floats_per_rank(coll, size, args.world)
+            total = 4 * n * (1 if coll == "allreduce" else args.world)
+            print(f"{coll} {total} warmup={WARMUP} timed={timed_calls(size)}")
+
+
+def run(args):
+    import torch
+    import torch.distributed as dist
+
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    t0 = time.monotonic()
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}", rank=args.rank,
+                            world_size=args.world, device_id=dev)
+    init_s = time.monotonic() - t0
+    biggest = max(floats_per_rank(c, args.max_bytes, args.world) * (args.world if c != "allreduce" else 1)
+                  for c in args.colls)
+    big_in = torch.ones(biggest, dtype=torch.float32, device=dev)
+    big_out = torch.empty(biggest, dtype=torch.float32, device=dev)
+    with open(args.out, "w", encoding="utf-8") as out:
+        out.write(json.dumps({"rank": args.rank, "world": args.world, "torch": torch.__version__,
+                              "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
+                              "device": torch.cuda.get_device_name(dev), "init_s": round(init_s, 3)}) + "\n")
+        for coll in args.colls:
+            for size in sizes(args.min_bytes, args.max_bytes):
+                n = floats_per_rank(coll, size, args.world)
+                if coll == "allreduce":
+                    call, total = (lambda t=big_in[:n]: dist.all_reduce(t)), 4 * n
+                elif coll == "allgather":
+                    call = lambda i=big_in[:n], o=big_out[:n * args.world]: dist.all_gather_into_tensor(o, i)
+                    total = 4 * n * args.world
+                else:
+                    call = lambda i=big_in[:n * args.world], o=big_out[:n]: dist.reduce_scatter_tensor(o, i)
+                    total = 4 * n * args.world
+                for _ in range(WARMUP):
+                    call()
+                k = timed_calls(size)
+                events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                          for _ in range(k)]
+                for start, stop in events:
+                    start.record()
+                    call()
+                    stop.record()
+                torch.cuda.synchronize(dev)
+                times_us = [round(s.elapsed_time(e) * 1000.0, 3) for s, e in events]
+                out.write(json.dumps({"coll": coll, "bytes": total, "warmup": WARMUP, "times_us": times_us}) + "\n")
+                out.flush()
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world", type=int, default=2)
+    p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--out", default="/dev/stdout")
+    p.add_argument("--min-bytes", type=parse_bytes, default=8)
+    p.add_argument("--max-bytes", type=parse_bytes, default=256 << 20)
+    p.add_argument("--colls", type=lambda s: s.split(","), default=["allreduce", "allgather", "reducescatter"])
+    p.add_argument("--plan", action="store_true")
+    args = p.parse_args()
+    known = {"allreduce", "allgather", "reducescatter"}
+    if not set(args.colls) <= known or args.world < 1 or not 0 <= args.rank < args.world:
+        p.error(f"collectives must be among {sorted(known)}, 0 <= rank < world")
+    if args.min_bytes > args.max_bytes:
+        p.error("--min-bytes exceeds --max-bytes")
+    if args.plan:
+        plan(args)
+        return 0
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The first run with a real client: PyTorch (torch.distributed, NCCL backend) as 2 and then 4 ranks on
+# one GPU, each process its own NCCL_HOSTID (a "node" of its own, sockets on loopback), in five runs:
+#   default       no plugin: NCCL's own choice
+#   tuner_empty   tuner only, an empty profile (what loading the plugin costs)
+#   tuner_forced  tuner only, scripts/gpu/forced-profile.json applied (DYNAMICCL_TRUST=all)
+#   forced_profiled  as tuner_forced, with the profiler role recording every call (DYNAMICCL_RECORD_SHARE=1):
+#                 what NCCL ran (store, observation CSV) and what profiling every call costs
+#   readme        tuner + profiler as the README sets it up: the same rules unverified, so the job tests them
+# usage: scripts/gpu/torch_runs.sh --out DIR [--plugin SO] [--libs DIR] [--ranks "2 4"] [--runs "..."]
+#          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--dry-run]
+# DIR gets summary.md, env.txt and runs.tar.gz (every rank's log and timings, the stores, the
+# observation CSVs), packed again after each launch so a cut-off run still returns what it measured.
+# --libs: a folder put on LD_LIBRARY_PATH when the plugin's libraries are missing there (libsqlite3).
+# --dry-run prints each launch's ranks (environment and command) and the sweep, and runs nothing.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/scripts/gpu
+PLUGIN=$ROOT/build/plugin/libnccl-tuner-dynamiccl.so LIBS="" OUT="" DRY=0
+RANKS="2 4" RUNS="default tuner_empty tuner_forced forced_profiled readme"
+MAX=256M BUDGET_S=460 LAUNCH_S=75 PY=${PYTHON:-python3}
+die() { echo "gpu/torch_runs: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=${2:?}; shift 2 ;;
+    --plugin) PLUGIN=${2:?}; shift 2 ;;
+    --libs) LIBS=${2:?}; shift 2 ;;
+    --ranks) RANKS=${2:?}; shift 2 ;;
+    --runs) RUNS=${2:?}; shift 2 ;;
+    --max-bytes) MAX=${2:?}; shift 2 ;;
+    --budget-s) BUDGET_S=${2:?}; shift 2 ;;
+    --launch-timeout-s) LAUNCH_S=${2:?}; shift 2 ;;
+    --dry-run) DRY=1; shift ;;
+    *) die "unknown argument $1 (see the header of $0)" ;;
+  esac
+done
+[ -n "$OUT" ] || die "--out DIR is required"
+for n in $RANKS; do [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "--ranks takes numbers of ranks 1..99, not '$n'"; done
+for r in $RUNS; do
+  case "$r" in default|tuner_empty|tuner_forced|forced_profiled|readme) ;; *) die "unknown run '$r'" ;; esac
+done
+[[ "$BUDGET_S" =~ ^[0-9]+$ && "$LAUNCH_S" =~ ^[1-9][0-9]*$ ]] || die "--budget-s and --launch-timeout-s take seconds"
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+PLUGIN=$(abspath "$PLUGIN") OUT=$(abspath "$OUT")
+[ -n "$LIBS" ] && LIBS=$(abspath "$LIBS")
+EMPTY=$HERE/empty-profile.json FORCED=$HERE/forced-profile.json
+WORK=${GPU_RUNS_WORK:-/tmp/dynamiccl-gpu-runs}
+mkdir -p "$OUT"
+
+# run_env <run> <rank> <dir>: env(1) arguments for one rank of one run.
+run_env() {
+  local run=$1 r=$2 dir=$3
+  local e=(-u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u DYNAMICCL_PROFILE -u DYNAMICCL_TRUST
+           -u DYNAMICCL_RECORD_SHARE -u DYNAMICCL_DB -u DYNAMICCL_VERIFY -u DYNAMICCL_ONLINE
+           NCCL_HOSTID="dynamiccl-gpu-host-$r" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 HOME="$dir/home"
+           PYTHONUNBUFFERED=1 DYNAMICCL_COORD_DIR="$dir/coord")
+  # Rank 0 logs NCCL's choices (TUNING prints on rank 0 only) and the plugin's INFO lines; others warn.
+  if [ "$r" = 0 ]; then e+=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV); else e+=(NCCL_DEBUG=WARN); fi
+  [ -n "$LIBS" ] && e+=(LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  case "$run" in
+    default) ;;
+    tuner_empty) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$EMPTY") ;;
+    tuner_forced) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED" DYNAMICCL_TRUST=all) ;;
+    forced_profiled) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED"
+                         DYNAMICCL_TRUST=all DYNAMICCL_RECORD_SHARE=1 DYNAMICCL_DB="$dir/store.db"
+                         DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
+    readme) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED"
+                DYNAMICCL_DB="$dir/store.db" DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
+  esac
+  printf '%s\n' "${e[@]}"
+}
+
+pack() {
+  [ "$DRY" = 1 ] && return 0
+  "$PY" "$HERE/torch_summary.py" "$WORK" >"$OUT/summary.md" 2>"$OUT/summary.err" || true
+  tar -C "$WORK" -czf "$OUT/runs.tar.gz.part" . && mv "$OUT/runs.tar.gz.part" "$OUT/runs.tar.gz"
+}
+
+if [ "$DRY" = 0 ]; then
+  rm -rf "$WORK"; mkdir -p "$WORK"
+  [ -f "$PLUGIN" ] || die "no plugin at $PLUGIN"
+  {
+    date -u; nvidia-smi -L 2>&1 || true
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+    "$PY" - <<'EOF' 2>&1 || true
+import torch, importlib.metadata as md
+print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())
+for pkg in ("nvidia-nccl-cu13", "nvidia-nccl-cu12"):
+    try:
+        print(pkg, md.version(pkg))
+    except md.PackageNotFoundError:
+        pass
+EOF
+    echo "plugin: $PLUGIN"; ldd "$PLUGIN" 2>&1 || true
+  } >"$OUT/env.txt"
+  if ldd "$PLUGIN" | grep -q "not found" && [ -z "$LIBS" ]; then
+    die "the plugin's libraries are missing here (see $OUT/env.txt); pass --libs"
+  fi
+  cp "$OUT/env.txt" "$WORK/env.txt"
+fi
+
+start=$SECONDS port=29500
+for n in $RANKS; do
+  for run in $RUNS; do
+    dir=$WORK/n$n/$run
+    port=$((port + 11))
+    if [ "$DRY" = 0 ]; then
+      left=$((BUDGET_S - (SECONDS - start)))
+      if [ "$left" -lt 20 ]; then
+        echo "gpu/torch_runs: n$n $run skipped: ${left}s of the ${BUDGET_S}s budget left" | tee -a "$WORK/skipped.txt"
+        continue
+      fi
+      mkdir -p "$dir/home" "$dir/coord"
+    fi
+    limit=$LAUNCH_S
+    [ "$DRY" = 0 ] && [ "$left" -lt "$limit" ] && limit=$left
+    pids=() t0=$SECONDS
+    for ((r = 0; r < n; r++)); do
+      mapfile -t envs < <(run_env "$run" "$r" "$dir")
+      cmd=(timeout -k 5 "$limit" "$PY" "$HERE/torch_client.py" --rank "$r" --world "$n" --port "$port"
+           --max-bytes "$MAX" --out "$dir/rank$r.jsonl")
+      if [ "$DRY" = 1 ]; then
+        echo "n$n $run rank $r: env ${envs[*]} ${cmd[*]}"
+        continue
+      fi
+      env "${envs[@]}" "${cmd[@]}" >"$dir/rank$r.log" 2>&1 &
+      pids+=($!)
+    done
+    [ "$DRY" = 1 ] && continue
+    rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+    echo "n$n $run: exit $rc after $((SECONDS - t0))s" | tee "$dir/status.txt"
+    pack
+  done
+done
+if [ "$DRY" = 1 ]; then
+  echo "sweep:"; "$PY" "$HERE/torch_client.py" --plan --world 2 --max-bytes "$MAX"
+  exit 0
+fi
+echo "gpu/torch_runs: done in $((SECONDS - start))s; $OUT/summary.md"

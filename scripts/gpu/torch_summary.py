@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Tables from one scripts/gpu/torch_runs.sh work folder (n<ranks>/<run>/...), as markdown on stdout.
+
+usage: torch_summary.py WORK
+Per layout and collective, one row per size: rank 0's median time per call under NCCL's default, each
+other run as a ratio to it (>1: slower), what NCCL ran (its TUNING lines, rank 0), the profiler's
+measured cost (forced_profiled against tuner_forced: same rules, same layout, profiling every call),
+and what the profiler role received (rows per call, channels, GPU time against the CUDA-event time).
+Times come from the client's CUDA events; nothing here assumes a GPU (tests feed it canned folders).
+"""
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+RUNS = ["default", "tuner_empty", "tuner_forced", "forced_profiled", "readme"]
+COLL_NAMES = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter"}
+TUNING = re.compile(r"NCCL INFO (AllReduce|AllGather|ReduceScatter): (\d+) Bytes -> Algo (\w+) proto (\w+)"
+                    r"(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")
+PROFILER_LINE = re.compile(r"DynamICCL: profiler: .*")
+
+
+def human(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def read_jsonl(path):
+    header, rows, calls = None, {}, {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if "coll" in item:
+                    rows[(item["coll"], item["bytes"])] = item["times_us"]
+                    calls[(item["coll"], item["bytes"])] = len(item["times_us"]) + item.get("warmup", 0)
+                elif header is None:
+                    header = item
+    except OSError:
+        pass
+    return header, rows, calls
+
+
+def tuning_lines(log_path, world):
+    """[(coll, total bytes, 'ALGO/PROTO', channels)] in the order NCCL printed them (rank 0)."""
+    out = []
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = TUNING.search(line)
+                if not m:
+                    continue
+                coll = COLL_NAMES[m.group(1)]
+                nbytes = int(m.group(2)) * (world if coll != "allreduce" else 1)
+                channels = int(m.group(6)) - int(m.group(5)) + 1 if m.group(5) else None
+                out.append((coll, nbytes, f"{m.group(3).upper()}/{m.group(4).upper()}", channels))
+    except OSError:
+        pass
+    return out
+
+
+def picks(lines):
+    """(coll, bytes) -> the configurations NCCL ran, most frequent first, with their share."""
+    table = {}
+    for coll, nbytes, cfg, _ in lines:
+        table.setdefault((coll, nbytes), {}).setdefault(cfg, 0)
+        table[(coll, nbytes)][cfg] += 1
+    out = {}
+    for key, counts in table.items():
+        total = sum(counts.values())
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        out[key] = ", ".join(cfg if c == total else f"{cfg} {c}/{total}" for cfg, c in ranked)
+    return out
+
+
+def observations(folder, world, client_sizes):
+    """(coll, total bytes) -> rows of the observation CSVs of every rank: (rank, channels, gpu_us, timing)."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(folder, "obs.rank*.csv"))):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for row in csv.reader(f):
+                if len(row) < 12:
+                    continue
+                try:
+                    rank, coll, nbytes = int(row[1]), row[3].lower(), int(row[4])
+                    channels, gpu_us, timing = int(row[7]), float(row[8]), row[10]
+                except ValueError:
+                    continue
+                coll = {"allgather": "allgather", "reducescatter": "reducescatter"}.get(coll, coll)
+                total = nbytes
+                if coll != "allreduce" and (coll, nbytes * world) in client_sizes:
+                    total = nbytes * world
+                out.setdefault((coll, total), []).append((rank, channels, gpu_us, timing))
+    return out
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def layout(work, n):
+    base = os.path.join(work, f"n{n}")
+    runs = {}
+    for run in RUNS:
+        header, rows, calls = read_jsonl(os.path.join(base, run, "rank0.jsonl"))
+        runs[run] = {"header": header, "rows": rows, "calls": calls,
+                     "tuning": picks(tuning_lines(os.path.join(base, run, "rank0.log"), n))}
+    return runs
+
+
+def status_lines(work):
+    lines = []
+    for path in sorted(glob.glob(os.path.join(work, "n*", "*", "status.txt"))):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines.append(f.read().strip())
+    skipped = os.path.join(work, "skipped.txt")
+    if os.path.exists(skipped):
+        with open(skipped, encoding="utf-8") as f:
+            lines += [line.strip() for line in f if line.strip()]
+    return lines
+
+
+def profiler_lines(work):
+    out = []
+    for path in sorted(glob.glob(os.path.join(work, "n*", "*", "rank*.log"))):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "DynamICCL" in line and ("WARN" in line or PROFILER_LINE.search(line)):
+                    rel = os.path.relpath(path, work)
+                    out.append(f"{rel}: {line.strip()[-300:]}")
+    return out
+
+
+def summarize(work):
+    layouts = sorted(int(d[1:]) for d in os.listdir(work) if re.fullmatch(r"n\d+", d))
+    print("# DynamICCL with PyTorch on one GPU: scripts/gpu/torch_runs.sh\n")
+    for n in layouts:
+        runs = layout(work, n)
+        header = next((r["header"] for r in runs.values() if r["header"]), None)
+        if header:
+            print(f"## {n} ranks: torch {header.get('torch')}, NCCL {header.get('nccl')}, {header.get('device')}\n")
+        else:
+            print(f"## {n} ranks: no run wrote results\n")
+            continue
+        default = runs["default"]["rows"]
+        profiled = runs["forced_profiled"]["rows"]
+        obs = observations(os.path.join(work, f"n{n}", "forced_profiled"), n, set(profiled))
+        colls = sorted({c for r in runs.values() for c, _ in r["rows"]},
+                       key=["allreduce", "allgather", "reducescatter"].index)
+        for coll in colls:
+            sizes = sorted({b for r in runs.values() for c, b in r["rows"] if c == coll})
+            print(f"### {coll}, {n} ranks (median µs per call, rank 0; other runs as time / default)\n")
+            print("| bytes | default µs | spread | NCCL ran (default) | tuner_empty | tuner_forced | ran (forced) "
+                  "| profiled every call / forced | readme | obs rows per call | channels | GPU µs / event µs |")
+            print("|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|")
+            for size in sizes:
+                key = (coll, size)
+                med = {run: median(runs[run]["rows"].get(key, [])) for run in RUNS}
+                d = default.get(key, [])
+                spread = "-"
+                if len(d) >= 4:
+                    q = statistics.quantiles(d, n=4)
+                    spread = f"{(q[2] - q[0]) / med['default'] * 100:.0f}%" if med["default"] else "-"
+                rows = obs.get(key, [])
+                calls = runs["forced_profiled"]["calls"].get(key, 0)
+                per_call = f"{len(rows) / (calls * n):.2f}" if rows and calls else "-"
+                channels = median([r[1] for r in rows])
+                gpu = median([r[2] for r in rows if r[0] == 0 and r[3] == "gpu"])
+                cost = "-"
+                if med["forced_profiled"] and med["tuner_forced"]:
+                    cost = f"{(med['forced_profiled'] / med['tuner_forced'] - 1) * 100:+.1f}%"
+                print(f"| {human(size)} | {med['default']:.1f} | {spread} | {runs['default']['tuning'].get(key, '-')} "
+                      f"| {ratio(med['tuner_empty'], med['default'])} | {ratio(med['tuner_forced'], med['default'])} "
+                      f"| {runs['tuner_forced']['tuning'].get(key, '-')} | {cost} "
+                      f"| {ratio(med['readme'], med['default'])} | {per_call} "
+                      f"| {channels if channels is not None else '-'} "
+                      f"| {ratio(gpu, med['forced_profiled'])} |" if med["default"] else
+                      f"| {human(size)} | - | | | | | | | | | | |")
+            print()
+    print("## NCCL's TUNING lines at a few sizes (rank 0, first call of each)\n")
+    for n in layouts:
+        for run in ("default", "tuner_forced"):
+            seen = set()
+            for coll, nbytes, cfg, channels in tuning_lines(os.path.join(work, f"n{n}", run, "rank0.log"), n):
+                if nbytes in (8, 1 << 20, 256 << 20) and (coll, nbytes) not in seen:
+                    seen.add((coll, nbytes))
+                    print(f"- n{n} {run}: {coll} {human(nbytes)} -> {cfg}, {channels or '?'} channels")
+    print()
+    print("## Launches\n")
+    for line in status_lines(work):
+        print(f"- {line}")
+    lines = profiler_lines(work)
+    if lines:
+        print("\n## The plugin's warnings and profiler summaries\n")
+        for line in lines[:60]:
+            print(f"- `{line}`")
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print("usage: torch_summary.py WORK (a torch_runs.sh work folder)", file=sys.stderr)
+        return 2
+    summarize(sys.argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
