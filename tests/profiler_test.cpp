@@ -289,6 +289,41 @@ TEST(Profiler, CompletesRecordsWhoseStopsNeverCome) {
   EXPECT_EQ(env.lines().size(), 1u);
 }
 
+// NCCL enqueues ahead: a call queued behind long ones starts its kernel seconds after its Coll start
+// (13 queued 216 ms calls on an H200). Its record waits for the channels instead of completing on
+// host time at the grace, and the grace then counts from its first channel.
+TEST(Profiler, QueuedKernelKeepsItsRecordUntilItRuns) {
+  ChannelEnv env("4096", "65536", /*grace_ms=*/"100");
+  auto lib = openProfiler(6);
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const Summary before{};
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  ProfilerColl coll;
+  coll.nChannels = 2;
+  void* c = nullptr;
+  ASSERT_EQ(lib->startColl(ctx, coll, &c), ncclSuccess);
+  ASSERT_EQ(lib->stop(c), ncclSuccess);  // the host's enqueue is done; the kernel waits in the stream
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // four graces, the worker sweeping
+  void* k0 = nullptr, *k1 = nullptr;
+  ASSERT_EQ(lib->startKernelCh(ctx, c, 0, 1'000'000, &k0), ncclSuccess);
+  ASSERT_EQ(lib->startKernelCh(ctx, c, 1, 1'000'500, &k1), ncclSuccess);
+  ASSERT_NE(k0, nullptr);
+  ASSERT_NE(k1, nullptr);
+  ASSERT_EQ(lib->kernelChStop(k0, 217'000'000), ncclSuccess);
+  ASSERT_EQ(lib->kernelChStop(k1, 217'000'000), ncclSuccess);
+  ASSERT_EQ(lib->stop(k0), ncclSuccess);
+  ASSERT_EQ(lib->stop(k1), ncclSuccess);
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  const auto lines = env.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0][kTiming], "gpu");
+  EXPECT_EQ(lines[0][kGpuUs], "216000.000");
+  EXPECT_EQ(lastSummary().forced - before.forced, 0u);
+}
+
 TEST(Profiler, ExhaustedRecordPoolDropsAndCounts) {
   ChannelEnv env(/*records=*/"8");
   auto lib = openProfiler(5);

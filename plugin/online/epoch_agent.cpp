@@ -63,6 +63,9 @@ class Agent {
         c->measured.store(true, std::memory_order_relaxed);
         if (o[i].rank == 0) c->isLeader.store(true, std::memory_order_relaxed);
         if (!c->isLeader.load(std::memory_order_relaxed)) continue;
+        // From v4 a call's latency is its channels' GPU time; a row without it (a stop that never
+        // came) carries only its enqueue time, about 1 us however long the call ran: no arm's evidence.
+        if (!o[i].gpuTiming && o[i].profilerVersion >= 4) continue;
         const double latency_us = o[i].gpuTiming ? o[i].gpu_us : o[i].cpu_us;
         std::lock_guard comm(c->mutex);
         if (c->learner) c->learner->observe(static_cast<int>(o[i].coll), o[i].bytes, o[i].algo, o[i].proto, latency_us);
