@@ -76,7 +76,7 @@ cat "$TMP/sum"
 grep -q '^| 8 | 10.0 | 30% | RING/LL | 1.00 | 2.00 | RING/SIMPLE 2/3, RING/LL 1/3 | +10.0% | 1.10 | 1.00 | 1.0 | 0.82 |$' "$TMP/sum" \
   || fail "allreduce 8 B row"
 grep -q '^| 1M | 100.0 | 0% | RING/SIMPLE | 1.01 | 1.10 | RING/LL | +10.0% | 1.00 | 1.00 | 4.0 | 0.95 |$' "$TMP/sum" \
-  || fail "allgather 1M row (observations keyed by bytes per rank)"
+  || fail "allgather 1M row (observations keyed by the total, as the plugin writes them)"
 grep -q 'n2 tuner_forced: allreduce 8 -> RING/SIMPLE, 1 channels' "$TMP/sum" || fail "TUNING excerpt"
 grep -q '14 observations delivered' "$TMP/sum" || fail "profiler summary line"
 rc=0; python3 "$SRC/scripts/gpu/torch_summary.py" "$TMP/absent" >/dev/null 2>&1 || rc=$?

@@ -8,9 +8,12 @@
 #                 what NCCL ran (store, observation CSV) and what profiling every call costs
 #   readme        tuner + profiler as the README sets it up: the same rules unverified, so the job tests them
 # usage: scripts/gpu/torch_runs.sh --out DIR [--plugin SO] [--libs DIR] [--ranks "2 4"] [--runs "..."]
-#          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--dry-run]
+#          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--mps] [--dry-run]
 # DIR gets summary.md, env.txt and runs.tar.gz (every rank's log and timings, the stores, the
 # observation CSVs), packed again after each launch so a cut-off run still returns what it measured.
+# --mps: ranks share the GPU through CUDA MPS, so their kernels run side by side; without it the GPU
+#   time-slices between the processes and every call waits whole slices (milliseconds). If the MPS
+#   daemon does not start, or a CUDA client cannot reach it in 30 s, the runs go on without it (mps.txt).
 # --libs: a folder put on LD_LIBRARY_PATH when the plugin's libraries are missing there (libsqlite3).
 # --dry-run prints each launch's ranks (environment and command) and the sweep, and runs nothing.
 set -euo pipefail
@@ -18,7 +21,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/scripts/gpu
 PLUGIN=$ROOT/build/plugin/libnccl-tuner-dynamiccl.so LIBS="" OUT="" DRY=0
 RANKS="2 4" RUNS="default tuner_empty tuner_forced forced_profiled readme"
-MAX=256M BUDGET_S=460 LAUNCH_S=75 PY=${PYTHON:-python3}
+MAX=256M BUDGET_S=460 LAUNCH_S=75 MPS=0 PY=${PYTHON:-python3}
 die() { echo "gpu/torch_runs: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +33,7 @@ while [ $# -gt 0 ]; do
     --max-bytes) MAX=${2:?}; shift 2 ;;
     --budget-s) BUDGET_S=${2:?}; shift 2 ;;
     --launch-timeout-s) LAUNCH_S=${2:?}; shift 2 ;;
+    --mps) MPS=1; shift ;;
     --dry-run) DRY=1; shift ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
   esac
@@ -97,6 +101,20 @@ EOF
     die "the plugin's libraries are missing here (see $OUT/env.txt); pass --libs"
   fi
   cp "$OUT/env.txt" "$WORK/env.txt"
+  if [ "$MPS" = 1 ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps-pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if timeout 20 nvidia-cuda-mps-control -d >"$WORK/mps.txt" 2>&1 &&
+       timeout 30 "$PY" -c "import torch; torch.ones(1, device='cuda').sum().item()" >>"$WORK/mps.txt" 2>&1; then
+      echo "on (nvidia-cuda-mps-control -d; a CUDA client reached it)" >>"$WORK/mps.txt"
+      trap 'echo quit | timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1 || true' EXIT
+    else
+      echo quit | timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1 || true
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+      echo "off: the daemon did not start or no client reached it (output above); ranks time-slice" >>"$WORK/mps.txt"
+    fi
+    cat "$WORK/mps.txt"
+  fi
 fi
 
 start=$SECONDS port=29500

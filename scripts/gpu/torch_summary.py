@@ -81,7 +81,7 @@ def picks(lines):
     return out
 
 
-def observations(folder, world, client_sizes):
+def observations(folder):
     """(coll, total bytes) -> rows of the observation CSVs of every rank: (rank, channels, gpu_us, timing)."""
     out = {}
     for path in sorted(glob.glob(os.path.join(folder, "obs.rank*.csv"))):
@@ -94,11 +94,8 @@ def observations(folder, world, client_sizes):
                     channels, gpu_us, timing = int(row[7]), float(row[8]), row[10]
                 except ValueError:
                     continue
-                coll = {"allgather": "allgather", "reducescatter": "reducescatter"}.get(coll, coll)
-                total = nbytes
-                if coll != "allreduce" and (coll, nbytes * world) in client_sizes:
-                    total = nbytes * world
-                out.setdefault((coll, total), []).append((rank, channels, gpu_us, timing))
+                # The CSV's bytes are nccl-tests' size already (the total buffer), as the client's are.
+                out.setdefault((coll, nbytes), []).append((rank, channels, gpu_us, timing))
     return out
 
 
@@ -146,6 +143,10 @@ def profiler_lines(work):
 def summarize(work):
     layouts = sorted(int(d[1:]) for d in os.listdir(work) if re.fullmatch(r"n\d+", d))
     print("# DynamICCL with PyTorch on one GPU: scripts/gpu/torch_runs.sh\n")
+    mps = os.path.join(work, "mps.txt")
+    if os.path.exists(mps):
+        with open(mps, encoding="utf-8", errors="replace") as f:
+            print(f"MPS: {f.read().strip()}\n")
     for n in layouts:
         runs = layout(work, n)
         header = next((r["header"] for r in runs.values() if r["header"]), None)
@@ -156,7 +157,7 @@ def summarize(work):
             continue
         default = runs["default"]["rows"]
         profiled = runs["forced_profiled"]["rows"]
-        obs = observations(os.path.join(work, f"n{n}", "forced_profiled"), n, set(profiled))
+        obs = observations(os.path.join(work, f"n{n}", "forced_profiled"))
         colls = sorted({c for r in runs.values() for c, _ in r["rows"]},
                        key=["allreduce", "allgather", "reducescatter"].index)
         for coll in colls:
