@@ -345,6 +345,60 @@ TEST_F(JobReplay, AForcedArmThatRefutesTheModelsGuessIsAnArmTheJobCanTest) {
   EXPECT_EQ(armLabel(r->keys.front().finalConfig), "ring/ll") << "the forced arm's gain reached the job";
 }
 
+// NCCL enqueues far ahead: a call's channel stops may come after the profiler's sweep completed its
+// record on host time, with no GPU time and an enqueue time of about 1 us. Taken as the arm's latency,
+// an arm slower than NCCL's default looked far faster and was promoted. Here every call of the
+// profile's candidate, truly slower, loses its stops and the sweep (1 ms grace) completes them: the
+// candidate must never be promoted, and verification must count none of its calls.
+TEST_F(JobReplay, CallsWhoseChannelStopsNeverComeAreNoArmsEvidence) {
+  const std::string path = embeddedRows(dir_, "one-mib.csv", [](std::string& line) {
+    return line.find(",allreduce,4,1,1048576,") != std::string::npos;
+  });
+  auto job = jobreplay::loadMeasuredJob(path);
+  ASSERT_TRUE(job) << job.error();
+  ASSERT_EQ(job->keys.size(), 1u);
+  const JobKey& k = job->keys.front();
+  const jobreplay::MeasuredConfig* slow = nullptr;
+  for (const auto& m : k.measured)
+    if (&m != &k.byDefault() && (!slow || m.mean_us > slow->mean_us)) slow = &m;
+  ASSERT_NE(slow, nullptr);
+  ASSERT_GT(slow->mean_us, 1.2 * k.byDefault().mean_us) << "the candidate must be truly slower than NCCL's default";
+  const std::string algo(algoName(slow->config.algo)), proto(protoName(slow->config.proto));
+  const std::string profile = dir_ + "/slow.json";
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":2,"name":"slow","rules":[{"collective":"allreduce","bytes":[)"
+                         << k.bytes << "," << k.bytes << R"(],"algo":")" << algo << R"(","proto":")" << proto
+                         << R"(","evidence":{"provenance":"simulated"}}]})";
+  jobreplay::JobOptions o = options(profile, 16000);
+  o.loseChannelStopsOf = slow->config;
+  // 1 ms, not 0: a sweep at 0 could also complete a call between its Coll start and its channels.
+  o.rankEnv = [](int) { return std::vector<std::pair<std::string, std::string>>{{"DYNAMICCL_PROFILER_GRACE_MS", "1"}}; };
+  auto r = jobreplay::replayJob(*job, o);
+  ASSERT_TRUE(r) << r.error();
+  expectConsistent(*r, 4);
+  const size_t slowIndex = static_cast<size_t>(slow - k.measured.data());
+  ASSERT_FALSE(r->ranks[0].triedOrder.empty());
+  const auto& tried = r->ranks[0].triedOrder[0];
+  EXPECT_NE(std::find(tried.begin(), tried.end(), slowIndex), tried.end()) << "the candidate never ran: nothing was lost";
+  EXPECT_FALSE(r->keys[0].finalConfig.algo == slow->config.algo && r->keys[0].finalConfig.proto == slow->config.proto)
+      << "the job ended on the slower candidate";
+
+  store::StoreOptions so;
+  so.path = dir_ + "/store.db";
+  auto s = store::Store::open(so);
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto verdicts = (*s)->latestVerdicts();
+  ASSERT_TRUE(verdicts.ok());
+  bool found = false;
+  for (const store::VerdictRow& v : *verdicts) {
+    if (parseAlgo(v.algo) != slow->config.algo || parseProto(v.proto) != slow->config.proto) continue;
+    found = true;
+    EXPECT_NE(v.state, "promoted") << algo << "/" << proto << " promoted on its enqueue time: gain " << v.gain;
+    EXPECT_EQ(v.n, 0) << "verification counted calls whose channel stops never came";
+    EXPECT_GT(v.base_n, 0) << "NCCL's default, its stops all there, was counted";
+  }
+  EXPECT_TRUE(found) << "no verdict row for the candidate under test";
+}
+
 // A dataset without default rows: no key has NCCL's default, so nothing is compared with it.
 TEST_F(JobReplay, NoDefaultRowsNoVsDefaultFigure) {
   const std::string path = embeddedRows(dir_, "forced-only.csv",

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -158,6 +159,9 @@ struct JobOptions {
     int replays = 0;
     double latencyFactor = 1.0;
   } graphs;
+  // Calls running this (algo, proto) report their channels' starts but never their stops, as when
+  // NCCL enqueued far ahead: the profiler's sweep completes them on host time, with no GPU time.
+  std::optional<sim::Config> loseChannelStopsOf;
 };
 
 // What one rank saw.

@@ -154,11 +154,14 @@ void runRank(const RankPlan& plan) {
     pc.nChannels = nChannels;
     pc.rank = plan.rank;
     const auto lat_ns = static_cast<uint64_t>(lat_us * 1000);
+    const bool loseStops = o.loseChannelStopsOf && o.loseChannelStopsOf->algo == ran.config.algo &&
+                           o.loseChannelStopsOf->proto == ran.config.proto;
     void* h = nullptr;
     (*prof)->startColl(pctx, pc, &h);
     for (int ch = 0; ch < nChannels; ++ch) {
       void* kernel = nullptr;
       (*prof)->startKernelCh(pctx, h, ch, clock_ns, &kernel);
+      if (loseStops) continue;
       (*prof)->kernelChStop(kernel, clock_ns + lat_ns);
       (*prof)->stop(kernel);
     }
