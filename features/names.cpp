@@ -32,6 +32,8 @@ constexpr std::array<std::string_view, kNumProtos> kProtoNccl = {"LL", "LL128", 
 
 template <size_t N>
 std::optional<int> find(const std::array<std::string_view, N>& names, std::string_view s) {
+  for (size_t i = 0; i < N; ++i)  // the name as written first: no two names are the same name
+    if (names[i] == s) return static_cast<int>(i);
   for (size_t i = 0; i < N; ++i)
     if (sameName(names[i], s)) return static_cast<int>(i);
   return std::nullopt;

@@ -1,6 +1,7 @@
 #include "features/regular_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,17 @@ Expected<int> openRegularFile(const std::string& path, int flags, FollowLinks fo
   return fd;
 }
 
+void adviseHugePages(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 Expected<std::string> readRegularFile(const std::string& path, uint64_t maxBytes, FollowLinks follow) {
   auto fd = openRegularFile(path, O_RDONLY, follow);
   if (!fd) return makeError(fd.error());
@@ -34,7 +46,10 @@ Expected<std::string> readRegularFile(const std::string& path, uint64_t maxBytes
     return makeError(path + " is " + std::to_string(st.st_size) + " bytes, over the " + std::to_string(maxBytes) +
                      " byte limit");
   }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  adviseHugePages(text.data(), text.capacity());  // before the first write faults its pages in
+  text.resize(static_cast<size_t>(st.st_size));
   size_t got = 0;
   while (got < text.size()) {
     const ssize_t n = ::read(*fd, text.data() + got, text.size() - got);

@@ -33,6 +33,7 @@ struct CandidatesLess {
 
 std::vector<ShapedRule> shapeRules(const Profile& profile, const CommShape& shape) {
   std::vector<ShapedRule> shaped;
+  shaped.reserve(profile.rules.size());
   for (const Rule& r : profile.rules) {
     if (shape.nNodes < r.minNodes || shape.nNodes > r.maxNodes) continue;
     if (shape.nRanks < r.minRanks || shape.nRanks > r.maxRanks) continue;
@@ -114,8 +115,19 @@ DecisionTable DecisionTable::compile(const Profile& profile, const CommShape& sh
   std::map<Candidates, uint32_t, CandidatesLess> candidateIndex;
   const size_t lines = static_cast<size_t>(kNumCollectives) * t.numPipeClasses_ * 2;
   t.buckets_.resize(lines * SizeBucket::kCount);
+  // A line has at most two segments a rule plus one: room for all of them from the start, so 60k
+  // rules' segments are written once into fresh memory (growing by doubling copied them and faulted
+  // the copies in again). Room never written costs no memory.
+  size_t mostSegments = lines;
+  for (const ShapedRule& s : shaped)
+    mostSegments += 2 * (s.rule->collective ? 1 : kNumCollectives) * (s.rule->numPipeOps > 0 ? 1 : t.numPipeClasses_) *
+                    (s.rule->regBuff == -1 ? 2 : 1);
+  t.segmentHi_.reserve(mostSegments);
+  t.segmentCandidates_.reserve(mostSegments);
   std::vector<uint32_t> applicable;  // indexes into shaped, in rule order
+  applicable.reserve(shaped.size());
   SweepScratch scratch;
+  scratch.events.reserve(2 * shaped.size());
   for (int coll = 0; coll < kNumCollectives; ++coll)
     for (int pc = 0; pc < t.numPipeClasses_; ++pc)
       for (int reg = 0; reg < 2; ++reg) {

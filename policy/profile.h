@@ -4,6 +4,7 @@
 #include <climits>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,9 +100,11 @@ Expected<Profile> parseNvidiaCsv(std::string_view text);
 std::string profileToNvidiaCsv(const Profile& profile);
 
 enum class ProfileFormat { Auto, Json, NvidiaCsv };
-// Reads a file with a size cap; Auto picks JSON when the first non-blank character is '{'.
+// Reads a file with a size cap; Auto picks JSON when the first non-blank character is '{'. onRead,
+// if given, sees the bytes read (before they are parsed): the plugin digests them, reading the file once.
 Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format = ProfileFormat::Auto,
-                                  uint64_t maxBytes = kMaxProfileBytes);
+                                  uint64_t maxBytes = kMaxProfileBytes,
+                                  const std::function<void(std::string_view)>& onRead = {});
 
 // Checks one decision's values (shared by both readers and by writers of profiles).
 Status validateDecision(const Decision& d);

@@ -3,11 +3,13 @@
 
 namespace dynamiccl::policy {
 
-Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format, uint64_t maxBytes) {
+Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format, uint64_t maxBytes,
+                                  const std::function<void(std::string_view)>& onRead) {
   // A FIFO or device swapped in cannot block init, and the size checked is the size of the file read.
   auto read = readRegularFile(path, maxBytes);
   if (!read) return makeError(read.error());
   std::string_view text = *read;
+  if (onRead) onRead(text);
   // Editors on Windows save a UTF-8 byte order mark; it says nothing about the format.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   if (format == ProfileFormat::Auto) {

@@ -35,6 +35,12 @@ FlatValue FlatValue::operator[](size_t i) const {
   return FlatValue(doc_, child);
 }
 
+std::string_view FlatValue::text() const {
+  const Node& n = doc_->nodes_[index_];
+  if (n.kind != Kind::String) throw std::domain_error("JSON value is not a string");
+  return std::string_view(doc_->chars_).substr(n.text, n.textLength);
+}
+
 // As nlohmann's get<T>(): a number converts to any arithmetic type with a cast.
 template <typename T>
 T FlatValue::get() const {

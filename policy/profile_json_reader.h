@@ -33,6 +33,7 @@ class FlatValue {
   FlatValue operator[](size_t i) const;
   template <typename T>
   T get() const;
+  std::string_view text() const;  // a string's text without a copy (valid as long as its document)
 
   // Members of an object in the text's order: f(key, value).
   template <typename F>

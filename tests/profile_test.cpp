@@ -1,9 +1,11 @@
 // The profile readers: our JSON and NVIDIA's example CSV, and every semantic error they must refuse.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
+#include "policy/json_limits.h"
 #include "policy/policy.h"
 #include "test_support.h"
 
@@ -265,6 +267,50 @@ TEST(ProfileFile, SizeCapAndFormatDetection) {
   ASSERT_FALSE(e.ok());
 }
 
+// The bytes parsed are the bytes the caller digests: one read of the file.
+TEST(ProfileFile, OnReadSeesTheBytesParsed) {
+  const std::string text = "\xEF\xBB\xBF" + profileJson(R"({"algo":"ring","proto":"ll"})");
+  dynamiccl::testing::TempFile json(text);
+  std::string seen;
+  auto p = loadProfileFile(json.path(), ProfileFormat::Auto, kMaxProfileBytes, [&](std::string_view b) { seen = b; });
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(seen, text);  // byte order mark and all
+  seen = "untouched";
+  EXPECT_FALSE(loadProfileFile(json.path(), ProfileFormat::Auto, 10, [&](std::string_view b) { seen = b; }).ok());
+  EXPECT_EQ(seen, "untouched");  // refused unread
+}
+
+// The nesting check skips strings by memchr and plain bytes by a table: it must count exactly the
+// brackets a byte-at-a-time scan counts, whatever quotes, backslashes and brackets the text mixes.
+TEST(JsonLimits, NestingCheckAgreesWithAByteAtATimeScan) {
+  auto reference = [](std::string_view text, int maxDepth) {
+    int depth = 0;
+    bool inString = false, escaped = false;
+    for (const char c : text) {
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c == '\\') escaped = true;
+        else if (c == '"') inString = false;
+      } else if (c == '"') {
+        inString = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth > maxDepth) return false;
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+    return true;
+  };
+  std::mt19937 rng(3);
+  const char alphabet[] = {'"', '\\', '[', '{', ']', '}', 'a', ' '};
+  for (int i = 0; i < 20000; ++i) {
+    std::string text(rng() % 40, ' ');
+    for (char& c : text) c = alphabet[rng() % sizeof alphabet];
+    EXPECT_EQ(checkJsonLimits(text, kMaxProfileBytes, 3).ok(), reference(text, 3)) << text;
+  }
+  EXPECT_FALSE(checkJsonLimits(R"(["\\"[[[]]]])", kMaxProfileBytes, 3).ok());  // an even run closes the string
+  EXPECT_TRUE(checkJsonLimits(R"(["\\\"[[[]]]"])", kMaxProfileBytes, 3).ok());   // an odd one escapes the quote
+}
 
 // Evidence: schema version 2. A version-2 profile with one rule and the given "evidence" value.
 std::string withEvidence(const std::string& evidence) {
