@@ -47,7 +47,7 @@ struct alignas(64) RecordPool::Record {
   std::atomic<uint64_t> state{0};
   std::atomic<int64_t> hostStart_ns{0};
   std::atomic<int64_t> hostStop_ns{0};  // 0 until Coll stop
-  std::atomic<int64_t> channelSeen_ns{0};  // host time of the first channel start; 0: kernel not started
+  std::atomic<int64_t> channelSeen_ns{0};  // host time of the first channel start (or Coll start with none expected); 0: queued
   std::atomic<uint64_t> minStart_ns{UINT64_MAX}, maxStop_ns{0};
   std::atomic<uint64_t> started[2], stopped[2], stopTimed[2];  // channel bit masks (128 channels)
   CollStart info;  // written by the owner before the state publishes it; read by the one completer
@@ -139,7 +139,9 @@ void* RecordPool::startColl(const CollStart& start) {
   r.info = start;
   r.hostStart_ns.store(steadyNowNs(), std::memory_order_relaxed);
   r.hostStop_ns.store(0, std::memory_order_relaxed);
-  r.channelSeen_ns.store(0, std::memory_order_relaxed);
+  // A call with channels to wait for is queued until its first channel starts; one without counts from now.
+  r.channelSeen_ns.store(start.expectedChannels > 0 ? 0 : r.hostStart_ns.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
   r.minStart_ns.store(UINT64_MAX, std::memory_order_relaxed);
   r.maxStop_ns.store(0, std::memory_order_relaxed);
   for (int w = 0; w < 2; ++w) {
@@ -165,7 +167,8 @@ void* RecordPool::startKernelCh(void* collHandle, uint8_t channelId, uint64_t st
     const uint64_t bit = 1ull << (channelId & 63);
     if (!(r->started[channelId >> 6].fetch_or(bit, std::memory_order_relaxed) & bit)) {
       if (startTimer_ns) atomicMin(r->minStart_ns, startTimer_ns);
-      if (!r->channelSeen_ns.load(std::memory_order_relaxed)) r->channelSeen_ns.store(steadyNowNs(), std::memory_order_relaxed);
+      if (!r->channelSeen_ns.load(std::memory_order_relaxed))
+        r->channelSeen_ns.store(steadyNowNs(), std::memory_order_relaxed);
       handle = encode(gen, static_cast<uint32_t>(r - records_.get()), kChannelKind, channelId);
     }
   }
@@ -235,9 +238,10 @@ void RecordPool::sweep(int64_t now_ns, int64_t grace_ns) {
     // A kernel queued behind earlier calls has not started: on an H200, 13 queued 216 ms calls began
     // 2.8 s after their enqueue, past the grace, and lost their timing. Such a record waits longer, and
     // a started one counts its grace from its first channel.
+    // Atomics only: the record may be reused while it is read here.
     const int64_t seen_ns = r.channelSeen_ns.load(std::memory_order_relaxed);
-    const bool queued = seen_ns == 0 && r.info.expectedChannels > 0;
-    const int64_t since_ns = seen_ns ? seen_ns : r.hostStart_ns.load(std::memory_order_relaxed);
+    const bool queued = seen_ns == 0;
+    const int64_t since_ns = queued ? r.hostStart_ns.load(std::memory_order_relaxed) : seen_ns;
     if (now_ns - since_ns < (queued ? grace_ns * kQueuedGraceFactor : grace_ns)) continue;
     // Drop every outstanding reference at once; a busy holder completes the record on its release.
     if (r.state.compare_exchange_strong(s, s & ~kRefMask, std::memory_order_acq_rel)) {
