@@ -36,6 +36,16 @@ const HostSources& localHostSources() {
   return sources;
 }
 
+HostSources localHostSources(const TopoOverrides& overrides) {
+  HostSources host = localHostSources();
+  host.overrides = overrides;  // the operator's word beats every probe
+  return host;
+}
+
+TopoOverrides environmentTopoOverrides() {
+  return readTopoOverrides([](const char* name) { return std::getenv(name); });
+}
+
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host) {
   TopologyFingerprint fp;
   fp.nRanks = shape.nRanks;

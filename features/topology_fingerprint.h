@@ -79,8 +79,13 @@ struct HostSources {
   TopoOverrides overrides;
 };
 HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn);
-// Probes /sys and NVML on first use; no overrides (the plugin adds the DYNAMICCL_TOPO_* it read).
+// Probes /sys and NVML on first use; no overrides.
 const HostSources& localHostSources();
+// This host's probe with the job's DYNAMICCL_TOPO_* over it: what rules are judged and verdicts keyed
+// with. The plugin passes the overrides its settings read; a tool showing what the plugin does
+// passes readTopoOverrides over its environment (environmentTopoOverrides), the same rule.
+HostSources localHostSources(const TopoOverrides& overrides);
+TopoOverrides environmentTopoOverrides();
 
 // Merges the sources.
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host);

@@ -764,3 +764,22 @@ TEST(CliProfile, NamesEveryInputItCouldNotReadDirectoriesIncluded) {
 }
 
 }  // namespace
+
+// show judges a rule's trust from the hardware the plugin sees: this host's probe with
+// DYNAMICCL_TOPO_* over it. A rule measured on the hardware the variables declare is verified, and
+// the decision map shows it applied.
+TEST(CliShow, TrustReadsTheTopologyOverridesThePluginHonours) {
+  TempDir dir;
+  const std::string profile = (dir.path / "measured.json").string();
+  std::ofstream(profile)
+      << R"({"format":"dynamiccl-profile","version":2,"rules":[{"algo":"ring","proto":"ll128","channels":7,)"
+         R"("evidence":{"provenance":"measured-offline","fingerprint":{"gpu_cc":103,"nvlink_GBps":900,)"
+         R"("nics_per_node":8,"nic_GBps":100},"nccl_version":"2.28.9","samples":27,"default_samples":27,)"
+         R"("gain":0.2,"gain_ci":[0.1,0.3],"date":"2026-11-20"}}]})";
+  const Result r = dynamiccl::testing::runShell(kProbeFacts + "env -u DYNAMICCL_DB " + kDynamiccl + " show -p '" +
+                                                profile + "' -c allreduce --max-bytes 4096 2>&1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("-- verified\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("unverified ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("RING/LL128 channels=7"), std::string::npos) << "the plugin did not apply it:\n" << r.output;
+}

@@ -70,9 +70,13 @@ void run(const ShowOptions& o) {
             << sizeText(o.minBytes) << " to " << sizeText(o.maxBytes) << "\n";
   // Each rule's evidence, and whether it is verified for this communicator (as the plugin decides).
   const policy::Trust trustLevel = *policy::parseTrust(o.trust);
+  // The hardware as the plugin loaded above sees it: this host's probe with DYNAMICCL_TOPO_* over it.
+  const TopoOverrides overrides = environmentTopoOverrides();
+  for (const std::string& bad : overrides.ignored)
+    std::cout << "ignored, as the plugin ignores it: " << bad << "\n";
   const policy::StandingInputs standing =
       policy::StandingInputs::of(CommShape{.nRanks = o.ranks, .nNodes = o.nodes}, profile->hardware,
-                                 localHostSources(), profile->userRules, trustLevel,
+                                 localHostSources(overrides), profile->userRules, trustLevel,
                                  abi::parseNcclVersion(o.ncclVersion).value_or(0));
   std::cout << "\ntrust: " << o.trust
             << (trustLevel == policy::Trust::All ? " (DYNAMICCL_TRUST=all: unverified rules applied)"

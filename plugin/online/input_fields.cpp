@@ -28,8 +28,7 @@ std::string workload(const WorkloadContext& w) {
 
 std::vector<InputField> decisionInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                                        const NcclRules& rules) {
-  HostSources host = localHostSources();
-  host.overrides = s.topo;  // as compileForShape sees the hardware
+  const HostSources host = localHostSources(s.topo);  // as compileForShape sees the hardware
   const char* online = s.online == OnlineSwitch::On ? "1" : s.online == OnlineSwitch::Off ? "0" : "unset";
   const char* verify = s.verify == VerifySwitch::On ? "1" : s.verify == VerifySwitch::Off ? "0" : "auto";
   // Switches first: a rank with DYNAMICCL_ENABLE=0 reads no profile, and the line should say why.
