@@ -31,8 +31,8 @@ class DirStore : public RecordStore {
  public:
   DirStore(std::string dir, bool privateDir, int delay_ms) : dir_(std::move(dir)), private_(privateDir), delay_ms_(delay_ms) {}
 
-  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
-    pause();
+  PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) override {
+    if (!pause(by)) return PublishResult::Failed;
     if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
     const std::string commDir = commDirOf(commId);
     if (!ensureDir(commDir, private_).ok()) return PublishResult::Failed;
@@ -104,8 +104,13 @@ class DirStore : public RecordStore {
   std::string recordPath(uint64_t commId, uint64_t boundary) const {
     return commDirOf(commId) + "/b" + std::to_string(boundary);
   }
-  void pause() const {
-    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+  // The injected delay, cut at `by`; false when `by` came first (the file operations themselves are
+  // not bounded: a hung file system holds them).
+  bool pause(Deadline by = kNoDeadline) const {
+    if (delay_ms_ <= 0) return std::chrono::steady_clock::now() < by;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms_);
+    std::this_thread::sleep_until(std::min(until, by));
+    return until <= by;
   }
   std::string dir_;
   bool private_;

@@ -67,9 +67,9 @@ class EtcdStore : public RecordStore {
       : http_(std::move(http)), o_(std::move(o)), tls_{o_.caFile, o_.certFile, o_.keyFile} {}
 
   // No exception leaves the store (JSON of odd credentials, allocation): a failure is a value.
-  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
+  PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) override {
     try {
-      return publishOrThrow(commId, boundary, bytes);
+      return publishOrThrow(commId, boundary, bytes, by);
     } catch (...) {
       return PublishResult::Failed;
     }
@@ -101,9 +101,9 @@ class EtcdStore : public RecordStore {
   }
 
  private:
-  PublishResult publishOrThrow(uint64_t commId, uint64_t boundary, const std::string& bytes) {
+  PublishResult publishOrThrow(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) {
     if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
-    const Clock::time_point deadline = deadlineFromNow();  // the lease grant and the transaction share it
+    const Clock::time_point deadline = std::min(deadlineFromNow(), by);  // the lease grant and the transaction share it
     const auto lease = currentLease(deadline);
     if (!lease.ok()) return PublishResult::Failed;
     const std::string key = base64(keyOf(commId, boundary));

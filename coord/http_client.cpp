@@ -6,8 +6,12 @@
 
 #include <mutex>
 
+#include "coord/record_store.h"
+
 namespace dynamiccl::coord {
 namespace {
+
+thread_local const std::atomic<bool>* tAbort = nullptr;  // AbortScope's flag on this thread
 
 // curl.h's values (CURLOPTTYPE_LONG 0, OBJECTPOINT 10000, FUNCTIONPOINT 20000).
 constexpr int kOptWriteData = 10001, kOptUrl = 10002, kOptProxy = 10004, kOptLowSpeedLimit = 19,
@@ -19,6 +23,17 @@ constexpr int kInfoResponseCode = 0x200000 + 2;
 constexpr long kProtoHttp = 1, kProtoHttps = 2;
 constexpr long kGlobalDefault = 3;
 constexpr size_t kMaxReplyBytes = 4u << 20;  // a record is <= 1 MiB, base64 in JSON: well below
+constexpr int kWaitSlice_ms = 10;  // how often a transfer looks at its thread's abort flag
+constexpr int kMsgDone = 1;        // CURLMSG_DONE
+
+struct MultiMessage {  // curl.h's CURLMsg
+  int msg;
+  void* easy;
+  union {
+    void* whatever;
+    int result;
+  } data;
+};
 
 struct Api {
   int (*globalInit)(long);
@@ -31,6 +46,13 @@ struct Api {
   const char* (*strerror)(int);
   void* (*slistAppend)(void*, const char*);
   void (*slistFree)(void*);
+  void* (*multiInit)();
+  int (*multiAdd)(void*, void*);
+  int (*multiRemove)(void*, void*);
+  int (*multiPerform)(void*, int*);
+  int (*multiWait)(void*, void*, unsigned, int, int*);
+  MultiMessage* (*multiInfoRead)(void*, int*);
+  void (*multiCleanup)(void*);
 };
 
 size_t collect(char* data, size_t size, size_t n, void* user) {
@@ -44,13 +66,22 @@ class CurlClient : public HttpClient {
  public:
   explicit CurlClient(Api api) : api_(api) {}
   ~CurlClient() override {
-    for (void* h : idle_) api_.cleanup(h);
+    for (const Handle& h : idle_) {
+      api_.cleanup(h.easy);
+      api_.multiCleanup(h.multi);
+    }
   }
 
   Expected<HttpReply> post(const std::string& url, const std::string& body, const std::vector<std::string>& headers,
                            const TlsFiles& tls, int timeout_ms) override {
-    void* h = take();
-    if (!h) return makeError("libcurl could not make a handle");
+    if (aborted()) return makeError("abandoned: the thread is stopping");
+    const Handle handle = take();
+    if (!handle.easy || !handle.multi) {
+      if (handle.easy) api_.cleanup(handle.easy);
+      if (handle.multi) api_.multiCleanup(handle.multi);
+      return makeError("libcurl could not make a handle");
+    }
+    void* h = handle.easy;
     void* list = nullptr;
     for (const std::string& line : headers) list = api_.slistAppend(list, line.c_str());
     HttpReply reply;
@@ -74,35 +105,70 @@ class CurlClient : public HttpClient {
     if (!tls.caFile.empty()) api_.setopt(h, kOptCaInfo, tls.caFile.c_str());
     if (!tls.certFile.empty()) api_.setopt(h, kOptSslCert, tls.certFile.c_str());
     if (!tls.keyFile.empty()) api_.setopt(h, kOptSslKey, tls.keyFile.c_str());
-    const int rc = api_.perform(h);
+    const int rc = perform(handle);
     api_.getinfo(h, kInfoResponseCode, &reply.status);
     api_.slistFree(list);
-    give(h);
+    give(handle);
+    if (rc == kAborted) return makeError("abandoned: the thread is stopping");
     if (rc != 0) return makeError(std::string(api_.strerror(rc)));
     return reply;
   }
 
  private:
-  void* take() {
+  // An easy handle driven by a multi handle of its own, which keeps its connections between requests.
+  struct Handle {
+    void* easy = nullptr;
+    void* multi = nullptr;
+  };
+  static constexpr int kAborted = -1;
+
+  static bool aborted() { return tAbort && tAbort->load(std::memory_order_relaxed); }
+
+  // curl_easy_perform in slices, so that the thread's abort flag is seen within one: the transfer's
+  // result code, or kAborted.
+  int perform(const Handle& h) {
+    if (api_.multiAdd(h.multi, h.easy) != 0) return api_.perform(h.easy);
+    int result = kAborted;
+    for (int running = 1; running;) {
+      if (api_.multiPerform(h.multi, &running) != 0) {
+        result = 2;  // CURLE_FAILED_INIT: the multi handle broke
+        break;
+      }
+      if (int left = 0; MultiMessage* m = api_.multiInfoRead(h.multi, &left))
+        if (m->msg == kMsgDone) {
+          result = m->data.result;
+          break;
+        }
+      if (aborted()) break;
+      if (running && api_.multiWait(h.multi, nullptr, 0, kWaitSlice_ms, nullptr) != 0) {
+        result = 2;
+        break;
+      }
+    }
+    api_.multiRemove(h.multi, h.easy);
+    return result == kAborted && !aborted() ? 2 : result;
+  }
+
+  Handle take() {
     {
       std::lock_guard lock(mutex_);
       if (!idle_.empty()) {
-        void* h = idle_.back();
+        const Handle h = idle_.back();
         idle_.pop_back();
         return h;
       }
     }
-    return api_.easyInit();
+    return Handle{api_.easyInit(), api_.multiInit()};
   }
-  void give(void* h) {
-    api_.reset(h);  // options cleared, the connection kept for the next request
+  void give(const Handle& h) {
+    api_.reset(h.easy);  // options cleared, the connection kept (in the multi handle) for the next request
     std::lock_guard lock(mutex_);
     idle_.push_back(h);
   }
 
   Api api_;
   std::mutex mutex_;
-  std::vector<void*> idle_;
+  std::vector<Handle> idle_;
 };
 
 template <typename F>
@@ -129,7 +195,11 @@ Expected<std::shared_ptr<HttpClient>> HttpClient::load(const char* library) {
       !bind(lib, "curl_easy_setopt", api.setopt) || !bind(lib, "curl_easy_perform", api.perform) ||
       !bind(lib, "curl_easy_getinfo", api.getinfo) || !bind(lib, "curl_easy_cleanup", api.cleanup) ||
       !bind(lib, "curl_easy_reset", api.reset) || !bind(lib, "curl_easy_strerror", api.strerror) ||
-      !bind(lib, "curl_slist_append", api.slistAppend) || !bind(lib, "curl_slist_free_all", api.slistFree)) {
+      !bind(lib, "curl_slist_append", api.slistAppend) || !bind(lib, "curl_slist_free_all", api.slistFree) ||
+      !bind(lib, "curl_multi_init", api.multiInit) || !bind(lib, "curl_multi_add_handle", api.multiAdd) ||
+      !bind(lib, "curl_multi_remove_handle", api.multiRemove) || !bind(lib, "curl_multi_perform", api.multiPerform) ||
+      !bind(lib, "curl_multi_wait", api.multiWait) || !bind(lib, "curl_multi_info_read", api.multiInfoRead) ||
+      !bind(lib, "curl_multi_cleanup", api.multiCleanup)) {
     dlclose(lib);
     return makeError(std::string(library) + " lacks a libcurl function");
   }
@@ -138,5 +208,8 @@ Expected<std::shared_ptr<HttpClient>> HttpClient::load(const char* library) {
   loadedFrom = library;
   return loaded;
 }
+
+AbortScope::AbortScope(const std::atomic<bool>* flag) : previous_(tAbort) { tAbort = flag; }
+AbortScope::~AbortScope() { tAbort = previous_; }
 
 }  // namespace dynamiccl::coord

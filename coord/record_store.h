@@ -2,6 +2,8 @@
 // record written for a key wins and every reader sees that one: this is what makes ranks agree.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,10 +26,19 @@ inline constexpr uint64_t inputsSlotKey(uint64_t slot) { return kInputsVerdictKe
 
 enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
 
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
 class RecordStore {
  public:
   virtual ~RecordStore() = default;
-  virtual PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) = 0;
+  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) {
+    return publishBy(commId, boundary, bytes, kNoDeadline);
+  }
+  // A publish that also ends by `by`, every endpoint's try and retry included (the backend's own
+  // per-operation bound still holds): Failed when `by` came first. A caller with a total bound
+  // (finalize) passes what is left of it.
+  virtual PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) = 0;
   // nullopt: no record yet; an error: the backend could not be asked.
   virtual Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) = 0;
   // Several boundaries' records at once, in the order asked (nullopt where none yet); etcd answers
@@ -72,6 +83,20 @@ inline constexpr const char* kForeignRecord = "DYNAMICCL-NOT-THIS-JOBS-RECORD";
 // onForeign(commId, boundary) is called for each read of a record that does not open.
 std::shared_ptr<RecordStore> sealedStore(std::shared_ptr<RecordStore> inner, std::string key,
                                          std::function<void(uint64_t, uint64_t)> onForeign);
+
+// While one lives on a thread, that thread's etcd requests end within about 10 ms of `*flag` being
+// set, failing (those of other threads go on): how a thread stopping at finalize is joined in time
+// whatever etcd does. Scopes nest; the innermost one counts.
+class AbortScope {
+ public:
+  explicit AbortScope(const std::atomic<bool>* flag);
+  ~AbortScope();
+  AbortScope(const AbortScope&) = delete;
+  AbortScope& operator=(const AbortScope&) = delete;
+
+ private:
+  const std::atomic<bool>* previous_;
+};
 
 struct EtcdCredentials {
   std::string user, password;

@@ -10,8 +10,8 @@ class SealedStore : public RecordStore {
   SealedStore(std::shared_ptr<RecordStore> inner, std::string key, std::function<void(uint64_t, uint64_t)> onForeign)
       : inner_(std::move(inner)), key_(std::move(key)), onForeign_(std::move(onForeign)) {}
 
-  PublishResult publish(uint64_t commId, uint64_t boundary, const std::string& bytes) override {
-    return inner_->publish(commId, boundary, sealRecord(key_, commId, boundary, bytes));
+  PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) override {
+    return inner_->publishBy(commId, boundary, sealRecord(key_, commId, boundary, bytes), by);
   }
 
   Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {

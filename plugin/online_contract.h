@@ -29,6 +29,8 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
                                         const Settings& settings, int ncclVersionCode);
-void stopOnline(const std::shared_ptr<OnlineComm>& comm);
+// The leader stores its verdicts and publishes them through the backend by `by` (finalize's bound):
+// what the backend did not take by then stays in this node's store (online/verdict_store.h).
+void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by);
 
 }  // namespace dynamiccl::plugin

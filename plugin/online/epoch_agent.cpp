@@ -26,7 +26,11 @@ class Agent {
     comms_.push_back(std::move(c));
     if (!thread_.joinable()) {
       stop_ = false;
-      thread_ = std::thread([this] { loop(); });
+      abort_ = std::make_shared<std::atomic<bool>>(false);
+      thread_ = std::thread([this, abort = abort_] {
+        const coord::AbortScope scope(abort.get());  // its backend requests end once finalize stops it
+        loop();
+      });
       lock.unlock();
       sinkId_ = registerObservationSink([this](const Observation* o, size_t n) { consume(o, n); });
     }
@@ -40,6 +44,7 @@ class Agent {
       std::erase(comms_, c);
       if (comms_.empty() && thread_.joinable()) {
         stop_ = true;
+        abort_->store(true);  // a request to a silent etcd would hold finalize for its whole timeout
         toJoin = std::move(thread_);
         sink = sinkId_;
       }
@@ -155,6 +160,7 @@ class Agent {
   std::condition_variable cv_;
   std::vector<std::shared_ptr<OnlineComm>> comms_;
   std::thread thread_;
+  std::shared_ptr<std::atomic<bool>> abort_;  // the running thread's: set when it is stopped
   bool stop_ = false;
   int sinkId_ = -1;
 };

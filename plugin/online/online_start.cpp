@@ -52,9 +52,7 @@ namespace {
 std::optional<TopologyFingerprint> networkFingerprint(const CommShape& shape, const policy::Profile& profile,
                                                       const Settings& settings) {
   if (!profile.network) return std::nullopt;
-  HostSources host = localHostSources();
-  host.overrides = settings.topo;
-  return fingerprintForRules(shape, profile.hardware, host).fingerprint;
+  return fingerprintForRules(shape, profile.hardware, localHostSources(settings.topo)).fingerprint;
 }
 
 policy::OnlineConfig learnerConfig(const Settings& settings, bool learn, int ncclVersionCode) {
@@ -178,7 +176,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   return c;
 }
 
-void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
+void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
   if (!comm) return;
   removeFromEpochAgent(comm);
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
@@ -208,7 +206,7 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm) {
             "the network's last layer on this job's measurements %llu time(s)",
             static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(refreshes),
             static_cast<unsigned long long>(refits));
-  saveVerdicts(verdicts, comm->verdictScope);
+  saveVerdicts(verdicts, comm->verdictScope, by);
 }
 
 }  // namespace dynamiccl::plugin

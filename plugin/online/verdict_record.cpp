@@ -17,6 +17,7 @@ constexpr size_t kMaxRows = 4096;        // a record with more is not one this b
 // Every op is bounded by the backend; these bound the walk: init reads, finalize tries (the first is always made).
 constexpr auto kReadBudget = std::chrono::milliseconds(1000);
 constexpr auto kPublishBudget = std::chrono::milliseconds(200);
+constexpr auto kCutShortMargin = std::chrono::milliseconds(5);
 
 using nlohmann::json;
 
@@ -151,20 +152,31 @@ std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend
 }
 
 Expected<uint64_t> publishVerdicts(coord::RecordStore& backend, const VerdictScope& scope,
-                                   const std::vector<store::VerdictRow>& rows) {
+                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by,
+                                   bool& cutShort) {
+  using Clock = std::chrono::steady_clock;
+  cutShort = false;
   const std::string bytes = encodeVerdictRecord(scope, rows);
   if (bytes.empty()) return makeError("the verdicts exceed a record's bound");
   const uint64_t ns = verdictNamespace(scope);
-  const auto deadline = std::chrono::steady_clock::now() + kPublishBudget;
+  const auto deadline = std::min<coord::Deadline>(Clock::now() + kPublishBudget, by);
+  // A request that ended this close to `by` was ended by it (each slices its time to `by` exactly).
+  const auto endedByBound = [&] { return Clock::now() + kCutShortMargin >= by; };
   uint64_t slot = scope.nextSlot;
   for (uint64_t n = 0; n < kMaxPublishTries; ++n, ++slot) {
-    if (n && std::chrono::steady_clock::now() >= deadline) break;
-    switch (backend.publish(ns, slot, bytes)) {
+    if (Clock::now() >= (n ? deadline : by)) {
+      cutShort = Clock::now() >= by;
+      break;
+    }
+    switch (backend.publishBy(ns, slot, bytes, by)) {
       case coord::PublishResult::Won: return slot;
-      case coord::PublishResult::Failed: return makeError("the backend refused slot " + std::to_string(slot));
+      case coord::PublishResult::Failed:
+        cutShort = endedByBound();
+        return makeError((cutShort ? "no answer in time for slot " : "the backend refused slot ") + std::to_string(slot));
       case coord::PublishResult::Lost: break;  // a job that ended meanwhile took it: the next
     }
   }
+  if (slot == scope.nextSlot) return makeError("no time left");
   return makeError("no free slot from " + std::to_string(scope.nextSlot) + " to " + std::to_string(slot - 1));
 }
 

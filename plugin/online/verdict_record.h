@@ -26,8 +26,10 @@ std::optional<std::vector<store::VerdictRow>> decodeVerdictRecord(const std::str
 // The newest record's rows among slots scope.nextSlot.. up to the first missing one (bounded in
 // count and time); leaves scope.nextSlot at that first missing slot.
 std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend, VerdictScope& scope);
-// Publishes the rows at the first free slot from scope.nextSlot; the slot it took, or why none.
+// Publishes the rows at the first free slot from scope.nextSlot, every request ending by `by`; the
+// slot it took, or why none. cutShort: set when `by` ended it (rather than the backend refusing).
 Expected<uint64_t> publishVerdicts(coord::RecordStore& backend, const VerdictScope& scope,
-                                   const std::vector<store::VerdictRow>& rows);
+                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by,
+                                   bool& cutShort);
 
 }  // namespace dynamiccl::plugin

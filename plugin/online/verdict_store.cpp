@@ -147,19 +147,29 @@ std::vector<store::VerdictRow> localVerdicts(const VerdictScope& scope, const st
   return std::move(*rows);
 }
 
-// The cluster's copy, first: one backend op where no later job took the slot resume saw free.
-void publishTravelling(std::vector<store::VerdictRow> rows, const VerdictScope& scope) {
+// The cluster's copy, after this node's: with what is left until `by`, so that a backend that does
+// not answer costs finalize no more than its bound. kept: where the verdicts are ("" when nowhere).
+void publishTravelling(std::vector<store::VerdictRow> rows, const VerdictScope& scope, coord::Deadline by,
+                       const std::string& kept) {
   if (!scope.backend) return;
   const int64_t now_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (store::VerdictRow& r : rows) r.ts_ns = now_ns;
-  const Expected<uint64_t> slot = publishVerdicts(*scope.backend, scope, rows);
+  const auto start = std::chrono::steady_clock::now();
+  bool cutShort = false;
+  const Expected<uint64_t> slot = publishVerdicts(*scope.backend, scope, rows, by, cutShort);
+  const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const std::string where = kept.empty() ? "not stored either: lost" : "kept in " + kept;
   if (slot.ok())
     logInfo("in-job verification: %zu verdict(s) published through %s (slot %llu): the next job resumes from them on "
             "any node", rows.size(), scope.backend->describe().c_str(), static_cast<unsigned long long>(*slot));
+  else if (cutShort)
+    logWarn("in-job verification: publishing %zu verdict(s) through %s cut short after %.0f ms at finalize's 1 s "
+            "bound (%s); %s: the next job on this node resumes from them and publishes those it tests again",
+            rows.size(), scope.backend->describe().c_str(), took_ms, slot.error().c_str(), where.c_str());
   else
-    logWarn("in-job verification: verdicts not published through %s (%s); the store keeps them",
-            scope.backend->describe().c_str(), slot.error().c_str());
+    logWarn("in-job verification: verdicts not published through %s (%s); %s", scope.backend->describe().c_str(),
+            slot.error().c_str(), where.c_str());
 }
 
 }  // namespace
@@ -171,9 +181,7 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
   s.nNodes = shape.nNodes;
   s.dbPath = settings.dbPath;
   s.record = settings.record;
-  HostSources host = localHostSources();
-  host.overrides = settings.topo;
-  const RuleFingerprint rf = fingerprintForRules(shape, declared, host);
+  const RuleFingerprint rf = fingerprintForRules(shape, declared, localHostSources(settings.topo));
   if (rf.fingerprint && rf.fingerprint->computeCap > 0 && rf.fingerprint->nicsPerNode > 0) {
     ClusterHardware hw;
     hw.computeCap = rf.fingerprint->computeCap;
@@ -220,7 +228,7 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope) {
   return resumed;
 }
 
-void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope) {
+void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope, coord::Deadline by) {
   if (verdicts.empty()) return;
   size_t promoted = 0, dropped = 0;
   std::vector<store::VerdictRow> rows;
@@ -259,7 +267,6 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
             "DYNAMICCL_RECORD=0)", verdicts.size(), promoted, dropped, testing);
     return;
   }
-  publishTravelling(rows, scope);
   const std::string path = databasePath(scope);
   const char* unknownHardware =
       scope.fingerprint.empty() ? " (hardware unknown: `dynamiccl export --from-store` cannot mark them verified)" : "";
@@ -267,6 +274,7 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
   if (s) {
     logInfo("in-job verification: %zu candidate(s): %zu promoted, %zu dropped, %zu still testing; stored in %s%s",
             verdicts.size(), promoted, dropped, testing, path.c_str(), unknownHardware);
+    publishTravelling(rows, scope, by, path);
     return;
   }
   // The store is locked (or failing): a side file of this job's own, moved into the store at the next init.
@@ -278,12 +286,14 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
     removeStoreFiles(side);
     logWarn("in-job verification: %zu verdict(s) not stored (%s; nor beside it: %s)", rows.size(), s.error().c_str(),
             kept.error().c_str());
+    publishTravelling(rows, scope, by, "");
     return;
   }
   logInfo("in-job verification: %zu candidate(s): %zu promoted, %zu dropped, %zu still testing; %s unavailable within "
           "%lld ms (%s), so kept in %s, which the next job's init moves into it%s",
           verdicts.size(), promoted, dropped, testing, path.c_str(), static_cast<long long>(kStoreBound.count()),
           s.error().c_str(), side.c_str(), unknownHardware);
+  publishTravelling(rows, scope, by, side);
 }
 
 }  // namespace dynamiccl::plugin

@@ -186,6 +186,10 @@ ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int a
 }
 
 ncclResult_t tunerFinalize(void* context) {
+  // NCCL's communicator destroy waits on this: all of it, the backend's requests included, ends
+  // within a second (this bound and what follows it).
+  constexpr auto kFinalizeBound = std::chrono::milliseconds(900);
+  const coord::Deadline by = std::chrono::steady_clock::now() + kFinalizeBound;
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
   unregisterContext(&c->view);
@@ -197,7 +201,7 @@ ncclResult_t tunerFinalize(void* context) {
     }
   } free{c};
   testThrowPoint(Entry::TunerFinalize);
-  stopOnline(c->online);
+  stopOnline(c->online, by);
   return ncclSuccess;
 }
 
