@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "features/regular_file.h"
+#include "features/features.h"
 #include "policy/json_limits.h"
 #include "policy/profile.h"
 

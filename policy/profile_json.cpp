@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "features/regular_file.h"
+#include "features/features.h"
 #include "policy/json_limits.h"
 #include "policy/network_eval.h"
 #include "policy/network_weights_json.h"
