@@ -179,17 +179,22 @@ TEST_F(MeasuredDemoTest, AgreesKeyByKeyWithTuneOnTheSameRuns) {
                         "the size (the job's calls did); %d differ", &agree, &keys, &undecided, &differ), 4) << line;
   EXPECT_EQ(keys, 25);
   EXPECT_EQ(agree + undecided + differ, keys);
-  EXPECT_EQ(agree, keys) << text;  // the job finds only what the runs establish, which is what tune writes
   std::istringstream rest(text.substr(at));
   std::string l;
   std::getline(rest, l);
-  int reasons = 0;
+  int reasons = 0, unfinished = 0;
   while (std::getline(rest, l) && l.rfind("    ", 0) == 0) {
     ++reasons;
     EXPECT_NE(l.find("real runs"), std::string::npos) << l;  // each says how many runs stand behind it
-    EXPECT_NE(l.find("the job decided on its own calls"), std::string::npos) << l;
+    // The in-job learner runs on its own thread: on a loaded machine a trial can still be open at the
+    // job's end (4 demos at once on 2 cores left allreduce 256K undecided every time). That is timing,
+    // not a disagreement; a key the job decided otherwise than tune is.
+    if (l.find("had not decided by its end") != std::string::npos) ++unfinished;
+    else EXPECT_NE(l.find("the job decided on its own calls"), std::string::npos) << l;
   }
   EXPECT_EQ(reasons, undecided + differ) << text;
+  EXPECT_EQ(agree + unfinished, keys) << text;  // the job finds only what the runs establish, which is what tune writes
+  EXPECT_LE(unfinished, 2) << text;
 }
 
 TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
@@ -199,6 +204,7 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
   ASSERT_TRUE(job) << job.error();
   const nlohmann::json s = summary();
   ASSERT_EQ(s["keys"].size(), job->keys.size());
+  size_t lateVerdicts = 0;
   for (size_t i = 0; i < job->keys.size(); ++i) {
     const auto& row = s["keys"][i];
     const dynamiccl::jobreplay::JobKey& k = job->keys[i];
@@ -214,10 +220,16 @@ TEST_F(MeasuredDemoTest, TheTableIsTheMeasuredMeansOfWhatTheJobRan) {
     EXPECT_GE(row["vs_best"].get<double>(), 1.0 - 1e-12);
     // Verification promotes only what beat NCCL's default in the job: never slower beyond noise.
     EXPECT_LE(row["vs_default"].get<double>(), 1.0 + 2 * s["repeat_sigma"].get<double>()) << row.dump();
-    // The verified profile through the plugin alone runs what the job ended with.
-    EXPECT_EQ(row["verified_replay_config"], row["final_config"]) << row.dump();
+    // The verified profile through the plugin alone runs what the job ended with, or what it promoted
+    // after its last table landed (the learner's thread lags on a loaded machine: seen with 4 demos
+    // on 2 cores, "ring/simple promoted" while the last epoch still ran ring/ll).
+    if (row["verified_replay_config"] != row["final_config"]) {
+      ++lateVerdicts;
+      EXPECT_EQ(row["verdict"], row["verified_replay_config"].get<std::string>() + " promoted") << row.dump();
+    }
   }
-  EXPECT_EQ(s["totals"]["replay_agrees"], job->keys.size());
+  EXPECT_EQ(s["totals"]["replay_agrees"].get<size_t>() + lateVerdicts, job->keys.size());
+  EXPECT_LE(lateVerdicts, 2u);
   // What the tuner wrote is simulated; what the job verified is measured in the job.
   auto tuned = loadProfileFile((*out_ / "tuned.json").string());
   ASSERT_TRUE(tuned) << tuned.error();
