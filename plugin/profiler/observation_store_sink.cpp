@@ -67,7 +67,7 @@ class StoreSink final : public WorkerSink {
 
   void consume(const Observation* o, const JoinedDecision* joins, size_t n) override {
     if (skipping_.load(std::memory_order_relaxed)) {  // no store, or another process records
-      profilerCounters().unwritten.fetch_add(n, std::memory_order_relaxed);
+      notStored().fetch_add(n, std::memory_order_relaxed);
       return;
     }
     std::vector<PendingRow> rows;
@@ -180,7 +180,8 @@ class StoreSink final : public WorkerSink {
     if (lock.ok() && !lock.value()) {
       const std::string holder = store::RecorderLock::holder(db_->path());
       logInfo("profiler: another process (%s) records into %s; this one records nothing (its observations are "
-              "counted as not written)", holder.empty() ? "unknown" : holder.c_str(), db_->path().c_str());
+              "counted as left to the node's recorder)", holder.empty() ? "unknown" : holder.c_str(), db_->path().c_str());
+      otherRecorder_.store(true, std::memory_order_relaxed);
       return false;
     }
     if (!lock.ok()) logWarn("profiler: store: %s; recording without the one-recorder lock", lock.error().c_str());
@@ -210,7 +211,7 @@ class StoreSink final : public WorkerSink {
     std::lock_guard lock(mutex_);
     unusable_ = true;
     skipping_.store(true, std::memory_order_relaxed);
-    profilerCounters().unwritten.fetch_add(lost + pending_.size(), std::memory_order_relaxed);
+    notStored().fetch_add(lost + pending_.size(), std::memory_order_relaxed);
     pending_.clear();
   }
 
@@ -279,6 +280,12 @@ class StoreSink final : public WorkerSink {
   std::vector<PendingRow> pending_;
   bool stopping_ = false, unusable_ = false;
   std::atomic<bool> skipping_{false};  // unusable_, read without the mutex
+  std::atomic<bool> otherRecorder_{false};  // unusable because another process of the node records
+  // Where what this sink does not store is counted: a loss, or left to the process that records.
+  std::atomic<uint64_t>& notStored() {
+    return otherRecorder_.load(std::memory_order_relaxed) ? profilerCounters().leftToRecorder
+                                                          : profilerCounters().unwritten;
+  }
   std::thread thread_;
 
   // Committer thread only. The lock outlives the store's connection (members go in reverse order).

@@ -83,8 +83,9 @@ struct ProfilerCounters {
   alignas(64) std::atomic<uint64_t> channelsSeen{0}, forcedCompletions{0};
   // Written by NCCL's threads only when an event is dropped or wrong.
   alignas(64) std::atomic<uint64_t> droppedQueueFull{0}, droppedPoolFull{0}, unknownHandles{0};
-  // Written by the worker for every batch; unwritten: observations a built-in sink (store, log) lost.
-  alignas(64) std::atomic<uint64_t> delivered{0}, sinkErrors{0}, unwritten{0};
+  // Written by the worker for every batch; unwritten: observations a built-in sink (store, log) lost;
+  // leftToRecorder: those the store sink left to the node's recorder, another process (not a loss).
+  alignas(64) std::atomic<uint64_t> delivered{0}, sinkErrors{0}, unwritten{0}, leftToRecorder{0};
 };
 ProfilerCounters& profilerCounters();
 

@@ -202,14 +202,16 @@ void stopWorker(Channel& ch) {
   ch.thread.join();
   const ObservationCounters now = observationCounters(), &was = ch.atStart;
   logInfo("profiler: %llu observations delivered; dropped: queue full %llu, record pool full %llu; "
-          "unknown handles %llu; forced completions %llu; sink errors %llu; not written to store/log %llu",
+          "unknown handles %llu; forced completions %llu; sink errors %llu; not written to store/log %llu; "
+          "left to the node's recorder %llu",
           (unsigned long long)(now.delivered - was.delivered),
           (unsigned long long)(now.droppedQueueFull - was.droppedQueueFull),
           (unsigned long long)(now.droppedPoolFull - was.droppedPoolFull),
           (unsigned long long)(now.unknownHandles - was.unknownHandles),
           (unsigned long long)(now.forcedCompletions - was.forcedCompletions),
           (unsigned long long)(now.sinkErrors - was.sinkErrors),
-          (unsigned long long)(now.unwritten - was.unwritten));
+          (unsigned long long)(now.unwritten - was.unwritten),
+          (unsigned long long)(now.leftToRecorder - was.leftToRecorder));
 }
 
 // Joins the worker at process exit (or dlclose) when NCCL never finalized every communicator; frees
@@ -290,6 +292,7 @@ ObservationCounters observationCounters() {
   o.forcedCompletions = c.forcedCompletions.load();
   o.sinkErrors = c.sinkErrors.load();
   o.unwritten = c.unwritten.load();
+  o.leftToRecorder = c.leftToRecorder.load();
   return o;
 }
 

@@ -23,6 +23,7 @@ struct ObservationCounters {
   uint64_t forcedCompletions = 0;  // records completed by the worker's sweep (missing stop/channels)
   uint64_t sinkErrors = 0;
   uint64_t unwritten = 0;       // delivered but lost by the store or log (full disk, lock held, shutdown bound)
+  uint64_t leftToRecorder = 0;  // not stored here because another process of the node records into the file
 };
 ObservationCounters observationCounters();
 
