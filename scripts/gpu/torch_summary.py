@@ -16,18 +16,13 @@ import re
 import statistics
 import sys
 
+from compare import human  # beside this file: sizes printed as run.sh's table prints them
+
 RUNS = ["default", "tuner_empty", "tuner_forced", "forced_profiled", "readme"]
 COLL_NAMES = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter"}
 TUNING = re.compile(r"NCCL INFO (AllReduce|AllGather|ReduceScatter): (\d+) Bytes -> Algo (\w+) proto (\w+)"
                     r"(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")
 PROFILER_LINE = re.compile(r"DynamICCL: profiler: .*")
-
-
-def human(n):
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
 
 
 def read_jsonl(path):
