@@ -262,20 +262,32 @@ TEST(Profiler, SurvivesMalformedStaleAndRepeatedEvents) {
   EXPECT_GE(after.unknown - before.unknown, 5u * 3 + 4);
 }
 
+// A v6 profiler, initialised with a fresh log, and one Coll of `channels` whose host stop has come.
+struct StartedColl {
+  std::shared_ptr<ProfilerLibrary> lib;
+  void* ctx = nullptr;
+  void* coll = nullptr;
+};
+StartedColl startOneColl(int channels) {
+  StartedColl s;
+  s.lib = openProfiler(6);
+  if (!s.lib) return s;
+  harness::LogCapture::clear();
+  int mask = 0;
+  if (s.lib->init({}, &mask, &s.ctx) != ncclSuccess) return s;
+  ProfilerColl coll;
+  coll.nChannels = channels;
+  if (s.lib->startColl(s.ctx, coll, &s.coll) == ncclSuccess) s.lib->stop(s.coll);
+  return s;
+}
+
 TEST(Profiler, CompletesRecordsWhoseStopsNeverCome) {
   ChannelEnv env("4096", "65536", /*grace_ms=*/"30");
-  auto lib = openProfiler(6);
-  ASSERT_TRUE(lib);
-  harness::LogCapture::clear();
   const Summary before{};
-  int mask = 0;
-  void* ctx = nullptr;
-  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
+  auto [lib, ctx, a] = startOneColl(4);  // Coll stop arrives, channels never do
+  ASSERT_TRUE(lib && ctx && a);
   ProfilerColl coll;
   coll.nChannels = 4;
-  void* a = nullptr;
-  ASSERT_EQ(lib->startColl(ctx, coll, &a), ncclSuccess);  // Coll stop arrives, channels never do
-  ASSERT_EQ(lib->stop(a), ncclSuccess);
   void* b = nullptr;
   coll.seq = 1;
   ASSERT_EQ(lib->startColl(ctx, coll, &b), ncclSuccess);  // nothing ever stops: nothing to report
@@ -294,18 +306,9 @@ TEST(Profiler, CompletesRecordsWhoseStopsNeverCome) {
 // host time at the grace, and the grace then counts from its first channel.
 TEST(Profiler, QueuedKernelKeepsItsRecordUntilItRuns) {
   ChannelEnv env("4096", "65536", /*grace_ms=*/"100");
-  auto lib = openProfiler(6);
-  ASSERT_TRUE(lib);
-  harness::LogCapture::clear();
   const Summary before{};
-  int mask = 0;
-  void* ctx = nullptr;
-  ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
-  ProfilerColl coll;
-  coll.nChannels = 2;
-  void* c = nullptr;
-  ASSERT_EQ(lib->startColl(ctx, coll, &c), ncclSuccess);
-  ASSERT_EQ(lib->stop(c), ncclSuccess);  // the host's enqueue is done; the kernel waits in the stream
+  auto [lib, ctx, c] = startOneColl(2);  // the host's enqueue is done; the kernel waits in the stream
+  ASSERT_TRUE(lib && ctx && c);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // four graces, the worker sweeping
   void* k0 = nullptr, *k1 = nullptr;
   ASSERT_EQ(lib->startKernelCh(ctx, c, 0, 1'000'000, &k0), ncclSuccess);
