@@ -79,6 +79,10 @@ grep -q '^| 1M | 100.0 | 0% | RING/SIMPLE | 1.01 | 1.10 | RING/LL | +10.0% | 1.0
   || fail "allgather 1M row (observations keyed by the total, as the plugin writes them)"
 grep -q 'n2 tuner_forced: allreduce 8 -> RING/SIMPLE, 1 channels' "$TMP/sum" || fail "TUNING excerpt"
 grep -q '14 observations delivered' "$TMP/sum" || fail "profiler summary line"
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  /usr/bin/python3 "$SRC/scripts/gpu/plot_torch_runs.py" "$DATA/torch_runs" "$TMP/runs.png" || fail "plot"
+  [ -s "$TMP/runs.png" ] || fail "plot wrote no PNG"
+fi
 rc=0; python3 "$SRC/scripts/gpu/torch_summary.py" "$TMP/absent" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "missing folder should exit 2, got $rc"
 echo "gpu_script_test: ok"

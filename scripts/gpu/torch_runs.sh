@@ -10,7 +10,8 @@
 # usage: scripts/gpu/torch_runs.sh --out DIR [--plugin SO] [--libs DIR] [--ranks "2 4"] [--runs "..."]
 #          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--mps] [--dry-run]
 # DIR gets summary.md, env.txt and runs.tar.gz (every rank's log and timings, the stores, the
-# observation CSVs), packed again after each launch so a cut-off run still returns what it measured.
+# observation CSVs), packed again after each launch so a cut-off run still returns what it measured,
+# and at the end runs.png (scripts/gpu/plot_torch_runs.py).
 # --mps: ranks share the GPU through CUDA MPS, so their kernels run side by side; without it the GPU
 #   time-slices between the processes and every call waits whole slices (milliseconds). If the MPS
 #   daemon does not start, or a CUDA client cannot reach it in 30 s, the runs go on without it (mps.txt).
@@ -155,4 +156,5 @@ if [ "$DRY" = 1 ]; then
   echo "sweep:"; "$PY" "$HERE/torch_client.py" --plan --world 2 --max-bytes "$MAX"
   exit 0
 fi
+"$PY" "$HERE/plot_torch_runs.py" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true  # needs matplotlib
 echo "gpu/torch_runs: done in $((SECONDS - start))s; $OUT/summary.md"
