@@ -151,28 +151,23 @@ std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend
   return best;
 }
 
+bool reachedDeadline(coord::Deadline by) { return std::chrono::steady_clock::now() + kCutShortMargin >= by; }
+
 Expected<uint64_t> publishVerdicts(coord::RecordStore& backend, const VerdictScope& scope,
-                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by,
-                                   bool& cutShort) {
+                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by) {
   using Clock = std::chrono::steady_clock;
-  cutShort = false;
   const std::string bytes = encodeVerdictRecord(scope, rows);
   if (bytes.empty()) return makeError("the verdicts exceed a record's bound");
   const uint64_t ns = verdictNamespace(scope);
   const auto deadline = std::min<coord::Deadline>(Clock::now() + kPublishBudget, by);
-  // A request that ended this close to `by` was ended by it (each slices its time to `by` exactly).
-  const auto endedByBound = [&] { return Clock::now() + kCutShortMargin >= by; };
   uint64_t slot = scope.nextSlot;
   for (uint64_t n = 0; n < kMaxPublishTries; ++n, ++slot) {
-    if (Clock::now() >= (n ? deadline : by)) {
-      cutShort = Clock::now() >= by;
-      break;
-    }
+    if (Clock::now() >= (n ? deadline : by)) break;
     switch (backend.publishBy(ns, slot, bytes, by)) {
       case coord::PublishResult::Won: return slot;
       case coord::PublishResult::Failed:
-        cutShort = endedByBound();
-        return makeError((cutShort ? "no answer in time for slot " : "the backend refused slot ") + std::to_string(slot));
+        return makeError((reachedDeadline(by) ? "no answer in time for slot " : "the backend refused slot ") +
+                         std::to_string(slot));
       case coord::PublishResult::Lost: break;  // a job that ended meanwhile took it: the next
     }
   }

@@ -27,9 +27,11 @@ std::optional<std::vector<store::VerdictRow>> decodeVerdictRecord(const std::str
 // count and time); leaves scope.nextSlot at that first missing slot.
 std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend, VerdictScope& scope);
 // Publishes the rows at the first free slot from scope.nextSlot, every request ending by `by`; the
-// slot it took, or why none. cutShort: set when `by` ended it (rather than the backend refusing).
+// slot it took, or why none.
 Expected<uint64_t> publishVerdicts(coord::RecordStore& backend, const VerdictScope& scope,
-                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by,
-                                   bool& cutShort);
+                                   const std::vector<store::VerdictRow>& rows, coord::Deadline by);
+// Whether `by` has come, give or take the few ms a request sliced to it ends after it: a publish that
+// failed then was cut short by its bound, not refused by the backend.
+bool reachedDeadline(coord::Deadline by);
 
 }  // namespace dynamiccl::plugin

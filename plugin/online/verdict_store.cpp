@@ -156,14 +156,13 @@ void publishTravelling(std::vector<store::VerdictRow> rows, const VerdictScope& 
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (store::VerdictRow& r : rows) r.ts_ns = now_ns;
   const auto start = std::chrono::steady_clock::now();
-  bool cutShort = false;
-  const Expected<uint64_t> slot = publishVerdicts(*scope.backend, scope, rows, by, cutShort);
+  const Expected<uint64_t> slot = publishVerdicts(*scope.backend, scope, rows, by);
   const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const std::string where = kept.empty() ? "not stored either: lost" : "kept in " + kept;
   if (slot.ok())
     logInfo("in-job verification: %zu verdict(s) published through %s (slot %llu): the next job resumes from them on "
             "any node", rows.size(), scope.backend->describe().c_str(), static_cast<unsigned long long>(*slot));
-  else if (cutShort)
+  else if (reachedDeadline(by))
     logWarn("in-job verification: publishing %zu verdict(s) through %s cut short after %.0f ms at finalize's 1 s "
             "bound (%s); %s: the next job on this node resumes from them and publishes those it tests again",
             rows.size(), scope.backend->describe().c_str(), took_ms, slot.error().c_str(), where.c_str());
