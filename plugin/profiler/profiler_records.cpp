@@ -31,14 +31,14 @@ void atomicMin(std::atomic<uint64_t>& a, uint64_t v) {
   while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
 }
-// A record whose kernel has not started yet waits this many graces (30 s at the default 2 s).
-constexpr int64_t kQueuedGraceFactor = 15;
 void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
   uint64_t cur = a.load(std::memory_order_relaxed);
   while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
 }
 
+// A record whose kernel has not started yet waits this many graces (30 s at the default 2 s).
+constexpr int64_t kQueuedGraceFactor = 15;
 
 }  // namespace
 
