@@ -83,6 +83,13 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   /usr/bin/python3 "$SRC/scripts/gpu/plot_torch_runs.py" "$DATA/torch_runs" "$TMP/runs.png" || fail "plot"
   [ -s "$TMP/runs.png" ] || fail "plot wrote no PNG"
 fi
+# --bands: ratios by size band; against a second folder (here the same one) the A/A rows are zero.
+python3 "$SRC/scripts/gpu/torch_summary.py" --bands "$DATA/torch_runs" "$DATA/torch_runs" >"$TMP/bands"
+cat "$TMP/bands"
+grep -q '^| profiled every call / forced | +10.0% | +10.0% | - |$' "$TMP/bands" || fail "profiler cost by band"
+grep -q '^| A/A default, this run / the other | +0.0% | +0.0% | - |$' "$TMP/bands" || fail "A/A row"
+rc=0; python3 "$SRC/scripts/gpu/torch_summary.py" --bands "$DATA/torch_runs" a b >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--bands takes one or two folders, got exit $rc"
 rc=0; python3 "$SRC/scripts/gpu/torch_summary.py" "$TMP/absent" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "missing folder should exit 2, got $rc"
 echo "gpu_script_test: ok"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables from one scripts/gpu/torch_runs.sh work folder (n<ranks>/<run>/...), as markdown on stdout.
 
-usage: torch_summary.py WORK
+usage: torch_summary.py WORK                      (the tables)
+       torch_summary.py --bands WORK [OTHER_WORK]  (ratios by size band; with OTHER_WORK the A/A spread)
 Per layout and collective, one row per size: rank 0's median time per call under NCCL's default, each
 other run as a ratio to it (>1: slower), what NCCL ran (its TUNING lines, rank 0), the profiler's
 measured cost (forced_profiled against tuner_forced: same rules, same layout, profiling every call),
@@ -138,6 +139,8 @@ def profiler_lines(work):
 def summarize(work):
     layouts = sorted(int(d[1:]) for d in os.listdir(work) if re.fullmatch(r"n\d+", d))
     print("# DynamICCL with PyTorch on one GPU: scripts/gpu/torch_runs.sh\n")
+    print("Every time is measured (CUDA events around real calls); a run with the profiler role on "
+          "includes what its profiling cost.\n")
     mps = os.path.join(work, "mps.txt")
     if os.path.exists(mps):
         with open(mps, encoding="utf-8", errors="replace") as f:
@@ -204,11 +207,50 @@ def summarize(work):
             print(f"- `{line}`")
 
 
+BANDS = (("up to 32K", 0, 32 << 10), ("128K-2M", 128 << 10, 2 << 20), ("8M and up", 8 << 20, 1 << 62))
+# (label, work folder index, run, work folder index, run): the second over the first.
+BAND_PAIRS = (("profiled every call / forced", 0, "tuner_forced", 0, "forced_profiled"),
+              ("tuner_empty / default", 0, "default", 0, "tuner_empty"),
+              ("readme / default", 0, "default", 0, "readme"),
+              ("tuner_forced / default", 0, "default", 0, "tuner_forced"),
+              ("A/A default, this run / the other", 1, "default", 0, "default"),
+              ("A/A tuner_forced, this run / the other", 1, "tuner_forced", 0, "tuner_forced"))
+
+
+def band_table(works):
+    """Geometric mean of per-size median ratios by size band; against a second work folder, the same
+    configuration in both (A/A): the spread any other ratio must clear."""
+    def medians(work, n, run):
+        _, rows, _ = read_jsonl(os.path.join(work, f"n{n}", run, "rank0.jsonl"))
+        return {k: statistics.median(v) for k, v in rows.items() if v}
+    layouts = sorted(int(d[1:]) for d in os.listdir(works[0]) if re.fullmatch(r"n\d+", d))
+    for n in layouts:
+        print(f"### {n} ranks, geometric mean of per-size ratios by size band (measured, CUDA events)\n")
+        print("| comparison | " + " | ".join(b[0] for b in BANDS) + " |")
+        print("|---|" + "---:|" * len(BANDS))
+        for label, wa, ra, wb, rb in BAND_PAIRS:
+            if max(wa, wb) >= len(works):
+                continue
+            a, b = medians(works[wa], n, ra), medians(works[wb], n, rb)
+            cells = []
+            for _, lo, hi in BANDS:
+                r = [b[k] / a[k] for k in a if k in b and a[k] > 0 and b[k] > 0 and lo <= k[1] <= hi]
+                cells.append(f"{(statistics.geometric_mean(r) - 1) * 100:+.1f}%" if r else "-")
+            print(f"| {label} | " + " | ".join(cells) + " |")
+        print()
+
+
 def main():
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        print("usage: torch_summary.py WORK (a torch_runs.sh work folder)", file=sys.stderr)
+    args = sys.argv[1:]
+    bands = args[:1] == ["--bands"]
+    works = args[1:] if bands else args
+    if not works or len(works) > (2 if bands else 1) or not all(os.path.isdir(w) for w in works):
+        print("usage: torch_summary.py WORK | --bands WORK [OTHER_WORK] (torch_runs.sh work folders)", file=sys.stderr)
         return 2
-    summarize(sys.argv[1])
+    if bands:
+        band_table(works)
+    else:
+        summarize(works[0])
     return 0
 
 
