@@ -69,7 +69,9 @@ Outcome runJob(const jobreplay::MeasuredJob& job, const std::string& profile, co
                const std::vector<std::pair<std::string, std::string>>& extraEnv) {
   jobreplay::JobOptions o;
   o.pluginPath = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
-  o.iterations = 1000;  // the decision rule needs ~30 calls of a 2% gain: a few epochs of trials per key
+  // The decision rule needs ~30 calls of a 2% gain. At 1000 iterations a loaded machine's lagging leader
+  // promoted 0-2 of ~40 candidates; at 2000, 3 in each of 5 runs beside 6 busy loops.
+  o.iterations = 2000;
   o.epochCalls = 500;
   o.seed = 7;
   o.workDir = dir + "/job";

@@ -220,7 +220,9 @@ class Verification : public ::testing::Test {
     job_.coordDir = dir_ + "/coord";
     std::filesystem::create_directory(job_.coordDir);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);  // a failure keeps the store and the coordination records
+  }
 
   std::vector<store::VerdictRow> verdicts() {
     store::StoreOptions o;
