@@ -101,7 +101,7 @@ Evidence parseEvidence(FlatValue e);
 // An object's members by their place in a list of known keys, found in one pass: a 60k-rule profile
 // reads a dozen members of each rule, its evidence and its fingerprint, and comparing key texts for
 // each was a third of its first init. A key given twice counts once, with its last value (as nlohmann
-// keeps it); unknown() when some key is none of the list (the caller names it).
+// keeps it); unknown(): the first key, in the text's order, that is none of the list.
 template <const auto& names>
 class Members {
  public:
@@ -115,14 +115,14 @@ class Members {
     object.forEachMember([&](std::string_view key, FlatValue value) {
       const int i = find(key);
       if (i < 0) {
-        unknown_ = true;
+        if (!unknown_) unknown_ = key;
         return;
       }
       values_[static_cast<size_t>(i)] = value;
       present_ |= 1u << i;
     });
   }
-  bool unknown() const { return unknown_; }
+  std::optional<std::string_view> unknown() const { return unknown_; }
   bool contains(Key key) const { return present_ >> key.at & 1u; }
   FlatValue operator[](Key key) const { return values_[static_cast<size_t>(key.at)]; }
 
@@ -141,7 +141,7 @@ class Members {
   }
   std::array<FlatValue, kCount> values_{};
   uint32_t present_ = 0;
-  bool unknown_ = false;
+  std::optional<std::string_view> unknown_;
 };
 using RuleMembers = Members<kRuleKeys>;
 using EvidenceMembers = Members<kEvidenceKeys>;
@@ -158,8 +158,8 @@ std::optional<std::string> ruleKeyProblem(FlatValue object, int version) {
 }
 
 // r: the object's members (a rule of the newest version: evidence is a known key).
-Rule parseRule(FlatValue object, const RuleMembers& r) {
-  if (r.unknown()) throw RuleError{*ruleKeyProblem(object, kProfileVersion)};
+Rule parseRule(const RuleMembers& r) {
+  if (const auto key = r.unknown()) throw RuleError{"unknown key \"" + std::string(*key) + "\""};
   Rule rule;
   if (r.contains("collective")) {
     const FlatValue c = r["collective"];
@@ -228,12 +228,9 @@ ClusterHardware parseFingerprint(FlatValue object) {
   if (!object.is_object())
     throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
   const FingerprintMembers f(object);
-  if (f.unknown())
-    throw RuleError{"unknown key \"" +
-                    std::string(*firstBadKey(object, [](std::string_view k) { return !known(kFingerprintKeys, k); })) +
-                    "\""};
-  for (FingerprintMembers::Key key : {FingerprintMembers::Key("gpu_cc"), FingerprintMembers::Key("nvlink_GBps"),
-                                      FingerprintMembers::Key("nics_per_node"), FingerprintMembers::Key("nic_GBps")})
+  if (const auto key = f.unknown()) throw RuleError{"unknown key \"" + std::string(*key) + "\""};
+  static constexpr FingerprintMembers::Key kRequired[] = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"};
+  for (const FingerprintMembers::Key key : kRequired)
     if (!f.contains(key))
       throw RuleError{"missing \"" + std::string(key.name) + "\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
   ClusterHardware hw;
@@ -254,10 +251,7 @@ ClusterHardware parseFingerprint(FlatValue object) {
 Evidence parseEvidence(FlatValue object) {
   if (!object.is_object()) throw RuleError{"evidence must be an object"};
   const EvidenceMembers e(object);
-  if (e.unknown())
-    throw RuleError{"evidence: unknown key \"" +
-                    std::string(*firstBadKey(object, [](std::string_view k) { return !known(kEvidenceKeys, k); })) +
-                    "\""};
+  if (const auto key = e.unknown()) throw RuleError{"evidence: unknown key \"" + std::string(*key) + "\""};
   Evidence ev;
   if (!e.contains("provenance") || !e["provenance"].is_string()) throw RuleError{"evidence: provenance missing"};
   const auto p = parseProvenance(e["provenance"].text());
@@ -383,9 +377,7 @@ struct RulesRead {
 Expected<Profile> profileFromDocument(FlatValue doc, const json* policy, RulesRead& read) {
   if (!doc.is_object()) return makeError("top level must be a JSON object");
   const TopMembers top(doc);
-  if (top.unknown())
-    return makeError("unknown top-level key \"" +
-                     std::string(*firstBadKey(doc, [](std::string_view k) { return !known(kTopKeys, k); })) + "\"");
+  if (const auto key = top.unknown()) return makeError("unknown top-level key \"" + std::string(*key) + "\"");
   if (!top.contains("format") || !top["format"].is_string() || top["format"].text() != kFormatName)
     return makeError(std::string("\"format\" must be \"") + std::string(kFormatName) + "\"");
   if (!top.contains("version") || !top["version"].is_number_integer())
@@ -447,7 +439,7 @@ Expected<Profile> parseProfileJson(std::string_view text) {
           auto problem = ruleKeyProblem(element, kFirstEvidenceVersion - 1);
           if (problem && problem != ruleKeyProblem(element, kFirstEvidenceVersion)) read.evidenceInV1 = {index, *problem};
         }
-        Rule& r = read.rules.emplace_back(parseRule(element, members));
+        Rule& r = read.rules.emplace_back(parseRule(members));
         char origin[32] = "rules[";  // snprintf took 800 instructions a rule
         char* end = std::to_chars(origin + 6, origin + sizeof origin - 1, index).ptr;
         *end++ = ']';
