@@ -12,8 +12,8 @@
 
 #include "offline/harness/harness.h"
 #include "offline/jobreplay/jobreplay.h"
-#include "store/store.h"
 #include "tests/etcd_fixture.h"
+#include "tests/stored_verdicts.h"
 
 namespace dynamiccl {
 namespace {
@@ -86,16 +86,8 @@ Outcome runJob(const jobreplay::MeasuredJob& job, const std::string& profile, co
   Outcome out;
   if (!r) return out;
   out.result = *r;
-  store::StoreOptions so;
-  so.path = dir + "/store.db";
-  auto db = store::Store::open(so);
-  EXPECT_TRUE(db) << (db ? "" : db.error());
-  if (!db) return out;
-  auto rows = (*db)->latestVerdicts();
-  EXPECT_TRUE(rows) << (rows ? "" : rows.error());
-  if (rows)
-    for (const store::VerdictRow& v : *rows)
-      out.states[std::to_string(v.min_bytes) + " " + v.algo + "/" + v.proto] = v.state;
+  for (const store::VerdictRow& v : testing::storedVerdicts(dir + "/store.db"))
+    out.states[std::to_string(v.min_bytes) + " " + v.algo + "/" + v.proto] = v.state;
   return out;
 }
 

@@ -18,10 +18,13 @@
 #include "store/store.h"
 #include "tests/etcd_fixture.h"
 #include "tests/profiled_call.h"
+#include "tests/stored_verdicts.h"
 #include "tests/test_support.h"
 
 namespace dynamiccl {
 namespace {
+
+using testing::storedVerdicts;
 
 constexpr int kRanks = 8;
 constexpr int kTree = 0, kRing = 1, kLL = 0, kSimple = 2;
@@ -95,16 +98,18 @@ bool waitForFile(const std::string& path, int seconds) {
   _exit(0);
 }
 
-std::vector<store::VerdictRow> storedVerdicts(const std::string& db) {
-  store::StoreOptions o;
-  o.path = db;
-  o.read_only = true;
-  auto s = store::Store::open(o);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
-  if (!s.ok()) return {};
-  auto rows = (*s)->latestVerdicts();
-  EXPECT_TRUE(rows.ok());
-  return rows.ok() ? *rows : std::vector<store::VerdictRow>{};
+bool hasTreeLL(const std::vector<store::VerdictRow>& rows) {
+  for (const auto& r : rows)
+    if (r.min_bytes == kBytes && r.algo == "TREE" && r.proto == "LL" && r.n > 0) return true;
+  return false;
+}
+
+// How long the leader's tuner finalize took (runLeader wrote it), printed with what held it; -1 unread.
+double finalizeMs(const std::string& dir, const char* heldBy) {
+  double ms = -1;
+  std::ifstream(dir + "/finalize_ms") >> ms;
+  std::printf("the tuner's finalize with %s: %.0f ms\n", heldBy, ms);
+  return ms;
 }
 
 size_t sideFiles(const std::string& dir) {
@@ -136,9 +141,7 @@ TEST(FinalizeBound, AStoreLockedByAnotherProcessHoldsFinalizeUnderASecondAndLose
   sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
   sqlite3_close(holder);
   ASSERT_EQ(codes[0], 0);
-  double finalize_ms = -1;
-  std::ifstream(dir + "/finalize_ms") >> finalize_ms;
-  std::printf("the tuner's finalize with the store locked: %.0f ms\n", finalize_ms);
+  const double finalize_ms = finalizeMs(dir, "the store locked");
   EXPECT_GE(finalize_ms, 0);
   EXPECT_LT(finalize_ms, 1000) << "the tuner's finalize waited on the locked store";
   EXPECT_TRUE(storedVerdicts(db).empty()) << "the lock did not hold: the test tests nothing";
@@ -149,9 +152,7 @@ TEST(FinalizeBound, AStoreLockedByAnotherProcessHoldsFinalizeUnderASecondAndLose
   if (next == 0) runLeader(dir, 0xf1a2, 0);
   ASSERT_EQ(testing::waitForRanks({next}, 60)[0], 0);
   const auto rows = storedVerdicts(db);
-  bool found = false;
-  for (const auto& r : rows) found |= r.min_bytes == kBytes && r.algo == "TREE" && r.proto == "LL" && r.n > 0;
-  EXPECT_TRUE(found) << rows.size() << " verdict(s) in the store after the next job's init";
+  EXPECT_TRUE(hasTreeLL(rows)) << rows.size() << " verdict(s) in the store after the next job's init";
   EXPECT_EQ(sideFiles(dir), 0u) << "the side file stayed after its verdicts were moved";
   std::filesystem::remove_all(dir);
 }
@@ -173,12 +174,6 @@ size_t verdictRecords(const testing::EtcdCluster& etcd) {
   return n;
 }
 
-bool hasTreeLL(const std::vector<store::VerdictRow>& rows) {
-  for (const auto& r : rows)
-    if (r.min_bytes == kBytes && r.algo == "TREE" && r.proto == "LL" && r.n > 0) return true;
-  return false;
-}
-
 TEST(FinalizeBound, AStoppedEtcdHoldsFinalizeUnderASecondAndTheVerdictsStayInTheStoreForTheNextJob) {
   if (testing::etcdBinary().empty()) GTEST_SKIP() << "no etcd binary (scripts/setup.sh installs etcd-server)";
   testing::EtcdCluster etcd;
@@ -195,9 +190,7 @@ TEST(FinalizeBound, AStoppedEtcdHoldsFinalizeUnderASecondAndTheVerdictsStayInThe
   const std::vector<int> codes = testing::waitForRanks({job}, 60);
   etcd.signal(SIGCONT);
   ASSERT_EQ(codes[0], 0);
-  double finalize_ms = -1;
-  std::ifstream(dir + "/finalize_ms") >> finalize_ms;
-  std::printf("the tuner's finalize with etcd stopped: %.0f ms\n", finalize_ms);
+  const double finalize_ms = finalizeMs(dir, "etcd stopped");
   EXPECT_GE(finalize_ms, 0);
   // The bound is 1 s; the slack is for a loaded machine, not for one etcd timeout (2 s).
   EXPECT_LT(finalize_ms, 1500) << "the tuner's finalize waited on the stopped etcd";

@@ -17,6 +17,7 @@
 #include "offline/applied/applied.h"
 #include "offline/jobreplay/jobreplay.h"
 #include "store/store.h"
+#include "tests/stored_verdicts.h"
 #include "tests/test_support.h"
 
 namespace dynamiccl {
@@ -382,14 +383,8 @@ TEST_F(JobReplay, CallsWhoseChannelStopsNeverComeAreNoArmsEvidence) {
   EXPECT_FALSE(r->keys[0].finalConfig.algo == slow->config.algo && r->keys[0].finalConfig.proto == slow->config.proto)
       << "the job ended on the slower candidate";
 
-  store::StoreOptions so;
-  so.path = dir_ + "/store.db";
-  auto s = store::Store::open(so);
-  ASSERT_TRUE(s.ok()) << s.error();
-  auto verdicts = (*s)->latestVerdicts();
-  ASSERT_TRUE(verdicts.ok());
   bool found = false;
-  for (const store::VerdictRow& v : *verdicts) {
+  for (const store::VerdictRow& v : testing::storedVerdicts(dir_ + "/store.db")) {
     if (parseAlgo(v.algo) != slow->config.algo || parseProto(v.proto) != slow->config.proto) continue;
     found = true;
     EXPECT_NE(v.state, "promoted") << algo << "/" << proto << " promoted on its enqueue time: gain " << v.gain;

@@ -20,6 +20,7 @@
 #include "policy/online_schedule.h"
 #include "store/store.h"
 #include "tests/profiled_call.h"
+#include "tests/stored_verdicts.h"
 #include "tests/test_support.h"
 
 namespace dynamiccl {
@@ -224,16 +225,7 @@ class Verification : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);  // a failure keeps the store and the coordination records
   }
 
-  std::vector<store::VerdictRow> verdicts() {
-    store::StoreOptions o;
-    o.path = job_.db;
-    auto db = store::Store::open(o);
-    EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error());
-    if (!db.ok()) return {};
-    auto rows = (*db)->latestVerdicts();
-    EXPECT_TRUE(rows.ok());
-    return rows.ok() ? *rows : std::vector<store::VerdictRow>{};
-  }
+  std::vector<store::VerdictRow> verdicts() { return testing::storedVerdicts(job_.db); }
 
   std::string dir_;
   Job job_;
