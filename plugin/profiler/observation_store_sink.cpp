@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 #include "plugin/log.h"
 #include "plugin/nccl_version.h"
@@ -26,19 +27,20 @@ namespace {
 constexpr size_t kRowsPerCommit = 10'000;
 constexpr auto kCommitEvery = std::chrono::milliseconds(100);
 // Rows waiting while the store is locked by other processes: beyond this they are dropped and
-// counted (about 40 MB), never blocking the worker, whose other sinks (the online learner) must go on.
+// counted (about 32 MB), never blocking the worker, whose other sinks (the online learner) must go on.
 constexpr size_t kMaxPendingRows = 200'000;
 
 using CommKey = std::tuple<uint64_t, int, int, int>;  // commId, rank, nRanks, nNodes
 
+// What the worker hands over: plain copies. Rows (strings) are built on the committer thread; built on
+// the worker they cost it ~75% of its time and, on a loaded 2-core host, starved the online learner.
 struct PendingRow {
-  CommKey comm;
-  store::ObservationRow observation;  // comm_row filled in by the committer
-  bool hasDecision = false;
-  store::DecisionRow decision;
+  Observation observation;
+  JoinedDecision joined;
 };
+static_assert(std::is_trivially_copyable_v<PendingRow>, "the worker appends these with one copy");
 
-// The worker turns observations into rows (the decision log is a ring: joined now); a committer
+// The worker queues observations with their joined decisions (the decision log is a ring: joined now); a committer
 // thread of its own owns the Store and waits for SQLite's locks, so 8 ranks sharing one host's store
 // never hold up the measurement feed.
 class StoreSink final : public WorkerSink {
@@ -70,41 +72,15 @@ class StoreSink final : public WorkerSink {
       notStored().fetch_add(n, std::memory_order_relaxed);
       return;
     }
-    std::vector<PendingRow> rows;
-    rows.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      PendingRow p;
-      p.comm = std::make_tuple(o[i].commId, o[i].rank, o[i].nRanks, o[i].nNodes);
-      store::ObservationRow& row = p.observation;
-      row.seq = static_cast<int64_t>(o[i].seq);
-      row.collective = std::string(collectiveName(o[i].coll));
-      row.bytes = o[i].bytes;
-      row.algo = o[i].algo;
-      row.proto = o[i].proto;
-      row.n_channels = o[i].nChannels > 0 ? o[i].nChannels : -1;
-      row.gpu_us = o[i].gpuTiming ? o[i].gpu_us : NAN;
-      row.cpu_us = o[i].cpu_us > 0 ? o[i].cpu_us : NAN;
-      row.timing = o[i].gpuTiming ? store::TimingSource::Gpu : store::TimingSource::Host;
-      row.ts_ns = o[i].stop_ns + wallMinusSteady_ns_;
-      row.profiler_version = o[i].profilerVersion;
-      if (o[i].profilerVersion >= 7) {  // fields NCCL gives from v7 on; NULL before
-        row.is_sym_coll = o[i].isSymColl ? 1 : 0;
-        row.user_tag = o[i].userTag;
-        if (o[i].kernelVariant) row.kernel_variant = kernelVariantName(o[i].kernelVariant);
-      }
-      row.decision_join = joinName(joins[i].join);
-      p.hasDecision = joins[i].join == DecisionJoin::Joined;
-      if (p.hasDecision) fillDecision(joins[i].decision, row, p.decision);
-      rows.push_back(std::move(p));
-    }
     size_t lost = 0;
     bool full = false;
     {
       std::lock_guard lock(mutex_);
-      if (unusable_ || pending_.size() + rows.size() > kMaxPendingRows) {
-        lost = rows.size();
+      if (unusable_ || pending_.size() + n > kMaxPendingRows) {
+        lost = n;
       } else {
-        for (PendingRow& r : rows) pending_.push_back(std::move(r));
+        if (pending_.capacity() == 0) pending_.reserve(kRowsPerCommit);  // then kept: the committer swaps buffers
+        for (size_t i = 0; i < n; ++i) pending_.push_back(PendingRow{o[i], joins[i]});
       }
       full = pending_.size() >= kRowsPerCommit;
     }
@@ -122,8 +98,33 @@ class StoreSink final : public WorkerSink {
     }
   }
 
+  // An observation as the store's row (committer thread).
+  store::ObservationRow observationRow(const Observation& o, const JoinedDecision& joined) const {
+    store::ObservationRow row;
+    row.seq = static_cast<int64_t>(o.seq);
+    row.collective = std::string(collectiveName(o.coll));
+    row.bytes = o.bytes;
+    row.algo = o.algo;
+    row.proto = o.proto;
+    row.n_channels = o.nChannels > 0 ? o.nChannels : -1;
+    row.gpu_us = o.gpuTiming ? o.gpu_us : NAN;
+    row.cpu_us = o.cpu_us > 0 ? o.cpu_us : NAN;
+    row.timing = o.gpuTiming ? store::TimingSource::Gpu : store::TimingSource::Host;
+    row.ts_ns = o.stop_ns + wallMinusSteady_ns_;
+    row.profiler_version = o.profilerVersion;
+    if (o.profilerVersion >= 7) {  // fields NCCL gives from v7 on; NULL before
+      row.is_sym_coll = o.isSymColl ? 1 : 0;
+      row.user_tag = o.userTag;
+      if (o.kernelVariant) row.kernel_variant = kernelVariantName(o.kernelVariant);
+    }
+    row.decision_join = joinName(joined.join);
+    return row;
+  }
+
   // The tuner's decision for the same call, as the worker joined it.
-  static void fillDecision(const LoggedDecision& d, const store::ObservationRow& obs, store::DecisionRow& row) {
+  static store::DecisionRow decisionRow(const LoggedDecision& d, const store::ObservationRow& obs) {
+    store::DecisionRow row;
+    row.comm_row = obs.comm_row;
     row.seq = obs.seq;
     row.collective = obs.collective;
     row.bytes = d.nBytes;
@@ -133,6 +134,7 @@ class StoreSink final : public WorkerSink {
     row.chunk = d.chunkBytes > 0 ? static_cast<int64_t>(d.chunkBytes) : -1;
     row.source = d.source == DecisionSource::Table ? "table" : d.source == DecisionSource::Online ? "online" : "default";
     row.ts_ns = obs.ts_ns;
+    return row;
   }
 
   // Committer thread: opens the store once there is something to record (waiting for locks here, not
@@ -220,18 +222,17 @@ class StoreSink final : public WorkerSink {
     if (!writer_ && !claim()) return stopRecording(rows.size());
     store::Batch batch;
     uint64_t skipped = 0;
-    for (PendingRow& r : rows) {
-      const int64_t comm = commRow(r.comm);
+    for (const PendingRow& r : rows) {
+      const Observation& o = r.observation;
+      const int64_t comm = commRow(CommKey{o.commId, o.rank, o.nRanks, o.nNodes});
       if (comm == 0) {
         ++skipped;
         continue;
       }
-      r.observation.comm_row = comm;
-      if (r.hasDecision) {
-        r.decision.comm_row = comm;
-        batch.decisions.push_back(std::move(r.decision));
-      }
-      batch.observations.push_back(std::move(r.observation));
+      store::ObservationRow row = observationRow(o, r.joined);
+      row.comm_row = comm;
+      if (r.joined.join == DecisionJoin::Joined) batch.decisions.push_back(decisionRow(r.joined.decision, row));
+      batch.observations.push_back(std::move(row));
     }
     if (skipped) profilerCounters().unwritten.fetch_add(skipped, std::memory_order_relaxed);
     if (batch.rows() == 0) return;
