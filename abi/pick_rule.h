@@ -109,6 +109,15 @@ inline int ncclChoice(const float* table, PickRule rule, const float* filledBefo
   return pickLowestCost(table, rule, candidates);
 }
 
+// What NCCL runs where only `algo` may run (NCCL_ALGO naming it alone; a tuner that forces the
+// algorithm and leaves the protocol to NCCL): the same rule over that algorithm's row alone.
+// Returns the slot, or kNoPick when NCCL can run none of its protocols.
+inline int ncclChoiceWithin(const float* table, PickRule rule, int algo) {
+  float row[kCostSlots];
+  for (int i = 0; i < kCostSlots; ++i) row[i] = i / DYNAMICCL_NCCL_NUM_PROTOCOLS == algo ? table[i] : -1.0f;
+  return ncclChoice(row, rule);
+}
+
 // Channels NCCL runs for a call: tunerChannels is what the tuner wrote (0: untouched), ncclChannels
 // NCCL's own size-based count. Before 2.31 the tuner's value replaced NCCL's (the scheduler still
 // clips it to the communicator's channels); from 2.31 it only lowers NCCL's count.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "abi/abi.h"
+
 namespace dynamiccl::policy {
 namespace {
 
@@ -21,10 +23,16 @@ void append(Candidates& c, const Decision& d) {
   if (c.count < Candidates::kMax) c.decisions[c.count++] = d;
 }
 
-// The arm a rule set's first decision names in full (algo and proto); -1 when it names less or none.
-int fullSlot(const Candidates& c) {
-  const bool full = c.count && !c.decisions[0].keepsAlgoProto() && c.decisions[0].proto != Proto::Default;
-  return full ? slotOf(c.decisions[0].algo, c.decisions[0].proto) : -1;
+// The arm a rule set's first decision runs: the one it names in full, or, where it forces only the
+// algorithm, the protocol NCCL's costs pick in that row (modelled_us: NCCL's table; nullptr unknown);
+// -1 when it names less or none, or NCCL can run none of that algorithm.
+int fullSlot(const Candidates& c, const float* modelled_us) {
+  if (!c.count || c.decisions[0].keepsAlgoProto()) return -1;
+  const Decision& d = c.decisions[0];
+  if (!d.leavesProtoToNccl()) return slotOf(d.algo, d.proto);
+  if (!modelled_us) return -1;
+  const int slot = abi::ncclChoiceWithin(modelled_us, abi::PickRule::Nccl2_28, static_cast<int>(d.algo));
+  return slot == abi::kNoPick ? -1 : slot;
 }
 
 }  // namespace
@@ -307,7 +315,7 @@ OnlineLearner::Mode OnlineLearner::mode() const {
 OnlineLearner::PriorArm OnlineLearner::priorArm(int coll, int bucket, const KeyState& k) const {
   PriorArm p;
   p.rules = priorOf(coll, bucket);
-  const int full = fullSlot(p.rules);
+  const int full = fullSlot(p.rules, k.modelled ? k.modelled_us.data() : nullptr);
   p.full = full >= 0;
   p.slot = p.full ? full : (p.rules.count ? -1 : k.ncclDefault);
   return p;
@@ -327,7 +335,7 @@ void OnlineLearner::staticCandidate(int coll, int bucket, KeyState& k, int prior
   // already cannot be verified from observations.
   const Candidates unverified = candidate_ ? candidate_(coll, bucket) : Candidates{};
   const Candidates cand = config_.learnedRulesApply ? unverified : learnedOr(unverified, coll, bucket);
-  const int candSlot = fullSlot(cand);
+  const int candSlot = fullSlot(cand, k.modelled ? k.modelled_us.data() : nullptr);
   k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
   if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
 }

@@ -24,7 +24,9 @@ inline constexpr uint64_t kMinChunkBytes = 16;              // smallest protocol
 inline constexpr int kMaxPipeOps = 255;
 inline constexpr uint64_t kMaxProfileBytes = 64ull << 20;   // a bigger file is refused unread
 
-// What the plugin tells NCCL. Algo/Proto Default together = keep NCCL's algorithm and protocol.
+// What the plugin tells NCCL. Algo/Proto Default together = keep NCCL's algorithm and protocol; an
+// algorithm with proto Default forces the algorithm and leaves the protocol to NCCL's own costs in
+// that algorithm (what NCCL_ALGO alone runs: a dataset's half-forced rows measure exactly this).
 struct Decision {
   Algo algo = Algo::Default;
   Proto proto = Proto::Default;
@@ -32,6 +34,7 @@ struct Decision {
   uint64_t chunkBytes = 0;  // 0 = keep NCCL's chunk (v6 getChunkSize only)
   auto operator<=>(const Decision&) const = default;  // ordered: searches keep configurations in maps
   bool keepsAlgoProto() const { return algo == Algo::Default; }
+  bool leavesProtoToNccl() const { return algo != Algo::Default && proto == Proto::Default; }
 };
 
 // The one label of a decision in every table and log: "ring/ll128 ch=16 chunk=512K", parts NCCL keeps

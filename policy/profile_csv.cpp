@@ -103,8 +103,8 @@ std::string profileToNvidiaCsv(const Profile& profile) {
   out << "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   if (!profile.name.empty()) out << "# from DynamICCL profile " << profile.name << "\n";
   for (const Rule& r : profile.rules) {
-    // The CSV can express neither bytes-per-rank keys, node/rank ranges nor "keep algo/proto".
-    if (r.decision.keepsAlgoProto() || r.sizeKey != SizeKey::Bytes) continue;
+    // The CSV can express neither bytes-per-rank keys, node/rank ranges, "keep algo/proto" nor NCCL's protocol.
+    if (r.decision.keepsAlgoProto() || r.decision.leavesProtoToNccl() || r.sizeKey != SizeKey::Bytes) continue;
     if ((r.minNodes != r.maxNodes && !(r.minNodes == 1 && r.maxNodes == INT_MAX)) ||
         (r.minRanks != r.maxRanks && !(r.minRanks == 1 && r.maxRanks == INT_MAX)))
       continue;

@@ -317,8 +317,8 @@ json rangeJson(int lo, int hi) { return json::array({lo, hi == INT_MAX ? json(nu
 }  // namespace
 
 Status validateDecision(const Decision& d) {
-  if ((d.algo == Algo::Default) != (d.proto == Proto::Default))
-    return makeError("algo and proto must be given together (or both left to NCCL)");
+  if (d.algo == Algo::Default && d.proto != Proto::Default)
+    return makeError("a proto needs its algo (an algo alone leaves the protocol to NCCL)");
   if (d.nChannels < 0 || d.nChannels > kMaxChannels)
     return makeError("channels must be in [0, " + std::to_string(kMaxChannels) + "]");
   if (d.chunkBytes != 0 && (d.chunkBytes < kMinChunkBytes || d.chunkBytes > kMaxChunkBytes))

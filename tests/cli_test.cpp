@@ -14,6 +14,7 @@
 #include <sstream>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -396,6 +397,32 @@ TEST(Cli, ReadingAStoreLeavesTheDirectoryAsItWas) {
 }  // namespace
 
 namespace {
+
+// A rule that forces the algorithm alone is judged by the rows that did the same (NCCL_ALGO alone): the
+// plugin runs the protocol NCCL's costs pick in Tree, which is what those rows measured.
+TEST(CliReplay, ARuleForcingTheAlgorithmAloneIsJudgedByTheRowsThatDidTheSame) {
+  TempDir dir;
+  const std::string csv = (dir.path / "normalized.csv").string();
+  const std::string sys = "\"H100-SXM5-80GB x8 per node HGX (three nodes)\"";
+  std::ofstream out(csv);
+  out << "system,collective,nranks,nnodes,bytes,algo,proto,nchannels,chunk,time_us,busbw_gbps,source_note\n";
+  for (const auto& [bytes, default_us, tree_us] : {std::tuple{1ull << 30, 27000.0, 33000.0},
+                                                   std::tuple{4ull << 30, 108000.0, 87000.0}}) {
+    for (double jitter : {0.99, 1.0, 1.01}) {
+      out << sys << ",allreduce,24,3," << bytes << ",default,default,,," << default_us * jitter << ",,run\n";
+      out << sys << ",allreduce,24,3," << bytes << ",TREE,default,,," << tree_us * jitter << ",,run\n";
+    }
+  }
+  out.close();
+  const std::string profile = (dir.path / "p.json").string();
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"tree alone","rules":[)"
+                         << R"({"collective":"allreduce","bytes":[4294967296,null],"algo":"tree"}]})";
+  const Result r = dynamiccl("replay --data '" + csv + "' --profile '" + profile + "' --trust all");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("judged 2 (1 kept NCCL's default)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chosen/best:    geomean 1.000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chosen/default: geomean 0.898"), std::string::npos) << r.output;  // sqrt(87/108)
+}
 
 // `dynamiccl replay` applies unverified rules only when the user opts in (--trust all), as the plugin does.
 TEST(CliReplay, UnverifiedRulesChangeNothingUnlessTrustAllIsGiven) {

@@ -223,7 +223,9 @@ TEST(OnlineLearner, RecentTimingsReachTheLearnedRulesAndAnEpisodeEndsAsItCame) {
 
 // One key verified over `calls` calls where NCCL runs ring/simple unless told otherwise: the table is
 // rebuilt every 500 calls, each call's latency is truth(what ran) with 3% noise.
-LoopResult verifyKey(OnlineLearner& l, uint64_t calls, uint64_t seed, const std::function<double(const Decision&)>& truth) {
+// `runs`: what NCCL runs for a decision (the same, unless it leaves the protocol to NCCL).
+LoopResult verifyKey(OnlineLearner& l, uint64_t calls, uint64_t seed, const std::function<double(const Decision&)>& truth,
+                     const std::function<Decision(const Decision&)>& runs = [](const Decision& d) { return d; }) {
   const Decision nccl{Algo::Ring, Proto::Simple, 0, 0};
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0, 0.03);
@@ -232,9 +234,9 @@ LoopResult verifyKey(OnlineLearner& l, uint64_t calls, uint64_t seed, const std:
   for (uint64_t k = 0; k < calls; ++k) {
     if (k % 500 == 0) t = l.build(k / 500);
     const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
-    const Decision d = c ? c->decisions[0] : nccl;
+    const Decision d = runs(c ? c->decisions[0] : nccl);
     const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
-    const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
+    const Decision x = runs(e.exploit.count ? e.exploit.decisions[0] : nccl);
     const double lat = truth(d) * noise(rng);
     r.total_us += lat;
     if (!(d == x)) r.exploreExtra_us += std::max(0.0, lat - truth(x));
@@ -307,6 +309,46 @@ TEST(OnlineLearner, VerificationSearchesEveryAllowedArmInCostOrder) {
   EXPECT_EQ(promoted, 1);
   EXPECT_EQ(dropped, 2);
   EXPECT_LT(r.exploreExtra_us / r.total_us, 0.01);
+}
+
+// A candidate that forces the algorithm alone (a dataset's half-forced rows) is the arm NCCL's costs
+// pick in that algorithm's row: the learner measures it as that arm and promotes it where it wins.
+TEST(OnlineLearner, ACandidateLeavingTheProtocolToNcclIsTheArmNcclsCostsPickInItsRow) {
+  OnlineConfig config;
+  config.candidatesOnly = true;
+  const Decision treeAlone{Algo::Tree, Proto::Default, 0, 0};
+  OnlineLearner l(config, [](int, int) { return Candidates{}; }, [&](int, int) {
+    Candidates c;
+    c.count = 1;
+    c.decisions[0] = treeAlone;
+    return c;
+  });
+  const int bucket = SizeBucket::of(kBytes);
+  l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
+  auto slot = [](Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); };
+  float table[kNumAlgos * kNumProtos];
+  std::fill(std::begin(table), std::end(table), -1.0f);
+  table[slot(Algo::Ring, Proto::Simple)] = 10.0f;  // NCCL's choice
+  table[slot(Algo::Tree, Proto::LL)] = 14.0f;      // NCCL's protocol within Tree
+  table[slot(Algo::Tree, Proto::Simple)] = 16.0f;
+  l.setModelledCost(kAllReduce, bucket, table);
+  auto runs = [](const Decision& d) { return d.leavesProtoToNccl() ? Decision{d.algo, Proto::LL, 0, 0} : d; };
+  auto truth = [](const Decision& y) {
+    if (y.algo == Algo::Tree) return y.proto == Proto::LL ? 88.0 : 120.0;
+    return 100.0;
+  };
+  const LoopResult r = verifyKey(l, 20000, 3, truth, runs);
+  EXPECT_EQ(r.last.algo, Algo::Tree);
+  EXPECT_EQ(r.last.proto, Proto::LL);
+  int promoted = 0;
+  for (const Verdict& v : l.verdicts()) {
+    if (v.state != VerdictState::Promoted) continue;
+    ++promoted;
+    EXPECT_EQ(v.candidate, treeAlone) << "what the next job is told is what was measured: tree, NCCL's protocol";
+    EXPECT_EQ(v.candidateArm.algo, Algo::Tree);
+    EXPECT_EQ(v.candidateArm.proto, Proto::LL);
+  }
+  EXPECT_EQ(promoted, 1);
 }
 
 }  // namespace

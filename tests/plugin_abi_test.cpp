@@ -100,6 +100,32 @@ TEST(PluginAbi, FallsThroughToTheNextRuleWhenNcclIgnoresTheEntry) {
   }
 }
 
+// A rule naming the algorithm alone forces it and runs the protocol NCCL's own costs pick in that
+// row, under each release's rule; where NCCL can run none of it, or v2 gives no costs, NCCL's choice stands.
+TEST(PluginAbi, AnAlgorithmAloneRunsTheProtocolNcclsCostsPickInIt) {
+  TempFile profile(profileJson(R"({"collective":"allreduce","algo":"tree"})"));
+  ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
+  const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  for (int release : {22809, 23007, 23206}) {
+    auto lib = harness::TunerLibrary::open(path, harness::asRelease(release));
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    auto comm = lib.value()->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok()) << release;
+    CostTable table = harness::ncclPicks(1, 0);  // NCCL alone runs ring/ll
+    table[0][0] = 30.0f, table[0][1] = 25.0f, table[0][2] = 28.0f;  // tree's row
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{0, 1, 0})) << release;
+    table[0][2] = 24.0f;
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{0, 2, 0})) << release;
+    table[0][0] = table[0][1] = table[0][2] = -1.0f;
+    EXPECT_EQ((*comm)->decide(kAllReduce, 1 << 20, table), (Choice{1, 0, 0})) << release;
+  }
+  auto lib2 = openPlugin(2);
+  auto v2 = lib2->init(harness::CommSpec{});
+  ASSERT_TRUE(v2.ok());
+  CostTable table = harness::ncclPicks(1, 0);
+  EXPECT_EQ((*v2)->decide(kAllReduce, 1 << 20, table), harness::selectLikeNccl(table, lib2->pickRule())) << "v2";
+}
+
 // Each release loads the library through the newest tuner interface it probes: 2.32.6 through v7,
 // 2.32.3 and 2.30/2.31 through v6, 2.28 through v5; the decision is the same through each.
 TEST(PluginAbi, EachNcclReleaseLoadsItsNewestInterface) {

@@ -54,6 +54,21 @@ TEST(ProfileJson, RoundTripsThroughWriter) {
   EXPECT_TRUE(again->rules[1].decision.keepsAlgoProto());
 }
 
+// An algorithm alone forces it and leaves the protocol to NCCL (what a dataset's half-forced rows
+// measured); it reads back as such, and the NVIDIA CSV, which cannot say it, leaves it out.
+TEST(ProfileJson, AnAlgorithmAloneLeavesTheProtocolToNccl) {
+  auto p = parseProfileJson(profileJson(R"({"collective":"allreduce","bytes":[1,null],"algo":"tree"})"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->rules.size(), 1u);
+  EXPECT_TRUE(p->rules[0].decision.leavesProtoToNccl());
+  EXPECT_EQ(p->rules[0].decision.algo, Algo::Tree);
+  EXPECT_EQ(decisionLabel(p->rules[0].decision), "tree/default");
+  auto again = parseProfileJson(profileToJson(*p));
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->rules[0].decision, p->rules[0].decision);
+  EXPECT_EQ(profileToNvidiaCsv(*p).find("tree"), std::string::npos) << profileToNvidiaCsv(*p);
+}
+
 // A profile whose "fingerprint" key is `fingerprint` (JSON text).
 std::string profileWithFingerprint(const std::string& fingerprint) {
   return R"({"format":"dynamiccl-profile","version":1,"fingerprint":)" + fingerprint + R"(,"rules":[]})";
@@ -111,7 +126,7 @@ const BadCase kBadJson[] = {
     {"negative bytes", profileJson(R"({"bytes":[-1,10],"algo":"ring","proto":"ll"})"), "non-negative"},
     {"NaN literal", profileJson(R"({"algo":"ring","proto":"ll","confidence":NaN})"), "not valid JSON"},
     {"confidence range", profileJson(R"({"algo":"ring","proto":"ll","confidence":1.5})"), "confidence"},
-    {"algo without proto", profileJson(R"({"algo":"ring"})"), "together"},
+    {"proto without algo", profileJson(R"({"proto":"ll"})"), "needs its algo"},
     {"decides nothing", profileJson(R"({"bytes":[0,10]})"), "decides nothing"},
     {"chunk below grain", profileJson(R"({"algo":"ring","proto":"ll","chunk":8})"), "chunk"},
     {"pipe_ops zero", profileJson(R"({"algo":"ring","proto":"ll","pipe_ops":0})"), "pipe_ops"},

@@ -148,6 +148,29 @@ TEST(VerdictsExport, EachOddRowIsRefusedWithItsReasonAndEveryGoodOneIsKept) {
   EXPECT_EQ(back->rules.size(), 2u);
 }
 
+// A job that verified a candidate forcing the algorithm alone stores its protocol as "default": the
+// rule it exports says the same (NCCL's protocol within Tree), and the plugin's reader accepts it.
+TEST(VerdictsExport, AVerdictOnTheAlgorithmAloneExportsARuleLeavingTheProtocolToNccl) {
+  TempDir dir;
+  const std::string path = (dir.path / "store.db").string();
+  {
+    auto store = store::Store::open({.path = path});
+    ASSERT_TRUE(store.ok()) << store.error();
+    store::VerdictRow v = goodVerdict(1 << 20);
+    v.proto = "default";
+    ASSERT_TRUE((*store)->addVerdicts({v}).ok());
+  }
+  auto db = store::Store::open({.path = path, .read_only = true});
+  ASSERT_TRUE(db.ok()) << db.error();
+  auto verified = verdicts::profileFromStore(**db, "verified");
+  ASSERT_TRUE(verified.ok()) << verified.error();
+  ASSERT_EQ(verified->profile.rules.size(), 1u) << (verified->refused.empty() ? "" : verified->refused[0].reason);
+  EXPECT_TRUE(verified->profile.rules[0].decision.leavesProtoToNccl());
+  auto back = policy::parseProfileJson(policy::profileToJson(verified->profile));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->rules[0].decision, (policy::Decision{Algo::Tree, Proto::Default, 0, 0}));
+}
+
 TEST(VerdictsExport, TheCommandNamesEachRefusedRowAndWritesWhatValidateAccepts) {
   TempDir dir;
   const std::string db = storeWithOddRows(dir);

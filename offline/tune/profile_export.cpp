@@ -47,7 +47,8 @@ Expected<std::string> profileToNcclxCsv(const policy::Profile& profile) {
   for (size_t i = 0; i < profile.rules.size(); ++i) {
     const policy::Rule& r = profile.rules[i];
     if (!r.collective) return makeError("rule " + std::to_string(i) + ": NCCLX rules name one collective");
-    if (r.decision.keepsAlgoProto()) return makeError("rule " + std::to_string(i) + ": NCCLX rules need algo and proto");
+    if (r.decision.keepsAlgoProto() || r.decision.leavesProtoToNccl())
+      return makeError("rule " + std::to_string(i) + ": NCCLX rules need algo and proto");
     uint64_t lo = r.minBytes, hi = r.maxBytes;
     const bool anyRanks = r.minRanks <= 1 && r.maxRanks == INT_MAX;
     if (r.sizeKey == policy::SizeKey::Bytes) {

@@ -47,7 +47,7 @@ std::string rowProblem(const store::VerdictRow& v) {
   if (!parseCollective(v.collective)) return "unknown collective \"" + v.collective + "\"";
   const auto algo = parseAlgo(v.algo);
   if (!algo || *algo == Algo::Default) return "unknown algo \"" + v.algo + "\"";
-  if (!parseProto(v.proto) || *parseProto(v.proto) == Proto::Default) return "unknown proto \"" + v.proto + "\"";
+  if (!parseProto(v.proto)) return "unknown proto \"" + v.proto + "\"";  // "default": NCCL's, within the algo
   if (v.n < 0 || v.base_n < 0) return "sample counts must be non-negative";
   return {};
 }

@@ -30,7 +30,13 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, ab
       if (d.nChannels > 0) *nChannels = d.nChannels;
       return &d;
     }
-    const int a = static_cast<int>(d.algo), p = static_cast<int>(d.proto);
+    const int a = static_cast<int>(d.algo);
+    int p = static_cast<int>(d.proto);
+    if (d.leavesProtoToNccl()) {  // the protocol NCCL's own costs pick in that algorithm's row
+      const int slot = abi::ncclChoiceWithin(table[0], rule, a);
+      if (slot == abi::kNoPick) continue;
+      p = slot % kNumProtos;
+    }
     if (!(table[a][p] >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
     // The strict minimum wins; ties go to the lowest slot before 2.31 (no earlier entry may also be
     // 0) and to the highest from 2.31 (no other entry may be 0). Entries NCCL fills in 2.31 are > 0.
@@ -52,6 +58,7 @@ const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bo
   for (int i = 0; i < candidates.count; ++i) {
     const policy::Decision& d = candidates.decisions[i];
     if (!candidates.admitted(i, policy::kNcclChoiceUnknown)) continue;  // a guard needs NCCL's choice: not told here
+    if (d.leavesProtoToNccl()) continue;  // NCCL's protocol in that algorithm is its costs' pick: none here
     const bool nvls = d.algo == Algo::Nvls || d.algo == Algo::NvlsTree;
     const bool collnet = d.algo == Algo::CollNetDirect || d.algo == Algo::CollNetChain;
     if ((nvls && !nvlsSupport) || (collnet && !collNetSupport)) continue;

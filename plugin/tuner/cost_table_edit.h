@@ -18,7 +18,8 @@ TableVerdict inspectCostTable(abi::CostTable table);
 int ncclOwnChoice(abi::CostTable table, abi::PickRule rule = abi::PickRule::Nccl2_28);
 
 // Applies the first candidate NCCL can run (entry not IGNORE/negative) whose guard admits NCCL's own
-// choice for this table. Returns the decision applied or nullptr when none was feasible, in which
+// choice for this table; one that leaves the protocol to NCCL forces the protocol NCCL's costs pick
+// in its algorithm's row (abi::ncclChoiceWithin). Returns the decision applied or nullptr when none was feasible, in which
 // case table and nChannels are untouched. Writes only 0 and FLT_MIN, into entries NCCL filled; a
 // decision's channels go to nChannels as they are (from 2.31 NCCL reads them as a cap).
 const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels,
@@ -26,7 +27,8 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, ab
 
 // v2 has no table: a candidate is feasible unless it needs NVLS or CollNet that NCCL says is absent
 // (NCCL 2.28's v2 shim: multi-node NVLS also needs CollNet; NVLS_TREE is off on one node). Guarded
-// candidates are skipped: NCCL's own choice is unknown, so no guard can admit them.
+// candidates are skipped: NCCL's own choice is unknown, so no guard can admit them; so are those that
+// leave the protocol to NCCL (no costs to pick it from).
 const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport,
                                         int nNodes);
 
