@@ -32,8 +32,9 @@ constexpr size_t kMaxPendingRows = 200'000;
 
 using CommKey = std::tuple<uint64_t, int, int, int>;  // commId, rank, nRanks, nNodes
 
-// What the worker hands over: plain copies. Rows (strings) are built on the committer thread; built on
-// the worker they cost it ~75% of its time and, on a loaded 2-core host, starved the online learner.
+// What the worker hands over: plain copies; the committer thread builds the rows (strings). Built on the
+// worker they took ~60% of its CPU (`demo --quick`: 62-68 ms, now 24-25 ms) and, beside busy loops on
+// a 2-core host, starved the online learner for whole epochs (docs/ONLINE.md).
 struct PendingRow {
   Observation observation;
   JoinedDecision joined;
