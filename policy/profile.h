@@ -101,6 +101,9 @@ Expected<Profile> mergeProfiles(const std::vector<Profile>& profiles);
 // reader, unknown names are errors rather than silently Ring/Simple/AllReduce.
 Expected<Profile> parseNvidiaCsv(std::string_view text);
 std::string profileToNvidiaCsv(const Profile& profile);
+// Whether that CSV can say a rule (one collective or all, a byte range, exact or any nodes and ranks,
+// an algorithm with its protocol); the writer leaves the others out.
+bool nvidiaCsvCanSay(const Rule& r);
 
 enum class ProfileFormat { Auto, Json, NvidiaCsv };
 // Reads a file with a size cap; Auto picks JSON when the first non-blank character is '{'. onRead,

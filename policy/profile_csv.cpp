@@ -98,16 +98,19 @@ Expected<Profile> parseNvidiaCsv(std::string_view text) {
   return profile;
 }
 
+bool nvidiaCsvCanSay(const Rule& r) {
+  // Neither bytes-per-rank keys, node/rank ranges, "keep algo/proto" nor NCCL's protocol.
+  if (r.decision.keepsAlgoProto() || r.decision.leavesProtoToNccl() || r.sizeKey != SizeKey::Bytes) return false;
+  return (r.minNodes == r.maxNodes || (r.minNodes == 1 && r.maxNodes == INT_MAX)) &&
+         (r.minRanks == r.maxRanks || (r.minRanks == 1 && r.maxRanks == INT_MAX));
+}
+
 std::string profileToNvidiaCsv(const Profile& profile) {
   std::ostringstream out;
   out << "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   if (!profile.name.empty()) out << "# from DynamICCL profile " << profile.name << "\n";
   for (const Rule& r : profile.rules) {
-    // The CSV can express neither bytes-per-rank keys, node/rank ranges, "keep algo/proto" nor NCCL's protocol.
-    if (r.decision.keepsAlgoProto() || r.decision.leavesProtoToNccl() || r.sizeKey != SizeKey::Bytes) continue;
-    if ((r.minNodes != r.maxNodes && !(r.minNodes == 1 && r.maxNodes == INT_MAX)) ||
-        (r.minRanks != r.maxRanks && !(r.minRanks == 1 && r.maxRanks == INT_MAX)))
-      continue;
+    if (!nvidiaCsvCanSay(r)) continue;
     const int nodes = r.maxNodes == INT_MAX ? -1 : r.minNodes;
     const int ranks = r.maxRanks == INT_MAX ? -1 : r.minRanks;
     for (int c = 0; c < kNumCollectives; ++c) {

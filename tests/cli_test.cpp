@@ -398,6 +398,24 @@ TEST(Cli, ReadingAStoreLeavesTheDirectoryAsItWas) {
 
 namespace {
 
+// The NVIDIA CSV cannot say every rule: export names how many it left out and counts only what it wrote.
+TEST(CliExport, TheNvidiaCsvSaysHowManyRulesItCannotHold) {
+  TempDir dir;
+  const std::string profile = (dir.path / "p.json").string();
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"two","rules":[)"
+                         << R"({"collective":"allreduce","bytes":[0,4095],"algo":"ring","proto":"ll"},)"
+                         << R"({"collective":"allreduce","bytes":[4096,null],"algo":"tree"}]})";
+  const std::string csv = (dir.path / "p.csv").string();
+  const Result r = dynamiccl("export '" + profile + "' -f nvidia-csv -o '" + csv + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of 2 rules left out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(1 rules, nvidia-csv)"), std::string::npos) << r.output;
+  std::ifstream in(csv);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("allreduce,0,4095,ring,ll"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tree"), std::string::npos) << text;
+}
+
 // A rule that forces the algorithm alone is judged by the rows that did the same (NCCL_ALGO alone): the
 // plugin runs the protocol NCCL's costs pick in Tree, which is what those rows measured.
 TEST(CliReplay, ARuleForcingTheAlgorithmAloneIsJudgedByTheRowsThatDidTheSame) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <tuple>
 
 #include "policy/policy.h"
 
@@ -280,6 +281,16 @@ TEST(OnlineLearner, VerificationTestsNcclsRunnerUpWhereTheProfileSaysNothing) {
   }
 }
 
+// The key's NCCL: it runs ring/simple alone, and its cost table allows only these entries (IGNORE elsewhere).
+void setNcclTable(OnlineLearner& l, std::initializer_list<std::tuple<Algo, Proto, float>> allowed) {
+  const int bucket = SizeBucket::of(kBytes);
+  l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
+  float table[kNumAlgos * kNumProtos];
+  std::fill(std::begin(table), std::end(table), -1.0f);
+  for (const auto& [a, p, cost_us] : allowed) table[static_cast<int>(a) * kNumProtos + static_cast<int>(p)] = cost_us;
+  l.setModelledCost(kAllReduce, bucket, table);
+}
+
 // Verifying, every configuration NCCL's table allows is tried in NCCL's cost order until the measured
 // best is found: the two cheapest by the model lose, the third wins and is promoted, within budget.
 // (Testing only the runner-up, the key kept NCCL's choice.)
@@ -287,16 +298,10 @@ TEST(OnlineLearner, VerificationSearchesEveryAllowedArmInCostOrder) {
   OnlineConfig config;
   config.candidatesOnly = true;
   OnlineLearner l(config, [](int, int) { return Candidates{}; }, [](int, int) { return Candidates{}; });
-  const int bucket = SizeBucket::of(kBytes);
-  l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
-  auto slot = [](Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); };
-  float table[kNumAlgos * kNumProtos];
-  std::fill(std::begin(table), std::end(table), -1.0f);
-  table[slot(Algo::Ring, Proto::Simple)] = 10.0f;  // NCCL's choice
-  table[slot(Algo::Tree, Proto::Simple)] = 12.0f;  // the runner-up: measures 10% slower
-  table[slot(Algo::Ring, Proto::LL)] = 13.0f;      // measures 5% slower
-  table[slot(Algo::Tree, Proto::LL)] = 14.0f;      // measures 12% faster: the best
-  l.setModelledCost(kAllReduce, bucket, table);
+  setNcclTable(l, {{Algo::Ring, Proto::Simple, 10.0f},   // NCCL's choice
+                   {Algo::Tree, Proto::Simple, 12.0f},   // the runner-up: measures 10% slower
+                   {Algo::Ring, Proto::LL, 13.0f},       // measures 5% slower
+                   {Algo::Tree, Proto::LL, 14.0f}});     // measures 12% faster: the best
   auto truth = [](const Decision& y) {
     if (y.algo == Algo::Tree) return y.proto == Proto::LL ? 88.0 : 110.0;
     return y.proto == Proto::LL ? 105.0 : 100.0;
@@ -323,15 +328,9 @@ TEST(OnlineLearner, ACandidateLeavingTheProtocolToNcclIsTheArmNcclsCostsPickInIt
     c.decisions[0] = treeAlone;
     return c;
   });
-  const int bucket = SizeBucket::of(kBytes);
-  l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
-  auto slot = [](Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); };
-  float table[kNumAlgos * kNumProtos];
-  std::fill(std::begin(table), std::end(table), -1.0f);
-  table[slot(Algo::Ring, Proto::Simple)] = 10.0f;  // NCCL's choice
-  table[slot(Algo::Tree, Proto::LL)] = 14.0f;      // NCCL's protocol within Tree
-  table[slot(Algo::Tree, Proto::Simple)] = 16.0f;
-  l.setModelledCost(kAllReduce, bucket, table);
+  setNcclTable(l, {{Algo::Ring, Proto::Simple, 10.0f},   // NCCL's choice
+                   {Algo::Tree, Proto::LL, 14.0f},       // NCCL's protocol within Tree
+                   {Algo::Tree, Proto::Simple, 16.0f}});
   auto runs = [](const Decision& d) { return d.leavesProtoToNccl() ? Decision{d.algo, Proto::LL, 0, 0} : d; };
   auto truth = [](const Decision& y) {
     if (y.algo == Algo::Tree) return y.proto == Proto::LL ? 88.0 : 120.0;

@@ -3,6 +3,7 @@
 // declares the cluster's hardware ("fingerprint"), which multi-node learned rules need.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -80,7 +81,14 @@ int run(const ExportCmdOptions& o) {
     if (auto s = files::writeFile(o.out, text); !s) return std::cerr << "export: " << s.error() << "\n", 1;
     const policy::Profile& p = report->profile;
     const bool json = o.format == "json";
-    std::cerr << "wrote " << o.out << " (" << p.rules.size() << " rules"
+    const size_t said = o.format == "nvidia-csv" ? static_cast<size_t>(std::count_if(p.rules.begin(), p.rules.end(),
+                                                                                     policy::nvidiaCsvCanSay))
+                                                 : p.rules.size();
+    if (said < p.rules.size())
+      std::cerr << "export: " << p.rules.size() - said << " of " << p.rules.size()
+                << " rules left out: the NVIDIA CSV cannot say them (bytes per rank, node or rank ranges, an "
+                   "algorithm without its protocol, or NCCL's algorithm and protocol kept)\n";
+    std::cerr << "wrote " << o.out << " (" << said << " rules"
               << (json && p.network ? ", learned policy" : "") << (json && p.hardware ? ", fingerprint" : "") << ", "
               << o.format << ")\n";
   }
