@@ -148,12 +148,12 @@ TEST(OnlineConsistency, EightRanksOneMillionCallsDecideIdentically) {
   Scenario s;
   s.callsPerRank = 125000;  // 1M calls in all
   s.epochCalls = 1000;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto results = runCommunicator(s, 90);
+  // A deadline for a hang only: its speed is a benchmark's (bench_cluster_job). Under TSan beside
+  // another test (ctest -j2) it took 48-73 s, 26 s alone; 1.4 s in the normal build.
+  const auto results = runCommunicator(s, 300);
   expectSameDecisions(results);
   // Learning happened: late 16 MiB calls left the static ring/ll (13x slower there) nearly always.
   EXPECT_GT(results[0].lateNonStatic, s.callsPerRank / 4 / 10 * 9 / 10);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
 }
 
 TEST(OnlineConsistency, LeaderDeathFreezesEveryFollowerAlike) {
