@@ -315,7 +315,7 @@ OnlineLearner::Mode OnlineLearner::mode() const {
 OnlineLearner::PriorArm OnlineLearner::priorArm(int coll, int bucket, const KeyState& k) const {
   PriorArm p;
   p.rules = priorOf(coll, bucket);
-  const int full = fullSlot(p.rules, k.modelled ? k.modelled_us.data() : nullptr);
+  const int full = fullSlot(p.rules, k.ncclTable());
   p.full = full >= 0;
   p.slot = p.full ? full : (p.rules.count ? -1 : k.ncclDefault);
   return p;
@@ -335,7 +335,7 @@ void OnlineLearner::staticCandidate(int coll, int bucket, KeyState& k, int prior
   // already cannot be verified from observations.
   const Candidates unverified = candidate_ ? candidate_(coll, bucket) : Candidates{};
   const Candidates cand = config_.learnedRulesApply ? unverified : learnedOr(unverified, coll, bucket);
-  const int candSlot = fullSlot(cand, k.modelled ? k.modelled_us.data() : nullptr);
+  const int candSlot = fullSlot(cand, k.ncclTable());
   k.candidate = candSlot >= 0 && candSlot != priorSlot && candSlot != k.ncclDefault ? candSlot : -1;
   if (k.candidate >= 0) k.candidateDecision = cand.decisions[0];
 }

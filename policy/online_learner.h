@@ -181,6 +181,7 @@ class OnlineLearner {
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
     std::array<double, kArmSlots> usualLog{}, usualW{};  // slow average of log-latency per arm
     std::array<float, kArmSlots> modelled_us{};
+    const float* ncclTable() const { return modelled ? modelled_us.data() : nullptr; }  // nullptr: unknown
     std::array<ArmStats, kArmSlots> arms{};
     double measureCost = 0;  // what profiling one of its calls costs (share of the call's time)
     uint64_t jobCalls = 0;   // the job's calls of the key, measured or not (setCallsSoFar)
