@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,17 +93,9 @@ class EtcdCluster {
   explicit EtcdCluster(int members = 1, EtcdTls tls = {}) : tls_(std::move(tls)) {
     char tmpl[] = "/tmp/dynamiccl-etcd-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    std::string initial;
-    for (int i = 0; i < members; ++i) {
-      Member m;
-      m.name = "m" + std::to_string(i);
-      m.clientPort = freePort();
-      m.peerPort = freePort();
-      initial += (i ? "," : "") + m.name + "=http://127.0.0.1:" + std::to_string(m.peerPort);
-      members_.push_back(m);
-    }
-    initial_ = initial;
-    for (Member& m : members_) start(m, initial);
+    members_.resize(members);
+    for (int i = 0; i < members; ++i) members_[i].name = "m" + std::to_string(i);
+    startOnFreshPorts();
   }
   ~EtcdCluster() {
     for (Member& m : members_) stop(m);
@@ -111,24 +104,24 @@ class EtcdCluster {
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
 
-  // Whether every member answers a range request within 20 s.
-  bool ready() const {
-    for (size_t i = 0; i < members_.size(); ++i) {
-      coord::EtcdOptions o;
-      o.endpoints = {endpoint(i)};
-      o.caFile = tls_.ca;
-      o.certFile = tls_.clientCert;
-      o.keyFile = tls_.clientKey;
-      auto store = coord::openEtcdStore(o);
-      if (!store.ok()) return false;
-      bool up = false;
-      for (int t = 0; t < 400 && !up; ++t) {
-        up = (*store)->read(0, 0).ok();
-        if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Whether every member answers a range request: within 60 s at the first start (a loaded 2-core CI
+  // machine), 20 s after. A free port can be taken by another
+  // process (a test running beside this one) before etcd binds it: a member that exits before the
+  // cluster first answered is started again, the whole cluster on fresh ports, up to 3 times. What a
+  // member that never answered logged goes to stderr, so a failure says why.
+  bool ready() {
+    for (int attempt = 0;; ++attempt) {
+      const Answer a = answerEach();
+      if (a == Answer::AllUp) return everUp_ = true;
+      if (a == Answer::Exited && !everUp_ && attempt < 3) {
+        for (Member& m : members_) stop(m);
+        for (Member& m : members_) std::filesystem::remove_all(dir_ + "/" + m.name);
+        startOnFreshPorts();
+        continue;
       }
-      if (!up) return false;
+      for (const Member& m : members_) printLog(m);
+      return false;
     }
-    return true;
   }
 
   std::string endpoint(size_t i = 0) const {
@@ -178,6 +171,53 @@ class EtcdCluster {
     int clientPort = 0, peerPort = 0;
     pid_t pid = -1;
   };
+  enum class Answer { AllUp, Exited, Silent };
+  Answer answerEach() {
+    for (size_t i = 0; i < members_.size(); ++i) {
+      coord::EtcdOptions o;
+      o.endpoints = {endpoint(i)};
+      o.caFile = tls_.ca;
+      o.certFile = tls_.clientCert;
+      o.keyFile = tls_.clientKey;
+      auto store = coord::openEtcdStore(o);
+      if (!store.ok()) return Answer::Silent;
+      bool up = false;
+      for (int t = 0, tries = everUp_ ? 400 : 1200; t < tries && !up; ++t) {
+        up = (*store)->read(0, 0).ok();
+        if (up) break;
+        if (exited(members_[i])) return Answer::Exited;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (!up) return Answer::Silent;
+    }
+    return Answer::AllUp;
+  }
+  // Reaps member m if its process has ended.
+  static bool exited(Member& m) {
+    if (m.pid <= 0) return true;
+    int status = 0;
+    if (waitpid(m.pid, &status, WNOHANG) != m.pid) return false;
+    m.pid = -1;
+    return true;
+  }
+  void startOnFreshPorts() {
+    std::string initial;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Member& m = members_[i];
+      m.clientPort = freePort();
+      m.peerPort = freePort();
+      initial += (i ? "," : "") + m.name + "=http://127.0.0.1:" + std::to_string(m.peerPort);
+    }
+    initial_ = initial;
+    for (Member& m : members_) start(m, initial_);
+  }
+  void printLog(const Member& m) const {
+    std::ifstream log(dir_ + "/" + m.name + ".log");
+    std::string line, text;
+    for (int n = 0; n < 20 && std::getline(log, line); ++n) text += "  " + line + "\n";  // etcd says why it stopped first
+    std::fprintf(stderr, "etcd member %s (client port %d, peer port %d, %s) logged:\n%s", m.name.c_str(), m.clientPort,
+                 m.peerPort, m.pid > 0 ? "running" : "exited", text.c_str());
+  }
   size_t firstLive() const {
     for (size_t i = 0; i < members_.size(); ++i)
       if (members_[i].pid > 0) return i;
@@ -221,6 +261,7 @@ class EtcdCluster {
     m.pid = -1;
   }
   EtcdTls tls_;
+  bool everUp_ = false;
   std::string dir_, initial_;
   std::vector<Member> members_;
 };
