@@ -68,7 +68,7 @@ done
 # The profiles the runs use load as the plugin reads them (validate is the plugin's own reader).
 if [ -n "${DYNAMICCL_CLI:-}" ]; then
   "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/empty-profile.json" | grep -q '0 rules' || fail "empty profile"
-  "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/forced-profile.json" | grep -q '6 rules' || fail "forced profile"
+  "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/forced-profile.json" | grep -q '7 rules' || fail "forced profile"
 fi
 # torch_summary.py on a canned work folder: ratios to the default, NCCL's picks, the profiler's cost and rows.
 python3 "$SRC/scripts/gpu/torch_summary.py" "$DATA/torch_runs" >"$TMP/sum"
