@@ -70,6 +70,23 @@ if [ -n "${DYNAMICCL_CLI:-}" ]; then
   "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/empty-profile.json" | grep -q '0 rules' || fail "empty profile"
   "$DYNAMICCL_CLI" validate "$SRC/scripts/gpu/forced-profile.json" | grep -q '7 rules' || fail "forced profile"
 fi
+# The training-like job (--job): readme_empty takes the empty profile with the profiler role; the client runs the job.
+(cd "$TMP" && "$SRC/scripts/gpu/torch_runs.sh" --dry-run --out "$TMP/jout" --plugin lib/p.so --ranks 2 \
+   --runs "default readme_empty" --job 50) >"$TMP/jdry"
+grep '^n2 readme_empty rank 1' "$TMP/jdry" | grep -q "NCCL_PROFILER_PLUGIN=$TMP/lib/p.so DYNAMICCL_PROFILE=$SRC/scripts/gpu/empty-profile.json" \
+  || fail "readme_empty: profiler role, empty profile"
+[ "$(grep -c '^n2 .* rank .* --job 50$' "$TMP/jdry")" -eq 4 ] || fail "every rank runs the job"
+grep -q '^job allreduce 16777216 x 50 rounds$' "$TMP/jdry" || fail "the job's mix"
+rc=0; "$SRC/scripts/gpu/torch_runs.sh" --dry-run --out "$TMP/jout" --job x >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--job x should exit 2, got $rc"
+# job_summary.py on a canned job: the whole job's time over default's, and first rounds against the last third.
+python3 "$SRC/scripts/gpu/job_summary.py" "$DATA/torch_job" >"$TMP/jsum"
+cat "$TMP/jsum"
+grep -q '^| readme | 300 | 0.30 | 1.167 | 0.40 | 0.800 |$' "$TMP/jsum" || fail "readme's job against default's"
+grep -q '^| allreduce 2M | 800.0 | readme | 2.00 | 0.75 |$' "$TMP/jsum" || fail "first rounds and last third"
+grep -q '^- readme: DynamICCL: online: communicator 00000000000000aa measured 100 of 600 calls' "$TMP/jsum" \
+  || fail "the plugin's closing line"
+grep -q 'observations delivered' "$TMP/jsum" && fail "only the closing lines"
 # torch_summary.py on a canned work folder: ratios to the default, NCCL's picks, the profiler's cost and rows.
 python3 "$SRC/scripts/gpu/torch_summary.py" "$DATA/torch_runs" >"$TMP/sum"
 cat "$TMP/sum"

@@ -2,12 +2,15 @@
 """One rank of the real client: torch.distributed with the NCCL backend, timing collectives with CUDA events.
 
 usage: torch_client.py --rank R --world N --port P --out FILE [--min-bytes 8] [--max-bytes 256M]
-                       [--colls allreduce,allgather,reducescatter] [--plan]
+                       [--colls allreduce,allgather,reducescatter] [--plan] [--job ROUNDS]
 Sizes follow nccl-tests: the total buffer (allgather: output, reducescatter: input), float32 / sum,
 rounded up to whole floats per rank. Each size: warm-up calls, then timed calls, each between two
 CUDA events on the current stream (ProcessGroupNCCL's stream waits on it, and it on the collective).
 FILE gets one JSON line per (collective, size) and a first line naming the versions.
 --plan prints the sweep (sizes, warm-up and timed calls) and exits without importing torch.
+--job ROUNDS runs a training-like job instead of the sweep: ROUNDS rounds of the same few calls
+(JOB_MIX), every call timed; FILE gets, per call of the mix, its times in blocks of BLOCK rounds, and
+the job's wall time (first call to the last one's end).
 """
 import argparse
 import json
@@ -15,6 +18,10 @@ import sys
 import time
 
 WARMUP = 3
+# The job's round: sizes where NCCL's pick and the GPU runs' forced rules differ (the rules lose).
+JOB_MIX = [("allreduce", 8 << 10), ("allreduce", 512 << 10), ("allreduce", 2 << 20), ("allreduce", 16 << 20),
+           ("allgather", 512 << 10)]
+BLOCK = 100
 
 
 def parse_bytes(text):
@@ -53,11 +60,51 @@ def floats_per_rank(coll, size, world):
 
 
 def plan(args):
+    if args.job:
+        for coll, size in JOB_MIX:
+            print(f"job {coll} {size} x {args.job} rounds")
+        return
     for coll in args.colls:
         for size in sizes(args.min_bytes, args.max_bytes):
             n = floats_per_rank(coll, size, args.world)
             total = 4 * n * (1 if coll == "allreduce" else args.world)
             print(f"{coll} {total} warmup={WARMUP} timed={timed_calls(size)}")
+
+
+def make_call(dist, coll, size, world, big_in, big_out):
+    """The collective of `size` total bytes on the shared buffers, and its total as the plugin keys it."""
+    n = floats_per_rank(coll, size, world)
+    if coll == "allreduce":
+        return (lambda t=big_in[:n]: dist.all_reduce(t)), 4 * n
+    if coll == "allgather":
+        return (lambda i=big_in[:n], o=big_out[:n * world]: dist.all_gather_into_tensor(o, i)), 4 * n * world
+    return (lambda i=big_in[:n * world], o=big_out[:n]: dist.reduce_scatter_tensor(o, i)), 4 * n * world
+
+
+def run_job(args, torch, dist, dev, out, big_in, big_out):
+    """ROUNDS rounds of JOB_MIX, every call between two CUDA events; times written per block of rounds."""
+    calls = [make_call(dist, coll, size, args.world, big_in, big_out) + (coll,) for coll, size in JOB_MIX]
+    for call, _, _ in calls:
+        for _ in range(WARMUP):
+            call()
+    torch.cuda.synchronize(dev)
+    t0 = time.monotonic()
+    for first in range(0, args.job, BLOCK):
+        rounds = min(BLOCK, args.job - first)
+        events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                   for _ in range(rounds)] for _ in calls]
+        for r in range(rounds):
+            for (call, _, _), ev in zip(calls, events):
+                ev[r][0].record()
+                call()
+                ev[r][1].record()
+        torch.cuda.synchronize(dev)
+        for (_, total, coll), ev in zip(calls, events):
+            out.write(json.dumps({"coll": coll, "bytes": total, "round": first,
+                                  "times_us": [round(s.elapsed_time(e) * 1000.0, 3) for s, e in ev]}) + "\n")
+        out.flush()
+    out.write(json.dumps({"job_rounds": args.job, "job_calls": args.job * len(calls),
+                          "job_wall_s": round(time.monotonic() - t0, 3)}) + "\n")
 
 
 def run(args):
@@ -70,7 +117,8 @@ def run(args):
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}", rank=args.rank,
                             world_size=args.world, device_id=dev)
     init_s = time.monotonic() - t0
-    biggest = max(floats_per_rank(c, args.max_bytes, args.world) * (args.world if c != "allreduce" else 1)
+    top = max([args.max_bytes] + [size for _, size in JOB_MIX] if args.job else [args.max_bytes])
+    biggest = max(floats_per_rank(c, top, args.world) * (args.world if c != "allreduce" else 1)
                   for c in args.colls)
     big_in = torch.ones(biggest, dtype=torch.float32, device=dev)
     big_out = torch.empty(biggest, dtype=torch.float32, device=dev)
@@ -78,17 +126,13 @@ def run(args):
         out.write(json.dumps({"rank": args.rank, "world": args.world, "torch": torch.__version__,
                               "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
                               "device": torch.cuda.get_device_name(dev), "init_s": round(init_s, 3)}) + "\n")
+        if args.job:
+            run_job(args, torch, dist, dev, out, big_in, big_out)
+            dist.destroy_process_group()
+            return
         for coll in args.colls:
             for size in sizes(args.min_bytes, args.max_bytes):
-                n = floats_per_rank(coll, size, args.world)
-                if coll == "allreduce":
-                    call, total = (lambda t=big_in[:n]: dist.all_reduce(t)), 4 * n
-                elif coll == "allgather":
-                    call = lambda i=big_in[:n], o=big_out[:n * args.world]: dist.all_gather_into_tensor(o, i)
-                    total = 4 * n * args.world
-                else:
-                    call = lambda i=big_in[:n * args.world], o=big_out[:n]: dist.reduce_scatter_tensor(o, i)
-                    total = 4 * n * args.world
+                call, total = make_call(dist, coll, size, args.world, big_in, big_out)
                 for _ in range(WARMUP):
                     call()
                 k = timed_calls(size)
@@ -115,12 +159,15 @@ def main():
     p.add_argument("--max-bytes", type=parse_bytes, default=256 << 20)
     p.add_argument("--colls", type=lambda s: s.split(","), default=["allreduce", "allgather", "reducescatter"])
     p.add_argument("--plan", action="store_true")
+    p.add_argument("--job", type=int, default=0, metavar="ROUNDS")
     args = p.parse_args()
     known = {"allreduce", "allgather", "reducescatter"}
     if not set(args.colls) <= known or args.world < 1 or not 0 <= args.rank < args.world:
         p.error(f"collectives must be among {sorted(known)}, 0 <= rank < world")
     if args.min_bytes > args.max_bytes:
         p.error("--min-bytes exceeds --max-bytes")
+    if args.job < 0:
+        p.error("--job takes a number of rounds")
     if args.plan:
         plan(args)
         return 0

@@ -7,8 +7,10 @@
 #   forced_profiled  as tuner_forced, with the profiler role recording every call (DYNAMICCL_RECORD_SHARE=1):
 #                 what NCCL ran (store, observation CSV) and what profiling every call costs
 #   readme        tuner + profiler as the README sets it up: the same rules unverified, so the job tests them
+#   readme_empty  tuner + profiler as the README sets it up with an empty profile: what the profiler role
+#                 costs where the profile names nothing to test (not in the default list)
 # usage: scripts/gpu/torch_runs.sh --out DIR [--plugin SO] [--libs DIR] [--ranks "2 4"] [--runs "..."]
-#          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--mps] [--dry-run]
+#          [--max-bytes 256M] [--budget-s 460] [--launch-timeout-s 75] [--mps] [--job ROUNDS] [--dry-run]
 # DIR gets summary.md, env.txt and runs.tar.gz (every rank's log and timings, the stores, the
 # observation CSVs), packed again after each launch so a cut-off run still returns what it measured,
 # and at the end runs.png (scripts/gpu/plot_torch_runs.py).
@@ -16,13 +18,16 @@
 #   time-slices between the processes and every call waits whole slices (milliseconds). If the MPS
 #   daemon does not start, or a CUDA client cannot reach it in 30 s, the runs go on without it (mps.txt).
 # --libs: a folder put on LD_LIBRARY_PATH when the plugin's libraries are missing there (libsqlite3).
+# --job ROUNDS: each rank runs torch_client.py's training-like job (ROUNDS rounds of a few calls where the
+#   forced rules lose) instead of the sweep, and the summary is scripts/gpu/job_summary.py's: the whole
+#   job's time against the default run's, measuring included, and how it went from the first rounds to the last.
 # --dry-run prints each launch's ranks (environment and command) and the sweep, and runs nothing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/scripts/gpu
 PLUGIN=$ROOT/build/plugin/libnccl-tuner-dynamiccl.so LIBS="" OUT="" DRY=0
 RANKS="2 4" RUNS="default tuner_empty tuner_forced forced_profiled readme"
-MAX=256M BUDGET_S=460 LAUNCH_S=75 MPS=0 PY=${PYTHON:-python3}
+MAX=256M BUDGET_S=460 LAUNCH_S=75 MPS=0 JOB=0 PY=${PYTHON:-python3}
 die() { echo "gpu/torch_runs: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,6 +40,7 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET_S=${2:?}; shift 2 ;;
     --launch-timeout-s) LAUNCH_S=${2:?}; shift 2 ;;
     --mps) MPS=1; shift ;;
+    --job) JOB=${2:?}; shift 2 ;;
     --dry-run) DRY=1; shift ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
   esac
@@ -42,9 +48,10 @@ done
 [ -n "$OUT" ] || die "--out DIR is required"
 for n in $RANKS; do [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "--ranks takes numbers of ranks 1..99, not '$n'"; done
 for r in $RUNS; do
-  case "$r" in default|tuner_empty|tuner_forced|forced_profiled|readme) ;; *) die "unknown run '$r'" ;; esac
+  case "$r" in default|tuner_empty|tuner_forced|forced_profiled|readme|readme_empty) ;; *) die "unknown run '$r'" ;; esac
 done
 [[ "$BUDGET_S" =~ ^[0-9]+$ && "$LAUNCH_S" =~ ^[1-9][0-9]*$ ]] || die "--budget-s and --launch-timeout-s take seconds"
+[[ "$JOB" =~ ^[0-9]+$ ]] || die "--job takes a number of rounds"
 abspath() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 PLUGIN=$(abspath "$PLUGIN") OUT=$(abspath "$OUT")
 [ -n "$LIBS" ] && LIBS=$(abspath "$LIBS")
@@ -71,13 +78,17 @@ run_env() {
                          DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
     readme) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED"
                 DYNAMICCL_DB="$dir/store.db" DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
+    readme_empty) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$EMPTY"
+                      DYNAMICCL_DB="$dir/store.db" DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
   esac
   printf '%s\n' "${e[@]}"
 }
 
 pack() {
   [ "$DRY" = 1 ] && return 0
-  "$PY" "$HERE/torch_summary.py" "$WORK" >"$OUT/summary.md" 2>"$OUT/summary.err" || true
+  local summary=torch_summary.py
+  [ "$JOB" -gt 0 ] && summary=job_summary.py
+  "$PY" "$HERE/$summary" "$WORK" >"$OUT/summary.md" 2>"$OUT/summary.err" || true
   tar -C "$WORK" -czf "$OUT/runs.tar.gz.part" . && mv "$OUT/runs.tar.gz.part" "$OUT/runs.tar.gz"
 }
 
@@ -138,6 +149,7 @@ for n in $RANKS; do
       mapfile -t envs < <(run_env "$run" "$r" "$dir")
       cmd=(timeout -k 5 "$limit" "$PY" "$HERE/torch_client.py" --rank "$r" --world "$n" --port "$port"
            --max-bytes "$MAX" --out "$dir/rank$r.jsonl")
+      [ "$JOB" -gt 0 ] && cmd+=(--job "$JOB")
       if [ "$DRY" = 1 ]; then
         echo "n$n $run rank $r: env ${envs[*]} ${cmd[*]}"
         continue
@@ -153,8 +165,8 @@ for n in $RANKS; do
   done
 done
 if [ "$DRY" = 1 ]; then
-  echo "sweep:"; "$PY" "$HERE/torch_client.py" --plan --world 2 --max-bytes "$MAX"
+  echo "sweep:"; "$PY" "$HERE/torch_client.py" --plan --world 2 --max-bytes "$MAX" --job "$JOB"
   exit 0
 fi
-"$PY" "$HERE/plot_torch_runs.py" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true  # needs matplotlib
+[ "$JOB" -eq 0 ] && { "$PY" "$HERE/plot_torch_runs.py" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true; }  # needs matplotlib
 echo "gpu/torch_runs: done in $((SECONDS - start))s; $OUT/summary.md"
