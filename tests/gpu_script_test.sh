@@ -87,6 +87,13 @@ grep -q '^| allreduce 2M | 800.0 | readme | 2.00 | 0.75 |$' "$TMP/jsum" || fail 
 grep -q '^- readme: DynamICCL: online: communicator 00000000000000aa measured 100 of 600 calls' "$TMP/jsum" \
   || fail "the plugin's closing line"
 grep -q 'observations delivered' "$TMP/jsum" && fail "only the closing lines"
+if python3 -c 'import matplotlib' 2>/dev/null; then  # scripts/setup.sh installs it
+  python3 "$SRC/scripts/gpu/plot_job.py" "$DATA/torch_job" "$TMP/job.png" >/dev/null || fail "plot_job"
+  [ -s "$TMP/job.png" ] || fail "plot_job wrote no plot"
+  mkdir -p "$TMP/nodefault/n2/readme" && cp "$DATA/torch_job/n2/readme/rank0.jsonl" "$TMP/nodefault/n2/readme/"
+  rc=0; python3 "$SRC/scripts/gpu/plot_job.py" "$TMP/nodefault" "$TMP/none.png" >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || fail "plot_job without a default run should exit 2, got $rc"
+fi
 # torch_summary.py on a canned work folder: ratios to the default, NCCL's picks, the profiler's cost and rows.
 python3 "$SRC/scripts/gpu/torch_summary.py" "$DATA/torch_runs" >"$TMP/sum"
 cat "$TMP/sum"

@@ -20,7 +20,8 @@
 # --libs: a folder put on LD_LIBRARY_PATH when the plugin's libraries are missing there (libsqlite3).
 # --job ROUNDS: each rank runs torch_client.py's training-like job (ROUNDS rounds of a few calls where the
 #   forced rules lose) instead of the sweep, and the summary is scripts/gpu/job_summary.py's: the whole
-#   job's time against the default run's, measuring included, and how it went from the first rounds to the last.
+#   job's time against the default run's, measuring included, and how it went from the first rounds to the last;
+#   runs.png is scripts/gpu/plot_job.py's.
 # --dry-run prints each launch's ranks (environment and command) and the sweep, and runs nothing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -168,5 +169,7 @@ if [ "$DRY" = 1 ]; then
   echo "sweep:"; "$PY" "$HERE/torch_client.py" --plan --world 2 --max-bytes "$MAX" --job "$JOB"
   exit 0
 fi
-[ "$JOB" -eq 0 ] && { "$PY" "$HERE/plot_torch_runs.py" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true; }  # needs matplotlib
+plot=plot_torch_runs.py
+[ "$JOB" -gt 0 ] && plot=plot_job.py
+"$PY" "$HERE/$plot" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true  # needs matplotlib
 echo "gpu/torch_runs: done in $((SECONDS - start))s; $OUT/summary.md"
