@@ -117,9 +117,8 @@ def run(args):
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}", rank=args.rank,
                             world_size=args.world, device_id=dev)
     init_s = time.monotonic() - t0
-    top = max([args.max_bytes] + [size for _, size in JOB_MIX] if args.job else [args.max_bytes])
-    biggest = max(floats_per_rank(c, top, args.world) * (args.world if c != "allreduce" else 1)
-                  for c in args.colls)
+    calls = JOB_MIX if args.job else [(c, args.max_bytes) for c in args.colls]
+    biggest = max(floats_per_rank(c, size, args.world) * (args.world if c != "allreduce" else 1) for c, size in calls)
     big_in = torch.ones(biggest, dtype=torch.float32, device=dev)
     big_out = torch.empty(biggest, dtype=torch.float32, device=dev)
     with open(args.out, "w", encoding="utf-8") as out:
