@@ -31,6 +31,7 @@ int fullSlot(const Candidates& c, const float* modelled_us) {
   const Decision& d = c.decisions[0];
   if (!d.leavesProtoToNccl()) return slotOf(d.algo, d.proto);
   if (!modelled_us) return -1;
+  // The learner is not told the release: the releases' rules differ only on an exact tie (or an hour).
   const int slot = abi::ncclChoiceWithin(modelled_us, abi::PickRule::Nccl2_28, static_cast<int>(d.algo));
   return slot == abi::kNoPick ? -1 : slot;
 }
