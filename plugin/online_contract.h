@@ -21,6 +21,11 @@ namespace dynamiccl::plugin {
 bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                         const NcclRules& rules);
 
+// The key this communicator's epoch records are sealed under, which the input check just left in this
+// thread (taken once, by the init thread, right after ranksAgreeOnInputs: startOnline may run on
+// another); empty where the check left none (off, one rank), and startOnline keys by id and token.
+std::string epochKeyAfterInputCheck(uint64_t commId);
+
 // nullptr when neither online updates nor in-job verification run for this communicator (the reason
 // is logged once). unverified: the candidates verification tests against NCCL's default; profile:
 // its hardware is part of the scope verdicts are stored under, and its learned network is
@@ -28,7 +33,7 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
 // ncclVersionCode prices measurement (policy::MeasurementCost) unless DYNAMICCL_MEASUREMENT_COST names a calibration.
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
-                                        const Settings& settings, int ncclVersionCode);
+                                        const Settings& settings, int ncclVersionCode, const std::string& epochKey);
 // The leader stores its verdicts and publishes them through the backend by `by` (finalize's bound):
 // what the backend did not take by then stays in this node's store (online/verdict_store.h).
 void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by);

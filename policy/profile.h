@@ -112,6 +112,10 @@ Expected<Profile> loadProfileFile(const std::string& path, ProfileFormat format 
                                   uint64_t maxBytes = kMaxProfileBytes,
                                   const std::function<void(std::string_view)>& onRead = {});
 
+// The same parse of bytes already read (the plugin reads at init and may parse on another thread);
+// source names the file in errors and in Profile::source.
+Expected<Profile> parseProfileText(std::string_view text, ProfileFormat format, const std::string& source);
+
 // Checks one decision's values (shared by both readers and by writers of profiles).
 Status validateDecision(const Decision& d);
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,7 @@ struct Case {
   bool oddAbsent = false;  // the odd rank never starts (a rank without this plugin)
   int timeout_ms = 30000;
   bool secondCommunicator = false;  // every rank then inits another one (another commId) and decides on it
+  bool finalizeBeforeExit = false;  // each rank destroys its communicator before it exits, as NCCL's do
   // Runs before any rank starts, with the job's directory (records planted in dir/coord, an earlier job).
   std::function<void(const std::string& dir)> before = [](const std::string&) {};
 };
@@ -122,6 +124,7 @@ struct RankResult {
       r.secondNcclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
     }
   }
+  if (c.finalizeBeforeExit) comm.value().reset();
   for (const std::string& l : harness::LogCapture::lines()) {
     r.foreignLines += l.find("is not sealed under this job's key") != std::string::npos;
     if (l.find("not known to be alike") == std::string::npos) continue;
@@ -369,6 +372,30 @@ TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
 
 TEST(InputAgreement, IdenticalInputsDecideAsBefore) {
   expectTheProfileEverywhere(runCommunicator(Case{}));
+}
+
+// A profile over 1 MiB is parsed off each rank's init path and applies from call 1000: the rank that
+// started 300 ms late (its parse ends after the others passed that count) switches at the same call.
+TEST(InputAgreement, ABigProfileSwitchesAtTheSameCallOnARankThatStartedLate) {
+  Case c;
+  c.before = [](const std::string& dir) {
+    std::string rules = R"({"collective":"allreduce","algo":"ring","proto":"ll"})";
+    for (int i = 0; rules.size() < (1u << 20) + 4096; ++i)
+      rules += R"(,{"collective":"allgather","bytes":[)" + std::to_string(i * 100 + 1) + "," +
+               std::to_string(i * 100 + 50) + R"(],"algo":"tree","proto":"ll128","channels":2})";
+    std::ofstream(dir + "/profile.json") << testing::profileJson(rules);
+  };
+  c.oddEnv = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+  c.finalizeBeforeExit = true;
+  const JobRun run = runCommunicator(c);
+  ASSERT_EQ(run.ranks.size(), static_cast<size_t>(kRanks));
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].exitCode, 0) << "rank " << r;
+    EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r << " decided otherwise than the first";
+    EXPECT_EQ(run.ranks[r].differLines, 0u) << run.ranks[r].line;
+    EXPECT_GE(run.ranks[r].ncclChoices, 1000u) << "rank " << r << ": the profile applied before its first call";
+    EXPECT_LT(run.ranks[r].ncclChoices, kCalls - 500) << "rank " << r << ": the profile's rule did not apply";
+  }
 }
 
 TEST(InputAgreement, ProfileMissingOnOneRank) {

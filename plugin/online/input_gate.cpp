@@ -82,15 +82,15 @@ void keepEpochKey(uint64_t commId, const std::string& key) {
   std::memcpy(tLastKey.key, key.data(), tLastKey.length);
 }
 
-std::string takeEpochKey(uint64_t commId, const std::string& token) {
+std::string coordToken(const Settings& s) { return jobToken(s).secret; }
+
+std::string epochKeyAfterInputCheck(uint64_t commId) {
   const bool kept = tLastKey.commId == commId && tLastKey.length > 0;
-  std::string key = kept ? std::string(tLastKey.key, tLastKey.length) : epochKeyUnchecked(commId, token);
+  std::string key = kept ? std::string(tLastKey.key, tLastKey.length) : std::string();
   tLastKey.commId = 0;
   tLastKey.length = 0;
   return key;
 }
-
-std::string coordToken(const Settings& s) { return jobToken(s).secret; }
 
 bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                         const NcclRules& rules) {

@@ -52,10 +52,9 @@ std::string inputsKey(uint64_t commId, const std::string& record, const std::str
 std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted);
 // Where the check did not run (off, one rank): the communicator id and the token only.
 std::string epochKeyUnchecked(uint64_t commId, const std::string& token);
-// The key the input check left for the communicator's epoch records, taken (once) by startOnline
-// in the same thread; the unchecked key where the check did not agree on this communicator.
+// The key the input check leaves for the communicator's epoch records, taken (once) by the same init
+// thread (epochKeyAfterInputCheck, online_contract.h).
 void keepEpochKey(uint64_t commId, const std::string& key);
-std::string takeEpochKey(uint64_t commId, const std::string& token);
 // The job's secret token, part of every key (DYNAMICCL_COORD_TOKEN_FILE; empty: none); a file that
 // cannot be used gives a random token no other rank holds, with one line per process.
 std::string coordToken(const Settings& s);

@@ -99,7 +99,7 @@ void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, d
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
-                                        const Settings& settings, int ncclVersionCode) {
+                                        const Settings& settings, int ncclVersionCode, const std::string& epochKey) {
   // No profile: nothing changes. A profile of unverified rules only is a prior to learn from.
   const bool learn = settings.online == OnlineSwitch::On && (!staticTable.empty() || !unverified.empty());
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
@@ -145,7 +145,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN
   // this job's leader did not write reads, on every rank alike, as no table (frozen there).
   const std::shared_ptr<coord::RecordStore> raw = std::move(backend.value());  // verdicts travel unsealed
-  c->store = coord::sealedStore(raw, takeEpochKey(shape.commId, coordToken(settings)),
+  c->store = coord::sealedStore(raw, epochKey.empty() ? epochKeyUnchecked(shape.commId, coordToken(settings)) : epochKey,
                                 [](uint64_t commId, uint64_t boundary) {
                                   if (firstTime(gSaidForeignRecord))
                                     logWarn("online: the record of boundary %llu of communicator %016llx is not sealed "

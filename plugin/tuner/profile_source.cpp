@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "plugin/log.h"
 
@@ -40,27 +42,35 @@ std::string evidenceSummary(const policy::Profile& p) {
   return text.empty() ? "" : " (" + text + ")";
 }
 
-// FNV-1a over 8-byte words (a 60k-rule profile in a few ms), carried across the chunks of one file.
-uint64_t digestWords(uint64_t h, const char* bytes, size_t n) {
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, bytes + i, std::min<size_t>(8, n - i));
-    h = ((h ^ w) * 0x100000001b3ull) ^ (h >> 29);
+// FNV-style mixing over 8-byte words in four independent lanes (a multiply chain each, so the four
+// overlap: 54 MB in about 4 ms here, against 13 ms for one lane), carried across a file's chunks.
+struct ProfileDigest {
+  static constexpr size_t kBlock = 32;  // four words: every chunk but the last is a multiple of it
+  uint64_t lane[4] = {0x6479636364696765ull, 0x6c616e6531ull, 0x6c616e6532ull, 0x6c616e6533ull};
+  uint64_t size = 0;
+  void add(const char* bytes, size_t n) {
+    size += n;
+    for (size_t i = 0; i < n; i += kBlock) {
+      uint64_t w[4] = {};
+      std::memcpy(w, bytes + i, std::min(kBlock, n - i));
+      for (int k = 0; k < 4; ++k) lane[k] = ((lane[k] ^ w[k]) * 0x100000001b3ull) ^ (lane[k] >> 29);
+    }
   }
-  return h;
-}
-constexpr uint64_t kDigestSeed = 0x6479636364696765ull;
+  std::string text() const {
+    uint64_t h = size;
+    for (uint64_t l : lane) h = ((h ^ l) * 0x100000001b3ull) ^ (h >> 29);
+    char out[64];
+    std::snprintf(out, sizeof out, "%llu bytes, hash %016llx", static_cast<unsigned long long>(size),
+                  static_cast<unsigned long long>(h));
+    return out;
+  }
+};
 
-std::string digestText(uint64_t size, uint64_t h) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%llu bytes, hash %016llx", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(h));
-  return text;
-}
-
-// The bytes the profile was parsed from, digested as digestOfFile does (its chunks are whole words).
+// The bytes the profile is parsed from, digested as digestOfFile does.
 std::string digestOfBytes(std::string_view bytes) {
-  return digestText(bytes.size(), digestWords(kDigestSeed, bytes.data(), bytes.size()));
+  ProfileDigest d;
+  d.add(bytes.data(), bytes.size());
+  return d.text();
 }
 
 // The file's bytes as one short text ranks compare: a mount that failed on one node shows here.
@@ -73,16 +83,13 @@ std::string digestOfFile(const std::string& path) {
     close(*fd);
     return std::string("unreadable (") + std::strerror(errno) + ")";
   }
-  uint64_t h = kDigestSeed, size = 0;
-  char buf[1 << 16];  // a multiple of 8: the words are those of the whole file
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
-    h = digestWords(h, buf, n);
-    size += n;
-  }
+  ProfileDigest d;
+  char buf[1 << 16];  // a multiple of ProfileDigest::kBlock: the blocks are those of the whole file
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) d.add(buf, n);
   const bool failed = std::ferror(f);
   std::fclose(f);
   if (failed) return "unreadable (read error)";
-  return digestText(size, h);
+  return d.text();
 }
 
 constexpr double kFirstReadBudget_ms = 50;
@@ -90,6 +97,46 @@ constexpr double kFirstReadBudget_ms = 50;
 std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
 std::atomic<bool> gWarnedTrustAll{false};
+
+// The threads parsing profiles off NCCL's init path, joined at exit or dlclose (the library's code
+// must outlive them): a job that ends during a parse waits for its end there.
+struct BackgroundParses {
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<std::atomic<bool>>> ended;  // per thread: its work is done
+  void start(std::function<void()> work) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::lock_guard lock(mutex);
+    threads.emplace_back([work = std::move(work), done] {
+      work();
+      done->store(true, std::memory_order_release);
+    });
+    ended.push_back(std::move(done));
+  }
+  // Joins the threads whose work is done (each then has only its return left).
+  void reap() {
+    std::vector<std::thread> finished;
+    {
+      std::lock_guard lock(mutex);
+      for (size_t i = threads.size(); i-- > 0;)
+        if (ended[i]->load(std::memory_order_acquire)) {
+          finished.push_back(std::move(threads[i]));
+          threads.erase(threads.begin() + static_cast<std::ptrdiff_t>(i));
+          ended.erase(ended.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+    }
+    for (std::thread& t : finished) t.join();
+  }
+  ~BackgroundParses() {
+    std::vector<std::thread> running;
+    {
+      std::lock_guard lock(mutex);
+      running.swap(threads);
+    }
+    for (std::thread& t : running)
+      if (t.joinable()) t.join();
+  }
+} gBackgroundParses;
 
 void logTrust(policy::Trust trust) {
   if (trust == policy::Trust::All && firstTime(gWarnedTrustAll))  // the user's choice, not a fault: info
@@ -106,6 +153,53 @@ void logEvidenceProblems(const policy::Profile& p) {
   if (bad)
     logWarn("%zu rule(s) with malformed evidence load as unverified (%s: %s)", bad, first->origin.c_str(),
             first->evidenceProblem.c_str());
+}
+
+double msSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The profile parsed from the bytes read, or why it is not used; one line either way. inBackground:
+// parsed off the init path, so the time it took held no init.
+void parseInto(LoadedProfile& out, std::string_view bytes, const std::string& path, policy::ProfileFormat format,
+               std::chrono::steady_clock::time_point started, bool inBackground) {
+  auto profile = policy::parseProfileText(bytes, format, path);
+  const double ms = msSince(started);
+  if (!profile) {
+    out.bad = true;
+    out.error = profile.error();
+    logWarn("profile not used, NCCL's own choices stand%s: %s",
+            out.settings.strict ? " (DYNAMICCL_STRICT=1: failing init)" : "", profile.error().c_str());
+    return;
+  }
+  char cost[160];
+  if (inBackground)
+    std::snprintf(cost, sizeof cost, "parsed in %.0f ms off NCCL's init path; its rules apply from call %llu of each "
+                  "communicator", ms, static_cast<unsigned long long>(out.firstCall));
+  else  // read once per process, by the first communicator's init: past the budget, the line says what it cost
+    std::snprintf(cost, sizeof cost, "read in %.0f ms%s", ms,
+                  ms > kFirstReadBudget_ms ? ", over the 50 ms budget: the first communicator's init waited for it" : "");
+  logInfo("profile %s loaded from %s: %zu rules%s%s; %s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
+          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str(),
+          cost);
+  logEvidenceProblems(*profile);
+  out.profile = std::make_shared<policy::Profile>(std::move(profile.value()));
+}
+
+// Parsed: what waited for the parse runs now, in this thread.
+void finishParse(LoadedProfile& out) {
+  std::vector<std::function<void()>> jobs;
+  {
+    std::lock_guard lock(out.parseMutex);
+    out.parsed.store(true, std::memory_order_release);
+    jobs.swap(out.afterParse);
+  }
+  for (auto& job : jobs) {
+    try {
+      job();
+    } catch (...) {  // each job says what failed; the others still run
+    }
+  }
 }
 
 std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
@@ -131,27 +225,46 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
     return out;
   }
   const auto started = std::chrono::steady_clock::now();
-  std::optional<std::string> digest;  // of the bytes parsed: the file is read once
-  auto profile = policy::loadProfileFile(path, format, policy::kMaxProfileBytes,
-                                         [&](std::string_view bytes) { digest = digestOfBytes(bytes); });
-  out->sourceDigest = digest ? std::move(*digest) : digestOfFile(path);
-  const double readMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  if (!profile) {
+  // A FIFO or device swapped in cannot block init, and the size checked is the size of the file read.
+  auto bytes = readRegularFile(path, policy::kMaxProfileBytes);
+  if (!bytes) {
+    out->sourceDigest = digestOfFile(path);  // a file over the cap is still compared between ranks
     out->bad = true;
-    out->error = profile.error();
+    out->error = bytes.error();
     logWarn("profile not used, NCCL's own choices stand%s: %s", s.strict ? " (DYNAMICCL_STRICT=1: failing init)" : "",
-            profile.error().c_str());
+            bytes.error().c_str());
     return out;
   }
-  // Read once per process, by the first communicator's init: past the budget, the line says what it cost.
-  const bool overBudget = readMs > kFirstReadBudget_ms;
-  logInfo("profile %s loaded from %s: %zu rules%s%s; read in %.0f ms%s",
-          profile->name.empty() ? "(unnamed)" : profile->name.c_str(), path.c_str(), profile->rules.size(),
-          evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str(), readMs,
-          overBudget ? ", over the 50 ms budget: the first communicator's init waited for it" : "");
-  logEvidenceProblems(*profile);
-  out->profile = std::make_shared<policy::Profile>(std::move(profile.value()));
+  out->sourceDigest = digestOfBytes(*bytes);  // the bytes parsed: the file is read once
+  // The size is in the digest every rank agrees on, so every rank switches at the same call.
+  const bool big = bytes->size() > kParsedAtInitBytes;
+  out->firstCall = big ? kBackgroundProfileFirstCall : 0;
+  // DYNAMICCL_STRICT=1 fails init on a bad profile, so init waits for the parse.
+  if (!big || s.strict) {
+    parseInto(*out, *bytes, path, format, started, false);
+    return out;
+  }
+  out->parsed.store(false, std::memory_order_relaxed);
+  logInfo("profile %s (%.1f MB) is parsed off NCCL's init path: its rules apply from call %llu of each communicator, "
+          "NCCL's choices until then", path.c_str(), static_cast<double>(bytes->size()) / 1e6,
+          static_cast<unsigned long long>(out->firstCall));
+  // Shared, not copied: std::function copies its callable, and a copy of tens of MB costs its page faults.
+  auto parse = [out, text = std::make_shared<const std::string>(std::move(*bytes)), path, format, started] {
+    try {
+      parseInto(*out, *text, path, format, started, true);
+    } catch (...) {  // out of memory: a profile never parsed is none, on every rank that ran out alike
+      out->bad = true;
+      out->error = "parse failed (out of memory)";
+      out->profile = std::make_shared<policy::Profile>();
+      logWarn("profile %s not used, NCCL's own choices stand: its parse ran out of memory", path.c_str());
+    }
+    finishParse(*out);
+  };
+  try {
+    gBackgroundParses.start(parse);
+  } catch (const std::system_error&) {  // no thread to be had: parse here, as a small profile is
+    parse();
+  }
   return out;
 }
 
@@ -166,6 +279,19 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   std::lock_guard lock(gMutex);
   if (!gLoaded || !(gLoaded->settings == settings)) gLoaded = load(settings);
   return gLoaded;
+}
+
+void reapBackgroundParses() { gBackgroundParses.reap(); }
+
+void whenParsed(const std::shared_ptr<const LoadedProfile>& loaded, std::function<void()> job) {
+  {
+    std::lock_guard lock(loaded->parseMutex);
+    if (!loaded->parsed.load(std::memory_order_acquire)) {
+      loaded->afterParse.push_back(std::move(job));
+      return;
+    }
+  }
+  job();
 }
 
 policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "plugin/settings/settings.h"
 #include "policy/policy.h"
@@ -24,11 +26,25 @@ struct ProfileSettings {
   bool operator==(const ProfileSettings&) const = default;
 };
 
+// A profile file bigger than this is parsed on a thread of its own, off NCCL's init path: measured
+// here (bench_policy_init), rules parse at about 23 ms per MB and a learned network at 70 ms per MB,
+// against the first init's 50 ms budget.
+inline constexpr uint64_t kParsedAtInitBytes = uint64_t{1} << 20;
+// Such a profile's rules apply from this call of each communicator (NCCL's choices before it). The
+// file's size is in the digest every rank agrees on, so every rank switches at the same call; one
+// whose parse is not done by then waits for it there (a parse of bytes already read: it ends).
+inline constexpr uint64_t kBackgroundProfileFirstCall = 1000;
+
 struct LoadedProfile {
   ProfileSettings settings;
+  // profile, bad and error are final once parsed (at once, or when the background parse ends).
   std::shared_ptr<const policy::Profile> profile;  // never null: empty when none or bad
   bool bad = false;                                // the named file could not be used
   std::string error;
+  uint64_t firstCall = 0;  // the call of each communicator from which the profile's rules apply
+  mutable std::atomic<bool> parsed{true};
+  mutable std::mutex parseMutex;
+  mutable std::vector<std::function<void()>> afterParse;  // what waits for the parse (whenParsed)
   // What every rank compares at init: the file's size and hash, "none", or why it could not be read.
   std::string sourceDigest = "none";
   // One line per loaded profile, not per communicator: learned rules off, host probe disagrees.
@@ -53,6 +69,13 @@ inline constexpr size_t kMaxCachedShapes = 64;
 // ncclVersionCode: the release in force (NcclRules::versionCode), 0 when unknown.
 policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
                                     int ncclVersionCode);
+
+// Runs job once the profile is parsed: at once in this thread if it is, else in the thread parsing
+// it, right after the parse.
+void whenParsed(const std::shared_ptr<const LoadedProfile>& loaded, std::function<void()> job);
+
+// Joins the threads whose background parse has ended (init and finalize; never the hot path).
+void reapBackgroundParses();
 
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);

@@ -54,6 +54,22 @@ void steerMeasurement(TunerContext& c) {
   if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
 }
 
+// A profile parsed off NCCL's init path: NCCL's choices before its first call; at that call the
+// decisions prepared meanwhile take over (waiting for them only where the parse is not done yet).
+bool beforeProfile(TunerContext& c) {
+  if (c.callsBeforeProfile < c.firstCall) {
+    ++c.callsBeforeProfile;
+    return true;
+  }
+  PendingDecisions& p = *c.pending;
+  p.ready.wait(false, std::memory_order_acquire);  // no system call once ready
+  c.table = std::move(p.decisions.table);
+  c.unverified = std::move(p.decisions.unverified);
+  c.online = std::move(p.decisions.online);
+  c.awaitingProfile = false;
+  return false;
+}
+
 }  // namespace
 
 ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t nRanks, size_t nNodes,
@@ -64,7 +80,9 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   const std::shared_ptr<const Settings> settings = currentSettings();
   testThrowPoint(Entry::TunerInit);
   std::shared_ptr<const LoadedProfile> loaded = currentProfile(*settings);
-  if (loaded->bad && loaded->settings.strict) return ncclInvalidUsage;
+  reapBackgroundParses();  // a parse that ended is joined here, off the hot path
+  // Strict mode parses at init, so `bad` is final here (a background parse may still be writing it).
+  if (loaded->settings.strict && loaded->bad) return ncclInvalidUsage;
   auto c = std::make_unique<TunerContext>();
   c->abiVersion = abiVersion;
   const NcclRules rules = resolveNcclRules(*settings);
@@ -76,35 +94,24 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->view.shape.minRanksPerNode = nvlDomainInfo->minRanksPerNvlDomain;
     c->view.shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
-  policy::PolicyTable compiled = compileForShape(*loaded, c->view.shape, *settings, rules.versionCode);
-  if (!compiled.refutedRules.empty() && firstTime(loaded->warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
-  // A WARN, as for refuted rules: NCCL_DEBUG=WARN shows why measured rules are left out (re-measure them).
-  if (!compiled.otherReleaseRules.empty() && firstTime(loaded->warnedOtherRelease))
-    logWarn("%s", compiled.otherReleaseRules.c_str());
-  if (!compiled.learnedRulesOff.empty() && firstTime(loaded->warnedLearnedRulesOff))
-    logWarn("%s", compiled.learnedRulesOff.c_str());
-  if (!compiled.probeDisagrees.empty() && firstTime(loaded->warnedProbeDisagrees))
-    logWarn("%s", compiled.probeDisagrees.c_str());
-  if (loaded->settings.trust == policy::Trust::Verified && !compiled.unverified.empty() &&
-      loaded->firstTimeSaid(compiled.unverifiedWhy))
-    logInfo("%zu rule(s) unverified for this communicator keep NCCL's choices (%s); DYNAMICCL_TRUST=all applies them, "
-            "in-job verification tests them",
-            compiled.unverified.ruleCount(), compiled.unverifiedWhy.empty() ? "learned" : compiled.unverifiedWhy.c_str());
-  c->table = std::move(compiled.table);
-  c->unverified = std::move(compiled.unverified);
   c->loaded = std::move(loaded);
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
-  const bool agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
-  if (!agreed) {
-    c->table = policy::DecisionTable{};
-    c->unverified = policy::DecisionTable{};
+  CommSetup setup;
+  setup.shape = c->view.shape;
+  setup.settings = settings;
+  setup.rules = rules;
+  setup.agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
+  setup.epochKey = epochKeyAfterInputCheck(commId);
+  if (c->loaded->firstCall == 0) {
+    CommDecisions d = prepareDecisions(*c->loaded, setup);
+    c->table = std::move(d.table);
+    c->unverified = std::move(d.unverified);
+    c->online = std::move(d.online);
+  } else if (setup.agreed) {
+    c->firstCall = c->loaded->firstCall;
+    c->awaitingProfile = true;
+    c->pending = prepareWhenParsed(c->loaded, std::move(setup));
   }
-  // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
-  // for it in a shared store would be adopted. No id, no online updates (the static table stands).
-  if (commId != 0 && agreed)
-    c->online = startOnline(c->view.shape, c->table, c->unverified, *c->loaded->profile, *settings, rules.versionCode);
-  if (c->online && rules.versionCode > 0)  // the NCCL release verdicts were measured under
-    c->online->verdictScope.ncclVersion = ncclVersionText(rules.versionCode);
   c->recordThreshold = policy::rateThreshold(settings->recordShare);
   registerContext(&c->view);
   *context = c.release();
@@ -117,7 +124,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   // Logged even with no rules: the log's call count tells an unasked call (graph replay) from a kept choice.
-  if (c->table.empty() && !c->online) {
+  if ((c->awaitingProfile && beforeProfile(*c)) || (c->table.empty() && !c->online)) {
     logDecision(*c, coll, nBytes, nullptr, false);
     steerMeasurement(*c);
     return ncclSuccess;
@@ -154,7 +161,8 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   TunerContext* c = TunerContext::from(context);
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
-  if ((c->table.empty() && !c->online) || !algorithm || !protocol || !nChannels)
+  if ((c->awaitingProfile && beforeProfile(*c)) || (c->table.empty() && !c->online) || !algorithm || !protocol ||
+      !nChannels)
     return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
   const policy::Decision* d =
@@ -201,6 +209,8 @@ ncclResult_t tunerFinalize(void* context) {
     }
   } free{c};
   testThrowPoint(Entry::TunerFinalize);
+  reapBackgroundParses();
+  if (c->awaitingProfile) abandonPending(*c->pending, by);
   stopOnline(c->online, by);
   return ncclSuccess;
 }

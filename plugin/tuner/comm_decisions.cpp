@@ -1,0 +1,77 @@
+#include "plugin/tuner/comm_decisions.h"
+
+#include <chrono>
+
+#include "plugin/log.h"
+#include "plugin/online_contract.h"
+
+namespace dynamiccl::plugin {
+
+CommDecisions prepareDecisions(const LoadedProfile& loaded, const CommSetup& setup) {
+  CommDecisions out;
+  if (!setup.agreed) return out;  // where the ranks' inputs differ, no rank of the communicator tunes
+  const Settings& settings = *setup.settings;
+  policy::PolicyTable compiled = compileForShape(loaded, setup.shape, settings, setup.rules.versionCode);
+  if (!compiled.refutedRules.empty() && firstTime(loaded.warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
+  // A WARN, as for refuted rules: NCCL_DEBUG=WARN shows why measured rules are left out (re-measure them).
+  if (!compiled.otherReleaseRules.empty() && firstTime(loaded.warnedOtherRelease))
+    logWarn("%s", compiled.otherReleaseRules.c_str());
+  if (!compiled.learnedRulesOff.empty() && firstTime(loaded.warnedLearnedRulesOff))
+    logWarn("%s", compiled.learnedRulesOff.c_str());
+  if (!compiled.probeDisagrees.empty() && firstTime(loaded.warnedProbeDisagrees))
+    logWarn("%s", compiled.probeDisagrees.c_str());
+  if (loaded.settings.trust == policy::Trust::Verified && !compiled.unverified.empty() &&
+      loaded.firstTimeSaid(compiled.unverifiedWhy))
+    logInfo("%zu rule(s) unverified for this communicator keep NCCL's choices (%s); DYNAMICCL_TRUST=all applies them, "
+            "in-job verification tests them",
+            compiled.unverified.ruleCount(), compiled.unverifiedWhy.empty() ? "learned" : compiled.unverifiedWhy.c_str());
+  out.table = std::move(compiled.table);
+  out.unverified = std::move(compiled.unverified);
+  // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
+  // for it in a shared store would be adopted. No id, no online updates (the static table stands).
+  if (setup.shape.commId != 0)
+    out.online = startOnline(setup.shape, out.table, out.unverified, *loaded.profile, settings,
+                             setup.rules.versionCode, setup.epochKey);
+  if (out.online && setup.rules.versionCode > 0)  // the NCCL release verdicts were measured under
+    out.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
+  return out;
+}
+
+std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const LoadedProfile>& loaded,
+                                                    CommSetup setup) {
+  auto pending = std::make_shared<PendingDecisions>();
+  whenParsed(loaded, [pending, loaded, setup = std::move(setup)] {
+    CommDecisions prepared;
+    {
+      std::lock_guard lock(pending->mutex);
+      if (pending->abandoned) return;
+    }
+    try {
+      prepared = prepareDecisions(*loaded, setup);
+    } catch (const std::exception& e) {  // NCCL's choices at the switch, said once here
+      logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed (%s)",
+              static_cast<unsigned long long>(setup.shape.commId), e.what());
+    }
+    std::lock_guard lock(pending->mutex);
+    if (pending->abandoned) {
+      stopOnline(prepared.online, std::chrono::steady_clock::now() + std::chrono::milliseconds(900));
+      return;
+    }
+    pending->decisions = std::move(prepared);
+    pending->ready.store(true, std::memory_order_release);
+    pending->ready.notify_all();
+  });
+  return pending;
+}
+
+void abandonPending(PendingDecisions& pending, coord::Deadline by) {
+  std::shared_ptr<OnlineComm> online;
+  {
+    std::lock_guard lock(pending.mutex);
+    pending.abandoned = true;
+    online = std::move(pending.decisions.online);
+  }
+  stopOnline(online, by);
+}
+
+}  // namespace dynamiccl::plugin
