@@ -22,9 +22,9 @@ constexpr uint64_t kFirstCall = 1000;  // kBackgroundProfileFirstCall
 const Choice kRule{1, 0, 4};           // ring/ll on 4 channels, where NCCL picks ring/simple
 
 // `rule` among enough allgather rules (disjoint sizes) to pass 1 MiB; `tail` closes the document.
-std::string bigProfile(const std::string& rule, const std::string& tail = "]}") {
+std::string bigProfile(const std::string& rule, const std::string& tail = "]}", size_t bytes = (1u << 20) + 4096) {
   std::string text = R"({"format":"dynamiccl-profile","version":1,"name":"big","rules":[)" + rule;
-  for (int i = 0; text.size() < (1u << 20) + 4096; ++i)
+  for (int i = 0; text.size() < bytes; ++i)
     text += R"(,{"collective":"allgather","bytes":[)" + std::to_string(i * 100 + 1) + "," +
             std::to_string(i * 100 + 50) + R"(],"algo":"tree","proto":"ll128","channels":2})";
   return text + tail;
@@ -121,9 +121,9 @@ TEST(BackgroundProfile, StrictModeParsesAtInitAndFailsOnABadBigProfile) {
   ASSERT_FALSE(comm.ok());
 }
 
-// A communicator finalized before its profile's first call, even before the parse ends: nothing of
-// it is left running, and a later communicator switches as the first would have.
-TEST(BackgroundProfile, ACommunicatorFinalizedBeforeTheSwitchLeavesNothingBehind) {
+// Communicators finalized before their profile's first call, even before the parse ends, leave the
+// profile to a later communicator, which switches as the first would have.
+TEST(BackgroundProfile, CommunicatorsFinalizedBeforeTheSwitchLeaveTheProfileToTheNext) {
   TempFile big(bigProfile(kAllreduceRule));
   ScopedEnv env("DYNAMICCL_PROFILE", big.path().c_str());
   auto lib = openPlugin();
@@ -132,6 +132,28 @@ TEST(BackgroundProfile, ACommunicatorFinalizedBeforeTheSwitchLeavesNothingBehind
     auto comm = lib->init(harness::CommSpec{});
     ASSERT_TRUE(comm.ok());
   }  // finalized at once
+  auto comm = lib->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  for (uint64_t i = 0; i < kFirstCall; ++i) ASSERT_EQ((*comm)->decide(4, 4096, table), (Choice{1, 2, 0}));
+  EXPECT_EQ((*comm)->decide(4, 4096, table), kRule);
+}
+
+// NCCL dlcloses the library after its last communicator, here while the parse still runs (16 MB: a
+// few hundred ms). The parse holds the library, so its code stays mapped; the next load finds the
+// profile parsed and switches at call 1000.
+TEST(BackgroundProfile, TheLibraryClosedDuringAParseStaysLoadedUntilTheParseEnds) {
+  TempFile big(bigProfile(kAllreduceRule, "]}", 16u << 20));
+  ScopedEnv env("DYNAMICCL_PROFILE", big.path().c_str());
+  {
+    auto lib = openPlugin();
+    ASSERT_TRUE(lib);
+    auto comm = lib->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+  }  // finalized, then dlclosed, with the parse under way
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the parse ends in a library nobody else holds
+  auto lib = openPlugin();
+  ASSERT_TRUE(lib);
   auto comm = lib->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   const harness::CostTable table = harness::ncclPicks(1, 2);

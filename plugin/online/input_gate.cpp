@@ -45,10 +45,9 @@ std::string whoAmI() {
          randomHex(4) + ")";
 }
 
-// The epoch key the check left for startOnline, which runs next in the same thread (the tuner's
-// init of the same communicator); per thread, so ranks run as threads of one process keep theirs.
-// Trivially destructible: a thread_local with a destructor would keep the library from ever being
-// unloaded (glibc pins a DSO with thread-exit destructors), and a tool that dlcloses it reloads stale state.
+// The epoch key the check left for the tuner's init of the same communicator, which takes it next in
+// the same thread (epochKeyAfterInputCheck); per thread, so ranks run as threads of one process keep
+// theirs. Trivially destructible: no thread-exit destructor runs on NCCL's threads.
 struct LastEpochKey {
   uint64_t commId = 0;
   uint8_t length = 0;

@@ -7,11 +7,9 @@
 
 namespace dynamiccl::plugin {
 
-CommDecisions prepareDecisions(const LoadedProfile& loaded, const CommSetup& setup) {
-  CommDecisions out;
-  if (!setup.agreed) return out;  // where the ranks' inputs differ, no rank of the communicator tunes
-  const Settings& settings = *setup.settings;
-  policy::PolicyTable compiled = compileForShape(loaded, setup.shape, settings, setup.rules.versionCode);
+CommDecisions compileDecisions(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                               const NcclRules& rules) {
+  policy::PolicyTable compiled = compileForShape(loaded, shape, settings, rules.versionCode);
   if (!compiled.refutedRules.empty() && firstTime(loaded.warnedRefuted)) logWarn("%s", compiled.refutedRules.c_str());
   // A WARN, as for refuted rules: NCCL_DEBUG=WARN shows why measured rules are left out (re-measure them).
   if (!compiled.otherReleaseRules.empty() && firstTime(loaded.warnedOtherRelease))
@@ -25,16 +23,29 @@ CommDecisions prepareDecisions(const LoadedProfile& loaded, const CommSetup& set
     logInfo("%zu rule(s) unverified for this communicator keep NCCL's choices (%s); DYNAMICCL_TRUST=all applies them, "
             "in-job verification tests them",
             compiled.unverified.ruleCount(), compiled.unverifiedWhy.empty() ? "learned" : compiled.unverifiedWhy.c_str());
+  CommDecisions out;
   out.table = std::move(compiled.table);
   out.unverified = std::move(compiled.unverified);
+  return out;
+}
+
+void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSetup& setup) {
+  if (!setup.agreed) {  // where the ranks' inputs differ, no rank of the communicator tunes
+    d = CommDecisions{};
+    return;
+  }
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
-  if (setup.shape.commId != 0)
-    out.online = startOnline(setup.shape, out.table, out.unverified, *loaded.profile, settings,
-                             setup.rules.versionCode, setup.epochKey);
-  if (out.online && setup.rules.versionCode > 0)  // the NCCL release verdicts were measured under
-    out.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
-  return out;
+  if (setup.shape.commId == 0) return;
+  d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, *setup.settings, setup.rules.versionCode,
+                         setup.epochKey);
+  if (!d.online || setup.rules.versionCode <= 0) return;
+  try {  // the NCCL release verdicts were measured under
+    d.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
+  } catch (...) {  // a started comm is never left running unowned
+    stopOnline(d.online, std::chrono::steady_clock::now() + std::chrono::milliseconds(900));
+    throw;
+  }
 }
 
 std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const LoadedProfile>& loaded,
@@ -47,10 +58,16 @@ std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const 
       if (pending->abandoned) return;
     }
     try {
-      prepared = prepareDecisions(*loaded, setup);
-    } catch (const std::exception& e) {  // NCCL's choices at the switch, said once here
+      prepared = compileDecisions(*loaded, setup.shape, *setup.settings, setup.rules);
+      startOnlineFor(prepared, *loaded, setup);
+    } catch (const std::exception& e) {  // NCCL's choices at the switch, said here; the hot path never waits forever
+      prepared = CommDecisions{};
       logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed (%s)",
               static_cast<unsigned long long>(setup.shape.commId), e.what());
+    } catch (...) {
+      prepared = CommDecisions{};
+      logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed",
+              static_cast<unsigned long long>(setup.shape.commId));
     }
     std::lock_guard lock(pending->mutex);
     if (pending->abandoned) {

@@ -32,9 +32,12 @@ struct CommSetup {
   std::string epochKey;  // epochKeyAfterInputCheck
 };
 
-// Compiles the parsed profile for the shape (logging once why rules stand aside) and starts online
-// learning where it runs. Init only, or the thread that parsed the profile.
-CommDecisions prepareDecisions(const LoadedProfile& loaded, const CommSetup& setup);
+// The parsed profile's tables for the shape, logging once why rules stand aside. Init (before the
+// ranks' input check, as the check needs nothing of it), or the thread that parsed the profile.
+CommDecisions compileDecisions(const LoadedProfile& loaded, const CommShape& shape, const Settings& settings,
+                               const NcclRules& rules);
+// After the input check: no tables where the ranks disagree; online learning started where it runs.
+void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSetup& setup);
 
 // A communicator's decisions prepared while its hot path runs NCCL's choices, shared by init, the
 // parsing thread, the hot path (once, at the switch) and finalize.

@@ -1,5 +1,6 @@
 #include "plugin/tuner/profile_source.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -98,45 +99,87 @@ std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
 std::atomic<bool> gWarnedTrustAll{false};
 
-// The threads parsing profiles off NCCL's init path, joined at exit or dlclose (the library's code
-// must outlive them): a job that ends during a parse waits for its end there.
-struct BackgroundParses {
-  std::mutex mutex;
-  std::vector<std::thread> threads;
-  std::vector<std::shared_ptr<std::atomic<bool>>> ended;  // per thread: its work is done
+// This library, loaded once more: a parse in flight holds it, so NCCL's dlclose after its last
+// communicator cannot unmap code a parse still runs. nullptr if it cannot be had.
+void* pinThisLibrary() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&pinThisLibrary), &info) == 0 || !info.dli_fname) return nullptr;
+  return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+}
+
+// The threads parsing profiles off NCCL's init path, each holding the library (pinThisLibrary) until
+// it is joined: by a later init or finalize (never by itself, which would return into unmapped code).
+class BackgroundParses {
+ public:
+  // Made by the first parse; never destroyed while a parse runs (NCCL may finalize after exit handlers).
+  static BackgroundParses* get() { return instance_.load(std::memory_order_acquire); }
+  static BackgroundParses& make() {
+    std::lock_guard lock(makeMutex_);
+    if (!get()) instance_.store(new BackgroundParses(), std::memory_order_release);
+    return *get();
+  }
   void start(std::function<void()> work) {
     auto done = std::make_shared<std::atomic<bool>>(false);
-    std::lock_guard lock(mutex);
-    threads.emplace_back([work = std::move(work), done] {
-      work();
-      done->store(true, std::memory_order_release);
-    });
-    ended.push_back(std::move(done));
-  }
-  // Joins the threads whose work is done (each then has only its return left).
-  void reap() {
-    std::vector<std::thread> finished;
-    {
-      std::lock_guard lock(mutex);
-      for (size_t i = threads.size(); i-- > 0;)
-        if (ended[i]->load(std::memory_order_acquire)) {
-          finished.push_back(std::move(threads[i]));
-          threads.erase(threads.begin() + static_cast<std::ptrdiff_t>(i));
-          ended.erase(ended.begin() + static_cast<std::ptrdiff_t>(i));
+    std::lock_guard lock(mutex_);
+    running_.reserve(running_.size() + 1);  // the push below cannot throw once the thread runs
+    void* pin = pinThisLibrary();
+    std::thread t;
+    try {
+      t = std::thread([work = std::move(work), done] {
+        try {
+          work();
+        } catch (...) {  // work says what failed; nothing escapes a thread (std::terminate)
         }
+        done->store(true, std::memory_order_release);
+      });
+    } catch (...) {
+      if (pin) dlclose(pin);
+      throw;
     }
-    for (std::thread& t : finished) t.join();
+    running_.push_back({std::move(t), std::move(done), pin});
   }
-  ~BackgroundParses() {
-    std::vector<std::thread> running;
+  // Joins the threads whose work is done (each has only its return left) and lets go of the library
+  // they held. exiting: the others are detached, to end with the process rather than hold its exit.
+  void reap(bool exiting = false) {
+    std::vector<Running> finished;
     {
-      std::lock_guard lock(mutex);
-      running.swap(threads);
+      std::lock_guard lock(mutex_);
+      for (size_t i = running_.size(); i-- > 0;) {
+        if (running_[i].done->load(std::memory_order_acquire)) {
+          finished.push_back(std::move(running_[i]));
+        } else if (exiting) {
+          running_[i].thread.detach();
+        } else {
+          continue;
+        }
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
     }
-    for (std::thread& t : running)
-      if (t.joinable()) t.join();
+    for (Running& r : finished) {
+      r.thread.join();
+      // NCCL holds the library too while it calls us: never the last reference. At exit it is kept.
+      if (r.pin && !exiting) dlclose(r.pin);
+    }
   }
-} gBackgroundParses;
+
+ private:
+  struct Running {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+    void* pin = nullptr;
+  };
+  static inline std::atomic<BackgroundParses*> instance_{nullptr};
+  static inline std::mutex makeMutex_;
+  std::mutex mutex_;
+  std::vector<Running> running_;
+};
+
+// At exit, or when the library is unloaded (then no parse runs: each holds it).
+struct ExitReaper {
+  ~ExitReaper() {
+    if (BackgroundParses* p = BackgroundParses::get()) p->reap(true);
+  }
+} gExitReaper;
 
 void logTrust(policy::Trust trust) {
   if (trust == policy::Trust::All && firstTime(gWarnedTrustAll))  // the user's choice, not a fault: info
@@ -176,6 +219,9 @@ void parseInto(LoadedProfile& out, std::string_view bytes, const std::string& pa
   if (inBackground)
     std::snprintf(cost, sizeof cost, "parsed in %.0f ms off NCCL's init path; its rules apply from call %llu of each "
                   "communicator", ms, static_cast<unsigned long long>(out.firstCall));
+  else if (out.firstCall > 0)  // DYNAMICCL_STRICT=1: parsed at init, still in force from the same call
+    std::snprintf(cost, sizeof cost, "read in %.0f ms at init (DYNAMICCL_STRICT=1); its rules apply from call %llu of "
+                  "each communicator", ms, static_cast<unsigned long long>(out.firstCall));
   else  // read once per process, by the first communicator's init: past the budget, the line says what it cost
     std::snprintf(cost, sizeof cost, "read in %.0f ms%s", ms,
                   ms > kFirstReadBudget_ms ? ", over the 50 ms budget: the first communicator's init waited for it" : "");
@@ -187,7 +233,7 @@ void parseInto(LoadedProfile& out, std::string_view bytes, const std::string& pa
 }
 
 // Parsed: what waited for the parse runs now, in this thread.
-void finishParse(LoadedProfile& out) {
+void finishParse(LoadedProfile& out) noexcept {
   std::vector<std::function<void()>> jobs;
   {
     std::lock_guard lock(out.parseMutex);
@@ -250,18 +296,22 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
           static_cast<unsigned long long>(out->firstCall));
   // Shared, not copied: std::function copies its callable, and a copy of tens of MB costs its page faults.
   auto parse = [out, text = std::make_shared<const std::string>(std::move(*bytes)), path, format, started] {
+    struct Finish {  // what waits for the parse runs however the parse ended
+      LoadedProfile& out;
+      ~Finish() { finishParse(out); }
+    } finish{*out};
     try {
       parseInto(*out, *text, path, format, started, true);
-    } catch (...) {  // out of memory: a profile never parsed is none, on every rank that ran out alike
+    } catch (...) {  // out of memory: no rules (profile stays the empty one it started as)
       out->bad = true;
-      out->error = "parse failed (out of memory)";
-      out->profile = std::make_shared<policy::Profile>();
-      logWarn("profile %s not used, NCCL's own choices stand: its parse ran out of memory", path.c_str());
+      try {
+        logWarn("profile %s not used, NCCL's own choices stand: its parse ran out of memory", path.c_str());
+      } catch (...) {
+      }
     }
-    finishParse(*out);
   };
   try {
-    gBackgroundParses.start(parse);
+    BackgroundParses::make().start(parse);
   } catch (const std::system_error&) {  // no thread to be had: parse here, as a small profile is
     parse();
   }
@@ -281,7 +331,9 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   return gLoaded;
 }
 
-void reapBackgroundParses() { gBackgroundParses.reap(); }
+void reapBackgroundParses() {
+  if (BackgroundParses* p = BackgroundParses::get()) p->reap();
+}
 
 void whenParsed(const std::shared_ptr<const LoadedProfile>& loaded, std::function<void()> job) {
   {

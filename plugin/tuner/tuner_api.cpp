@@ -95,6 +95,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->view.shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
   c->loaded = std::move(loaded);
+  CommDecisions d;  // a profile parsed at init compiles before the check, as the check needs nothing of it
+  if (c->loaded->firstCall == 0) d = compileDecisions(*c->loaded, c->view.shape, *settings, rules);
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
   CommSetup setup;
   setup.shape = c->view.shape;
@@ -103,7 +105,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   setup.agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
   setup.epochKey = epochKeyAfterInputCheck(commId);
   if (c->loaded->firstCall == 0) {
-    CommDecisions d = prepareDecisions(*c->loaded, setup);
+    startOnlineFor(d, *c->loaded, setup);
     c->table = std::move(d.table);
     c->unverified = std::move(d.unverified);
     c->online = std::move(d.online);
