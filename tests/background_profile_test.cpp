@@ -32,12 +32,6 @@ std::string bigProfile(const std::string& rule, const std::string& tail = "]}", 
 const std::string kBadTail = R"(,{"collective":"allreduce","algo":"warp","proto":"ll"}]})";  // no such algorithm
 const std::string kAllreduceRule = R"({"collective":"allreduce","algo":"ring","proto":"ll","channels":4})";
 
-size_t linesWith(const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
-  return n;
-}
-
 TEST(BackgroundProfile, NcclsChoicesUntilTheFirstCallThenTheProfilesOnEveryCommunicator) {
   TempFile big(bigProfile(kAllreduceRule));
   ScopedEnv env("DYNAMICCL_PROFILE", big.path().c_str());
@@ -48,7 +42,7 @@ TEST(BackgroundProfile, NcclsChoicesUntilTheFirstCallThenTheProfilesOnEveryCommu
   b.commId = a.commId + 1;
   auto first = lib->init(a);
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(linesWith("is parsed off NCCL's init path: its rules apply from call 1000"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning("is parsed off NCCL's init path: its rules apply from call 1000"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
   const harness::CostTable table = harness::ncclPicks(1, 2);
   for (uint64_t i = 0; i < kFirstCall; ++i) {
@@ -62,8 +56,8 @@ TEST(BackgroundProfile, NcclsChoicesUntilTheFirstCallThenTheProfilesOnEveryCommu
   }
   EXPECT_EQ((*first)->decide(4, 4096, table), kRule);
   EXPECT_EQ((*first)->decide(4, 1 << 20, table), kRule);
-  EXPECT_EQ(linesWith("parsed in "), 1u) << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(linesWith("off NCCL's init path; its rules apply from call 1000"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("parsed in "), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("off NCCL's init path; its rules apply from call 1000"), 1u);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
 }
 
@@ -96,7 +90,7 @@ TEST(BackgroundProfile, AProfileUpToOneMiBAppliesFromTheFirstCall) {
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   EXPECT_EQ((*comm)->decide(4, 4096, harness::ncclPicks(1, 2)), kRule);
-  EXPECT_EQ(linesWith("read in "), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("read in "), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 // A big file that turns out bad: NCCL's choices before and after the first call, one warning.
@@ -109,7 +103,7 @@ TEST(BackgroundProfile, ABadBigProfileLeavesNcclsChoicesAndSaysWhy) {
   ASSERT_TRUE(comm.ok());
   const harness::CostTable table = harness::ncclPicks(1, 2);
   for (uint64_t i = 0; i < kFirstCall + 100; ++i) ASSERT_EQ((*comm)->decide(4, 4096, table), (Choice{1, 2, 0})) << i;
-  EXPECT_EQ(linesWith("profile not used, NCCL's own choices stand"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("profile not used, NCCL's own choices stand"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 // DYNAMICCL_STRICT=1 fails a communicator's init on a bad profile: init then waits for the parse.

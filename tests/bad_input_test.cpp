@@ -37,12 +37,6 @@ void expectNcclTableUntouched(harness::TunerComm& comm, const CostTable& table) 
     }
 }
 
-size_t warningsMentioning(const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
-  return n;
-}
-
 struct BadProfile {
   const char* name;
   std::string content;
@@ -66,8 +60,8 @@ TEST_P(BadProfileKeepsNccl, OneWarningAndNcclTableUntouched) {
   }
   expectNcclTableUntouched(*comms[0], harness::allAvailable());
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u);
-  EXPECT_EQ(warningsMentioning(GetParam().expectInWarning), 1u) << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(warningsMentioning("NCCL's own choices stand"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning(GetParam().expectInWarning), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("NCCL's own choices stand"), 1u);
 }
 
 TEST_P(BadProfileKeepsNccl, StrictModeFailsInit) {
@@ -113,7 +107,7 @@ TEST(BadInput, MissingFile) {
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   expectNcclTableUntouched(**comm, harness::allAvailable());
-  EXPECT_EQ(warningsMentioning("/nonexistent/dir/profile.json"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("/nonexistent/dir/profile.json"), 1u);
 }
 
 TEST(BadInput, UnreadablePath) {
@@ -125,7 +119,7 @@ TEST(BadInput, UnreadablePath) {
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   expectNcclTableUntouched(**comm, harness::allAvailable());
-  EXPECT_EQ(warningsMentioning("not a regular file"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("not a regular file"), 1u);
   rmdir(dir);
 }
 
@@ -140,7 +134,7 @@ TEST(BadInput, FifoNeverBlocksInit) {
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   expectNcclTableUntouched(**comm, harness::allAvailable());
-  EXPECT_EQ(warningsMentioning("not a regular file"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("not a regular file"), 1u);
   unlink(fifo.c_str());
   rmdir(dir);
 }
@@ -180,7 +174,7 @@ TEST(BadInput, TheLoadedLineSaysWhatReadingTheProfileCost) {
     ASSERT_TRUE(comm.ok());
     const double initMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (file == &big) {
-      EXPECT_EQ(warningsMentioning("is parsed off NCCL's init path"), 1u) << ::testing::PrintToString(LogCapture::lines());
+      EXPECT_EQ(testing::logLinesMentioning("is parsed off NCCL's init path"), 1u) << ::testing::PrintToString(LogCapture::lines());
       for (int i = 0; i <= 1000; ++i) (*comm)->decide(4, 4096, harness::allAvailable());  // the switch waits for the parse
     }
     std::vector<std::string> loaded;
@@ -208,7 +202,7 @@ TEST(BadInput, OversizedFileIsRefusedUnread) {
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   expectNcclTableUntouched(**comm, harness::allAvailable());
-  EXPECT_EQ(warningsMentioning("limit"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("limit"), 1u);
 }
 
 TEST(BadInput, NvidiaCsvThroughItsOwnVariable) {
@@ -340,7 +334,7 @@ TEST(BadInput, OnlineWithoutTheProfilerRoleIsRefusedNeverBlocks) {
   const auto took_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(took_ms, 1000) << "getCollInfo waited at an epoch boundary";
-  EXPECT_EQ(warningsMentioning("DYNAMICCL_ONLINE=1 refused"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("DYNAMICCL_ONLINE=1 refused"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 // The one exception boundary: an exception inside any entry point of either role is logged once and
@@ -373,7 +367,7 @@ TEST_P(ThrowingEntry, TunerEntryLogsOnceAndLeavesNcclsChoice) {
     }
   }
   comm->reset();  // finalize
-  EXPECT_EQ(warningsMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
 }
 
@@ -400,7 +394,7 @@ TEST_P(ThrowingProfilerEntry, ProfilerEntryLogsOnceAndReturnsSuccess) {
     EXPECT_EQ((*prof)->stop(coll), ncclSuccess);
   }
   EXPECT_EQ((*prof)->finalize(ctx), ncclSuccess);
-  EXPECT_EQ(warningsMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning(std::string(GetParam()) + ": internal error caught"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
 }
 

@@ -213,12 +213,6 @@ TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
   EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
 }
 
-size_t linesMentioning(const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
-  return n;
-}
-
 TEST(LearnedFingerprint, PluginSaysOnceWhyMultiNodeCommunicatorsGetNoLearnedRules) {
   TempFile file(learnedProfileJson(nullptr));
   ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
@@ -231,7 +225,7 @@ TEST(LearnedFingerprint, PluginSaysOnceWhyMultiNodeCommunicatorsGetNoLearnedRule
     ASSERT_TRUE(comm.ok()) << comm.error();
     EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, harness::ncclPicks(kRing, kSimple)), (harness::Choice{kRing, kSimple, 0}));
   }
-  EXPECT_EQ(linesMentioning("learned rules off for multi-node communicators"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning("learned rules off for multi-node communicators"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
 
@@ -254,7 +248,7 @@ TEST(LearnedFingerprint, PluginUsesTheDeclaredHardwareForMultiNodeCommunicators)
   auto comm = lib->init(harness::CommSpec{.commId = 300, .nRanks = 16, .nNodes = 2});
   ASSERT_TRUE(comm.ok()) << comm.error();
   EXPECT_EQ((*comm)->decide(4, size_t{1} << 20, harness::ncclPicks(kRing, kSimple)), (harness::Choice{kTree, kLL, 0}));
-  EXPECT_EQ(linesMentioning("learned rules off"), 0u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("learned rules off"), 0u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 }  // namespace

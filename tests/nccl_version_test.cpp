@@ -32,12 +32,6 @@ std::shared_ptr<harness::TunerLibrary> openAs(int ncclVersion, int maxVersion = 
   return lib.ok() ? lib.value() : nullptr;
 }
 
-size_t linesWith(const std::string& text) {
-  size_t n = 0;
-  for (const std::string& l : LogCapture::lines()) n += l.find(text) != std::string::npos;
-  return n;
-}
-
 TEST(NcclVersion, ThePluginReadsTheVersionOfTheNcclInItsProcessAndSaysSoOnce) {
   ScopedEnv unset("DYNAMICCL_NCCL_VERSION", nullptr);
   LogCapture::clear();
@@ -47,13 +41,13 @@ TEST(NcclVersion, ThePluginReadsTheVersionOfTheNcclInItsProcessAndSaysSoOnce) {
   auto a = lib->init(harness::CommSpec{});
   auto b = lib->init(harness::CommSpec{});
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(linesWith("NCCL 2.31.2 (ncclGetVersion): following NCCL 2.31's selection rules"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning("NCCL 2.31.2 (ncclGetVersion): following NCCL 2.31's selection rules"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
 
   LogCapture::clear();
   auto older = openAs(22809, 5);
   ASSERT_TRUE(older->init(harness::CommSpec{}).ok());
-  EXPECT_EQ(linesWith("NCCL 2.28.9 (ncclGetVersion): following NCCL 2.28's selection rules"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("NCCL 2.28.9 (ncclGetVersion): following NCCL 2.28's selection rules"), 1u);
 }
 
 TEST(NcclVersion, UnknownVersionMeansTheNewestRules) {
@@ -63,8 +57,8 @@ TEST(NcclVersion, UnknownVersionMeansTheNewestRules) {
   ASSERT_TRUE(lib);
   EXPECT_EQ(lib->pickRule(), PickRule::Nccl2_31);
   ASSERT_TRUE(lib->init(harness::CommSpec{}).ok());
-  EXPECT_EQ(linesWith("NCCL version unknown"), 1u) << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(linesWith("newest selection rules known, NCCL 2.31's"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("NCCL version unknown"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("newest selection rules known, NCCL 2.31's"), 1u);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u);
 }
 
@@ -73,9 +67,9 @@ TEST(NcclVersion, TheSettingOverridesTheDetectedVersion) {
   LogCapture::clear();
   auto lib = openAs(23102);
   ASSERT_TRUE(lib->init(harness::CommSpec{}).ok());
-  EXPECT_EQ(linesWith("NCCL 2.30.0 (DYNAMICCL_NCCL_VERSION): following NCCL 2.30's selection rules"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning("NCCL 2.30.0 (DYNAMICCL_NCCL_VERSION): following NCCL 2.30's selection rules"), 1u)
       << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(linesWith("DYNAMICCL_NCCL_VERSION=2.30.0"), 1u) << "the settings line shows it";
+  EXPECT_EQ(testing::logLinesMentioning("DYNAMICCL_NCCL_VERSION=2.30.0"), 1u) << "the settings line shows it";
 }
 
 TEST(NcclVersion, HarnessSelectionFollowsEachRelease) {

@@ -581,7 +581,6 @@ TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
 
 // ---- Profiler v7 (NCCL 2.31): symmetric kernels, user tags, KernelPhase events, and the decision join.
 
-size_t linesMentioning(const std::string& needle);
 
 // One v7 collective as NCCL 2.31 emits it: Coll start and stop, then per channel KernelCh start, its
 // KernelPhase children (initial sync, compute, final sync), KernelChStop and stop.
@@ -678,7 +677,7 @@ size_t runV7Job(int maxVersion) {
   coll.algo = "RING";
   emitWithPhases(*lib, ctx, coll, 4);
   EXPECT_EQ(lib->finalize(ctx), ncclSuccess);
-  return linesMentioning("did not run the plugin's choice");
+  return testing::logLinesMentioning("did not run the plugin's choice");
 }
 
 TEST(ProfilerV7, SymmetricKernelsUserTagsAndPhasesRoundTripIntoTheStore) {
@@ -760,12 +759,6 @@ TEST(ProfilerV7, KernelPhaseEventsWithGarbageAreIgnoredSafely) {
 // ---- Bounds: nothing the plugin opens or writes may block finalize, leak across reloads or lose
 // observations silently.
 
-size_t linesMentioning(const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& l : harness::LogCapture::lines()) n += l.find(needle) != std::string::npos;
-  return n;
-}
-
 // "not written to store/log N" of the last summary line.
 unsigned long long lastUnwritten() {
   unsigned long long n = 0;
@@ -834,7 +827,7 @@ void expectFifoRefusedAndFinalizeBounded(const char* variable, int fifoPeerMode)
   ASSERT_EQ(lib->init({}, &mask, &ctx), ncclSuccess);
   emitSome(*lib, ctx, 3);
   EXPECT_LT(secondsOf([&] { lib->finalize(ctx); }), 1.0);
-  EXPECT_EQ(linesMentioning("not a regular file"), 1u) << ::testing::PrintToString(harness::LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("not a regular file"), 1u) << ::testing::PrintToString(harness::LogCapture::lines());
 }
 
 TEST(ProfilerBounds, ObservationLogNamingAFifoNeverBlocksFinalize) {
@@ -870,7 +863,7 @@ TEST(ProfilerBounds, ObservationLogWriteFailuresAreCountedAndSaidOnce) {
   ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
   setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, oldSignal);
-  EXPECT_EQ(linesMentioning("cannot write DYNAMICCL_OBSERVATION_LOG"), 1u)
+  EXPECT_EQ(testing::logLinesMentioning("cannot write DYNAMICCL_OBSERVATION_LOG"), 1u)
       << ::testing::PrintToString(harness::LogCapture::lines());
   EXPECT_GE(lastUnwritten(), 10u);
 }

@@ -45,6 +45,13 @@ inline std::shared_ptr<harness::TunerLibrary> openPlugin(int maxVersion = 7) {
   return lib.ok() ? lib.value() : nullptr;
 }
 
+// How many lines the plugin logged (harness::LogCapture) contain needle.
+inline size_t logLinesMentioning(const std::string& needle) {
+  size_t n = 0;
+  for (const std::string& l : harness::LogCapture::lines()) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
 // A profile with one rule per given line of rule JSON objects.
 inline std::string profileJson(const std::string& rules, const std::string& name = "test") {
   return R"({"format":"dynamiccl-profile","version":1,"name":")" + name + R"(","rules":[)" + rules + "]}";

@@ -84,12 +84,6 @@ Outcome withProfile(const std::string& text, const char* trust, const harness::C
   return drive(spec);
 }
 
-size_t linesMentioning(const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& l : LogCapture::lines()) n += l.find(needle) != std::string::npos;
-  return n;
-}
-
 TEST(Trust, SimulatedRulesLeaveEveryPointToNcclByDefault) {
   for (const auto& spec : {kOneNode, kTwoNodes}) {
     const Outcome o = withProfile(profileWithEvidence(evidence("simulated", kHere)), nullptr, spec);
@@ -141,8 +135,8 @@ TEST(Trust, MalformedEvidenceLoadsTheRuleUnverifiedWithOneLine) {
                           R"(,"samples":-3})";
   LogCapture::clear();
   EXPECT_EQ(withProfile(profileWithEvidence(bad), nullptr).untouched, kPoints);
-  EXPECT_EQ(linesMentioning("malformed evidence"), 1u) << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(linesMentioning("samples"), 1u);
+  EXPECT_EQ(testing::logLinesMentioning("malformed evidence"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("samples"), 1u);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_EQ(withProfile(profileWithEvidence(bad), "all").changed, kPoints);  // loaded, not refused
 }
@@ -151,7 +145,7 @@ TEST(Trust, OldSchemaProfileLoadsWithItsRulesUnverified) {
   LogCapture::clear();
   EXPECT_EQ(withProfile(profileWithEvidence("", 1), nullptr).untouched, kPoints);
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
-  EXPECT_EQ(linesMentioning("unverified for this communicator"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("unverified for this communicator"), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_EQ(withProfile(profileWithEvidence("", 1), "all").changed, kPoints);
 }
 
@@ -172,13 +166,13 @@ TEST(Trust, TrustAllSaysOncePerProcessThatUnverifiedRulesApply) {
   auto lib = testing::openPlugin();
   ASSERT_TRUE(lib);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(lib->init(harness::CommSpec{.commId = 10u + i}).ok());
-  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=all: unverified rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("DYNAMICCL_TRUST=all: unverified rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 TEST(Trust, UnknownTrustValueKeepsVerifiedWithAWarning) {
   LogCapture::clear();
   EXPECT_EQ(withProfile(profileWithEvidence(evidence("simulated", kHere)), "yes").untouched, kPoints);
-  EXPECT_EQ(linesMentioning("DYNAMICCL_TRUST=\"yes\" ignored"), 1u) << ::testing::PrintToString(LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("DYNAMICCL_TRUST=\"yes\" ignored"), 1u) << ::testing::PrintToString(LogCapture::lines());
 }
 
 // Measured here, with its own figures: gain and its 95% interval, and the release measured under.
@@ -193,7 +187,7 @@ TEST(Trust, AMeasuredRuleWhoseEvidenceShowsNoGainNeverAppliesAndSaysSoOnce) {
                                      std::string(R"("gain":0.1,"gain_ci":[0.0,0.2])"), std::string(R"("gain":-0.2)")}) {
     LogCapture::clear();
     EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(figures)), nullptr).untouched, kPoints) << figures;
-    EXPECT_EQ(linesMentioning("no gain beyond its interval"), 1u) << figures << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(testing::logLinesMentioning("no gain beyond its interval"), 1u) << figures << ::testing::PrintToString(LogCapture::lines());
     EXPECT_EQ(withProfile(profileWithEvidence(measuredHere(figures)), "all").untouched, kPoints) << figures;
   }
   // A gain beyond its interval, and evidence without figures, apply as before.
@@ -208,8 +202,8 @@ TEST(Trust, ARuleMeasuredUnderAnotherReleasesSelectionRulesIsUnverifiedThere) {
     ScopedEnv release("DYNAMICCL_NCCL_VERSION", "2.31.0");
     LogCapture::clear();
     EXPECT_EQ(withProfile(measured228, nullptr).untouched, kPoints);
-    EXPECT_EQ(linesMentioning("another NCCL release's selection rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
-    EXPECT_EQ(linesMentioning("2.28's selection rules, this job runs 2.31's"), 1u);
+    EXPECT_EQ(testing::logLinesMentioning("another NCCL release's selection rules"), 1u) << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(testing::logLinesMentioning("2.28's selection rules, this job runs 2.31's"), 1u);
     EXPECT_EQ(withProfile(measured228, "all").changed, kPoints);
   }
   {
@@ -248,8 +242,8 @@ TEST(Trust, AMalformedNcclVersionInEvidenceIsRefusedWithOneLine) {
       continue;
     }
     EXPECT_EQ(o.untouched, kPoints) << garbage;
-    EXPECT_EQ(linesMentioning("malformed evidence"), 1u) << garbage << ::testing::PrintToString(LogCapture::lines());
-    EXPECT_EQ(linesMentioning("nccl_version"), 1u) << garbage;
+    EXPECT_EQ(testing::logLinesMentioning("malformed evidence"), 1u) << garbage << ::testing::PrintToString(LogCapture::lines());
+    EXPECT_EQ(testing::logLinesMentioning("nccl_version"), 1u) << garbage;
   }
 }
 
