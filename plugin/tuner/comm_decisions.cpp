@@ -60,14 +60,13 @@ std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const 
     try {
       prepared = compileDecisions(*loaded, setup.shape, *setup.settings, setup.rules);
       startOnlineFor(prepared, *loaded, setup);
-    } catch (const std::exception& e) {  // NCCL's choices at the switch, said here; the hot path never waits forever
+    } catch (...) {  // NCCL's choices at the switch, said here if it can be; ready is set below whatever happens
       prepared = CommDecisions{};
-      logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed (%s)",
-              static_cast<unsigned long long>(setup.shape.commId), e.what());
-    } catch (...) {
-      prepared = CommDecisions{};
-      logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed",
-              static_cast<unsigned long long>(setup.shape.commId));
+      try {
+        logWarn("communicator %016llx keeps NCCL's choices: preparing its tables failed",
+                static_cast<unsigned long long>(setup.shape.commId));
+      } catch (...) {
+      }
     }
     std::lock_guard lock(pending->mutex);
     if (pending->abandoned) {

@@ -57,8 +57,8 @@ void steerMeasurement(TunerContext& c) {
 // A profile parsed off NCCL's init path: NCCL's choices before its first call; at that call the
 // decisions prepared meanwhile take over (waiting for them only where the parse is not done yet).
 bool beforeProfile(TunerContext& c) {
-  if (c.callsBeforeProfile < c.firstCall) {
-    ++c.callsBeforeProfile;
+  if (c.callsUntilProfile > 0) {
+    --c.callsUntilProfile;
     return true;
   }
   PendingDecisions& p = *c.pending;
@@ -110,7 +110,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->unverified = std::move(d.unverified);
     c->online = std::move(d.online);
   } else if (setup.agreed) {
-    c->firstCall = c->loaded->firstCall;
+    c->callsUntilProfile = c->loaded->firstCall;
     c->awaitingProfile = true;
     c->pending = prepareWhenParsed(c->loaded, std::move(setup));
   }
