@@ -1,5 +1,6 @@
 // Directory backend: one file per record, published by link(2), which fails with EEXIST when the
 // name exists (atomic on local file systems and NFS), so exactly one publisher wins.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "coord/record_store.h"
@@ -25,6 +27,60 @@ Status ensureDir(const std::string& path, bool privateDir) {
   if (privateDir && (st.st_uid != getuid() || (st.st_mode & 077) != 0))
     return makeError(path + " is not private to this user (owner or mode); refusing it");
   return Ok{};
+}
+
+// Non-blocking: a FIFO planted under a record's name is refused, not waited on. nullopt: no such file.
+Expected<std::optional<std::string>> readRecordFile(const std::string& name) {
+  const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>{};
+    return makeError("cannot open " + name + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  std::string out;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxRecordBytes)) {
+    close(fd);
+    return makeError(name + " is not a record (type or size)");
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  close(fd);
+  if (got != out.size()) return makeError("short read of " + name);
+  return std::optional<std::string>{std::move(out)};
+}
+
+// Calls `each` with every entry's name but . and .. until it returns false.
+Status forEachEntry(const std::string& dir, const std::function<bool(const std::string&)>& each) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return makeError("cannot list " + dir + ": " + std::strerror(errno));
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name.rfind(".tmp.", 0) == 0) continue;
+    if (!each(name)) break;
+  }
+  closedir(d);
+  return Ok{};
+}
+
+// How many members (subdirectories) a set's directory holds: its link count less 2, read through
+// where the file system does not count subdirectories (a link count under 3 with at least one member).
+Expected<uint64_t> members(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // an open revalidates NFS's attributes
+  if (fd < 0) return makeError("cannot open " + dir + ": " + std::strerror(errno));
+  struct stat st {};
+  const bool statted = fstat(fd, &st) == 0;
+  close(fd);
+  if (!statted) return makeError("cannot stat " + dir);
+  if (st.st_nlink >= 3) return static_cast<uint64_t>(st.st_nlink - 2);
+  uint64_t n = 0;
+  const Status listed = forEachEntry(dir, [&](const std::string&) { return ++n, true; });
+  if (!listed.ok()) return makeError(listed.error());
+  return n;
 }
 
 class DirStore : public RecordStore {
@@ -59,29 +115,67 @@ class DirStore : public RecordStore {
 
   Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) override {
     pause();
-    const std::string name = recordPath(commId, boundary);
-    // Non-blocking: a FIFO planted under a record's name is refused, not waited on.
-    const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-      if (errno == ENOENT) return std::optional<std::string>{};
-      return makeError("cannot open " + name + ": " + std::strerror(errno));
-    }
+    return readRecordFile(recordPath(commId, boundary));
+  }
+
+  // A member is a directory holding its record, renamed into its group's directory whole, then named
+  // again (an empty directory) in the set's "all": each directory's link count is its members', so
+  // a count is one stat, whatever the number of members (ext4, xfs, tmpfs, NFS, Lustre; a file system
+  // that does not count, btrfs, is read through instead).
+  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
+                             const std::string& member, const std::string& bytes) override {
+    pause();
+    if (bytes.size() > kMaxRecordBytes) return makeError("a set member over the record size limit");
+    const std::string setDir = commDirOf(commId) + "/s-" + set;
+    const std::string all = setDir + "/all", groupDir = setDir + "/g-" + group, placed = groupDir + "/" + member;
+    for (const std::string& d : {commDirOf(commId), setDir, all, groupDir})
+      if (Status st = ensureDir(d, private_); !st.ok()) return makeError(st.error());
     struct stat st {};
-    std::string out;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxRecordBytes)) {
-      close(fd);
-      return makeError(name + " is not a record (type or size)");
+    if (lstat(placed.c_str(), &st) != 0) {
+      static std::atomic<uint64_t> counter{0};
+      const std::string tmp = setDir + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+      if (mkdir(tmp.c_str(), 0700) != 0) return makeError("cannot create " + tmp + ": " + std::strerror(errno));
+      const int fd = open((tmp + "/record").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      const bool written = fd >= 0 && writeAll(fd, bytes) && close(fd) == 0;
+      // rename(2) of a directory onto an existing non-empty one fails: the member written before stays.
+      const bool placedNow = written && rename(tmp.c_str(), placed.c_str()) == 0;
+      if (!placedNow) {
+        unlink((tmp + "/record").c_str());
+        rmdir(tmp.c_str());
+        if (lstat(placed.c_str(), &st) != 0) return makeError("cannot place " + placed + ": " + std::strerror(errno));
+      }
     }
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < out.size()) {
-      const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
-    }
-    close(fd);
-    if (got != out.size()) return makeError("short read of " + name);
-    return std::optional<std::string>{std::move(out)};
+    if (mkdir((all + "/" + member).c_str(), 0700) != 0 && errno != EEXIST)
+      return makeError("cannot create " + all + "/" + member + ": " + std::strerror(errno));
+    auto nAll = members(all);
+    if (!nAll.ok()) return makeError(nAll.error());
+    auto nGroup = members(groupDir);
+    if (!nGroup.ok()) return makeError(nGroup.error());
+    return SetCount{*nAll, *nGroup};
+  }
+
+  Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
+                                                   const std::string& group) override {
+    pause();
+    const std::string setDir = commDirOf(commId) + "/s-" + set;
+    std::string other;  // the first group by name other than `group`: the same one for every caller
+    bool none = true;
+    const Status listed = forEachEntry(setDir, [&](const std::string& name) {
+      if (name.rfind("g-", 0) == 0 && name != "g-" + group && (none || name < other)) other = name, none = false;
+      return true;
+    });
+    if (!listed.ok()) return makeError(listed.error());
+    if (none) return std::optional<SetMember>{};
+    std::string first;
+    const Status inGroup = forEachEntry(setDir + "/" + other, [&](const std::string& name) {
+      first = name;
+      return false;  // any member will do: one read, whatever the group's size
+    });
+    if (!inGroup.ok()) return makeError(inGroup.error());
+    if (first.empty()) return std::optional<SetMember>{};
+    auto bytes = readRecordFile(setDir + "/" + other + "/" + first + "/record");
+    if (!bytes.ok()) return makeError(bytes.error());
+    return std::optional<SetMember>{SetMember{other.substr(2), bytes->value_or("")}};
   }
 
   std::string describe() const override { return (private_ ? "node-local directory " : "shared directory ") + dir_; }

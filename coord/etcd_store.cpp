@@ -92,6 +92,24 @@ class EtcdStore : public RecordStore {
     }
   }
 
+  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
+                             const std::string& member, const std::string& bytes) override {
+    try {
+      return joinSetOrThrow(commId, set, group, member, bytes);
+    } catch (...) {
+      return makeError("etcd: an unexpected error joining a set");
+    }
+  }
+
+  Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
+                                                   const std::string& group) override {
+    try {
+      return memberOutsideOrThrow(commId, set, group);
+    } catch (...) {
+      return makeError("etcd: an unexpected error reading a set");
+    }
+  }
+
   std::string describe() const override {
     constexpr size_t kShown = 3;  // a line stays one line with a hundred endpoints
     std::string out = "etcd ";
@@ -148,6 +166,92 @@ class EtcdStore : public RecordStore {
       out.push_back(std::move(*value));
     }
     return out;
+  }
+
+  // The put (only if never created) and both counts in one transaction: one round trip, one
+  // revision, and count_only answers carry a number, not the members, whatever their number.
+  Expected<SetCount> joinSetOrThrow(uint64_t commId, const std::string& set, const std::string& group,
+                                    const std::string& member, const std::string& bytes) {
+    if (bytes.size() > kMaxRecordBytes) return makeError("a set member over the record size limit");
+    const Clock::time_point deadline = deadlineFromNow();
+    const auto lease = currentLease(deadline);
+    if (!lease.ok()) return makeError(lease.error());
+    const std::string setPrefix = setPrefixOf(commId, set), groupPrefix = setPrefix + group + "/";
+    const std::string key = base64(groupPrefix + member);
+    json put = {{"key", key}, {"value", base64(bytes)}};
+    if (!lease->empty()) put["lease"] = *lease;
+    const json countAll = {{"request_range", {{"key", base64(setPrefix)}, {"range_end", base64(prefixEnd(setPrefix))},
+                                              {"count_only", true}}}};
+    const json countGroup = {{"request_range", {{"key", base64(groupPrefix)},
+                                                {"range_end", base64(prefixEnd(groupPrefix))}, {"count_only", true}}}};
+    const json txn = {
+        {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}})},
+        {"success", json::array({{{"request_put", put}}, countAll, countGroup})},
+        {"failure", json::array({countAll, countGroup})}};
+    auto reply = call("/v3/kv/txn", txn, deadline);
+    if (!reply.ok()) return makeError(reply.error());
+    const auto responses = reply->find("responses");
+    if (responses == reply->end() || !responses->is_array() || responses->size() < 2)
+      return makeError("etcd answered a transaction without its counts");
+    const size_t n = responses->size();
+    auto all = countOf((*responses)[n - 2]);
+    auto inGroup = countOf((*responses)[n - 1]);
+    if (!all || !inGroup) return makeError("etcd answered a count that is not a number");
+    return SetCount{*all, *inGroup};
+  }
+
+  // The first member before the group and the first after it, in one read-only transaction.
+  Expected<std::optional<SetMember>> memberOutsideOrThrow(uint64_t commId, const std::string& set,
+                                                          const std::string& group) {
+    const std::string setPrefix = setPrefixOf(commId, set), groupPrefix = setPrefix + group + "/";
+    const auto range = [](const std::string& from, const std::string& to) {
+      return json{{"request_range", {{"key", base64(from)}, {"range_end", base64(to)}, {"limit", 1}}}};
+    };
+    const json txn = {{"success", json::array({range(setPrefix, groupPrefix),
+                                               range(prefixEnd(groupPrefix), prefixEnd(setPrefix))})}};
+    auto reply = call("/v3/kv/txn", txn, deadlineFromNow());
+    if (!reply.ok()) return makeError(reply.error());
+    const auto responses = reply->find("responses");
+    if (responses == reply->end() || !responses->is_array()) return makeError("etcd answered a transaction without ranges");
+    for (const json& r : *responses) {
+      const auto rr = r.find("response_range");
+      if (rr == r.end() || !rr->is_object()) continue;
+      const auto kvs = rr->find("kvs");
+      if (kvs == rr->end() || !kvs->is_array() || kvs->empty() || !kvs->front().is_object()) continue;
+      const json& kv = kvs->front();
+      const auto k = kv.find("key");
+      auto name = k != kv.end() && k->is_string() ? unbase64(k->get<std::string>()) : std::nullopt;
+      if (!name || name->rfind(setPrefix, 0) != 0) return makeError("etcd answered a key outside the set");
+      const std::string rest = name->substr(setPrefix.size());
+      auto value = valueOf(*rr);
+      if (!value.ok()) return makeError(value.error());
+      return std::optional<SetMember>{SetMember{rest.substr(0, rest.find('/')), value->value_or("")}};
+    }
+    return std::optional<SetMember>{};
+  }
+
+  // A count_only range response's count (proto3 JSON leaves a zero out; int64 comes as a string).
+  static std::optional<uint64_t> countOf(const json& response) {
+    const auto rr = response.find("response_range");
+    if (rr == response.end() || !rr->is_object()) return std::nullopt;
+    const auto c = rr->find("count");
+    if (c == rr->end()) return uint64_t{0};
+    if (c->is_number_unsigned() || c->is_number_integer()) return c->get<uint64_t>();
+    if (!c->is_string()) return std::nullopt;
+    const std::string text = c->get<std::string>();
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoull(text);
+  }
+
+  std::string setPrefixOf(uint64_t commId, const std::string& set) const {
+    char b[64];
+    std::snprintf(b, sizeof b, "/%016" PRIx64 "/s-", commId);
+    return o_.prefix + b + set + "/";
+  }
+  // The first key past every key starting with `prefix` (which ends in '/': the next byte up).
+  static std::string prefixEnd(std::string prefix) {
+    prefix.back() = static_cast<char>(prefix.back() + 1);
+    return prefix;
   }
 
   // A range response's one value; nullopt when it holds no key.

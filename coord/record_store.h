@@ -26,6 +26,13 @@ inline constexpr uint64_t inputsSlotKey(uint64_t slot) { return kInputsVerdictKe
 
 enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
 
+struct SetCount {
+  uint64_t all = 0, group = 0;
+};
+struct SetMember {
+  std::string group, bytes;
+};
+
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
 
@@ -53,6 +60,15 @@ class RecordStore {
     }
     return out;
   }
+  // Sets: records written once each under a member name of their own, in groups, and counted without
+  // being read, so that a rank's work does not grow with how many ranks wrote (the input check). Names
+  // are [0-9a-z-] only. Writes `bytes` as `member` of `group` in `set` (again: no error, nothing
+  // changes) and counts, as of right after it, the members of the set and of the group.
+  virtual Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
+                                     const std::string& member, const std::string& bytes) = 0;
+  // One member of `set` outside `group`, or nullopt when every member is in it.
+  virtual Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
+                                                           const std::string& group) = 0;
   virtual std::string describe() const = 0;
 };
 

@@ -28,6 +28,16 @@ class SealedStore : public RecordStore {
     return recs;
   }
 
+  // Set members are not sealed here: the input check seals its own (it knows whose key opens them).
+  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
+                             const std::string& member, const std::string& bytes) override {
+    return inner_->joinSet(commId, set, group, member, bytes);
+  }
+  Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
+                                                   const std::string& group) override {
+    return inner_->memberOutside(commId, set, group);
+  }
+
   std::string describe() const override { return inner_->describe(); }
 
  private:

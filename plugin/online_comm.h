@@ -41,7 +41,7 @@ struct StagedRecord {
 
 struct OnlineComm {
   uint64_t commId = 0;
-  int nRanks = 0;  // the communicator's size: how often the agent may read the store ahead
+  int nRanks = 0;  // the communicator's size
   uint64_t epochCalls = 1000;
   int64_t boundaryTimeout_ms = 60000;
   std::shared_ptr<coord::RecordStore> store;
@@ -76,8 +76,8 @@ struct OnlineComm {
   // rank adopts a held record without the store and re-publishes them into a store that lost them.
   std::map<uint64_t, std::string> held;
   bool saidMeasuringStopped = false;
-  // The agent's own: when it next reads ahead, and whether a store that lost records awaits ours.
-  std::chrono::steady_clock::time_point nextReadAhead{};
+  // The agent's own: when it last read ahead, and whether a store that lost records awaits ours.
+  std::chrono::steady_clock::time_point lastReadAhead{};
   bool republishing = false;
 
   // In-job verification: unverified candidates are tested; verdicts are stored at finalize.

@@ -148,6 +148,12 @@ class EtcdCluster {
     start(members_[i], initial_);
     return ready();
   }
+  // Starts member i again (killed before) on the same ports with its data kept; ready() tells when
+  // the cluster answers again.
+  void startAgainKept(size_t i = 0) {
+    kill9(i);
+    start(members_[i], initial_);
+  }
   // etcdctl against the first live member: its standard output.
   std::string ctlOutput(const std::string& args) const {
     const std::string cmd = etcdctlBinary() + " --endpoints=" + endpoint(firstLive()) + " " + args + " 2>/dev/null";

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -254,21 +255,32 @@ TEST(InputAgreement, AVerdictAnEarlierCommunicatorWithTheSameIdLeftIsAdoptedByNo
 }
 
 // An earlier communicator with this id and these inputs left its input records but no verdict (its
-// ranks died before one was written): keeps only the record in `slot`, sealed under the key these
-// inputs give, with nothing else of that communicator's.
-void leaveOnlyAnEarlierInputRecord(const std::string& dir, uint64_t slot) {
+// ranks died before one was written): keeps only its `which`-th input record (by name), counted in
+// the set of input records and sealed under the key these inputs give, with nothing else of that
+// communicator's (coord/dir_store.cpp's sets: s-inputs/all/<member>, s-inputs/g-<group>/<member>).
+void leaveOnlyAnEarlierInputRecord(const std::string& dir, size_t which) {
+  namespace fs = std::filesystem;
   const JobRun earlier = runRanks(Case{}, dir);
   for (const RankResult& r : earlier.ranks) EXPECT_LT(r.ncclChoices, kCalls / 2) << "the earlier job did not agree";
-  const std::string kept = recordPath(dir, kVerdictBoundary + 1 + slot);
-  ASSERT_TRUE(std::filesystem::exists(kept));
-  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(kept).parent_path()))
-    if (e.path() != kept) std::filesystem::remove(e.path());
+  const fs::path comm = fs::path(recordPath(dir, kVerdictBoundary)).parent_path();
+  ASSERT_TRUE(fs::exists(comm / "s-inputs" / "all"));
+  std::vector<std::string> members;
+  for (const auto& e : fs::directory_iterator(comm / "s-inputs" / "all")) members.push_back(e.path().filename());
+  std::sort(members.begin(), members.end());
+  ASSERT_GT(members.size(), which);
+  const std::string kept = members[which];
+  for (const auto& e : fs::directory_iterator(comm))
+    if (e.path().filename() != "s-inputs") fs::remove_all(e.path());
+  for (const auto& g : fs::directory_iterator(comm / "s-inputs"))
+    for (const auto& m : fs::directory_iterator(g.path()))
+      if (m.path().filename() != kept) fs::remove_all(m.path());
 }
 
 TEST(InputAgreement, AnInputRecordAnEarlierCommunicatorLeftWithoutAVerdictTurnsTuningOffOnEveryRank) {
-  // The earlier record holds the last slot; the odd rank starts 2 s late and finds no free slot.
-  // Before, the 7 prompt ranks judged the earlier record with theirs, agreed and ran the profile's
-  // rule, while the late rank (not judged) refused that verdict and ran NCCL's choice.
+  // The earlier record is counted with this job's: the 7 prompt ranks make the count 8 and one of them
+  // proposes "agree"; the odd rank starts 2 s late, joins as the 9th and never confirms, so no "agree"
+  // is written. Before the confirmation round the 7 prompt ranks agreed and ran the profile's rule,
+  // while the late rank refused that verdict and ran NCCL's choice.
   Case c;
   c.oddEnv = [] { std::this_thread::sleep_for(std::chrono::seconds(2)); };
   c.before = [](const std::string& dir) { leaveOnlyAnEarlierInputRecord(dir, kRanks - 1); };

@@ -1,5 +1,5 @@
-// The hot path's slow step at an epoch boundary: adopt the version every rank adopts, waiting a
-// bounded time for it (the leader's record, else a "frozen" record claimed in the store).
+// The hot path's slow step at an epoch boundary: adopt the version every rank adopts (the leader's
+// record, else a "frozen" record claimed in a store that answers), waiting for it as long as it takes.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -31,25 +31,33 @@ void adopt(OnlineComm& s, const StagedRecord* r) {
 // arrived) there is no reason to expect a leader: wait this long, not the full timeout, before
 // claiming "frozen".
 constexpr int64_t kUnmeasuredTimeout_ms = 200;
+// How often a rank waiting on a silent store says so, once the waits have doubled up to it.
+constexpr int64_t kSayEvery_ms = 60000;
 
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   const auto start = Clock::now();
-  std::optional<Clock::time_point> answering;  // since when the store answers "none yet" without a failure
+  bool answering = false;                      // the store answers "none yet" without a failure...
+  Clock::time_point answeringSince{};          // ...since then
   bool failed = false;                         // a read failed during this wait
+  Clock::time_point lastRead{};                // this wait's own reads: one per kNearBoundaryPoll at most
   bool logged = false;
+  int64_t nextSay_ms = 1000;                   // a line after a second; past the timeout at 2, 4, ... s, then each minute
   for (int attempt = 0;; ++attempt) {
     const auto* r = s.staged.load(std::memory_order_acquire);
     if (r && r->boundary == boundary) return adopt(s, r);
     // A record this rank read ahead is adopted without the store (which may be dead or emptied since).
     if (auto held = heldRecord(s, boundary)) return adopt(s, stageRecord(s, boundary, *held));
-    if (attempt > 0) {  // the agent had no record ready: ask the backend ourselves (we wait anyway)
+    // The agent had no record ready: ask the backend ourselves (we wait anyway), as often as a rank
+    // near its boundary polls, whatever the communicator's size.
+    if (attempt > 0 && Clock::now() - lastRead >= kNearBoundaryPoll) {
+      lastRead = Clock::now();
       auto rec = s.store->read(s.commId, boundary);
       if (rec.ok() && rec->has_value()) {
         holdRecord(s, boundary, **rec);
         return adopt(s, stageRecord(s, boundary, **rec));
       }
-      if (!rec.ok()) failed = true, answering.reset();
-      else if (!answering) answering = Clock::now();
+      if (!rec.ok()) failed = true, answering = false;
+      else if (!answering) answering = true, answeringSince = Clock::now();
     }
     const auto now = Clock::now();
     const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
@@ -59,7 +67,7 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
     // FROZEN is claimed only once the store has answered for a whole timeout: a store back from an
     // outage (or restarted empty) gives the ranks holding this record time to re-publish it first.
     const int64_t answered_ms =
-        answering ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *answering).count() : 0;
+        answering ? std::chrono::duration_cast<std::chrono::milliseconds>(now - answeringSince).count() : 0;
     if (waited_ms >= timeout_ms && answering && (!failed || answered_ms >= timeout_ms)) {
       // Claim the boundary for "frozen": the store keeps whichever record came first, and every
       // rank (leader included) adopts that one, so a late leader and a timed-out follower agree.
@@ -76,21 +84,23 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
         }
       }
     }
-    if (waited_ms >= timeout_ms) {
-      if (waited_ms >= 2 * timeout_ms && !answering) {
-        logWarn("online: %s unreachable at boundary %llu of communicator %016llx; keeping the current version "
-                "(ranks that reached the backend may differ: fix the backend)",
-                s.store->describe().c_str(), static_cast<unsigned long long>(boundary),
-                static_cast<unsigned long long>(s.commId));
-        s.frozen = true;
-        return;
-      }
-    }
-    if (!logged && waited_ms >= 1000) {
+    // A store that does not answer is waited for, however long: this rank cannot know what the others
+    // adopted at this boundary, and running a version of its own would split them (a hang in a real job).
+    if (waited_ms >= nextSay_ms && (!logged || waited_ms >= timeout_ms)) {
+      if (!logged)
+        logInfo("online: waiting for the leader's version at boundary %llu of communicator %016llx (%s)",
+                static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
+                s.store->describe().c_str());
+      else
+        logWarn("online: still waiting at boundary %llu of communicator %016llx after %lld s: %s; every rank "
+                "waits for the record the others adopt rather than run one of its own, and goes on once the store "
+                "answers (fix the backend)",
+                static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
+                static_cast<long long>(waited_ms / 1000),
+                answering ? "the store answers but holds no record yet" : "the store does not answer");
       logged = true;
-      logInfo("online: waiting for the leader's version at boundary %llu of communicator %016llx (%s)",
-              static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
-              s.store->describe().c_str());
+      nextSay_ms = std::max<int64_t>(2 * nextSay_ms, 1000);
+      nextSay_ms = std::min<int64_t>(nextSay_ms, waited_ms + kSayEvery_ms);
     }
     wakeEpochAgent();
     std::this_thread::sleep_for(std::chrono::microseconds(attempt < 20 ? 50 : 1000));
@@ -107,7 +117,8 @@ void ensurePublished(OnlineComm& s, uint64_t boundary) {
   };
   while (s.publishedBoundary.load() < boundary && !staged()) {
     if (Clock::now() - start > std::chrono::milliseconds(s.boundaryTimeout_ms)) {
-      logWarn("online: leader could not publish boundary %llu of communicator %016llx; followers will freeze",
+      logWarn("online: leader could not publish boundary %llu of communicator %016llx yet; every rank waits there "
+              "for its record, or for the FROZEN one a rank claims once the store answers",
               static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId));
       return;
     }

@@ -28,17 +28,17 @@ const StagedRecord* stageRecord(OnlineComm& c, uint64_t boundary, const std::str
 // what the others adopted even if the store dies; and it re-publishes what it holds (write-once)
 // into a store found to have lost a record it read.
 inline constexpr uint64_t kReadAheadEpochs = 16;
-// How often a rank polls: 1 ms per rank of the communicator, within 10 ms..1 s, so a communicator asks
-// its store at most about 1,000 times a second up to 1,000 ranks (at a fixed 10 ms, 512 ranks asked
-// etcd 51,000 times a second); the window in which a store's death can split the ranks grows with it.
-inline std::chrono::milliseconds readAheadPoll(int nRanks) {
-  return std::chrono::milliseconds(std::clamp(nRanks, 10, 1000));
-}
+// How often a rank polls, whatever the communicator's size: each rank's requests per second stay
+// flat and the store's grow linearly with the ranks. Far from its next boundary, once a second; near it
+// (within half an epoch, its record not held yet), every 20 ms, so a table the leader published half an
+// epoch ahead reaches every rank within about 20 ms.
+inline constexpr std::chrono::milliseconds kReadAheadPoll{1000};
+inline constexpr std::chrono::milliseconds kNearBoundaryPoll{20};
 std::optional<std::string> heldRecord(OnlineComm& c, uint64_t boundary);
 void holdRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);
-// One read of the store, at most every readAheadPoll(nRanks) unless `need` (a boundary this rank reaches
-// soon and does not hold; 0: none): the newest held record (still there?), `need`, and the next
-// boundaries past the newest.
+// One read of the store, at most every kReadAheadPoll, or every kNearBoundaryPoll while `need` (a
+// boundary this rank reaches soon and does not hold; 0: none): the newest held record (still
+// there?), `need`, and the next boundaries past the newest.
 void readAhead(OnlineComm& c, uint64_t calls, uint64_t need);
 
 }  // namespace dynamiccl::plugin

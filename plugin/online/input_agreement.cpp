@@ -1,64 +1,87 @@
-// The init-time exchange of input records through the coordination store. Every wait is bounded by
-// the timeout; the verdict is write-once, so a rank that timed out and one that saw every record
-// adopt the same one. Records are sealed under the inputs' key: a verdict this job's ranks did not
-// write (planted, an earlier communicator's) is adopted by none of them, and "agree" is written only
-// once every rank it judged has confirmed it (so an earlier communicator's input record never counts).
+// The init-time exchange of input records through the coordination store, in requests per rank that
+// do not grow with the communicator: ranks join a set and count it (etcd's count_only, a directory's
+// link count) rather than read each other's records, and every record is of a fixed size. Every wait
+// is bounded by the timeout; the verdict is write-once, so a rank that timed out and one that saw
+// every record adopt the same one. "agree" is written only once every rank confirmed the one proposal
+// (a fresh random name), so input records an earlier communicator with the same id left never count,
+// and no verdict this job's ranks did not confirm (planted, an earlier communicator's) is adopted.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <thread>
+#include <variant>
 
 #include "plugin/online/inputs_check.h"
-#include "policy/policy.h"
 
 namespace dynamiccl::plugin {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint64_t kJudges = 4;  // ranks that read every record; more would only repeat their verdict
 
-// What this rank checks a verdict against: the job's key and the digest of its own record as
-// stored (empty before it holds a slot).
-struct Judged {
-  std::string key;
-  std::string mine;
+constexpr const char* kInputsSet = "inputs";
+constexpr const char* kProposalHeader = "DYNAMICCL-INPUTS-PROPOSAL-2";
+// Beside the verdict (no boundary reaches it): the proposal every rank confirms.
+constexpr uint64_t kProposalKey = coord::kInputsVerdictKey + (uint64_t{1} << 40);
+// Polls back off from 50 us to this, whatever the communicator's size: each rank asks at most 10
+// times a second once waiting long, so the store's load grows linearly with the ranks.
+constexpr auto kFirstPause = std::chrono::microseconds(50);
+constexpr auto kMaxPause = std::chrono::milliseconds(100);
+
+struct Me {
+  std::string key;        // the inputs' key: seals this rank's proposal and verdict, opens those of ranks like it
+  std::string group;      // the inputs' name in the sets
+  std::string member;     // this rank's name in the sets: random
+  std::string confirmed;  // the proposal this rank confirmed; "" before
 };
 
-// Only the verdict for this rank: sealed under its key and, when it says "agree", having judged this
-// rank's own record (so written by this job's ranks, after this rank published). Every rank reads
-// the same bytes, and the only verdict that lets a rank tune is one every rank of this job checks
-// alike: one "agree" that judged all of them, sealed under the key their common inputs give.
-std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t commId, const Judged& me) {
-  auto rec = store.read(commId, coord::kInputsVerdictKey);
-  if (!rec.ok() || !rec->has_value()) return std::nullopt;
-  const auto opened = coord::openSealed(me.key, commId, coord::kInputsVerdictKey, **rec);
-  InputsVerdict v = decodeVerdict(opened ? *opened : std::string(coord::sealedPayload(**rec)));
+std::string randomName() {
+  std::random_device entropy;
+  char word[9];
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    std::snprintf(word, sizeof word, "%08x", entropy());
+    out += word;
+  }
+  return out;
+}
+
+InputsVerdict refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
+
+// The verdict for this rank, from the stored bytes: sealed under its key and, when it says "agree",
+// naming the proposal this rank confirmed (so written by this job's ranks, after all of them confirmed).
+InputsVerdict verdictFor(const std::string& stored, const Me& me, uint64_t commId, const std::string& where) {
+  const auto opened = coord::openSealed(me.key, commId, coord::kInputsVerdictKey, stored);
+  InputsVerdict v = decodeVerdict(opened ? *opened : std::string(coord::sealedPayload(stored)));
   if (!opened && v.agree)
-    return InputsVerdict{false, false, "the verdict \"agree\" in the store (" + store.describe() + ") is not sealed "
-                         "under this job's key: planted, another job's, or judging inputs other than this rank's; not "
-                         "adopted", {}, {}};
+    return refused("the verdict \"agree\" in the store (" + where + ") is not sealed under this job's key: planted, "
+                   "another job's, or judging inputs other than this rank's; not adopted");
   // Any other verdict keeps NCCL's choices whoever wrote it: its reason is shown, for the odd rank
-  // too (whose key, from its own inputs, is not the judge's).
+  // too (whose key, from its own inputs, is not the writer's).
   if (!opened) {
     v.why += " (a verdict not sealed under this job's key: not adopted)";
     return v;
   }
-  if (v.agree && (me.mine.empty() || std::find(v.judged.begin(), v.judged.end(), me.mine) == v.judged.end()))
-    return InputsVerdict{false, false, "the verdict \"agree\" in the store (" + store.describe() + ") did not judge this "
-                         "rank's record: left by an earlier communicator with the same id, or planted; not adopted",
-                         {}, {}};
-  v.recordDigest = coord::hex(coord::sha256(**rec));
+  if (v.agree && (me.confirmed.empty() || v.proposal != me.confirmed))
+    return refused("the verdict \"agree\" in the store (" + where + ") names a proposal this rank did not confirm: "
+                   "left by an earlier communicator with the same id, or planted; not adopted");
+  v.recordDigest = coord::hex(coord::sha256(stored));
   return v;
+}
+
+std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t commId, const Me& me) {
+  auto rec = store.read(commId, coord::kInputsVerdictKey);
+  if (!rec.ok() || !rec->has_value()) return std::nullopt;
+  return verdictFor(**rec, me, commId, store.describe());
 }
 
 // Proposes `proposal` and returns the verdict the store kept (ours or an earlier one). A write that
 // failed may still have landed (a reply lost after the commit): the stored verdict is polled for until
 // `deadline` before this rank gives up alone.
-InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict proposal, const Judged& me,
+InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict proposal, const Me& me,
                      Clock::time_point deadline) {
   const std::string sealed = coord::sealRecord(me.key, commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
-  const coord::PublishResult p = store.publish(commId, coord::kInputsVerdictKey, sealed);
-  if (p == coord::PublishResult::Won) {
+  if (store.publish(commId, coord::kInputsVerdictKey, sealed) == coord::PublishResult::Won) {
     proposal.recordDigest = coord::hex(coord::sha256(sealed));
     return proposal;
   }
@@ -67,230 +90,131 @@ InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict p
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(pause);
   }
-  return {false, false, "the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's "
-                        "choices, other ranks may not: fix the store", {}, {}};
+  return refused("the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's choices, "
+                 "other ranks may not: fix the store");
 }
 
-// The verdict on the slots' records as stored: their payloads judged, every record's digest named.
-// A record not sealed under this key is another job's or differs in its inputs (the key is theirs):
-// never "agree".
-InputsVerdict judgeSealed(const std::vector<std::string>& stored, uint64_t commId, const std::string& key) {
-  std::vector<std::string> payloads;
-  size_t unsealed = stored.size();
-  for (size_t slot = 0; slot < stored.size(); ++slot) {
-    const auto opened = coord::openSealed(key, commId, coord::inputsSlotKey(slot), stored[slot]);
-    if (!opened && unsealed == stored.size()) unsealed = slot;
-    payloads.push_back(opened ? *opened : std::string(coord::sealedPayload(stored[slot])));
-  }
-  InputsVerdict v = judgeInputs(payloads);
-  if (v.agree && unsealed < stored.size())
-    v = {false, false, "the input record in slot " + std::to_string(unsealed) + " is not sealed under this job's key "
-                       "(written by another job, or by a rank whose DYNAMICCL_COORD_TOKEN_FILE holds another token)", {}, {}};
-  for (const std::string& r : stored) v.judged.push_back(coord::hex(coord::sha256(r)));
-  return v;
+std::string moreRecordsThanRanks(uint64_t n) {
+  return "more than " + std::to_string(n) + " input records for one communicator (one an earlier communicator with "
+         "the same id left, or a foreign one, is counted with this job's)";
 }
 
-// Beside the slots and the verdict (no communicator has 2^40 ranks).
-constexpr uint64_t kProposalKey = coord::kInputsVerdictKey + (uint64_t{1} << 40);
-constexpr uint64_t confirmationKey(uint64_t slot) { return kProposalKey + 1 + slot; }
-constexpr const char* kConfirmationHeader = "DYNAMICCL-INPUTS-CONFIRMATION-1";
-
-InputsVerdict refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
-
-// The check's second round: "agree" holds only once every rank it judged has confirmed it. The
-// slots are write-once but not this communicator's alone: an earlier communicator with the same id
-// and inputs may have left records (its ranks died before a verdict), sealed under the same key.
-// Judges cannot tell those from this job's, so each judged record's writer confirms the judges'
-// proposal, which an earlier communicator's ranks never do: its record holds a slot, one of this
-// job's ranks found none and proposes "differ", and no "agree" can race that proposal.
-class Confirmation {
- public:
-  Confirmation(coord::RecordStore& store, uint64_t commId, uint64_t nRanks, uint64_t mySlot, const Judged& me)
-      : store_(store), commId_(commId), n_(nRanks), mySlot_(mySlot), me_(me) {}
-
-  // A judge: write-once; won or lost, the stored proposal is the one confirmed.
-  void propose(const InputsVerdict& agreed) {
-    store_.publish(commId_, kProposalKey, coord::sealRecord(me_.key, commId_, kProposalKey, encodeVerdict(agreed)));
+// What the rank whose record made the count nRanks proposes: "agree" when its group holds them all,
+// else the verdict "differ", saying how the records differ from one record of the other ranks'. The
+// records are sealed under the job's members key: one that does not open is another job's or another token's.
+std::variant<std::string, InputsVerdict> proposalOrVerdict(coord::RecordStore& store, uint64_t commId, uint64_t n,
+                                                           const coord::SetCount& count, const std::string& mine,
+                                                           const Me& me, const std::string& membersKey) {
+  if (count.all > n) return refused(moreRecordsThanRanks(n));
+  if (count.group >= n) return std::string(kProposalHeader) + "\n" + randomName() + "\n" + me.group + "\n";
+  // A record that does not open is compared all the same (a token file that could not be read shows
+  // as its field); one that differs in nothing it says holds another token.
+  auto other = store.memberOutside(commId, kInputsSet, me.group);
+  std::optional<std::string> record;
+  bool opens = true;
+  if (other.ok() && other->has_value()) {
+    const auto opened = coord::openSealed(membersKey, commId, coord::inputsSlotKey(0), (*other)->bytes);
+    opens = opened.has_value();
+    record = opened ? *opened : std::string(coord::sealedPayload((*other)->bytes));
   }
+  std::string why = whyInputsDiffer(mine, count.group, record, n);
+  if (!opens && why.ends_with("the records differ"))
+    why = std::to_string(n - count.group) + " of " + std::to_string(n) + " ranks differ from the rest; first an input "
+          "record not sealed under this job's key (written by another job, or by a rank whose "
+          "DYNAMICCL_COORD_TOKEN_FILE holds another token)";
+  return refused(why);
+}
 
-  // Reads the proposal and confirms it in this rank's slot; "differ" when it is not this job's or did
-  // not judge this rank's record.
-  std::optional<InputsVerdict> confirmOwn() {
-    if (confirmed_) return std::nullopt;
-    auto rec = store_.read(commId_, kProposalKey);
-    if (!rec.ok() || !rec->has_value()) return std::nullopt;  // not proposed yet
-    const auto opened = coord::openSealed(me_.key, commId_, kProposalKey, **rec);
-    if (!opened)
-      return refused("the proposal \"agree\" in the store (" + store_.describe() + ") is not sealed under this job's key: "
-                     "planted, another job's, or judging inputs other than this rank's; not confirmed");
-    InputsVerdict proposal = decodeVerdict(*opened);
-    if (!proposal.agree || std::find(proposal.judged.begin(), proposal.judged.end(), me_.mine) == proposal.judged.end())
-      return refused("the proposal \"agree\" in the store (" + store_.describe() + ") did not judge this rank's record: "
-                     "an earlier communicator with the same id left it, or left input records that hold slots");
-    const std::string digest = coord::hex(coord::sha256(**rec));
-    const uint64_t place = confirmationKey(mySlot_);
-    const std::string mine = coord::sealRecord(me_.key, commId_, place, std::string(kConfirmationHeader) + "\n" + digest);
-    switch (store_.publish(commId_, place, mine)) {
-      case coord::PublishResult::Failed: return std::nullopt;  // tried again at the next poll
-      case coord::PublishResult::Lost: {                       // ours from a reply lost after the commit, or another's
-        auto stored = store_.read(commId_, place);
-        if (!stored.ok() || !stored->has_value()) return std::nullopt;
-        if (**stored != mine)
-          return refused("a confirmation in this rank's slot " + std::to_string(mySlot_) + " of the store (" +
-                         store_.describe() + ") was not written by this rank: an earlier communicator's with the same id");
-        break;
-      }
-      case coord::PublishResult::Won: break;
-    }
-    proposal_ = std::move(proposal);
-    confirmation_ = std::string(kConfirmationHeader) + "\n" + digest;
-    confirmed_ = true;
-    return std::nullopt;
-  }
-
-  // The proposal once every slot confirmed it (a judge); "differ" on a confirmation not of this job's.
-  std::optional<InputsVerdict> allConfirmed(Clock::time_point deadline) {
-    if (!confirmed_) return std::nullopt;
-    while (nextConfirmed_ < n_ && Clock::now() < deadline) {
-      const uint64_t place = confirmationKey(nextConfirmed_);
-      auto rec = store_.read(commId_, place);
-      if (!rec.ok() || !rec->has_value()) return std::nullopt;  // not confirmed yet
-      if (coord::openSealed(me_.key, commId_, place, **rec) != confirmation_)
-        return refused("the confirmation of slot " + std::to_string(nextConfirmed_) + " in the store (" + store_.describe() +
-                       ") does not confirm this job's proposal: an earlier communicator with the same id left its input "
-                       "record there");
-      ++nextConfirmed_;
-    }
-    if (nextConfirmed_ < n_) return std::nullopt;
-    return proposal_;
-  }
-
-  uint64_t confirmedSoFar() const { return nextConfirmed_; }
-
-  InputsVerdict unconfirmed(int64_t timeout_ms) const {
-    return {false, true,
-            "only " + std::to_string(nextConfirmed_) + " of " + std::to_string(n_) + " ranks confirmed the judged inputs "
-            "within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank stopped, or an input "
-            "record an earlier communicator with the same id left holds a slot",
-            {}, {}};
-  }
-
- private:
-  coord::RecordStore& store_;
-  uint64_t commId_, n_, mySlot_;
-  const Judged& me_;
-  bool confirmed_ = false;
-  InputsVerdict proposal_;
-  std::string confirmation_;  // what each slot's confirmation says: this proposal's digest
-  uint64_t nextConfirmed_ = 0;
+struct Proposal {
+  std::string name, group;
 };
 
-uint64_t textHash(const std::string& s) {
-  uint64_t h = 0;
-  for (unsigned char c : s) h = policy::mix64(h ^ c);
-  return h;
+// The stored proposal as this rank reads it: nullopt when not this job's, sealed under another key
+// (its writer's inputs differ from this rank's) or unreadable.
+std::optional<Proposal> openProposal(const std::string& stored, const Me& me, uint64_t commId) {
+  const auto opened = coord::openSealed(me.key, commId, kProposalKey, stored);
+  if (!opened) return std::nullopt;
+  const std::string& t = *opened;
+  const size_t a = t.find('\n'), b = a == std::string::npos ? a : t.find('\n', a + 1);
+  if (b == std::string::npos || t.substr(0, a) != kProposalHeader) return std::nullopt;
+  return Proposal{t.substr(a + 1, b - a - 1), t.substr(b + 1, t.find('\n', b + 1) - b - 1)};
 }
 
 }  // namespace
 
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
-                            int64_t timeout_ms, const std::string& key) {
+                            int64_t timeout_ms, const std::string& key, const std::string& membersKey) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  Judged me{key, ""};
-  // Settled before this rank published: "missing" for a late rank; never an "agree" for this job.
-  if (auto v = storedVerdict(store, commId, me)) return *v;
-  const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
-  // Claim a free slot, starting where this rank hashes to so that n ranks rarely try the same ones
-  // (several ranks of one process share the text: a counter tells them apart).
-  static std::atomic<uint64_t> claims{0};
-  const uint64_t first = policy::mix64(textHash(mine) ^ claims.fetch_add(1)) % n;
-  std::vector<std::string> records(n);
-  std::vector<bool> have(n, false);
-  uint64_t mySlot = n;
-  const auto sealedFor = [&](uint64_t slot) { return coord::sealRecord(key, commId, coord::inputsSlotKey(slot), mine); };
   // A verdict that failed to write is looked for a little longer (at most a second past the check's bound).
   const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
-  for (uint64_t i = 0; i < n && mySlot == n && Clock::now() < deadline; ++i) {
-    const uint64_t slot = (first + i) % n;
-    const std::string sealed = sealedFor(slot);
-    const coord::PublishResult p = store.publish(commId, coord::inputsSlotKey(slot), sealed);
-    if (p == coord::PublishResult::Failed)  // the others will miss ours and settle on "missing"
-      return {false, false, "the store (" + store.describe() + ") refused this rank's inputs; it keeps NCCL's choices",
-              {}, {}};
-    if (p == coord::PublishResult::Won) {
-      records[slot] = sealed, have[slot] = true, mySlot = slot;
-      me.mine = coord::hex(coord::sha256(sealed));
-    }
-  }
-  // No free slot: a record this communicator's ranks did not write holds one, so no verdict may say
-  // "agree" (its judges would judge that record, not this rank's; see Confirmation).
-  if (mySlot == n)
-    return settle(store, commId,
-                  {false, false, Clock::now() >= deadline ? "no input slot claimed within " + std::to_string(timeout_ms) + " ms"
-                                                          : "more than " + std::to_string(n) + " input records for one "
-                                                            "communicator (one an earlier communicator with the same "
-                                                            "id left, or a foreign one, holds a slot)",
-                   {}, {}},
-                  me, settleBy);
-  // The ranks in the first slots judge (read every record); the others only wait for the verdict,
-  // so a communicator of n ranks costs about kJudges x n reads, not n x n.
-  const bool judge = mySlot < kJudges;
-  uint64_t next = 0;  // a judge resumes at the first slot still missing
-  auto readSlots = [&] {
-    while (next < n && Clock::now() < deadline) {
-      if (!have[next]) {
-        auto rec = store.read(commId, coord::inputsSlotKey(next));
-        if (!rec.ok() || !rec->has_value()) return;  // not there yet (or a transient error)
-        records[next] = **rec;
-        have[next] = true;
-      }
-      ++next;
-    }
+  Me me{key, inputsGroup(key), randomName(), ""};
+  // Settled before this rank joined: "missing" for a late rank; never an "agree" for it (it confirmed nothing).
+  if (auto v = storedVerdict(store, commId, me)) return *v;
+  const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
+  const std::string sealedMine = coord::sealRecord(membersKey, commId, coord::inputsSlotKey(0), mine);
+  auto joined = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
+  if (!joined.ok())  // the others will miss ours and settle on "missing"
+    return refused("the store (" + store.describe() + ") refused this rank's inputs (" + joined.error() +
+                   "); it keeps NCCL's choices");
+  // Each count is seen by one rank's join: the one that makes it nRanks proposes. A later join (more
+  // records than ranks: an earlier communicator's with the same id) never confirms, so no "agree" follows.
+  const auto propose = [&](const coord::SetCount& count) -> std::optional<InputsVerdict> {
+    auto p = proposalOrVerdict(store, commId, n, count, mine, me, membersKey);
+    if (auto* v = std::get_if<InputsVerdict>(&p)) return settle(store, commId, *v, me, settleBy);
+    store.publish(commId, kProposalKey, coord::sealRecord(me.key, commId, kProposalKey, std::get<std::string>(p)));
+    return std::nullopt;  // won or lost, the stored proposal is the one confirmed
   };
-  Confirmation confirmation(store, commId, n, mySlot, me);
-  // Polls back off to a pause that grows with the communicator: n ranks polling a shared store
-  // (etcd, a parallel file system) stay near 20 requests per millisecond in all.
-  constexpr auto kFirstPause = std::chrono::microseconds(50);
-  auto pause = kFirstPause;
-  const auto maxPause =
-      std::chrono::microseconds(std::clamp<int64_t>(1000 + 50 * static_cast<int64_t>(n), 1000, 250'000));
-  bool proposed = false;
-  for (;;) {
-    // A judge that just proposed, or saw confirmations arrive, polls again soon: the rest are on their
-    // way (at most kJudges ranks poll this fast).
-    bool judgeMoved = false;
-    if (judge) readSlots();
-    if (auto v = storedVerdict(store, commId, me)) return *v;  // settled: no need to propose (fewer writes)
-    if (judge && next == n && !proposed) {
-      const InputsVerdict v = judgeSealed(records, commId, key);
-      if (!v.agree) return settle(store, commId, v, me, settleBy);
-      confirmation.propose(v);
-      proposed = judgeMoved = true;
-    }
-    if (!judge || proposed) {
-      if (auto refused = confirmation.confirmOwn()) return settle(store, commId, *refused, me, settleBy);
-    }
-    if (judge && proposed) {
-      const uint64_t before = confirmation.confirmedSoFar();
-      if (auto v = confirmation.allConfirmed(deadline)) return settle(store, commId, *v, me, settleBy);
-      judgeMoved |= confirmation.confirmedSoFar() > before;
+  if (joined->all > n) return settle(store, commId, refused(moreRecordsThanRanks(n)), me, settleBy);
+  if (joined->all == n)
+    if (auto v = propose(*joined)) return *v;
+  coord::SetCount confirmations;
+  for (auto pause = kFirstPause;; pause = std::min<std::chrono::microseconds>(pause * 2, kMaxPause)) {
+    // One request a poll: the verdict and the proposal together.
+    auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey});
+    if (recs.ok() && (*recs)[0]) return verdictFor(*(*recs)[0], me, commId, store.describe());
+    if (recs.ok() && (*recs)[1] && me.confirmed.empty()) {
+      const auto proposal = openProposal(*(*recs)[1], me, commId);
+      if (!proposal || proposal->group != me.group)
+        return settle(store, commId,
+                      refused("the proposal \"agree\" in the store (" + store.describe() + ") is not of this rank's "
+                              "inputs: another rank's differ, or an earlier communicator with the same id left it"),
+                      me, settleBy);
+      auto c = store.joinSet(commId, "confirm-" + proposal->name, me.group, me.member, "");
+      if (c.ok()) {
+        me.confirmed = proposal->name;
+        confirmations = *c;
+        if (c->all >= n) return settle(store, commId, {true, false, "", proposal->name, {}}, me, settleBy);
+      }
+    } else if (recs.ok() && !(*recs)[1] && pause == kMaxPause) {
+      // A join whose reply was lost may have made the count nRanks unseen: joining again only counts.
+      auto again = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
+      if (again.ok()) {
+        joined = again;
+        if (again->all > n) return settle(store, commId, refused(moreRecordsThanRanks(n)), me, settleBy);
+        if (again->all == n)
+          if (auto v = propose(*again)) return *v;
+      }
     }
     if (Clock::now() >= deadline) {
-      // Judges know how many arrived; the others never read the slots (no read storm at the timeout).
-      if (judge && proposed)
-        return settle(store, commId, confirmation.unconfirmed(timeout_ms), me, settleBy);
-      const std::string arrived =
-          judge ? "only " + std::to_string(std::count(have.begin(), have.end(), true)) + " of " + std::to_string(n)
-                : "not all of " + std::to_string(n);
+      if (!me.confirmed.empty())
+        return settle(store, commId,
+                      {false, true,
+                       "only " + std::to_string(confirmations.all) + " of " + std::to_string(n) + " ranks confirmed the "
+                       "agreed inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank "
+                       "stopped, or an input record an earlier communicator with the same id left is counted",
+                       {}, {}},
+                      me, settleBy);
+      if (auto now = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine); now.ok()) joined = now;
       return settle(store, commId,
-                    {false, true, arrived + " ranks published their inputs within " + std::to_string(timeout_ms) +
-                                  " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank without this plugin, with "
-                                  "DYNAMICCL_INPUTS_CHECK=0, another store, or started late", {}, {}},
+                    {false, true,
+                     "only " + std::to_string(joined.ok() ? joined->all : 0) + " of " + std::to_string(n) +
+                         " ranks published their inputs within " + std::to_string(timeout_ms) +
+                         " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank without this plugin, with "
+                         "DYNAMICCL_INPUTS_CHECK=0, another store, or started late",
+                     {}, {}},
                     me, settleBy);
     }
-    if (judgeMoved) pause = kFirstPause;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, maxPause);
   }
 }
 

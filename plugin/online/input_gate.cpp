@@ -119,7 +119,8 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
   const int64_t timeout_ms =
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
   const std::string key = inputsKey(shape.commId, mine, token.secret);
-  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key);
+  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
+                                        membersKey(shape.commId, token.secret));
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {
     logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "

@@ -1,7 +1,5 @@
-// Judging every rank's input record, and the verdict record all ranks adopt. Pure: the same records
-// give the same verdict text on every rank.
+// Saying how the ranks' input records differ, and the verdict record all ranks adopt. Pure.
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <utility>
 
@@ -10,7 +8,7 @@
 namespace dynamiccl::plugin {
 namespace {
 
-constexpr const char* kVerdictHeader = "DYNAMICCL-INPUTS-VERDICT-2";
+constexpr const char* kVerdictHeader = "DYNAMICCL-INPUTS-VERDICT-3";
 constexpr size_t kShownChars = 80;
 
 struct Parsed {
@@ -66,50 +64,34 @@ std::string firstDifference(const Parsed& odd, const Parsed& ref, size_t refCoun
 
 }  // namespace
 
-InputsVerdict judgeInputs(const std::vector<std::string>& records) {
-  std::vector<std::optional<Parsed>> parsed;
-  std::map<std::string, size_t> count;  // body -> ranks holding it
-  for (const std::string& r : records) {
-    parsed.push_back(parse(r));
-    if (parsed.back()) ++count[parsed.back()->body];
-  }
-  // The reference is the inputs most ranks hold (ties: the lowest slot's), so one odd rank is the one named.
-  const Parsed* ref = nullptr;
-  size_t refCount = 0;
-  for (const auto& p : parsed)
-    if (p && count[p->body] > refCount) ref = &*p, refCount = count[p->body];
-  if (ref && refCount == records.size()) return {true, false, "", {}, {}};
-  size_t odd = 0;
-  const std::optional<Parsed>* first = nullptr;
-  for (const auto& p : parsed)
-    if (!p || !ref || p->body != ref->body) first = first ? first : &p, ++odd;
-  std::string why = std::to_string(odd) + " of " + std::to_string(records.size()) + " ranks differ from the rest; first ";
-  if (!*first) return {false, false, why + "a record that does not parse (not written by this plugin)", {}, {}};
-  return {false, false, why + "the rank " + (*first)->who + ": " + firstDifference(**first, *ref, refCount), {}, {}};
+std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const std::optional<std::string>& other,
+                            uint64_t nRanks) {
+  const std::optional<Parsed> me = parse(mine), them = other ? parse(*other) : std::nullopt;
+  const uint64_t otherCount = nRanks > mineCount ? nRanks - mineCount : 0;
+  // The reference is the inputs most ranks hold (a tie: this rank's), so one odd rank is the one named.
+  const bool mineIsReference = mineCount >= otherCount;
+  const uint64_t odd = mineIsReference ? otherCount : mineCount;
+  std::string why = std::to_string(odd) + " of " + std::to_string(nRanks) + " ranks differ from the rest; first ";
+  if (!me || !them) return why + "a record that does not parse (not written by this plugin)";
+  const Parsed& oddOne = mineIsReference ? *them : *me;
+  const Parsed& ref = mineIsReference ? *me : *them;
+  return why + "the rank " + oddOne.who + ": " + firstDifference(oddOne, ref, mineIsReference ? mineCount : otherCount);
 }
 
-// Header, state, why (empty when agreed), and the digests of the records judged.
+// Header, state, why (empty when agreed), and the proposal the ranks confirmed.
 std::string encodeVerdict(const InputsVerdict& v) {
   std::string why = v.agree ? "" : v.why;
   for (char& c : why) c = c == '\n' ? ' ' : c;
-  std::string judged;
-  for (const std::string& d : v.judged) judged += (judged.empty() ? "" : ",") + d;
   return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree" : v.missing ? "missing" : "differ") + "\n" + why +
-         "\njudged=" + judged + "\n";
+         "\nproposal=" + v.proposal + "\n";
 }
 
 InputsVerdict decodeVerdict(const std::string& bytes) {
   const std::vector<std::string> ls = lines(bytes);
-  if (ls.size() != 4 || ls[0] != kVerdictHeader || ls[3].rfind("judged=", 0) != 0 ||
+  if (ls.size() != 4 || ls[0] != kVerdictHeader || ls[3].rfind("proposal=", 0) != 0 ||
       (ls[1] != "agree" && ls[1] != "differ" && ls[1] != "missing"))
     return {false, false, "the verdict record does not parse (not written by this plugin)", {}, {}};
-  InputsVerdict v{ls[1] == "agree", ls[1] == "missing", ls[2], {}, {}};
-  for (size_t at = 7; at < ls[3].size();) {
-    const size_t comma = std::min(ls[3].find(',', at), ls[3].size());
-    v.judged.push_back(ls[3].substr(at, comma - at));
-    at = comma + 1;
-  }
-  return v;
+  return {ls[1] == "agree", ls[1] == "missing", ls[2], ls[3].substr(9), {}};
 }
 
 std::string inputsKey(uint64_t commId, const std::string& record, const std::string& token) {
@@ -122,6 +104,14 @@ std::string inputsKey(uint64_t commId, const std::string& record, const std::str
 
 std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted) {
   return coord::hex(coord::hmacSha256(inputsKey, "dynamiccl-epochs-1\n" + adopted.recordDigest));
+}
+
+std::string inputsGroup(const std::string& inputsKey) {
+  return coord::hex(coord::sha256("dynamiccl-inputs-group-1\n" + inputsKey)).substr(0, 32);
+}
+
+std::string membersKey(uint64_t commId, const std::string& token) {
+  return coord::hex(coord::sha256("dynamiccl-inputs-members-1\n" + std::to_string(commId) + "\n" + token));
 }
 
 std::string epochKeyUnchecked(uint64_t commId, const std::string& token) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,14 @@ struct InputsVerdict {
   bool agree = false;
   bool missing = false;  // not every rank's inputs arrived in time (rather than some differing)
   std::string why;       // when not agreed: the first differing rank and field, or who is missing
-  std::vector<std::string> judged;  // SHA-256 (hex) of each slot's record as stored: what it judged
-  std::string recordDigest;         // SHA-256 (hex) of the verdict's record as stored, once adopted
+  std::string proposal;  // "agree": the proposal every rank confirmed (a random name)
+  std::string recordDigest;  // SHA-256 (hex) of the verdict's record as stored, once adopted
 };
 
-// The verdict on a complete set of records (slot order, their payloads); the same records give the
-// same text everywhere.
-InputsVerdict judgeInputs(const std::vector<std::string>& records);
+// Why the ranks' inputs differ, from one rank's view: its record and how many of nRanks hold its
+// inputs, and one record from the other ranks (nullopt: none could be read).
+std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const std::optional<std::string>& other,
+                            uint64_t nRanks);
 std::string encodeVerdict(const InputsVerdict& v);
 InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ", alike on every rank
 
@@ -47,6 +49,11 @@ InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ",
 // communicator id, the inputs compared (`record` less its who line) and the job's token (empty:
 // none). Ranks with other inputs hold another key.
 std::string inputsKey(uint64_t commId, const std::string& record, const std::string& token);
+// The name of a set's group of ranks with these inputs: a digest of the inputs' key.
+std::string inputsGroup(const std::string& inputsKey);
+// The key the input records themselves are sealed under: the communicator id and the job's token,
+// so every rank of the job can read any rank's (to say how it differs), and no other job's opens.
+std::string membersKey(uint64_t commId, const std::string& token);
 // The key of the communicator's epoch records once the check agreed: bound to the verdict, whose
 // judged records name this job's ranks (a random nonce each), so no earlier job's table opens under it.
 std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted);
@@ -59,12 +66,15 @@ void keepEpochKey(uint64_t commId, const std::string& key);
 // cannot be used gives a random token no other rank holds, with one line per process.
 std::string coordToken(const Settings& s);
 
-// The protocol (input_agreement.cpp): publish `mine` sealed under `key` in a free slot, wait up to
-// timeout_ms for all nRanks records, propose a verdict write-once, adopt whichever verdict the store
-// kept if it is sealed under `key` and, when it says "agree", judged this rank's own record. Init
-// only. agree=false with a why also when the store fails this rank (it cannot know what the others
-// chose), and for a verdict not adopted (every rank then keeps NCCL's choices alike).
+// The protocol (input_agreement.cpp): every rank joins the communicator's set of input records (its
+// group: ranks with its inputs), counting as it joins; the rank that makes the count nRanks proposes
+// "agree" when its group holds them all (else writes "differ"); every rank confirms the proposal in a
+// set of its own, and the one whose confirmation makes nRanks writes the verdict "agree". Each rank
+// makes a bounded number of requests, each of a bounded size, whatever nRanks. A rank adopts the
+// verdict the store kept if it is sealed under `key` and, when it says "agree", names the proposal
+// this rank confirmed. Init only. agree=false with a why also when the store fails this rank, and for
+// a verdict not adopted (every rank then keeps NCCL's choices alike).
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
-                            int64_t timeout_ms, const std::string& key);
+                            int64_t timeout_ms, const std::string& key, const std::string& membersKey);
 
 }  // namespace dynamiccl::plugin

@@ -51,10 +51,9 @@ void holdRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes) {
 }
 
 void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
-  const bool urgent = need != 0;
   const auto now = std::chrono::steady_clock::now();
-  if (!urgent && now < c.nextReadAhead) return;
-  c.nextReadAhead = now + readAheadPoll(c.nRanks);
+  if (now < (need ? c.lastReadAhead + kNearBoundaryPoll : c.lastReadAhead + kReadAheadPoll)) return;
+  c.lastReadAhead = now;
   const uint64_t E = c.epochCalls;
   uint64_t newest = 0;
   bool newestFrozen = false;
