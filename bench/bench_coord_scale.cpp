@@ -1,0 +1,284 @@
+// Coordination of one communicator at 16 to 1,024 ranks, as threads of this process (NCCL's
+// single-process mode), each rank with its own connection to the store, through the plugin's own
+// code: the input check (agreeOnInputs) at init, then each rank's read-ahead (readAhead, ticked as the
+// epoch agent ticks it) while a leader publishes a 5 KB table half an epoch before each boundary.
+// Against a real etcd (one member, started here on loopback) and a directory. Prints per rank and in
+// all: store requests and bytes at init, init time, requests and bytes per second in steady state, and
+// how long a published table takes to reach every rank. A request is one store operation: one HTTP
+// request to etcd (a transaction counts once), one file-system operation group in a directory.
+//   bench_coord_scale [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2]
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plugin/online/epoch_agent.h"
+#include "plugin/online/inputs_check.h"
+#include "tests/etcd_fixture.h"
+
+namespace dynamiccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using coord::RecordStore;
+
+// One rank's view of its store: every operation and its bytes counted.
+class CountingStore : public RecordStore {
+ public:
+  explicit CountingStore(std::unique_ptr<RecordStore> inner) : inner_(std::move(inner)) {}
+  coord::PublishResult publishBy(uint64_t c, uint64_t b, const std::string& bytes, coord::Deadline by) override {
+    count(bytes.size(), 0);
+    return inner_->publishBy(c, b, bytes, by);
+  }
+  Expected<std::optional<std::string>> read(uint64_t c, uint64_t b) override {
+    auto r = inner_->read(c, b);
+    count(0, r.ok() && r->has_value() ? (*r)->size() : 0);
+    return r;
+  }
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs) override {
+    auto r = inner_->readMany(c, bs);  // one request (etcd: one transaction; a directory: one read each, counted once)
+    size_t in = 0;
+    if (r.ok())
+      for (const auto& x : *r) in += x ? x->size() : 0;
+    count(0, in);
+    return r;
+  }
+  Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
+                                    const std::string& bytes) override {
+    count(bytes.size(), 16);
+    return inner_->joinSet(c, s, g, m, bytes);
+  }
+  Expected<std::optional<coord::SetMember>> memberOutside(uint64_t c, const std::string& s, const std::string& g) override {
+    auto r = inner_->memberOutside(c, s, g);
+    count(0, r.ok() && r->has_value() ? (*r)->bytes.size() : 0);
+    return r;
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+  std::atomic<uint64_t> requests{0}, bytesOut{0}, bytesIn{0};
+
+ private:
+  void count(size_t out, size_t in) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    bytesOut.fetch_add(out, std::memory_order_relaxed);
+    bytesIn.fetch_add(in, std::memory_order_relaxed);
+  }
+  std::unique_ptr<RecordStore> inner_;
+};
+
+struct Args {
+  std::vector<int> ranks = {16, 64, 256, 1024};
+  std::vector<std::string> backends = {"etcd", "dir"};
+  double steady_s = 6, epoch_s = 2;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string x; std::getline(in, x, ',');) out.push_back(x);
+  return out;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--ranks") {
+      a.ranks.clear();
+      for (const auto& x : split(v)) a.ranks.push_back(std::atoi(x.c_str()));
+    } else if (k == "--backends") a.backends = split(v);
+    else if (k == "--steady-s") a.steady_s = std::atof(v.c_str());
+    else if (k == "--epoch-s") a.epoch_s = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "usage: %s [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+// What a rank's input record looks like (input_fields.cpp's fields, the same on every rank).
+std::string inputsRecordOf(int rank) {
+  std::string r = std::string(plugin::kInputsHeader) + "\nwho=on host bench (pid " + std::to_string(rank) +
+                  ", record " + std::to_string(rank * 7919) + ")\n";
+  for (const char* f : {"plugin", "nccl", "DYNAMICCL_ENABLE", "DYNAMICCL_TRUST", "DYNAMICCL_VERIFY", "DYNAMICCL_ONLINE",
+                        "NCCL_PROFILER_PLUGIN", "DYNAMICCL_EPOCH_CALLS", "profile", "topology", "DYNAMICCL_WORKLOAD"})
+    r += std::string(f) + "=" + std::string(48, 'x') + "\n";
+  return r;
+}
+
+struct Totals {
+  uint64_t requests = 0, bytesIn = 0, bytesOut = 0;
+};
+Totals totals(const std::vector<std::shared_ptr<CountingStore>>& stores) {
+  Totals t;
+  for (const auto& s : stores) {
+    t.requests += s->requests.exchange(0);
+    t.bytesIn += s->bytesIn.exchange(0);
+    t.bytesOut += s->bytesOut.exchange(0);
+  }
+  return t;
+}
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+void runOnce(const std::string& backend, int n, const Args& a, const std::function<std::unique_ptr<RecordStore>()>& open,
+             uint64_t commId) {
+  std::vector<std::shared_ptr<CountingStore>> stores;
+  for (int r = 0; r < n; ++r) {
+    auto inner = open();
+    if (!inner) return;
+    stores.push_back(std::make_shared<CountingStore>(std::move(inner)));
+  }
+  // Init: every rank's input check at once.
+  std::vector<double> init_ms(n);
+  std::vector<int> agreed(n);
+  std::barrier start(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      const std::string mine = inputsRecordOf(r);
+      const std::string key = plugin::inputsKey(commId, mine, "");
+      start.arrive_and_wait();
+      const auto t0 = Clock::now();
+      const auto v = plugin::agreeOnInputs(*stores[r], commId, n, mine, 60000, key, plugin::membersKey(commId, ""));
+      init_ms[r] = ms(Clock::now() - t0);
+      agreed[r] = v.agree;
+      if (!v.agree && r == 0) std::fprintf(stderr, "rank 0 did not agree: %s\n", v.why.c_str());
+    });
+  for (auto& t : threads) t.join();
+  threads.clear();
+  const Totals init = totals(stores);
+  std::sort(init_ms.begin(), init_ms.end());
+  int agreeing = 0;
+  for (int x : agreed) agreeing += x;
+
+  // Steady state: the leader publishes each boundary's table half an epoch ahead; every rank's
+  // read-ahead is ticked every 500 us, as the epoch agent ticks it, by 4 threads (the ranks' agents).
+  const uint64_t E = 1000;
+  const double callsPerSecond = E / a.epoch_s;
+  std::vector<std::shared_ptr<plugin::OnlineComm>> comms;
+  for (int r = 0; r < n; ++r) {
+    auto c = std::make_shared<plugin::OnlineComm>();
+    c->commId = commId;
+    c->nRanks = n;
+    c->epochCalls = E;
+    c->store = stores[r];
+    comms.push_back(c);
+  }
+  auto leaderStore = open();
+  const std::string table(5220, 't');
+  const auto t0 = Clock::now();
+  const auto callsNow = [&] { return static_cast<uint64_t>(std::chrono::duration<double>(Clock::now() - t0).count() * callsPerSecond) + 1; };
+  std::atomic<bool> stop{false};
+  std::mutex m;
+  std::map<uint64_t, Clock::time_point> published;     // boundary -> when the leader's publish returned
+  std::map<uint64_t, Clock::time_point> lastHolder;    // boundary -> when its last rank held it
+  std::map<uint64_t, int> holders;
+  std::thread leader([&] {
+    for (uint64_t b = E; !stop.load(); std::this_thread::sleep_for(std::chrono::milliseconds(1))) {
+      if (callsNow() + E / 2 < b) continue;
+      const std::string bytes = table + std::to_string(b);
+      if (leaderStore->publish(commId, b, bytes) != coord::PublishResult::Failed) {
+        std::lock_guard lock(m);
+        published[b] = Clock::now();
+        b += E;
+      }
+    }
+  });
+  const int kAgents = 4;
+  std::vector<std::thread> agents;
+  for (int w = 0; w < kAgents; ++w)
+    agents.emplace_back([&, w] {
+      std::map<int, uint64_t> seen;  // rank -> highest boundary known held
+      while (!stop.load()) {
+        for (int r = w; r < n; r += kAgents) {
+          plugin::OnlineComm& c = *comms[r];
+          const uint64_t calls = callsNow();
+          const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
+          const bool held = plugin::heldRecord(c, upcoming).has_value();
+          plugin::readAhead(c, calls, !held && calls + E / 2 >= upcoming ? upcoming : 0);
+          for (uint64_t b = seen[r] + E; plugin::heldRecord(c, b); b += E) {
+            seen[r] = b;
+            std::lock_guard lock(m);
+            if (++holders[b] == n) lastHolder[b] = Clock::now();
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  const auto warm = std::chrono::duration<double>(a.epoch_s);  // the first epoch's reads, then measure
+  std::this_thread::sleep_for(warm);
+  totals(stores);
+  const auto m0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(a.steady_s));
+  const Totals steady = totals(stores);
+  const double window_s = std::chrono::duration<double>(Clock::now() - m0).count();
+  stop = true;
+  leader.join();
+  for (auto& t : agents) t.join();
+  double reach_ms = 0;
+  int boundaries = 0;
+  for (const auto& [b, when] : lastHolder)
+    if (published.count(b)) reach_ms = std::max(reach_ms, ms(when - published[b])), ++boundaries;
+
+  std::printf("%-4s %6d | %8.1f %8.0f %8.0f | %8.1f %8.1f %5d/%-5d | %8.2f %9.0f %10.0f | %8.1f (%d)\n", backend.c_str(), n,
+              static_cast<double>(init.requests) / n, static_cast<double>(init.bytesOut + init.bytesIn) / n,
+              static_cast<double>(init.requests), init_ms[n / 2], init_ms.back(), agreeing, n,
+              steady.requests / window_s / n, (steady.bytesIn + steady.bytesOut) / window_s / n, steady.requests / window_s,
+              reach_ms, boundaries);
+  std::fflush(stdout);
+}
+
+}  // namespace
+}  // namespace dynamiccl
+
+int main(int argc, char** argv) {
+  using namespace dynamiccl;
+  const Args a = parse(argc, argv);
+  std::printf("backend ranks | init: req/rank bytes/rank req-all | init ms: median  last  agreed | steady: req/s/rank "
+              "bytes/s/rank req/s-all | table reaches all ranks, ms max (boundaries)\n");
+  uint64_t commId = 0xc0de0000 + static_cast<uint64_t>(getpid());
+  for (const std::string& backend : a.backends) {
+    std::unique_ptr<testing::EtcdCluster> etcd;
+    std::string dir;
+    if (backend == "etcd") {
+      if (testing::etcdBinary().empty()) {
+        std::printf("etcd: no etcd binary (scripts/setup.sh installs etcd-server); skipped\n");
+        continue;
+      }
+      etcd = std::make_unique<testing::EtcdCluster>();
+      if (!etcd->ready()) {
+        std::printf("etcd: did not start; skipped\n");
+        continue;
+      }
+    } else {
+      char tmpl[] = "/tmp/dynamiccl-coordscale-XXXXXX";
+      dir = mkdtemp(tmpl);
+    }
+    for (int n : a.ranks) {
+      const auto open = [&]() -> std::unique_ptr<coord::RecordStore> {
+        if (etcd) {
+          coord::EtcdOptions o;
+          o.endpoints = {etcd->endpoint()};
+          auto s = coord::openEtcdStore(o);
+          return s.ok() ? std::move(s.value()) : nullptr;
+        }
+        auto s = coord::openDirStore(dir, false);
+        return s.ok() ? std::move(s.value()) : nullptr;
+      };
+      runOnce(backend, n, a, open, ++commId);
+    }
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  return 0;
+}
