@@ -1,7 +1,7 @@
 // Coordination of one communicator at 16 to 1,024 ranks, as threads of this process (NCCL's
 // single-process mode), each rank with its own connection to the store, through the plugin's own
 // code: the input check (agreeOnInputs) at init, then each rank's read-ahead (readAhead, ticked as the
-// epoch agent ticks it) while a leader publishes a 5 KB table half an epoch before each boundary.
+// epoch agent ticks it: followAhead) while a leader publishes a 5 KB table half an epoch before each boundary.
 // Against a real etcd (one member, started here on loopback) and a directory. Prints per rank and in
 // all: store requests and bytes at init, init time, requests and bytes per second in steady state, and
 // how long a published table takes to reach every rank. A request is one store operation: one HTTP
@@ -170,7 +170,6 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   for (int r = 0; r < n; ++r) {
     auto c = std::make_shared<plugin::OnlineComm>();
     c->commId = commId;
-    c->nRanks = n;
     c->epochCalls = E;
     c->store = stores[r];
     comms.push_back(c);
@@ -205,8 +204,7 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
           plugin::OnlineComm& c = *comms[r];
           const uint64_t calls = callsNow();
           const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
-          const bool held = plugin::heldRecord(c, upcoming).has_value();
-          plugin::readAhead(c, calls, !held && calls + E / 2 >= upcoming ? upcoming : 0);
+          plugin::followAhead(c, calls, upcoming, plugin::heldRecord(c, upcoming).has_value());
           for (uint64_t b = seen[r] + E; plugin::heldRecord(c, b); b += E) {
             seen[r] = b;
             std::lock_guard lock(m);

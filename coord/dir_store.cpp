@@ -159,13 +159,12 @@ class DirStore : public RecordStore {
     pause();
     const std::string setDir = commDirOf(commId) + "/s-" + set;
     std::string other;  // the first group by name other than `group`: the same one for every caller
-    bool none = true;
     const Status listed = forEachEntry(setDir, [&](const std::string& name) {
-      if (name.rfind("g-", 0) == 0 && name != "g-" + group && (none || name < other)) other = name, none = false;
+      if (name.rfind("g-", 0) == 0 && name != "g-" + group && (other.empty() || name < other)) other = name;
       return true;
     });
     if (!listed.ok()) return makeError(listed.error());
-    if (none) return std::optional<SetMember>{};
+    if (other.empty()) return std::optional<SetMember>{};
     std::string first;
     const Status inGroup = forEachEntry(setDir + "/" + other, [&](const std::string& name) {
       first = name;

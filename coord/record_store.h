@@ -19,10 +19,10 @@ inline constexpr size_t kMaxRecordBytes = 1u << 20;
 // The record a follower writes when the leader's did not come in time: "no more versions".
 inline constexpr const char* kFrozenRecord = "DYNAMICCL-FROZEN-1";
 
-// Records beside the epochs' (no boundary reaches 2^62 calls): each rank's decision inputs, one per
-// slot a rank claims, and the verdict on them that every rank adopts.
+// Records beside the epochs' (no boundary reaches 2^62 calls): the verdict on the ranks' inputs that
+// every rank adopts, and the place each rank's input record (a set member) is sealed for.
 inline constexpr uint64_t kInputsVerdictKey = 1ull << 62;
-inline constexpr uint64_t inputsSlotKey(uint64_t slot) { return kInputsVerdictKey + 1 + slot; }
+inline constexpr uint64_t kInputsRecordKey = kInputsVerdictKey + 1;
 
 enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
 

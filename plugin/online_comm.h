@@ -41,7 +41,6 @@ struct StagedRecord {
 
 struct OnlineComm {
   uint64_t commId = 0;
-  int nRanks = 0;  // the communicator's size
   uint64_t epochCalls = 1000;
   int64_t boundaryTimeout_ms = 60000;
   std::shared_ptr<coord::RecordStore> store;

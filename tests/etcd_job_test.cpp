@@ -196,6 +196,17 @@ void expectSameDecisions(const std::vector<RankResult>& results) {
   }
 }
 
+// A job that meets a fault once every rank paused at `pauseAt`: short timeouts (1 s for a boundary,
+// 500 ms for an etcd request), so that a wait past them shows.
+Scenario outageScenario(const EtcdCluster& etcd, int64_t pauseAt) {
+  Scenario s;
+  s.endpoints = etcd.endpoints();
+  s.epochTimeout_ms = 1000;
+  s.etcdTimeout_ms = 500;
+  s.pauseAt = pauseAt;
+  return s;
+}
+
 TEST(EtcdJob, TwoNodesOfFourDecideIdenticallyAndLearn) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
@@ -211,11 +222,9 @@ TEST(EtcdJob, EtcdKilledMidEpochHoldsEveryRankUntilItIsBackAndTheJobGoesOnAlike)
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  Scenario s;
-  s.endpoints = etcd.endpoint();
-  s.epochTimeout_ms = 1000;
-  s.pauseAt = 3200;  // before the leader publishes boundary 4000 (halfway, at call 3500)
-  // Down 4 s, four timeouts: no rank runs a version of its own meanwhile; every rank waits at 4000.
+  // Before the leader publishes boundary 4000 (halfway, at call 3500). Down 4 s, four timeouts: no rank
+  // runs a version of its own meanwhile; every rank waits at 4000.
+  const Scenario s = outageScenario(etcd, 3200);
   const auto results = runJobWithEtcdKilled(s, etcd, {0}, 4000);
   expectSameDecisions(results);
   EXPECT_GT(results[0].lateNonStatic, 0u) << "versions stopped being adopted after etcd came back";
@@ -225,27 +234,18 @@ TEST(EtcdJob, EtcdStoppedBetweenTheFollowersAndTheLeadersGiveUpSplitsNoRank) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  Scenario s;
-  s.endpoints = etcd.endpoint();
-  s.epochTimeout_ms = 1000;
-  s.etcdTimeout_ms = 500;
-  s.pauseAt = 2400;  // the leader publishes boundary 3000 (at call 2500) while etcd is stopped
-  // Before, a follower froze on its own after twice the timeout (2 s) without an answer, and the
+  // The leader publishes boundary 3000 (at call 2500) while etcd is stopped. Before, a follower froze on its own after twice the timeout (2 s) without an answer, and the
   // leader, which first waits a timeout for its own publish, 1 s later: a stop of 2.5 s ended
   // between the two, the leader adopted its table at 3000 and the followers kept theirs.
-  const auto results = runJobWithEtcdStopped(s, etcd, 2500);
-  expectSameDecisions(results);
+  expectSameDecisions(runJobWithEtcdStopped(outageScenario(etcd, 2400), etcd, 2500));
 }
 
 TEST(EtcdJob, EtcdStoppedEightSecondsWithARankAnEpochBehindSplitsNoRank) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  Scenario s;
-  s.endpoints = etcd.endpoint();
+  Scenario s = outageScenario(etcd, 2400);
   s.epochTimeout_ms = 3000;
-  s.etcdTimeout_ms = 500;
-  s.pauseAt = 2400;
   s.straggler = 3;
   s.stragglerAt = 1400;
   expectSameDecisions(runJobWithEtcdStopped(s, etcd, 8000));
@@ -255,13 +255,8 @@ TEST(EtcdJob, TwoOfThreeMembersKilledHoldEveryRankUntilTheyAreBack) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd(3);
   ASSERT_TRUE(etcd.ready());
-  Scenario s;
-  s.endpoints = etcd.endpoints();
-  s.epochTimeout_ms = 1000;
-  s.etcdTimeout_ms = 500;
-  s.pauseAt = 2400;
   // No quorum for 3 s: the one member left answers no read; every rank waits, then goes on alike.
-  const auto results = runJobWithEtcdKilled(s, etcd, {0, 1}, 3000);
+  const auto results = runJobWithEtcdKilled(outageScenario(etcd, 2400), etcd, {0, 1}, 3000);
   expectSameDecisions(results);
   EXPECT_GT(results[0].lateNonStatic, 0u) << "versions stopped being adopted after the members came back";
 }
@@ -380,11 +375,7 @@ TEST(EtcdJob, AForeignRecordInThePrefixFreezesEveryRankAlike) {
 // store fails. Every rank reads records ahead of its own position as they appear, so the straggler
 // holds what the others adopted and meets the failure at the same boundary as they do.
 Scenario stragglerScenario(const EtcdCluster& etcd, int64_t othersAt, int64_t stragglerAt) {
-  Scenario s;
-  s.endpoints = etcd.endpoint();
-  s.epochTimeout_ms = 1000;
-  s.etcdTimeout_ms = 500;
-  s.pauseAt = othersAt;  // past the leader's publication of the boundary before, short of the next (at x500)
+  Scenario s = outageScenario(etcd, othersAt);  // past the leader's publication of the boundary before, short of the next (at x500)
   s.straggler = 3;
   s.stragglerAt = stragglerAt;
   return s;

@@ -99,8 +99,7 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
                 static_cast<long long>(waited_ms / 1000),
                 answering ? "the store answers but holds no record yet" : "the store does not answer");
       logged = true;
-      nextSay_ms = std::max<int64_t>(2 * nextSay_ms, 1000);
-      nextSay_ms = std::min<int64_t>(nextSay_ms, waited_ms + kSayEvery_ms);
+      nextSay_ms = std::min(2 * nextSay_ms, waited_ms + kSayEvery_ms);
     }
     wakeEpochAgent();
     std::this_thread::sleep_for(std::chrono::microseconds(attempt < 20 ? 50 : 1000));

@@ -107,13 +107,8 @@ class Agent {
     // The boundary the hot path is at or heading to (callsSeen is bumped before it waits at one).
     const uint64_t pending = calls == 0 ? E : std::max(E, (calls - 1 + E - 1) / E * E);
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
-    if (haveStaged && stagedBoundary >= upcoming) return readAhead(c, calls, 0);
-    auto rec = heldRecord(c, upcoming);
-    if (!rec) {
-      readAhead(c, calls, calls + E / 2 >= upcoming ? upcoming : 0);  // every tick once it is near
-      rec = heldRecord(c, upcoming);
-    }
-    if (rec) stageRecord(c, upcoming, *rec);
+    if (auto rec = followAhead(c, calls, upcoming, haveStaged && stagedBoundary >= upcoming))
+      stageRecord(c, upcoming, *rec);
   }
 
   // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).

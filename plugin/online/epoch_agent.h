@@ -35,6 +35,10 @@ inline constexpr uint64_t kReadAheadEpochs = 16;
 inline constexpr std::chrono::milliseconds kReadAheadPoll{1000};
 inline constexpr std::chrono::milliseconds kNearBoundaryPoll{20};
 std::optional<std::string> heldRecord(OnlineComm& c, uint64_t boundary);
+// One agent tick's reading towards `upcoming`, the boundary this rank's hot path heads to: reads
+// ahead (at the near-boundary pace once it is within half an epoch and not held); returns its record
+// once held, for the caller to stage. staged: a record at or past `upcoming` is staged already.
+std::optional<std::string> followAhead(OnlineComm& c, uint64_t calls, uint64_t upcoming, bool staged);
 void holdRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes);
 // One read of the store, at most every kReadAheadPoll, or every kNearBoundaryPoll while `need` (a
 // boundary this rank reaches soon and does not hold; 0: none): the newest held record (still

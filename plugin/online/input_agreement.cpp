@@ -107,22 +107,17 @@ std::variant<std::string, InputsVerdict> proposalOrVerdict(coord::RecordStore& s
                                                            const Me& me, const std::string& membersKey) {
   if (count.all > n) return refused(moreRecordsThanRanks(n));
   if (count.group >= n) return std::string(kProposalHeader) + "\n" + randomName() + "\n" + me.group + "\n";
-  // A record that does not open is compared all the same (a token file that could not be read shows
-  // as its field); one that differs in nothing it says holds another token.
+  // A record that does not open is compared all the same: a token file that could not be read shows
+  // as its field.
   auto other = store.memberOutside(commId, kInputsSet, me.group);
   std::optional<std::string> record;
   bool opens = true;
   if (other.ok() && other->has_value()) {
-    const auto opened = coord::openSealed(membersKey, commId, coord::inputsSlotKey(0), (*other)->bytes);
+    const auto opened = coord::openSealed(membersKey, commId, coord::kInputsRecordKey, (*other)->bytes);
     opens = opened.has_value();
     record = opened ? *opened : std::string(coord::sealedPayload((*other)->bytes));
   }
-  std::string why = whyInputsDiffer(mine, count.group, record, n);
-  if (!opens && why.ends_with("the records differ"))
-    why = std::to_string(n - count.group) + " of " + std::to_string(n) + " ranks differ from the rest; first an input "
-          "record not sealed under this job's key (written by another job, or by a rank whose "
-          "DYNAMICCL_COORD_TOKEN_FILE holds another token)";
-  return refused(why);
+  return refused(whyInputsDiffer(mine, count.group, record, opens, n));
 }
 
 struct Proposal {
@@ -151,22 +146,21 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   // Settled before this rank joined: "missing" for a late rank; never an "agree" for it (it confirmed nothing).
   if (auto v = storedVerdict(store, commId, me)) return *v;
   const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
-  const std::string sealedMine = coord::sealRecord(membersKey, commId, coord::inputsSlotKey(0), mine);
+  const std::string sealedMine = coord::sealRecord(membersKey, commId, coord::kInputsRecordKey, mine);
   auto joined = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
   if (!joined.ok())  // the others will miss ours and settle on "missing"
     return refused("the store (" + store.describe() + ") refused this rank's inputs (" + joined.error() +
                    "); it keeps NCCL's choices");
   // Each count is seen by one rank's join: the one that makes it nRanks proposes. A later join (more
   // records than ranks: an earlier communicator's with the same id) never confirms, so no "agree" follows.
-  const auto propose = [&](const coord::SetCount& count) -> std::optional<InputsVerdict> {
+  const auto afterJoin = [&](const coord::SetCount& count) -> std::optional<InputsVerdict> {
+    if (count.all < n) return std::nullopt;
     auto p = proposalOrVerdict(store, commId, n, count, mine, me, membersKey);
     if (auto* v = std::get_if<InputsVerdict>(&p)) return settle(store, commId, *v, me, settleBy);
     store.publish(commId, kProposalKey, coord::sealRecord(me.key, commId, kProposalKey, std::get<std::string>(p)));
     return std::nullopt;  // won or lost, the stored proposal is the one confirmed
   };
-  if (joined->all > n) return settle(store, commId, refused(moreRecordsThanRanks(n)), me, settleBy);
-  if (joined->all == n)
-    if (auto v = propose(*joined)) return *v;
+  if (auto v = afterJoin(*joined)) return *v;
   coord::SetCount confirmations;
   for (auto pause = kFirstPause;; pause = std::min<std::chrono::microseconds>(pause * 2, kMaxPause)) {
     // One request a poll: the verdict and the proposal together.
@@ -190,9 +184,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
       auto again = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
       if (again.ok()) {
         joined = again;
-        if (again->all > n) return settle(store, commId, refused(moreRecordsThanRanks(n)), me, settleBy);
-        if (again->all == n)
-          if (auto v = propose(*again)) return *v;
+        if (auto v = afterJoin(*again)) return *v;
       }
     }
     if (Clock::now() >= deadline) {

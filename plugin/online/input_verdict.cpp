@@ -48,7 +48,8 @@ std::string shown(const std::string& v) {
   return "\"" + out + (v.size() > kShownChars ? "...\"" : "\"");
 }
 
-// "DYNAMICCL_TRUST is "all" there, "verified" on 7 rank(s)": the first field where `odd` leaves `ref`.
+// "DYNAMICCL_TRUST is "all" there, "verified" on 7 rank(s)": the first field where `odd` leaves `ref`;
+// "" where no field differs.
 std::string firstDifference(const Parsed& odd, const Parsed& ref, size_t refCount) {
   const std::string others = " on " + std::to_string(refCount) + " rank(s)";
   for (size_t i = 0; i < odd.fields.size() || i < ref.fields.size(); ++i) {
@@ -59,13 +60,13 @@ std::string firstDifference(const Parsed& odd, const Parsed& ref, size_t refCoun
     if (odd.fields[i].second != ref.fields[i].second)
       return odd.fields[i].first + " is " + shown(odd.fields[i].second) + " there, " + shown(ref.fields[i].second) + others;
   }
-  return "the records differ";
+  return "";
 }
 
 }  // namespace
 
 std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const std::optional<std::string>& other,
-                            uint64_t nRanks) {
+                            bool otherOpens, uint64_t nRanks) {
   const std::optional<Parsed> me = parse(mine), them = other ? parse(*other) : std::nullopt;
   const uint64_t otherCount = nRanks > mineCount ? nRanks - mineCount : 0;
   // The reference is the inputs most ranks hold (a tie: this rank's), so one odd rank is the one named.
@@ -75,7 +76,13 @@ std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const s
   if (!me || !them) return why + "a record that does not parse (not written by this plugin)";
   const Parsed& oddOne = mineIsReference ? *them : *me;
   const Parsed& ref = mineIsReference ? *me : *them;
-  return why + "the rank " + oddOne.who + ": " + firstDifference(oddOne, ref, mineIsReference ? mineCount : otherCount);
+  std::string field = firstDifference(oddOne, ref, mineIsReference ? mineCount : otherCount);
+  // Records alike in every field they say hold different keys: the token (never written) differs.
+  if (field.empty())
+    field = otherOpens ? "the records differ"
+                       : "its input record is not sealed under this job's key (written by another job, or by a rank "
+                         "whose DYNAMICCL_COORD_TOKEN_FILE holds another token)";
+  return why + "the rank " + oddOne.who + ": " + field;
 }
 
 // Header, state, why (empty when agreed), and the proposal the ranks confirmed.

@@ -39,9 +39,10 @@ struct InputsVerdict {
 };
 
 // Why the ranks' inputs differ, from one rank's view: its record and how many of nRanks hold its
-// inputs, and one record from the other ranks (nullopt: none could be read).
+// inputs, and one record from the other ranks (nullopt: none could be read; otherOpens: it is
+// sealed under the job's key, so the same token wrote it).
 std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const std::optional<std::string>& other,
-                            uint64_t nRanks);
+                            bool otherOpens, uint64_t nRanks);
 std::string encodeVerdict(const InputsVerdict& v);
 InputsVerdict decodeVerdict(const std::string& bytes);  // unreadable: "differ", alike on every rank
 

@@ -139,7 +139,6 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   const policy::OnlineConfig config = learnerConfig(settings, learn, ncclVersionCode);
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
-  c->nRanks = shape.nRanks;
   c->epochCalls = config.epochCalls;
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
   // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN

@@ -50,6 +50,16 @@ void holdRecord(OnlineComm& c, uint64_t boundary, const std::string& bytes) {
   while (c.held.size() > kHeldKept) c.held.erase(c.held.begin());
 }
 
+std::optional<std::string> followAhead(OnlineComm& c, uint64_t calls, uint64_t upcoming, bool staged) {
+  if (staged) {
+    readAhead(c, calls, 0);
+    return std::nullopt;
+  }
+  if (auto rec = heldRecord(c, upcoming)) return rec;
+  readAhead(c, calls, calls + c.epochCalls / 2 >= upcoming ? upcoming : 0);  // at the near pace once it is near
+  return heldRecord(c, upcoming);
+}
+
 void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   const auto now = std::chrono::steady_clock::now();
   if (now < (need ? c.lastReadAhead + kNearBoundaryPoll : c.lastReadAhead + kReadAheadPoll)) return;
