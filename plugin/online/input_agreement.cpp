@@ -12,6 +12,7 @@
 #include <thread>
 #include <variant>
 
+#include "plugin/log.h"
 #include "plugin/online/inputs_check.h"
 
 namespace dynamiccl::plugin {
@@ -32,7 +33,8 @@ struct Me {
   std::string key;        // the inputs' key: seals this rank's proposal and verdict, opens those of ranks like it
   std::string group;      // the inputs' name in the sets
   std::string member;     // this rank's name in the sets: random
-  std::string confirmed;  // the proposal this rank confirmed; "" before
+  std::string confirmed;  // the proposal this rank confirmed, or tried to (a lost reply may have counted it); "" before
+  bool counted = false;   // its confirmation is known to be in the proposal's set
 };
 
 std::string randomName() {
@@ -77,21 +79,37 @@ std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t c
 
 // Proposes `proposal` and returns the verdict the store kept (ours or an earlier one). A write that
 // failed may still have landed (a reply lost after the commit): the stored verdict is polled for until
-// `deadline` before this rank gives up alone.
+// `deadline`. Then a rank that never confirmed gives up alone, safely: "agree" needs every rank's
+// confirmation, so no rank tunes. One that confirmed may be counted in an "agree" the others adopt: it
+// cannot know what they run, so it waits for the store, as long as it takes, saying so.
 InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict proposal, const Me& me,
                      Clock::time_point deadline) {
   const std::string sealed = coord::sealRecord(me.key, commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
-  if (store.publish(commId, coord::kInputsVerdictKey, sealed) == coord::PublishResult::Won) {
-    proposal.recordDigest = coord::hex(coord::sha256(sealed));
-    return proposal;
-  }
+  const auto start = Clock::now();
+  auto nextSay = deadline + std::chrono::seconds(1);
+  coord::PublishResult published = coord::PublishResult::Failed;
   for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
+    // A write that failed is tried again: a store back from an outage may hold no verdict yet.
+    if (published == coord::PublishResult::Failed) published = store.publish(commId, coord::kInputsVerdictKey, sealed);
+    if (published == coord::PublishResult::Won) {
+      proposal.recordDigest = coord::hex(coord::sha256(sealed));
+      return proposal;
+    }
     if (auto v = storedVerdict(store, commId, me)) return *v;
-    if (Clock::now() >= deadline) break;
+    const auto now = Clock::now();
+    if (now >= deadline && me.confirmed.empty()) break;
+    if (now >= nextSay) {
+      logWarn("communicator %016llx: still waiting after %lld s for the input check's verdict in %s, which does not "
+              "answer: this rank confirmed the agreed inputs, so the others may tune, and it must do what they do",
+              static_cast<unsigned long long>(commId),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()),
+              store.describe().c_str());
+      nextSay = now + std::min(2 * (now - start), std::chrono::duration_cast<Clock::duration>(std::chrono::minutes(1)));
+    }
     std::this_thread::sleep_for(pause);
   }
   return refused("the store (" + store.describe() + ") failed this rank at the verdict; it keeps NCCL's choices, "
-                 "other ranks may not: fix the store");
+                 "as the others do (no \"agree\" is written without this rank's confirmation)");
 }
 
 std::string moreRecordsThanRanks(uint64_t n) {
@@ -166,18 +184,21 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
     // One request a poll: the verdict and the proposal together.
     auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey});
     if (recs.ok() && (*recs)[0]) return verdictFor(*(*recs)[0], me, commId, store.describe());
-    if (recs.ok() && (*recs)[1] && me.confirmed.empty()) {
-      const auto proposal = openProposal(*(*recs)[1], me, commId);
-      if (!proposal || proposal->group != me.group)
-        return settle(store, commId,
-                      refused("the proposal \"agree\" in the store (" + store.describe() + ") is not of this rank's "
-                              "inputs: another rank's differ, or an earlier communicator with the same id left it"),
-                      me, settleBy);
-      auto c = store.joinSet(commId, "confirm-" + proposal->name, me.group, me.member, "");
+    if (recs.ok() && (*recs)[1] && !me.counted) {
+      if (me.confirmed.empty()) {
+        const auto proposal = openProposal(*(*recs)[1], me, commId);
+        if (!proposal || proposal->group != me.group)
+          return settle(store, commId,
+                        refused("the proposal \"agree\" in the store (" + store.describe() + ") is not of this "
+                                "rank's inputs: another rank's differ, or an earlier communicator with the same id left it"),
+                        me, settleBy);
+        me.confirmed = proposal->name;  // before the join: a join whose reply is lost may still count
+      }
+      auto c = store.joinSet(commId, "confirm-" + me.confirmed, me.group, me.member, "");
       if (c.ok()) {
-        me.confirmed = proposal->name;
+        me.counted = true;
         confirmations = *c;
-        if (c->all >= n) return settle(store, commId, {true, false, "", proposal->name, {}}, me, settleBy);
+        if (c->all >= n) return settle(store, commId, {true, false, "", me.confirmed, {}}, me, settleBy);
       }
     } else if (recs.ok() && !(*recs)[1] && pause == kMaxPause) {
       // A join whose reply was lost may have made the count nRanks unseen: joining again only counts.
