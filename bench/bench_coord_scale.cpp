@@ -1,12 +1,14 @@
 // Coordination of one communicator at 16 to 1,024 ranks, as threads of this process (NCCL's
 // single-process mode), each rank with its own connection to the store, through the plugin's own
-// code: the input check (agreeOnInputs) at init, then each rank's read-ahead (readAhead, ticked as the
-// epoch agent ticks it: followAhead) while a leader publishes a 5 KB table half an epoch before each boundary.
+// code: the input check (agreeOnInputs) at init, then each rank's read-ahead (followAhead, ticked as
+// the epoch agent ticks it) while a leader publishes a 5 KB table half an epoch before each boundary.
 // Against a real etcd (one member, started here on loopback) and a directory. Prints per rank and in
 // all: store requests and bytes at init, init time, requests and bytes per second in steady state, and
 // how long a published table takes to reach every rank. A request is one store operation: one HTTP
 // request to etcd (a transaction counts once), one file-system operation group in a directory.
-//   bench_coord_scale [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2]
+// --comms N: every rank in N communicators (a job's process groups), each with its own connection as
+// the plugin opens one per communicator; the figures per rank then sum its communicators'.
+//   bench_coord_scale [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1]
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -79,6 +81,7 @@ struct Args {
   std::vector<int> ranks = {16, 64, 256, 1024};
   std::vector<std::string> backends = {"etcd", "dir"};
   double steady_s = 6, epoch_s = 2;
+  int comms = 1;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -98,8 +101,9 @@ Args parse(int argc, char** argv) {
     } else if (k == "--backends") a.backends = split(v);
     else if (k == "--steady-s") a.steady_s = std::atof(v.c_str());
     else if (k == "--epoch-s") a.epoch_s = std::atof(v.c_str());
+    else if (k == "--comms") a.comms = std::max(1, std::atoi(v.c_str()));
     else {
-      std::fprintf(stderr, "usage: %s [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -133,13 +137,14 @@ double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 void runOnce(const std::string& backend, int n, const Args& a, const std::function<std::unique_ptr<RecordStore>()>& open,
              uint64_t commId) {
+  const int C = a.comms;  // communicators every rank belongs to (a job's process groups); store i = k * n + r
   std::vector<std::shared_ptr<CountingStore>> stores;
-  for (int r = 0; r < n; ++r) {
+  for (int i = 0; i < n * C; ++i) {
     auto inner = open();
     if (!inner) return;
     stores.push_back(std::make_shared<CountingStore>(std::move(inner)));
   }
-  // Init: every rank's input check at once.
+  // Init: every rank's input checks at once, one communicator after another (as NCCL inits them).
   std::vector<double> init_ms(n);
   std::vector<int> agreed(n);
   std::barrier start(n);
@@ -147,13 +152,16 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       const std::string mine = inputsRecordOf(r);
-      const std::string key = plugin::inputsKey(commId, mine, "");
       start.arrive_and_wait();
       const auto t0 = Clock::now();
-      const auto v = plugin::agreeOnInputs(*stores[r], commId, n, mine, 60000, key, plugin::membersKey(commId, ""));
+      for (int k = 0; k < C; ++k) {
+        const uint64_t id = commId + k;
+        const auto v = plugin::agreeOnInputs(*stores[k * n + r], id, n, mine, 60000, plugin::inputsKey(id, mine, ""),
+                                             plugin::membersKey(id, ""));
+        agreed[r] += v.agree;
+        if (!v.agree && r == 0) std::fprintf(stderr, "rank 0 did not agree: %s\n", v.why.c_str());
+      }
       init_ms[r] = ms(Clock::now() - t0);
-      agreed[r] = v.agree;
-      if (!v.agree && r == 0) std::fprintf(stderr, "rank 0 did not agree: %s\n", v.why.c_str());
     });
   for (auto& t : threads) t.join();
   threads.clear();
@@ -167,11 +175,11 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   const uint64_t E = 1000;
   const double callsPerSecond = E / a.epoch_s;
   std::vector<std::shared_ptr<plugin::OnlineComm>> comms;
-  for (int r = 0; r < n; ++r) {
+  for (int i = 0; i < n * C; ++i) {
     auto c = std::make_shared<plugin::OnlineComm>();
-    c->commId = commId;
+    c->commId = commId + i / n;
     c->epochCalls = E;
-    c->store = stores[r];
+    c->store = stores[i];
     comms.push_back(c);
   }
   auto leaderStore = open();
@@ -180,35 +188,40 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   const auto callsNow = [&] { return static_cast<uint64_t>(std::chrono::duration<double>(Clock::now() - t0).count() * callsPerSecond) + 1; };
   std::atomic<bool> stop{false};
   std::mutex m;
-  std::map<uint64_t, Clock::time_point> published;     // boundary -> when the leader's publish returned
-  std::map<uint64_t, Clock::time_point> lastHolder;    // boundary -> when its last rank held it
-  std::map<uint64_t, int> holders;
+  using Place = std::pair<int, uint64_t>;               // (communicator, boundary)
+  std::map<Place, Clock::time_point> published;        // when the leader's publish returned
+  std::map<Place, Clock::time_point> lastHolder;       // when its last rank held it
+  std::map<Place, int> holders;
   std::thread leader([&] {
-    for (uint64_t b = E; !stop.load(); std::this_thread::sleep_for(std::chrono::milliseconds(1))) {
-      if (callsNow() + E / 2 < b) continue;
-      const std::string bytes = table + std::to_string(b);
-      if (leaderStore->publish(commId, b, bytes) != coord::PublishResult::Failed) {
-        std::lock_guard lock(m);
-        published[b] = Clock::now();
-        b += E;
+    std::vector<uint64_t> next(C, E);
+    while (!stop.load()) {
+      for (int k = 0; k < C; ++k) {
+        if (callsNow() + E / 2 < next[k]) continue;
+        const std::string bytes = table + std::to_string(next[k]);
+        if (leaderStore->publish(commId + k, next[k], bytes) != coord::PublishResult::Failed) {
+          std::lock_guard lock(m);
+          published[{k, next[k]}] = Clock::now();
+          next[k] += E;
+        }
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
   const int kAgents = 4;
   std::vector<std::thread> agents;
   for (int w = 0; w < kAgents; ++w)
     agents.emplace_back([&, w] {
-      std::map<int, uint64_t> seen;  // rank -> highest boundary known held
+      std::map<int, uint64_t> seen;  // store -> highest boundary known held
       while (!stop.load()) {
-        for (int r = w; r < n; r += kAgents) {
-          plugin::OnlineComm& c = *comms[r];
+        for (int i = w; i < n * C; i += kAgents) {
+          plugin::OnlineComm& c = *comms[i];
           const uint64_t calls = callsNow();
           const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
           plugin::followAhead(c, calls, upcoming, plugin::heldRecord(c, upcoming).has_value());
-          for (uint64_t b = seen[r] + E; plugin::heldRecord(c, b); b += E) {
-            seen[r] = b;
+          for (uint64_t b = seen[i] + E; plugin::heldRecord(c, b); b += E) {
+            seen[i] = b;
             std::lock_guard lock(m);
-            if (++holders[b] == n) lastHolder[b] = Clock::now();
+            if (++holders[{i / n, b}] == n) lastHolder[{i / n, b}] = Clock::now();
           }
         }
         std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -226,12 +239,13 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   for (auto& t : agents) t.join();
   double reach_ms = 0;
   int boundaries = 0;
-  for (const auto& [b, when] : lastHolder)
-    if (published.count(b)) reach_ms = std::max(reach_ms, ms(when - published[b])), ++boundaries;
+  for (const auto& [place, when] : lastHolder)
+    if (published.count(place)) reach_ms = std::max(reach_ms, ms(when - published[place])), ++boundaries;
 
-  std::printf("%-4s %6d | %8.1f %8.0f %8.0f | %8.1f %8.1f %5d/%-5d | %8.2f %9.0f %10.0f | %8.1f (%d)\n", backend.c_str(), n,
+  std::printf("%-4s %6d %5d | %8.1f %8.0f %8.0f | %8.1f %8.1f %5d/%-5d | %8.2f %9.0f %10.0f | %8.1f (%d)\n",
+              backend.c_str(), n, C,
               static_cast<double>(init.requests) / n, static_cast<double>(init.bytesOut + init.bytesIn) / n,
-              static_cast<double>(init.requests), init_ms[n / 2], init_ms.back(), agreeing, n,
+              static_cast<double>(init.requests), init_ms[n / 2], init_ms.back(), agreeing, n * C,
               steady.requests / window_s / n, (steady.bytesIn + steady.bytesOut) / window_s / n, steady.requests / window_s,
               reach_ms, boundaries);
   std::fflush(stdout);
@@ -243,7 +257,7 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
 int main(int argc, char** argv) {
   using namespace dynamiccl;
   const Args a = parse(argc, argv);
-  std::printf("backend ranks | init: req/rank bytes/rank req-all | init ms: median  last  agreed | steady: req/s/rank "
+  std::printf("backend ranks comms | init: req/rank bytes/rank req-all | init ms: median  last  agreed | steady: req/s/rank "
               "bytes/s/rank req/s-all | table reaches all ranks, ms max (boundaries)\n");
   uint64_t commId = 0xc0de0000 + static_cast<uint64_t>(getpid());
   for (const std::string& backend : a.backends) {
@@ -274,7 +288,8 @@ int main(int argc, char** argv) {
         auto s = coord::openDirStore(dir, false);
         return s.ok() ? std::move(s.value()) : nullptr;
       };
-      runOnce(backend, n, a, open, ++commId);
+      runOnce(backend, n, a, open, commId);
+      commId += a.comms;
     }
     if (!dir.empty()) std::filesystem::remove_all(dir);
   }

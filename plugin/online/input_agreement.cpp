@@ -165,8 +165,16 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   if (auto v = storedVerdict(store, commId, me)) return *v;
   const uint64_t n = static_cast<uint64_t>(std::max(nRanks, 1));
   const std::string sealedMine = coord::sealRecord(membersKey, commId, coord::kInputsRecordKey, mine);
+  // A join is write-once under this rank's own name, so a failed one (a request timed out on a loaded
+  // store) is tried again for a second (a store that refuses or never answers is not waited on longer);
+  // after that the others miss ours and settle on "missing".
   auto joined = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
-  if (!joined.ok())  // the others will miss ours and settle on "missing"
+  const auto retryUntil = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+  for (auto pause = std::chrono::milliseconds(10); !joined.ok() && Clock::now() + pause < retryUntil; pause *= 2) {
+    std::this_thread::sleep_for(pause);
+    joined = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
+  }
+  if (!joined.ok())
     return refused("the store (" + store.describe() + ") refused this rank's inputs (" + joined.error() +
                    "); it keeps NCCL's choices");
   // Each count is seen by one rank's join: the one that makes it nRanks proposes. A later join (more
