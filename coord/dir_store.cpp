@@ -118,6 +118,29 @@ class DirStore : public RecordStore {
     return readRecordFile(recordPath(commId, boundary));
   }
 
+  // Whether a record exists is one lstat: its bytes are not read.
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                             size_t presence) override {
+    pause();
+    std::vector<std::optional<std::string>> out;
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+      const std::string name = recordPath(commId, boundaries[i]);
+      struct stat st {};
+      if (i >= presence) {
+        auto rec = readRecordFile(name);
+        if (!rec.ok()) return makeError(rec.error());
+        out.push_back(std::move(*rec));
+      } else if (lstat(name.c_str(), &st) == 0) {
+        out.push_back(std::string());
+      } else if (errno == ENOENT) {
+        out.push_back(std::nullopt);
+      } else {
+        return makeError("cannot stat " + name + ": " + std::strerror(errno));
+      }
+    }
+    return out;
+  }
+
   // A member is a directory holding its record, renamed into its group's directory whole, then named
   // again (an empty directory) in the set's "all": each directory's link count is its members', so
   // a count is one stat, whatever the number of members (ext4, xfs, tmpfs, NFS, Lustre; a file system

@@ -83,10 +83,10 @@ class EtcdStore : public RecordStore {
     }
   }
 
-  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
-                                                             const std::vector<uint64_t>& boundaries) override {
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                             size_t presence) override {
     try {
-      return readManyOrThrow(commId, boundaries);
+      return readManyOrThrow(commId, boundaries, presence);
     } catch (...) {
       return makeError("etcd: an unexpected error reading records");
     }
@@ -148,10 +148,16 @@ class EtcdStore : public RecordStore {
     return valueOf(*reply);
   }
 
-  // One read-only transaction of a range request per key: one round trip, one consistent revision.
-  Expected<std::vector<std::optional<std::string>>> readManyOrThrow(uint64_t commId, const std::vector<uint64_t>& boundaries) {
+  // One read-only transaction of a range request per key: one round trip, one consistent revision;
+  // keys_only for those asked only whether they exist (etcd leaves the value out: an empty record).
+  Expected<std::vector<std::optional<std::string>>> readManyOrThrow(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                                    size_t presence) {
     json ranges = json::array();
-    for (uint64_t b : boundaries) ranges.push_back({{"request_range", {{"key", base64(keyOf(commId, b))}}}});
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+      json range = {{"key", base64(keyOf(commId, boundaries[i]))}};
+      if (i < presence) range["keys_only"] = true;
+      ranges.push_back({{"request_range", std::move(range)}});
+    }
     auto reply = call("/v3/kv/txn", json{{"success", ranges}}, deadlineFromNow());
     if (!reply.ok()) return makeError(reply.error());
     const auto responses = reply->find("responses");

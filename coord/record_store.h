@@ -48,15 +48,18 @@ class RecordStore {
   virtual PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) = 0;
   // nullopt: no record yet; an error: the backend could not be asked.
   virtual Expected<std::optional<std::string>> read(uint64_t commId, uint64_t boundary) = 0;
-  // Several boundaries' records at once, in the order asked (nullopt where none yet); etcd answers
-  // them in one request, other backends one read each. An error: the backend could not be asked.
+  // Several boundaries' records at once, in the order asked (nullopt where none yet); the first
+  // `presence` of them are only asked whether they exist (an empty record where one does), so a rank
+  // checking that the store still holds what it read is not sent it again. etcd answers them in one
+  // request, other backends one operation each. An error: the backend could not be asked.
   virtual Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
-                                                                     const std::vector<uint64_t>& boundaries) {
+                                                                     const std::vector<uint64_t>& boundaries,
+                                                                     size_t presence) {
     std::vector<std::optional<std::string>> out;
-    for (uint64_t b : boundaries) {
-      auto rec = read(commId, b);
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+      auto rec = read(commId, boundaries[i]);
       if (!rec.ok()) return makeError(rec.error());
-      out.push_back(std::move(*rec));
+      out.push_back(i < presence && rec->has_value() ? std::string() : std::move(*rec));
     }
     return out;
   }

@@ -20,11 +20,11 @@ class SealedStore : public RecordStore {
     return opened(commId, boundary, std::move(*rec));
   }
 
-  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
-                                                             const std::vector<uint64_t>& boundaries) override {
-    auto recs = inner_->readMany(commId, boundaries);
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                             size_t presence) override {
+    auto recs = inner_->readMany(commId, boundaries, presence);
     if (!recs.ok()) return recs;
-    for (size_t i = 0; i < recs->size(); ++i) (*recs)[i] = opened(commId, boundaries[i], std::move((*recs)[i]));
+    for (size_t i = presence; i < recs->size(); ++i) (*recs)[i] = opened(commId, boundaries[i], std::move((*recs)[i]));
     return recs;
   }
 

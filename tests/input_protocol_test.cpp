@@ -30,10 +30,11 @@ class FaultyStore : public coord::RecordStore {
     if (down()) return makeError("the store is down");
     return inner_->read(c, b);
   }
-  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs) override {
+  Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs,
+                                                             size_t presence) override {
     ++requests;
     if (down()) return makeError("the store is down");
-    return inner_->readMany(c, bs);
+    return inner_->readMany(c, bs, presence);
   }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
                                     const std::string& bytes) override {

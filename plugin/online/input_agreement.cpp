@@ -190,7 +190,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   coord::SetCount confirmations;
   for (auto pause = kFirstPause;; pause = std::min<std::chrono::microseconds>(pause * 2, kMaxPause)) {
     // One request a poll: the verdict and the proposal together.
-    auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey});
+    auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey}, 0);
     if (recs.ok() && (*recs)[0]) return verdictFor(*(*recs)[0], me, commId, store.describe());
     if (recs.ok() && (*recs)[1] && !me.counted) {
       if (me.confirmed.empty()) {

@@ -81,7 +81,7 @@ void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   if (!newestFrozen)  // no version follows a frozen record
     for (uint64_t b = newest + E; b <= calls + kReadAheadEpochs * E && ask.size() < ahead; b += E) ask.push_back(b);
   if (ask.empty()) return;
-  auto recs = c.store->readMany(c.commId, ask);
+  auto recs = c.store->readMany(c.commId, ask, newest ? 1 : 0);  // the newest: only whether it is still there
   if (!recs.ok()) return;
   for (size_t i = newest ? 1 : 0; i < ask.size(); ++i)
     if ((*recs)[i]) holdRecord(c, ask[i], *(*recs)[i]);
