@@ -251,6 +251,17 @@ TEST(EtcdJob, EtcdStoppedEightSecondsWithARankAnEpochBehindSplitsNoRank) {
   expectSameDecisions(runJobWithEtcdStopped(s, etcd, 8000));
 }
 
+TEST(EtcdJob, EtcdStoppedThirtySecondsWithARankAnEpochBehindSplitsNoRank) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.ready());
+  // Thirty timeouts: every rank waits (the straggler holds what the others adopted), then goes on alike.
+  Scenario s = outageScenario(etcd, 2400);
+  s.straggler = 3;
+  s.stragglerAt = 1400;
+  expectSameDecisions(runJobWithEtcdStopped(s, etcd, 30000));
+}
+
 TEST(EtcdJob, TwoOfThreeMembersKilledHoldEveryRankUntilTheyAreBack) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd(3);
