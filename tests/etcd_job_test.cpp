@@ -207,6 +207,15 @@ Scenario outageScenario(const EtcdCluster& etcd, int64_t pauseAt) {
   return s;
 }
 
+// The same with rank 3 pausing at `stragglerAt` instead: epochs behind the others (othersAt: past the
+// leader's publication of the boundary before, short of the next, at x500).
+Scenario stragglerScenario(const EtcdCluster& etcd, int64_t othersAt, int64_t stragglerAt) {
+  Scenario s = outageScenario(etcd, othersAt);
+  s.straggler = 3;
+  s.stragglerAt = stragglerAt;
+  return s;
+}
+
 TEST(EtcdJob, TwoNodesOfFourDecideIdenticallyAndLearn) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
@@ -234,9 +243,10 @@ TEST(EtcdJob, EtcdStoppedBetweenTheFollowersAndTheLeadersGiveUpSplitsNoRank) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  // The leader publishes boundary 3000 (at call 2500) while etcd is stopped. Before, a follower froze on its own after twice the timeout (2 s) without an answer, and the
-  // leader, which first waits a timeout for its own publish, 1 s later: a stop of 2.5 s ended
-  // between the two, the leader adopted its table at 3000 and the followers kept theirs.
+  // The leader publishes boundary 3000 (at call 2500) while etcd is stopped. Before, a follower froze
+  // on its own after twice the timeout (2 s) without an answer, and the leader, which first waits a
+  // timeout for its own publish, 1 s later: a stop of 2.5 s ended between the two, the leader adopted
+  // its table at 3000 and the followers kept theirs.
   expectSameDecisions(runJobWithEtcdStopped(outageScenario(etcd, 2400), etcd, 2500));
 }
 
@@ -244,10 +254,8 @@ TEST(EtcdJob, EtcdStoppedEightSecondsWithARankAnEpochBehindSplitsNoRank) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
-  Scenario s = outageScenario(etcd, 2400);
+  Scenario s = stragglerScenario(etcd, 2400, 1400);
   s.epochTimeout_ms = 3000;
-  s.straggler = 3;
-  s.stragglerAt = 1400;
   expectSameDecisions(runJobWithEtcdStopped(s, etcd, 8000));
 }
 
@@ -256,10 +264,7 @@ TEST(EtcdJob, EtcdStoppedThirtySecondsWithARankAnEpochBehindSplitsNoRank) {
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
   // Thirty timeouts: every rank waits (the straggler holds what the others adopted), then goes on alike.
-  Scenario s = outageScenario(etcd, 2400);
-  s.straggler = 3;
-  s.stragglerAt = 1400;
-  expectSameDecisions(runJobWithEtcdStopped(s, etcd, 30000));
+  expectSameDecisions(runJobWithEtcdStopped(stragglerScenario(etcd, 2400, 1400), etcd, 30000));
 }
 
 TEST(EtcdJob, TwoOfThreeMembersKilledHoldEveryRankUntilTheyAreBack) {
@@ -385,12 +390,6 @@ TEST(EtcdJob, AForeignRecordInThePrefixFreezesEveryRankAlike) {
 // A rank epochs behind the others (host-side skew is ordinary: NCCL calls are asynchronous) when the
 // store fails. Every rank reads records ahead of its own position as they appear, so the straggler
 // holds what the others adopted and meets the failure at the same boundary as they do.
-Scenario stragglerScenario(const EtcdCluster& etcd, int64_t othersAt, int64_t stragglerAt) {
-  Scenario s = outageScenario(etcd, othersAt);  // past the leader's publication of the boundary before, short of the next (at x500)
-  s.straggler = 3;
-  s.stragglerAt = stragglerAt;
-  return s;
-}
 
 void expectAlikeWhenEtcdIsKilledWithAStraggler(int64_t othersAt, int64_t stragglerAt) {
   EtcdCluster etcd;

@@ -89,6 +89,12 @@ struct Job {
     EXPECT_TRUE(s.ok());
     return std::make_unique<FaultyStore>(std::move(s.value()));
   }
+  // One store (connection) per rank.
+  std::vector<std::unique_ptr<FaultyStore>> ranks(int n) {
+    std::vector<std::unique_ptr<FaultyStore>> out;
+    for (int r = 0; r < n; ++r) out.push_back(store());
+    return out;
+  }
 };
 
 // Runs the check on one thread per store; the verdicts in rank order.
@@ -112,9 +118,7 @@ TEST(InputProtocol, ARankCutOffRightAfterItConfirmedWaitsAndAdoptsTheAgreementTh
   // 2, and writes "agree". Before, rank 1 gave up after its timeout (300 ms) and the settling second
   // and kept NCCL's choices while rank 0 tuned.
   Job job;
-  std::vector<std::unique_ptr<FaultyStore>> stores;
-  stores.push_back(job.store());
-  stores.push_back(job.store());
+  auto stores = job.ranks(2);
   stores[0]->confirmDelay = std::chrono::milliseconds(100);
   stores[1]->failAfterConfirming = true;
   stores[1]->outage = std::chrono::milliseconds(2000);
@@ -129,9 +133,7 @@ TEST(InputProtocol, ARankCutOffBeforeItConfirmedKeepsNcclsChoiceAsEveryRankDoes)
   // Rank 1's store fails from its first request for good: no "agree" can be written without its
   // confirmation, so it may give up at its timeout, and rank 0 settles on "missing".
   Job job;
-  std::vector<std::unique_ptr<FaultyStore>> stores;
-  stores.push_back(job.store());
-  stores.push_back(job.store());
+  auto stores = job.ranks(2);
   stores[1]->goDown(std::chrono::hours(1));
   const auto v = check(stores, 300);
   EXPECT_FALSE(v[0].agree);
@@ -143,9 +145,7 @@ TEST(InputProtocol, ARankWhoseFirstJoinFailsJoinsAgainAndEveryRankAgrees) {
   // within the check's timeout. Before, it gave up at once and every rank settled on "missing" (8
   // communicators of 64 ranks against a loaded etcd lost one that way in bench_coord_scale).
   Job job;
-  std::vector<std::unique_ptr<FaultyStore>> stores;
-  stores.push_back(job.store());
-  stores.push_back(job.store());
+  auto stores = job.ranks(2);
   stores[1]->goDown(std::chrono::milliseconds(500));
   const auto v = check(stores, 3000);
   EXPECT_TRUE(v[0].agree) << v[0].why;
@@ -160,8 +160,7 @@ TEST(InputProtocol, EachRanksRequestsDoNotGrowWithTheRanks) {
   const int sizes[2] = {4, 64};
   for (int i = 0; i < 2; ++i) {
     Job job;
-    std::vector<std::unique_ptr<FaultyStore>> stores;
-    for (int r = 0; r < sizes[i]; ++r) stores.push_back(job.store());
+    auto stores = job.ranks(sizes[i]);
     const auto v = check(stores, 20000);
     for (int r = 0; r < sizes[i]; ++r) {
       EXPECT_TRUE(v[r].agree) << v[r].why;
