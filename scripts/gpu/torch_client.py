@@ -2,20 +2,31 @@
 """One rank of the real client: torch.distributed with the NCCL backend, timing collectives with CUDA events.
 
 usage: torch_client.py --rank R --world N --port P --out FILE [--min-bytes 8] [--max-bytes 256M]
-                       [--colls allreduce,allgather,reducescatter] [--plan] [--job ROUNDS]
+                       [--colls allreduce,allgather,reducescatter] [--label TEXT] [--plan] [--job ROUNDS]
 Sizes follow nccl-tests: the total buffer (allgather: output, reducescatter: input), float32 / sum,
 rounded up to whole floats per rank. Each size: warm-up calls, then timed calls, each between two
 CUDA events on the current stream (ProcessGroupNCCL's stream waits on it, and it on the collective).
 FILE gets one JSON line per (collective, size) and a first line naming the versions.
+Results are checked: every warm-up call runs on inputs whose sum is exact in float32 (result_check.py)
+and its output is compared element by element with the exact result. A mismatch prints one line
+("RESULT MISMATCH [LABEL] coll bytes B, rank R: first mismatch at output index I: got X, expected Y")
+to stderr, is written into that size's JSON line ("check"), and makes the client exit 3 once the sweep
+is over (the other ranks still run every call, so no rank is left waiting in a collective). --label
+names the configuration in that line (torch_runs.sh passes n<ranks>/<run>; unset: the plugin and
+profile named by the environment).
 --plan prints the sweep (sizes, warm-up and timed calls) and exits without importing torch.
 --job ROUNDS runs a training-like job instead of the sweep: ROUNDS rounds of the same few calls
 (JOB_MIX), every call timed; FILE gets, per call of the mix, its times in blocks of BLOCK rounds, and
-the job's wall time (first call to the last one's end).
+the job's wall time (first call to the last one's end). The job's warm-up calls are checked, and after
+the job one more round of the mix (untimed, after the wall time) is checked: what the job settled on.
 """
 import argparse
 import json
+import os
 import sys
 import time
+
+import result_check  # beside this file; needs neither torch nor a GPU
 
 WARMUP = 3
 # The job's round: sizes where NCCL's pick and the GPU runs' forced rules differ (the rules lose).
@@ -72,21 +83,58 @@ def plan(args):
 
 
 def make_call(dist, coll, size, world, big_in, big_out):
-    """The collective of `size` total bytes on the shared buffers, and its total as the plugin keys it."""
+    """The collective of `size` total bytes on the shared buffers, its total as the plugin keys it, and
+    (n floats per rank, input view, output view) for the result check."""
     n = floats_per_rank(coll, size, world)
     if coll == "allreduce":
-        return (lambda t=big_in[:n]: dist.all_reduce(t)), 4 * n
+        t = big_in[:n]
+        return (lambda: dist.all_reduce(t)), 4 * n, (n, t, t)
     if coll == "allgather":
-        return (lambda i=big_in[:n], o=big_out[:n * world]: dist.all_gather_into_tensor(o, i)), 4 * n * world
-    return (lambda i=big_in[:n * world], o=big_out[:n]: dist.reduce_scatter_tensor(o, i)), 4 * n * world
+        i, o = big_in[:n], big_out[:n * world]
+        return (lambda: dist.all_gather_into_tensor(o, i)), 4 * n * world, (n, i, o)
+    i, o = big_in[:n * world], big_out[:n]
+    return (lambda: dist.reduce_scatter_tensor(o, i)), 4 * n * world, (n, i, o)
 
 
-def run_job(args, torch, dist, dev, out, big_in, big_out):
-    """ROUNDS rounds of JOB_MIX, every call between two CUDA events; times written per block of rounds."""
-    calls = [make_call(dist, coll, size, args.world, big_in, big_out) + (coll,) for coll, size in JOB_MIX]
-    for call, _, _ in calls:
+class Checker:
+    """Runs a call on exact inputs and compares its output with the exact result (result_check.py)."""
+
+    def __init__(self, args, torch, dev):
+        self.args, self.torch, self.dev = args, torch, dev
+        self.expected = {}
+        self.failures = []
+
+    def checked_call(self, call, coll, total, views):
+        """One call on exact inputs; None if its output is exact, else the mismatch line (also printed)."""
+        n, inp, out = views
+        torch, rank, world = self.torch, self.args.rank, self.args.world
+        inp.copy_(result_check.torch_inputs(coll, rank, world, n, self.dev, torch=torch))
+        call()
+        key = (coll, n)
+        if key not in self.expected:
+            self.expected = {key: result_check.torch_expected(coll, rank, world, n, self.dev, torch=torch)}
+        torch.cuda.synchronize(self.dev)
+        line = result_check.check(self.args.label, coll, total, rank, out, self.expected[key])
+        if line is not None:
+            self.failures.append(line)
+            print(f"torch_client: {line}", file=sys.stderr, flush=True)
+        return line
+
+    def warmup(self, call, coll, total, views):
+        """The warm-up calls, each on exact inputs and checked; 'ok' or the first mismatch line."""
+        first = None
         for _ in range(WARMUP):
-            call()
+            line = self.checked_call(call, coll, total, views)
+            first = first or line
+        return first or "ok"
+
+
+def run_job(args, torch, dist, dev, out, big_in, big_out, checker):
+    """ROUNDS rounds of JOB_MIX, every call between two CUDA events; times written per block of rounds."""
+    made = [(make_call(dist, coll, size, args.world, big_in, big_out), coll) for coll, size in JOB_MIX]
+    calls = [(call, total, coll) for (call, total, _), coll in made]
+    views = [v for (_, _, v), _ in made]
+    checks = [checker.warmup(call, coll, total, v) for (call, total, coll), v in zip(calls, views)]
     torch.cuda.synchronize(dev)
     t0 = time.monotonic()
     for first in range(0, args.job, BLOCK):
@@ -105,6 +153,11 @@ def run_job(args, torch, dist, dev, out, big_in, big_out):
         out.flush()
     out.write(json.dumps({"job_rounds": args.job, "job_calls": args.job * len(calls),
                           "job_wall_s": round(time.monotonic() - t0, 3)}) + "\n")
+    # One more round, untimed and after the wall time, each call checked: the choices the job settled on.
+    for i, ((call, total, coll), v) in enumerate(zip(calls, views)):
+        after = checker.checked_call(call, coll, total, v) or "ok"
+        out.write(json.dumps({"job_check": coll, "bytes": total, "warmup": checks[i], "after_job": after}) + "\n")
+    out.flush()
 
 
 def run(args):
@@ -121,19 +174,19 @@ def run(args):
     biggest = max(floats_per_rank(c, size, args.world) * (args.world if c != "allreduce" else 1) for c, size in calls)
     big_in = torch.ones(biggest, dtype=torch.float32, device=dev)
     big_out = torch.empty(biggest, dtype=torch.float32, device=dev)
+    checker = Checker(args, torch, dev)
     with open(args.out, "w", encoding="utf-8") as out:
         out.write(json.dumps({"rank": args.rank, "world": args.world, "torch": torch.__version__,
                               "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
                               "device": torch.cuda.get_device_name(dev), "init_s": round(init_s, 3)}) + "\n")
         if args.job:
-            run_job(args, torch, dist, dev, out, big_in, big_out)
+            run_job(args, torch, dist, dev, out, big_in, big_out, checker)
             dist.destroy_process_group()
-            return
+            return checker.failures
         for coll in args.colls:
             for size in sizes(args.min_bytes, args.max_bytes):
-                call, total = make_call(dist, coll, size, args.world, big_in, big_out)
-                for _ in range(WARMUP):
-                    call()
+                call, total, views = make_call(dist, coll, size, args.world, big_in, big_out)
+                check = checker.warmup(call, coll, total, views)
                 k = timed_calls(size)
                 events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                           for _ in range(k)]
@@ -143,9 +196,11 @@ def run(args):
                     stop.record()
                 torch.cuda.synchronize(dev)
                 times_us = [round(s.elapsed_time(e) * 1000.0, 3) for s, e in events]
-                out.write(json.dumps({"coll": coll, "bytes": total, "warmup": WARMUP, "times_us": times_us}) + "\n")
+                out.write(json.dumps({"coll": coll, "bytes": total, "warmup": WARMUP, "times_us": times_us,
+                                      "check": check}) + "\n")
                 out.flush()
     dist.destroy_process_group()
+    return checker.failures
 
 
 def main():
@@ -159,10 +214,17 @@ def main():
     p.add_argument("--colls", type=lambda s: s.split(","), default=["allreduce", "allgather", "reducescatter"])
     p.add_argument("--plan", action="store_true")
     p.add_argument("--job", type=int, default=0, metavar="ROUNDS")
+    p.add_argument("--label", default=None, help="the configuration, as the mismatch line names it")
     args = p.parse_args()
+    if args.label is None:
+        profile = os.environ.get("DYNAMICCL_PROFILE")
+        args.label = (f"plugin, profile {os.path.basename(profile)}" if os.environ.get("NCCL_TUNER_PLUGIN") and profile
+                      else "plugin" if os.environ.get("NCCL_TUNER_PLUGIN") else "no plugin")
     known = {"allreduce", "allgather", "reducescatter"}
     if not set(args.colls) <= known or args.world < 1 or not 0 <= args.rank < args.world:
         p.error(f"collectives must be among {sorted(known)}, 0 <= rank < world")
+    if args.world > result_check.MAX_WORLD:
+        p.error(f"results are checked exactly up to {result_check.MAX_WORLD} ranks")
     if args.min_bytes > args.max_bytes:
         p.error("--min-bytes exceeds --max-bytes")
     if args.job < 0:
@@ -170,7 +232,10 @@ def main():
     if args.plan:
         plan(args)
         return 0
-    run(args)
+    failures = run(args)
+    if failures:
+        print(f"torch_client: {len(failures)} call(s) with a wrong result; first: {failures[0]}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -23,6 +23,10 @@
 #   job's time against the default run's, measuring included, and how it went from the first rounds to the last;
 #   runs.png is scripts/gpu/plot_job.py's.
 # --dry-run prints each launch's ranks (environment and command) and the sweep, and runs nothing.
+# Results are checked (torch_client.py, scripts/gpu/result_check.py): every warm-up call's output is
+# compared with the exact result. A rank that saw a wrong result exits 3 after its sweep; the launch
+# prints "n<ranks> <run>: RESULT MISMATCH [n<ranks>/<run>] <coll> <bytes> B, rank R: first mismatch at
+# output index I: got X, expected Y", collected in OUT/mismatch.txt, and the script exits 1 at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/scripts/gpu
@@ -149,7 +153,7 @@ for n in $RANKS; do
     for ((r = 0; r < n; r++)); do
       mapfile -t envs < <(run_env "$run" "$r" "$dir")
       cmd=(timeout -k 5 "$limit" "$PY" "$HERE/torch_client.py" --rank "$r" --world "$n" --port "$port"
-           --max-bytes "$MAX" --out "$dir/rank$r.jsonl")
+           --label "n$n/$run" --max-bytes "$MAX" --out "$dir/rank$r.jsonl")
       [ "$JOB" -gt 0 ] && cmd+=(--job "$JOB")
       if [ "$DRY" = 1 ]; then
         echo "n$n $run rank $r: env ${envs[*]} ${cmd[*]}"
@@ -162,6 +166,8 @@ for n in $RANKS; do
     rc=0
     for p in "${pids[@]}"; do wait "$p" || rc=$?; done
     echo "n$n $run: exit $rc after $((SECONDS - t0))s" | tee "$dir/status.txt"
+    bad=$(grep -h '^torch_client: RESULT MISMATCH' "$dir"/rank*.log 2>/dev/null | head -n 1 || true)
+    [ -n "$bad" ] && echo "n$n $run: ${bad#torch_client: }" | tee -a "$WORK/mismatch.txt" >&2
     pack
   done
 done
@@ -173,3 +179,8 @@ plot=plot_torch_runs.py
 [ "$JOB" -gt 0 ] && plot=plot_job.py
 "$PY" "$HERE/$plot" "$WORK" "$OUT/runs.png" >"$OUT/plot.log" 2>&1 || true  # needs matplotlib
 echo "gpu/torch_runs: done in $((SECONDS - start))s; $OUT/summary.md"
+if [ -s "$WORK/mismatch.txt" ]; then
+  cp "$WORK/mismatch.txt" "$OUT/mismatch.txt"
+  echo "gpu/torch_runs: FAILED: wrong collective results in $(wc -l <"$OUT/mismatch.txt") run(s), $OUT/mismatch.txt" >&2
+  exit 1
+fi
