@@ -65,6 +65,11 @@ struct OnlineComm {
   std::array<std::atomic<bool>, policy::kOnlineKeys> modelledKnown{};
   // Calls per key so far, measured or not: what a search must repay its measurement over.
   std::array<std::atomic<uint64_t>, policy::kOnlineKeys> keyCalls{};
+  // Each key's share of calls measured is its own, but NCCL reads the mask before the tuner sees the
+  // call: the leader predicts the next call's key as the one that followed this key last time (a
+  // training loop repeats its sequence). 1 + key; 0 unknown. Written by the hot path alone.
+  std::array<std::atomic<uint16_t>, policy::kOnlineKeys> nextKey{};
+  std::atomic<uint32_t> lastKey{policy::kOnlineKeys};
 
   // Agent side, under mutex: the learner (leader) and every table a version may still point to.
   std::mutex mutex;
@@ -88,10 +93,14 @@ struct OnlineComm {
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary);
 void ensurePublished(OnlineComm& s, uint64_t boundary);
 
-// Whether the leader profiles call k: what the table in force says (before any, the initial share).
+// Whether the leader profiles call k: what the table in force says for the key predicted to come
+// (a key it cannot predict: the table's share; before any table, the initial share).
 inline bool measuresCall(const OnlineComm& s, uint64_t k) {
   const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
-  return t ? t->measures(s.commId, k) : policy::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
+  if (!t) return policy::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
+  const uint32_t last = s.lastKey.load(std::memory_order_relaxed);
+  const uint16_t next = last < policy::kOnlineKeys ? s.nextKey[last].load(std::memory_order_relaxed) : 0;
+  return t->measures(s.commId, k, next ? next - 1u : policy::kOnlineKeys);
 }
 
 // The hot path's online step: counts the call, crosses a boundary when due, then picks.
@@ -108,6 +117,9 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
   }
   const uint32_t key = policy::onlineKey(coll, nBytes);
   s.keyCalls[key].store(s.keyCalls[key].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
+  if (const uint32_t last = s.lastKey.load(std::memory_order_relaxed); last < policy::kOnlineKeys)
+    s.nextKey[last].store(static_cast<uint16_t>(key + 1), std::memory_order_relaxed);
+  s.lastKey.store(key, std::memory_order_relaxed);
   if (costTable) {  // NCCL's own choice (the guard's reference)
     if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {
       for (int i = 0; i < kNumAlgos * kNumProtos; ++i) s.modelled_us[key][i].store(costTable[i], std::memory_order_relaxed);

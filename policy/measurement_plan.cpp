@@ -14,11 +14,13 @@ double initialMeasureRate(double budget, double maxCostShare) {
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare,
                             double initialRate) {
   MeasurePlan p;
-  double total = 0, cost = 0, gain = 0, searched = 0;
+  p.keyRates.assign(keys.size(), 0.0);
+  double total = 0, cost = 0, gain = 0;
   for (const KeyMeasure& k : keys) {
     if (!(k.time_us > 0)) continue;
+    ++p.keys;
+    p.searchingKeys += k.searching;
     total += k.time_us;
-    searched += k.searching ? k.time_us : 0;
     cost += k.time_us * std::max(0.0, k.costShare);
     gain += k.time_us * std::clamp(k.gainShare, 0.0, 1.0);
     p.searching = p.searching || k.searching;
@@ -26,24 +28,34 @@ MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, 
   if (!(total > 0)) {
     p.rate = initialRate;
     p.searching = true;
+    std::fill(p.keyRates.begin(), p.keyRates.end(), initialRate);
     return p;
   }
   const double perCall = cost / total;  // the price of profiling an average call, share of its time
-  // Every key's calls are measured alike, but only the searched keys learn from it: the measurement
-  // may cost half the budget in proportion to their share of the job's time.
   const double settled = std::clamp(settledShare, 0.0, 1.0);
-  const double spend = budget / 2 * (searched / total);
-  const double affordable = perCall > 0 ? std::clamp(spend / perCall, 0.0, 1.0) : 1.0;
-  const double settledAffordable = perCall > 0 ? std::clamp(budget / 2 / perCall, 0.0, 1.0) : 1.0;
+  // Settled keys share the drift re-tests' rate, which may cost half the budget at most.
+  const double floor = std::min(settled, perCall > 0 ? std::clamp(budget / 2 / perCall, 0.0, 1.0) : 1.0);
   p.gainShare = gain / total;
-  p.rate = p.searching ? std::max(affordable, std::min(settled, settledAffordable)) : std::min(settledAffordable, settled);
-  p.costShare = p.rate * perCall;
-  // Settled: re-tests for drift are worth their price only while what the job gained exceeds it.
-  if (!p.searching && p.costShare > 0 && p.gainShare < p.costShare) {
-    p.stopped = true;
-    p.rate = 0;
-    p.costShare = 0;
+  // Settled everywhere: re-tests for drift are worth their price only while what the job gained exceeds it.
+  p.stopped = !p.searching && floor * perCall > 0 && p.gainShare < floor * perCall;
+  double calls = 0, measured = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const KeyMeasure& k = keys[i];
+    double rate = p.stopped ? 0 : floor;
+    // A key still searching measures what its trials need (twice their share: what runs is measured
+    // beside each trial), its measurement costing at most half the budget of its own time.
+    if (k.searching) {
+      const double affordable = k.costShare > 0 ? std::clamp(budget / 2 / k.costShare, 0.0, 1.0) : 1.0;
+      rate = std::min(std::max(affordable, floor), std::max(2 * std::clamp(k.trialShare, 0.0, 0.5), floor));
+    }
+    p.keyRates[i] = rate;
+    if (!(k.time_us > 0)) continue;
+    p.costShare += k.time_us * rate * std::max(0.0, k.costShare) / total;
+    calls += k.calls;
+    measured += k.calls * rate;
   }
+  p.rate = calls > 0 ? measured / calls : (p.stopped ? 0 : floor);
+  p.defaultRate = p.stopped ? 0 : floor;
   return p;
 }
 

@@ -14,19 +14,27 @@ struct KeyMeasure {
   double costShare = 0;    // what profiling one of its calls costs, share of the call's time
   bool searching = false;  // an arm is still to be decided here (not a drift re-test)
   double gainShare = 0;    // time what runs saves against NCCL's default, share of the key's time (>= 0)
+  double trialShare = 0;   // searching: the share of the key's calls its trials take
+  double calls = 0;        // its calls so far in the job (what the reported share is over)
 };
 
 struct MeasurePlan {
-  double rate = 1;         // share of calls profiled (and the only calls that explore)
+  double rate = 1;         // share of calls profiled (and the only calls that explore), over every key
+  double defaultRate = 1;  // a settled key's share (and a key's the table does not name)
+  std::vector<double> keyRates;  // per key given, its share
   double costShare = 0;    // expected measurement cost at that rate, share of collective time
   double gainShare = 0;    // measured gain of what runs over NCCL's default, share of collective time
   bool searching = false;
   bool stopped = false;    // settled and the gain does not repay measuring: nothing is profiled
+  int keys = 0, searchingKeys = 0;  // keys with calls, and those still searching
 };
 
-// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (measurement takes at most half,
-// in proportion to the searched keys' share of the job's time, and never less than the settled share);
-// settledShare: DYNAMICCL_MEASURE_SHARE. No key yet: initialRate.
+// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (a searching key's measurement
+// takes at most half of it, of its own time, and never less than the settled share);
+// settledShare: DYNAMICCL_MEASURE_SHARE. Each key is measured at its own rate: a key still searching
+// what its trials need (twice their share, so what runs gets about as many samples beside each trial),
+// a settled one the settled share, none once every key settled and the gain does not repay re-tests.
+// No key yet: initialRate.
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
 
 // The share of calls a leader profiles before it has measured anything: what half the budget affords

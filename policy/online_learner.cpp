@@ -54,8 +54,9 @@ OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn can
       decayPerCall_(std::pow(0.5, 1.0 / std::max(1.0, config.halfLifeCalls))),
       keys_(kOnlineKeys) {
   usualDecayPerCall_ = std::pow(0.5, 1.0 / std::max(1.0, config.usualHalfLifeCalls));
-  plan_.rate = initialMeasureRate(config_.exploreTimeShare,
-                                  *std::max_element(config_.measureCostShare.begin(), config_.measureCostShare.end()));
+  // The first epoch measures nothing: its boundary's trials need no timing of what runs (NCCL's costs
+  // order them), and what runs is measured beside them from then on. A job shorter than an epoch pays nothing.
+  plan_.rate = 0;
 }
 
 void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto) {
@@ -106,7 +107,9 @@ void OnlineLearner::decay(KeyState& k, ArmStats& a) const {
 
 void OnlineLearner::setCallsSoFar(int coll, int bucket, uint64_t calls) {
   if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
-  keys_[coll * SizeBucket::kCount + bucket].jobCalls = calls;
+  KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
+  k.jobCalls = calls;
+  k.active = k.active || calls > 0;  // searched from its calls, before anything is measured
 }
 
 double OnlineLearner::callsSoFar(const KeyState& k) const {
@@ -196,8 +199,10 @@ int OnlineLearner::aheadOf(const KeyState& k, int runs) const {
   int winner = -1;
   for (int s = 0; s < kArmSlots; ++s) {
     const ArmStats& a = k.arms[s];
-    // A tried arm, or this build's candidate (a previous job's measurements may already decide it).
-    if (s == runs || (!(k.tested >> s & 1) && s != k.candidate) || a.n < static_cast<uint64_t>(config_.minSamples) ||
+    // A tried arm, this build's candidate, or one a previous job promoted (the next job runs it from its
+    // first boundary): a seeded arm the last job left undecided is not promoted on its summary alone.
+    if (s == runs || (!((k.tested | k.seededPromoted) >> s & 1) && s != k.candidate) || !mayRun(k, s) ||
+        a.n < static_cast<uint64_t>(config_.minSamples) ||
         a.w <= 0.5)
       continue;
     if (k.modelled && !(k.modelled_us[s] >= 0)) continue;
@@ -219,7 +224,7 @@ int OnlineLearner::nextArm(const KeyState& k, int priorSlot, int runs) const {
   auto measuredMean = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
   for (int s = 0; s < kArmSlots; ++s) {
     if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0)) continue;
-    if (decided(k, s, runs)) continue;
+    if (decided(k, s, runs) || settled(k, s)) continue;
     if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
       if (fresh < 0 || k.modelled_us[s] < k.modelled_us[fresh]) fresh = s;
     } else if (k.arms[s].w > 0 && (survivor < 0 || measuredMean(s) < measuredMean(survivor))) {
@@ -270,11 +275,12 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
     return a.n >= minSamples && r.n >= minSamples && compare(a, r).noGain;
   };
   // An arm already measured faster than what runs beyond noise (this job's samples, or a previous
-  // job's seeded from the store) is the candidate, so the build promotes it now.
+  // job's promotion seeded from the store) is the candidate, so the build promotes it now.
   if (trusted(k, runs)) {
     int winner = -1;
     for (int s = 0; s < kArmSlots; ++s) {
-      if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(k, s) || (k.modelled && !(k.modelled_us[s] >= 0)))
+      if (s == runs || s == k.ncclDefault || s == priorSlot || !trusted(k, s) || !mayRun(k, s) ||
+          (k.modelled && !(k.modelled_us[s] >= 0)))
         continue;
       if (compare(k.arms[s], k.arms[runs]).faster && (winner < 0 || meanOf(k.arms[s]) < meanOf(k.arms[winner])))
         winner = s;
@@ -284,10 +290,11 @@ int OnlineLearner::proposal(int coll, int bucket, KeyState& k, int priorSlot) {
   // One proposal at a time, a candidate until decided: promoted (it runs), lost, or measured
   // proposalSamples times without a verdict. A verdict needs samples, not a moving target.
   if (const int p = k.proposal; p >= 0 && p != runs && p != k.ncclDefault && p != priorSlot && !lost(p) &&
-                                k.arms[p].n < static_cast<uint64_t>(config_.proposalSamples))
+                                !settled(k, p) && k.arms[p].n < static_cast<uint64_t>(config_.proposalSamples))
     return p;
   auto eligible = [&](int s) {
-    if (s == runs || s == k.ncclDefault || s == priorSlot || k.arms[s].n >= minSamples || lost(s)) return false;
+    if (s == runs || s == k.ncclDefault || s == priorSlot || k.arms[s].n >= minSamples || lost(s) || settled(k, s))
+      return false;
     if (k.modelled && !(k.modelled_us[s] >= 0)) return false;  // IGNORE: NCCL would not run it
     return model_->belief(coll, bucket, algoOf(s), protoOf(s)).has_value();
   };
@@ -326,6 +333,53 @@ bool OnlineLearner::trusted(const KeyState& k, int slot) const {
   return slot >= 0 && k.arms[slot].n >= static_cast<uint64_t>(config_.minSamples) && k.arms[slot].w > 0.5;
 }
 
+bool OnlineLearner::mayRun(const KeyState& k, int slot) const {
+  return slot >= 0 && ((k.seededPromoted >> slot & 1) ||
+                       k.arms[slot].n - k.arms[slot].seededN >= static_cast<uint64_t>(config_.minSamples));
+}
+
+bool OnlineLearner::settled(const KeyState& k, int slot) const {
+  // Offered minSamples trials and timed in none: NCCL runs something else for it (CollNet where it
+  // has none, ...): no more trials of it are worth their cost.
+  return slot >= 0 && (k.arms[slot].n >= static_cast<uint64_t>(config_.settleSamples) ||
+                       k.offered[slot] >= 2.0 * config_.settleSamples ||
+                       (k.arms[slot].n == 0 && k.offered[slot] >= config_.minSamples));
+}
+
+void OnlineLearner::countOffered(KeyState& k) {
+  const double since = k.jobCalls > k.offeredAt ? static_cast<double>(k.jobCalls - k.offeredAt) : 0;
+  for (int s = 0; s < kArmSlots; ++s) k.offered[s] += k.offeredShare[s] * since;
+  k.callsPerBuild = since;
+  k.offeredShare = {};
+  k.offeredAt = k.jobCalls;
+}
+
+double OnlineLearner::trialsSpent(const KeyState& k) const {
+  if (!trusted(k, k.incumbent)) return 0;
+  const double inc = meanOf(k.arms[k.incumbent]);
+  double spent = 0;
+  for (int s = 0; s < kArmSlots; ++s)
+    if (s != k.incumbent && k.arms[s].w > 0)
+      spent += static_cast<double>(k.arms[s].n) * std::max(0.0, std::exp(meanOf(k.arms[s]) - inc) - 1);
+  return spent;
+}
+
+void OnlineLearner::recordOffered(const OnlineTable& table) {
+  // Only measured calls explore; an arm's thresholds are its share of them (after planMeasurement).
+  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
+    KeyState& k = keys_[key];
+    const OnlineEntry& e = table.entry(key);
+    const uint32_t t = table.measureThresholdOf(key);
+    const double measured = t == kMeasureEveryCall ? 1.0 : t / 4294967296.0;
+    uint32_t below = 0;
+    for (int i = 0; i < e.nArms; ++i) {
+      const uint32_t t = std::max(below, e.cumulativeThreshold[i]);
+      if (k.entrySlot[i] >= 0) k.offeredShare[k.entrySlot[i]] += (t - below) / 4294967296.0 * measured;
+      below = t;
+    }
+  }
+}
+
 void OnlineLearner::setCandidate(KeyState& k, int slot, const Decision& d) {
   k.candidate = slot;
   k.candidateDecision = d;
@@ -358,7 +412,8 @@ void OnlineLearner::searchNext(KeyState& k, int priorSlot, int runs) const {
     setCandidate(k, winner, k.tested >> winner & 1 ? k.testedDecision[winner] : decisionAt(winner));
     return;
   }
-  const bool roundDone = k.candidate >= 0 && k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples);
+  const bool roundDone = k.candidate >= 0 && (k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples) ||
+                                              settled(k, k.candidate));
   if (k.candidate >= 0 && !roundDone && !decided(k, k.candidate, runs)) return;
   if (const int next = nextArm(k, priorSlot, runs); next >= 0) setCandidate(k, next, decisionAt(next));
 }
@@ -386,7 +441,8 @@ void OnlineLearner::pickCandidate(int coll, int bucket, KeyState& k, int priorSl
 void OnlineLearner::switchToBest(KeyState& k, const std::vector<int>& slots) {
   int best = -1;
   for (int s : slots)
-    if (trusted(k, s) && (best < 0 || meanOf(k.arms[s]) < meanOf(k.arms[best]))) best = s;
+    if (trusted(k, s) && (s == k.incumbent || mayRun(k, s)) && (best < 0 || meanOf(k.arms[s]) < meanOf(k.arms[best])))
+      best = s;
   if (best < 0 || best == k.incumbent || !trusted(k, k.incumbent) ||
       !compare(k.arms[best], k.arms[k.incumbent]).faster)
     return;
@@ -443,7 +499,7 @@ int OnlineLearner::racingArm(const KeyState& k, const std::vector<int>& slots) c
   const double inc = meanOf(k.arms[k.incumbent]), gainLog = std::log(1 - config_.rule.minGain);
   int racing = -1;
   for (int s : slots)
-    if (s >= 0 && s != k.incumbent && trusted(k, s) && meanOf(k.arms[s]) - inc < gainLog &&
+    if (s >= 0 && s != k.incumbent && trusted(k, s) && !settled(k, s) && meanOf(k.arms[s]) - inc < gainLog &&
         (racing < 0 || meanOf(k.arms[s]) < meanOf(k.arms[racing]))) {
       const Judgement j = compare(k.arms[s], k.arms[k.incumbent]);
       if (!j.faster && !j.noGain && !withinTheBar(j, config_.rule)) racing = s;
@@ -456,13 +512,24 @@ std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, 
   const ArmStats& a = k.arms[s];
   const std::optional<double> incumbentMean =
       trusted(k, k.incumbent) ? std::optional<double>(meanOf(k.arms[k.incumbent])) : std::nullopt;
-  const double share = config_.exploreCallShare / static_cast<double>(nSlots);
+  // The key's exploration share is split among the arms that explore (every slot but what runs).
+  const double share = config_.exploreCallShare / static_cast<double>(std::max<size_t>(1, nSlots - 1));
+  if (settled(k, s)) {  // its search ended undecided: drift re-tests only
+    const std::optional<double> ratio =
+        trusted(k, s) && incumbentMean ? std::optional<double>(std::exp(meanOf(a) - *incumbentMean)) : untriedRatio(k, s, incumbentMean);
+    if (!ratio) return std::nullopt;
+    return ArmRate{1.0 / config_.retestEvery, *ratio};
+  }
   if (!trusted(k, s)) {
     // A few samples far behind the incumbent settle it: no need to wait for minSamples.
     if (a.w > 0.1 && incumbentMean && meanOf(a) - *incumbentMean > std::log(config_.maxModelledRatio))
       return ArmRate{1.0 / config_.retestEvery, std::exp(meanOf(a) - *incumbentMean)};
-    const std::optional<double> ratio = untriedRatio(k, s, incumbentMean);
+    std::optional<double> ratio = untriedRatio(k, s, incumbentMean);
     if (!ratio) return std::nullopt;  // the model says it cannot pay off here
+    // Two samples or more already say what a trial costs better than the model's allowance for its
+    // error: the measured ratio, pessimistic by one standard error (the noise floor at least).
+    if (a.n >= 2 && a.w > 0.1 && incumbentMean)
+      ratio = std::min(*ratio, std::exp(meanOf(a) - *incumbentMean + std::sqrt(varOfMean(a))));
     // The calls still to come must repay what measuring the arm costs (the key's calls so far, as
     // the job measured them at the rate in force).
     if (!searchRepays(callsSoFar(k), k.measureCost, config_.minSamples, config_.plausibleGain)) return std::nullopt;
@@ -481,8 +548,8 @@ std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, 
   return ArmRate{share, ratio};
 }
 
-bool OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots,
-                                   const PriorArm& prior) {
+double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots,
+                                     const PriorArm& prior) {
   // Unknown and plausible arms share the call budget; clearly worse arms are only re-tested; then
   // everything is scaled so the expected extra time stays in budget. A racing arm is outside the
   // call cap: only the time budget bounds it.
@@ -502,53 +569,75 @@ bool OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vecto
     callSum += r->rate;
     costSum += r->rate * std::max(0.0, r->ratio - 1.0);
   }
-  // The budget covers trials and measurement together: trials get what measuring leaves.
+  // The budget covers trials and measurement together: trials get what measuring leaves. It is a share
+  // of the key's time so far, and what earlier trials left unspent carries over (a trial that proved
+  // as fast as what runs cost nothing), so a search whose arms are cheap goes on at the call cap.
   const double trialBudget = std::max(0.0, config_.exploreTimeShare - plan_.costShare);
   double scale = 1.0;
   if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
-  if (costSum * scale > trialBudget) scale = costSum > 0 ? trialBudget / costSum : 0;
+  if (costSum * scale > trialBudget) {
+    const double ahead = std::max(1.0, k.callsPerBuild);  // the calls the next table is in force for
+    const double banked = trialBudget * (static_cast<double>(k.jobCalls) + ahead) - trialsSpent(k);
+    const double byBank = costSum > 0 ? std::max(0.0, banked) / (costSum * ahead) : scale;
+    scale = std::min(scale, std::max(costSum > 0 ? trialBudget / costSum : 0, byBank));
+  }
   double cumulative = 0;
   bool searching = false;  // an arm at a search rate, not only drift re-tests
   for (auto [s, rate] : rates) {
     searching = searching || s == racing || rate > 1.0 / config_.retestEvery;
     cumulative += s == racing ? rate : rate * scale;
     const int i = e.nArms++;
+    k.entrySlot[i] = static_cast<int8_t>(s);
     e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(cumulative, 0.5) * 4294967296.0);
     append(e.arms[i], decisionOf(k, prior, s));
     for (int j = 0; j < e.exploit.count; ++j) append(e.arms[i], e.exploit.decisions[j]);
   }
-  return searching;
+  // A search whose trials the budget scales to nothing is no search: it would measure what runs forever.
+  // A racing arm takes half the measured calls, not more of them: what runs is measured beside it.
+  return searching ? std::min(cumulative, config_.exploreCallShare) : 0.0;
 }
 
-KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, bool searching) const {
+KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, double searchShare) const {
   KeyMeasure m;
   m.costShare = k.measureCost;
-  m.searching = searching;
+  m.searching = searchShare > 0;
+  m.trialShare = searchShare;
+  // Weighed by its calls in the job (measured or not), at what runs costs: measured, else NCCL's own estimate.
+  const double calls = static_cast<double>(k.jobCalls ? k.jobCalls : k.calls);
+  m.calls = calls;
   // What runs: the incumbent, else NCCL's default, else the arm measured most.
   int runs = k.incumbent >= 0 && k.arms[k.incumbent].w > 0 ? k.incumbent : k.ncclDefault;
   if (runs < 0 || k.arms[runs].w <= 0)
     for (int s = 0; s < kArmSlots; ++s)
       if (k.arms[s].w > 0 && (runs < 0 || k.arms[s].w > k.arms[runs].w)) runs = s;
-  if (runs < 0 || k.arms[runs].w <= 0) return m;
+  if (runs < 0 || k.arms[runs].w <= 0) {
+    if (k.modelled && k.ncclDefault >= 0 && k.modelled_us[k.ncclDefault] > 0) m.time_us = calls * k.modelled_us[k.ncclDefault];
+    return m;
+  }
   const double runsLog = meanOf(k.arms[runs]);
-  m.time_us = static_cast<double>(k.calls) * std::exp(runsLog);
+  m.time_us = calls * std::exp(runsLog);
   if (k.ncclDefault >= 0 && k.ncclDefault != runs && trusted(k, k.ncclDefault) && trusted(k, runs))
     m.gainShare = std::max(0.0, 1 - std::exp(runsLog - meanOf(k.arms[k.ncclDefault])));
   return m;
 }
 
-// How much the next version measures (policy/measurement_plan.h); only measured calls explore, so an
-// arm's share of the key's calls becomes its share of the measured ones.
-void OnlineLearner::planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys) {
+// How much the next version measures (policy/measurement_plan.h), per key; only measured calls
+// explore, so an arm's share of the key's calls becomes its share of the key's measured ones.
+void OnlineLearner::planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys,
+                                    const std::vector<uint32_t>& keyIds) {
   const double initial = initialMeasureRate(
       config_.exploreTimeShare, *std::max_element(config_.measureCostShare.begin(), config_.measureCostShare.end()));
   plan_ = policy::planMeasurement(keys, config_.exploreTimeShare, config_.settledMeasureShare, initial);
-  table.setMeasureThreshold(rateThreshold(plan_.rate));
-  if (plan_.rate >= 1 || !(plan_.rate > 0)) return;
-  for (uint32_t key = 0; key < kOnlineKeys; ++key) {
-    OnlineEntry& e = table.entry(key);
-    for (int i = 0; i < e.nArms; ++i)
-      e.cumulativeThreshold[i] = static_cast<uint32_t>(std::min(e.cumulativeThreshold[i] / plan_.rate, 2147483648.0));
+  table.setMeasureThreshold(rateThreshold(plan_.defaultRate));
+  for (size_t i = 0; i < keyIds.size(); ++i) {
+    OnlineEntry& e = table.entry(keyIds[i]);
+    if (!e.exploit.count && !e.nArms) continue;  // the static table answers: the table's share
+    const double rate = plan_.keyRates[i];
+    e.ownMeasureThreshold = true;
+    e.measureThreshold = rateThreshold(rate);
+    if (rate >= 1 || !(rate > 0)) continue;
+    for (int a = 0; a < e.nArms; ++a)
+      e.cumulativeThreshold[a] = static_cast<uint32_t>(std::min(e.cumulativeThreshold[a] / rate, 2147483648.0));
   }
 }
 
@@ -562,16 +651,20 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
   auto table = std::make_unique<OnlineTable>();
   table->setVersion(version);
   std::vector<KeyMeasure> measures;
+  std::vector<uint32_t> measuredKeys;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     KeyState& k = keys_[key];
     if (!k.active) continue;
     const int coll = static_cast<int>(key / SizeBucket::kCount), bucket = static_cast<int>(key % SizeBucket::kCount);
+    countOffered(k);
+    k.entrySlot.fill(-1);
     const PriorArm prior = priorArm(coll, bucket, k);
     pickCandidate(coll, bucket, k, prior.slot);
     const std::vector<int> slots = armSlots(coll, k, prior);
     k.measureCost = config_.measureCostShare[bucket];
+    measuredKeys.push_back(key);
     if (slots.empty()) {  // the static table answers: nothing searched, its time still weighs
-      measures.push_back(keyMeasure(k, false));
+      measures.push_back(keyMeasure(k, 0.0));
       continue;
     }
     for (int s : slots) decay(k, k.arms[s]);
@@ -582,21 +675,24 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     setExploit(e, k, prior);
     measures.push_back(keyMeasure(k, setExploration(e, k, slots, prior)));
   }
-  planMeasurement(*table, measures);
+  planMeasurement(*table, measures, measuredKeys);
+  recordOffered(*table);
   return table;
 }
 
-void OnlineLearner::seed(int coll, int bucket, const ArmSummary& arm) {
+void OnlineLearner::seed(int coll, int bucket, const ArmSummary& arm, bool promoted) {
   if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
   if (arm.algo == Algo::Default || arm.proto == Proto::Default || arm.n == 0) return;
   if (!std::isfinite(arm.meanLog) || !std::isfinite(arm.varLog) || arm.varLog < 0) return;
   KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
   ArmStats& a = k.arms[slotOf(arm.algo, arm.proto)];
+  if (promoted) k.seededPromoted |= uint32_t{1} << slotOf(arm.algo, arm.proto);
   const double w = std::min(static_cast<double>(arm.n), config_.seedWeightCap);
   a.w = w;
   a.s = w * arm.meanLog;
   a.ss = w * (arm.varLog + arm.meanLog * arm.meanLog);
   a.n = arm.n;
+  a.seededN = arm.n;
   a.lastCall = k.calls;
 }
 

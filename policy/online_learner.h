@@ -23,7 +23,7 @@ namespace dynamiccl::policy {
 struct OnlineConfig {
   uint64_t epochCalls = 1000;      // DYNAMICCL_EPOCH_CALLS: calls per table version
   double exploreTimeShare = 0.01;  // DYNAMICCL_EXPLORE_BUDGET: expected extra time from exploring
-  double exploreCallShare = 0.05;  // at most this share of a key's calls explore
+  double exploreCallShare = 0.25;  // at most this share of a key's calls explore (the time budget bounds what they cost)
   double raceCallShare = 0.2;      // an undecided arm measured ahead of the incumbent: this share of calls
   double retestEvery = 1000;       // a clearly worse arm is re-measured about once per this many calls
   int minSamples = 6;              // before an arm's mean is trusted
@@ -56,6 +56,12 @@ struct OnlineConfig {
   double proposalSigmas = 1.0;
   double minProposedGain = 0.01;
   int proposalSamples = 30;        // a proposal neither promoted nor lost by then gives way to the next
+  // Every search ends: an arm measured this many times (this job's and a previous job's samples), or
+  // offered twice as many trials (minSamples where none was ever timed), whose gain is not established is settled as
+  // undecided (its evidence kept for the next job) and only re-tested for drift. At the replay's 2-3%
+  // spread, 20 samples a side establish gains of about 2%: a 20,000-call job of 25 keys settles in its
+  // first half at a few % of calls profiled; a smaller gain is left to re-tests and the next job.
+  int settleSamples = 16;
   // Measuring costs the job (policy/measurement_plan.h): what profiling a call costs per size bucket
   // (share of its time), the share of calls still measured once the search settles
   // (DYNAMICCL_MEASURE_SHARE), and the gain a search may plausibly find (share of a key's time), which
@@ -148,7 +154,8 @@ class OnlineLearner {
   uint64_t learnedRefreshes() const { return refreshes_; }
   // A previous job's measurements of one arm of a key (from the store): count as at most
   // seedWeightCap calls, so this job's own measurements can still overturn them.
-  void seed(int coll, int bucket, const ArmSummary& arm);
+  // promoted: the previous job promoted it (this one runs it from its first boundary, if the samples agree).
+  void seed(int coll, int bucket, const ArmSummary& arm, bool promoted = false);
   // One per arm that was a key's candidate in this job (the latest state of each), as of the last build().
   std::vector<Verdict> verdicts() const;
 
@@ -166,6 +173,7 @@ class OnlineLearner {
     double w = 0, s = 0, ss = 0;  // discounted weight, sum and sum of squares of log-latency
     uint64_t n = 0;               // raw count
     uint64_t lastCall = 0;        // key call count at the last decay
+    uint64_t seededN = 0;         // of n, a previous job's (seed())
   };
   struct KeyState {
     bool active = false;
@@ -176,6 +184,7 @@ class OnlineLearner {
     Decision candidateDecision;
     int proposal = -1;      // the arm model's current proposal, kept until measured; -1 none
     uint32_t tested = 0;    // arm slots that were candidates in this job (each gets a verdict)
+    uint32_t seededPromoted = 0;  // arm slots a previous job promoted (seed())
     std::array<Decision, kArmSlots> testedDecision{};
     bool modelled = false;  // modelled_us holds NCCL's cost table
     double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
@@ -185,6 +194,12 @@ class OnlineLearner {
     std::array<ArmStats, kArmSlots> arms{};
     double measureCost = 0;  // what profiling one of its calls costs (share of the call's time)
     uint64_t jobCalls = 0;   // the job's calls of the key, measured or not (setCallsSoFar)
+    // Trials offered per arm (expected, from each table's share and the key's calls since), so an arm
+    // that never yields a timing still settles; offeredShare: the last table's share of the key's calls.
+    std::array<double, kArmSlots> offered{}, offeredShare{};
+    uint64_t offeredAt = 0;  // jobCalls when offeredShare was last counted
+    double callsPerBuild = 0;  // the key's calls between its last two builds (what a table is in force for)
+    std::array<int8_t, kOnlineMaxArms> entrySlot{};  // the arm slot of each exploration arm of its entry
   };
   // What the learner does at a key, from its configuration and whether an arm model is set.
   enum class Mode : uint8_t {
@@ -210,6 +225,14 @@ class OnlineLearner {
   double varOfMean(const ArmStats& a) const;  // of the mean log-latency, with the noise floor
   static Decision decisionAt(int slot);
   bool trusted(const KeyState& k, int slot) const;  // measured enough for its mean to count
+  bool settled(const KeyState& k, int slot) const;  // its search ended undecided (settleSamples)
+  // May replace what runs: measured enough in this job, or promoted by a previous one. A previous job's
+  // undecided samples alone never promote (their summary carries no decay: it overstates them).
+  bool mayRun(const KeyState& k, int slot) const;
+  // What the trials of this job cost so far, in calls of what runs (their excess time over it).
+  double trialsSpent(const KeyState& k) const;
+  static void countOffered(KeyState& k);            // adds the last table's trials since it was built
+  void recordOffered(const OnlineTable& table);     // what this build's table offers each arm
   void decay(KeyState& k, ArmStats& a) const;
   std::vector<int> armSlots(int coll, const KeyState& k, const PriorArm& prior) const;
   // The phases of a key's build, in order: its candidate; the incumbent switching to an arm measured
@@ -218,12 +241,12 @@ class OnlineLearner {
   void switchToBest(KeyState& k, const std::vector<int>& slots);
   void guard(KeyState& k, int priorSlot);
   void setExploit(OnlineEntry& e, const KeyState& k, const PriorArm& prior) const;
-  // Returns whether the key is still searching (an arm at a search rate, not only drift re-tests).
-  bool setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
+  // Returns the share of the key's calls its search trials take (0: not searching, only drift re-tests).
+  double setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
   // Then, over every key: how much of the next version is measured.
-  KeyMeasure keyMeasure(const KeyState& k, bool searching) const;
+  KeyMeasure keyMeasure(const KeyState& k, double searchShare) const;
   double callsSoFar(const KeyState& k) const;
-  void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys);
+  void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys, const std::vector<uint32_t>& keyIds);
   // Candidate sources: the profile's unverified rule (or the refreshed learned rules'); NCCL's
   // runner-up by its own cost (-1 none or beyond maxModelledRatio); the search's next arm.
   static void setCandidate(KeyState& k, int slot, const Decision& d);

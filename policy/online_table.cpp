@@ -6,7 +6,7 @@ namespace dynamiccl::policy {
 namespace {
 
 constexpr uint32_t kMagic = 0x544f4344;  // "DCOT"
-constexpr uint32_t kFormat = 3;  // 3: the share of calls measured; 2: entries may explore with no exploit
+constexpr uint32_t kFormat = 4;  // 4: a key's own share measured; 3: the share of calls measured; 2: entries may explore with no exploit
 
 class Writer {
  public:
@@ -79,6 +79,8 @@ std::string OnlineTable::serialize() const {
     w.put<uint16_t>(static_cast<uint16_t>(key));
     w.candidates(e.exploit);
     w.put<uint8_t>(e.nArms);
+    w.put<uint8_t>(e.ownMeasureThreshold ? 1 : 0);
+    w.put(e.measureThreshold);
     for (int i = 0; i < e.nArms; ++i) {
       w.put(e.cumulativeThreshold[i]);
       w.candidates(e.arms[i]);
@@ -99,8 +101,11 @@ Expected<std::unique_ptr<OnlineTable>> OnlineTable::deserialize(const std::strin
     uint16_t key = 0;
     if (!r.get(key) || key >= kOnlineKeys) return makeError("online table record: bad key");
     OnlineEntry& e = t->entries_[key];
-    if (!r.candidates(e.exploit) || !r.get(e.nArms) || e.nArms > kOnlineMaxArms || (e.exploit.count == 0 && e.nArms == 0))
+    uint8_t own = 0;
+    if (!r.candidates(e.exploit) || !r.get(e.nArms) || e.nArms > kOnlineMaxArms || (e.exploit.count == 0 && e.nArms == 0) ||
+        !r.get(own) || own > 1 || !r.get(e.measureThreshold))
       return makeError("online table record: bad entry");
+    e.ownMeasureThreshold = own == 1;
     uint32_t previous = 0;
     for (int a = 0; a < e.nArms; ++a) {
       if (!r.get(e.cumulativeThreshold[a]) || e.cumulativeThreshold[a] < previous || !r.candidates(e.arms[a]) ||

@@ -27,6 +27,10 @@ struct OnlineEntry {
   uint8_t nArms = 0;
   std::array<uint32_t, kOnlineMaxArms> cumulativeThreshold{};  // in a measured call, draw < threshold[i]: explore arm i
   std::array<Candidates, kOnlineMaxArms> arms{};               // arm decision first, exploit after
+  // The key's own share of calls measured (a key still searching measures what its trials need; the
+  // others the table's share); false: the table's.
+  bool ownMeasureThreshold = false;
+  uint32_t measureThreshold = 0;
 };
 
 // The schedule's key for whether a call is measured: no real key has it.
@@ -46,10 +50,18 @@ class OnlineTable {
   uint64_t version() const { return version_; }
   void setVersion(uint64_t v) { version_ = v; }
   // Calls whose measure draw is below this are measured (and only they explore); kMeasureEveryCall: all.
+  // The table's, for keys without their own.
   uint32_t measureThreshold() const { return measureThreshold_; }
   void setMeasureThreshold(uint32_t t) { measureThreshold_ = t; }
+  uint32_t measureThresholdOf(uint32_t key) const {
+    return key < kOnlineKeys && entries_[key].ownMeasureThreshold ? entries_[key].measureThreshold : measureThreshold_;
+  }
   bool measures(uint64_t commId, uint64_t callIndex) const {
     return measuredCall(commId, callIndex, version_, measureThreshold_);
+  }
+  // Whether call k of `key` is measured (a key outside the table: the table's share).
+  bool measures(uint64_t commId, uint64_t callIndex, uint32_t key) const {
+    return measuredCall(commId, callIndex, version_, measureThresholdOf(key));
   }
   OnlineEntry& entry(uint32_t key) { return entries_[key]; }
   const OnlineEntry& entry(uint32_t key) const { return entries_[key]; }
@@ -59,7 +71,7 @@ class OnlineTable {
     const uint32_t key = onlineKey(coll, nBytes);
     const OnlineEntry& e = entries_[key];
     if (!e.exploit.count && !e.nArms) return nullptr;
-    if (e.nArms && measures(commId, callIndex)) {  // a trial nobody measures would cost and teach nothing
+    if (e.nArms && measures(commId, callIndex, key)) {  // a trial nobody measures would cost and teach nothing
       const uint32_t draw = static_cast<uint32_t>(scheduleDraw(commId, key, callIndex, version_));
       for (int i = 0; i < e.nArms; ++i)
         if (draw < e.cumulativeThreshold[i]) return &e.arms[i];

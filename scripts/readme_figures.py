@@ -27,6 +27,8 @@ FIELDS = [  # name, format, tolerance (absolute, in the printed unit)
     ("explore_pct", ".2f", 0.05), ("measure_pct", ".3f", 0.05), ("profiled_pct", ".1f", 3.0),
     ("settled_pct", ".1f", 0.5), ("net", ".4f", 0.002),
     ("agree", "s", None), ("promoted", "d", 1), ("dropped", "d", 5), ("replayed", "d", 0), ("keys4", "d", 0),
+    ("searching", "d", 0), ("keys5", "d", 0),
+    ("profiled2_pct", ".1f", 0.5), ("net2", ".4f", 0.002), ("searching2", "d", 0),
 ]
 TEMPLATE = (
     "The main job on the embedded data, written by `scripts/readme_figures.py` ({ranks} ranks, {keys} keys, "
@@ -37,7 +39,10 @@ TEMPLATE = (
     "establish; exploring calls {explore_pct}% of the replayed collective time, measuring {measure_pct}% (the "
     "leader profiled {profiled_pct}% of its calls, the last 10 epochs {settled_pct}%), the whole job net of "
     "both {net}x NCCL's default; every rank identical: {agree}; {promoted} candidate(s) promoted, {dropped} "
-    "dropped; verified.json replayed alone runs the job's final configuration at {replayed}/{keys4} keys."
+    "dropped; verified.json replayed alone runs the job's final configuration at {replayed}/{keys4} keys. "
+    "Keys still searching at the job's end: {searching} of {keys5}. The next job on the same store "
+    "(`dynamiccl demo` runs it as job 2): the leader profiled {profiled2_pct}% of its calls, net {net2}x NCCL's "
+    "default, keys still searching at its end: {searching2}."
 )
 
 
@@ -48,8 +53,11 @@ def figures(binary):
             sys.exit(f"dynamiccl demo failed ({run.returncode}):\n{run.stdout}{run.stderr}")
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
-    t, job, ver = s["totals"], s["job"], s["verified"]
+    t, job, ver, jobs = s["totals"], s["job"], s["verified"], s["jobs"]
     return {
+        "searching": jobs[0]["keys_searching"], "keys5": jobs[0]["keys"],
+        "profiled2_pct": 100 * jobs[1]["profiled_share"], "net2": jobs[1]["net_vs_default"],
+        "searching2": jobs[1]["keys_searching"],
         "ranks": s["shape"]["nRanks"], "keys": t["keys"], "calls": job["calls_per_rank"],
         "vs_default": t["geomean_vs_default"], "worst_vs_default": t["worst_vs_default"],
         "vs_best": t["geomean_vs_best"], "worst_vs_best": t["worst_vs_best"],

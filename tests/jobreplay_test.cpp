@@ -296,12 +296,14 @@ TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
   }
   EXPECT_FALSE(states[0].empty());
   // Which candidates are still under test when the job ends depends on the call at which the leader's
-  // last table landed (its learner runs on its own thread); a decided verdict does not.
+  // last table landed (its learner runs on its own thread); a decided verdict does not. (A gain near the
+  // rule's bar, as 16 B's 1.6%, may be settled undecided in one run and promoted in the other.)
   for (const auto& [key, state] : states[1]) {
     if (state == "testing") continue;
     const auto without = states[0].find(key);
     if (state == "promoted")
-      EXPECT_TRUE(without != states[0].end() && without->second == "promoted") << key << ": promoted by graph replays";
+      EXPECT_TRUE(without != states[0].end() && (without->second == "promoted" || without->second == "testing"))
+          << key << ": promoted by graph replays, " << (without == states[0].end() ? "absent" : without->second) << " without";
     else if (without != states[0].end() && without->second != "testing")
       EXPECT_EQ(state, without->second) << key << ": graph replays changed a verdict";
   }

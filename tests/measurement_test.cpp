@@ -55,22 +55,30 @@ TEST(MeasurementCost, ACalibrationFromTwoRunsReadsBackAndBadFilesAreRefused) {
   EXPECT_FALSE(MeasurementCost::fromJson(std::string(100, '[') + std::string(100, ']')));
 }
 
-TEST(MeasurementPlan, ASearchMeasuresWhatHalfTheBudgetAffords) {
-  // Two keys of equal time at 10% and 2%: an average profiled call costs 6%. Both searched: half of a
-  // 1% budget affords 0.5% / 6% of calls; one searched (half the time): half of that.
-  std::vector<KeyMeasure> keys = {{1000, 0.10, true, 0}, {1000, 0.02, true, 0}};
+TEST(MeasurementPlan, ASearchingKeyMeasuresWhatItsTrialsNeedWithinHalfItsOwnBudget) {
+  // Two searching keys of equal time and calls. At 10% a profiled call, trials taking 2% of the key's
+  // calls need 4% measured (a sample of what runs beside each), within what half of a 1% budget
+  // affords (5%); at 2%, trials at 30% would need 60%, but half the budget affords 25%.
+  std::vector<KeyMeasure> keys = {{1000, 0.10, true, 0, 0.02, 100}, {1000, 0.02, true, 0, 0.30, 100}};
   MeasurePlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
   EXPECT_TRUE(p.searching);
-  EXPECT_NEAR(p.rate, 0.005 / 0.06, 1e-12);
-  EXPECT_NEAR(p.costShare, 0.005, 1e-12);
+  ASSERT_EQ(p.keyRates.size(), 2u);
+  EXPECT_NEAR(p.keyRates[0], 0.04, 1e-12);
+  EXPECT_NEAR(p.keyRates[1], 0.25, 1e-12);
+  EXPECT_NEAR(p.rate, (0.04 + 0.25) / 2, 1e-12);
+  EXPECT_NEAR(p.costShare, (0.04 * 0.10 + 0.25 * 0.02) / 2, 1e-12);
+  EXPECT_EQ(p.searchingKeys, 2);
+  // The second settles: it measures the settled share, whatever the first still searches.
   keys[1].searching = false;
   p = planMeasurement(keys, 0.01, 0.01, 0.5);
-  EXPECT_NEAR(p.rate, 0.0025 / 0.06, 1e-12);
+  EXPECT_NEAR(p.keyRates[0], 0.04, 1e-12);
+  EXPECT_NEAR(p.keyRates[1], 0.01, 1e-12);
+  EXPECT_EQ(p.searchingKeys, 1);
   // A search of a key with a sliver of the job's time measures no less than a settled job would.
   keys = {{1, 0.10, true, 0}, {1e6, 0.10, false, 0}};
   EXPECT_DOUBLE_EQ(planMeasurement(keys, 0.01, 0.01, 0.5).rate, 0.01);
-  // Cheap measurement (NCCL 2.29's prices): every call of the search is measured, as before.
-  keys = {{1000, 0.001, true, 0}};
+  // Cheap measurement (NCCL 2.29's prices): trials at half the calls measure every call of the key.
+  keys = {{1000, 0.001, true, 0, 0.5, 10}};
   EXPECT_DOUBLE_EQ(planMeasurement(keys, 0.01, 0.01, 0.5).rate, 1.0);
   // Nothing measured yet: the initial rate.
   EXPECT_DOUBLE_EQ(planMeasurement({}, 0.01, 0.01, 0.25).rate, 0.25);
@@ -141,6 +149,35 @@ TEST(OnlineTableMeasure, OnlyMeasuredCallsExploreAndTheShareTravelsInTheRecord) 
   EXPECT_EQ(rateThreshold(1), kMeasureEveryCall);
   EXPECT_EQ(rateThreshold(0), 0u);
   EXPECT_EQ(rateThreshold(-1), 0u);
+}
+
+TEST(OnlineTableMeasure, AKeyMeasuresAtItsOwnShareAndItTravelsInTheRecord) {
+  OnlineTable t;
+  t.setVersion(5);
+  t.setMeasureThreshold(kMeasureEveryCall);  // settled keys: every call (as DYNAMICCL_MEASURE_SHARE=1)
+  const uint32_t key = onlineKey(4, 4096);
+  OnlineEntry& e = t.entry(key);
+  e.exploit.count = 1;
+  e.exploit.decisions[0] = Decision{Algo::Ring, Proto::LL, 0, 0};
+  e.nArms = 1;
+  e.cumulativeThreshold[0] = UINT32_MAX;
+  e.arms[0].count = 1;
+  e.arms[0].decisions[0] = Decision{Algo::Tree, Proto::LL, 0, 0};
+  e.ownMeasureThreshold = true;
+  e.measureThreshold = rateThreshold(0.1);
+  auto back = OnlineTable::deserialize(t.serialize());
+  ASSERT_TRUE(back) << back.error();
+  const uint64_t commId = 0xbeef;
+  int measured = 0, explored = 0, other = 0;
+  const int calls = 50000;
+  for (int k = 0; k < calls; ++k) {
+    measured += (*back)->measures(commId, k, key);
+    explored += (*back)->pick(4, 4096, commId, k)->decisions[0].algo == Algo::Tree;
+    other += (*back)->measures(commId, k, onlineKey(4, 1 << 20));  // a key the table does not name
+  }
+  EXPECT_NEAR(measured, 0.1 * calls, 0.01 * calls);
+  EXPECT_EQ(explored, measured) << "only the key's own measured calls explore";
+  EXPECT_EQ(other, calls);
 }
 
 }  // namespace

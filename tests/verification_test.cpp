@@ -247,7 +247,11 @@ TEST_F(Verification, PromotesTheWinnerDropsTheLoserAndEveryRankAgrees) {
   EXPECT_GT(share(r.sizes[1].late, kDefault), 0.9);  // a tie keeps NCCL's choice
   EXPECT_LT(share(r.sizes[2].late, kLoser), 0.02);   // dropped: only re-tested now and then
   // No candidate: NCCL's, but for the arms NCCL prices beyond 3x its choice, tried last and dropped after a sample or two.
-  EXPECT_GE(share(r.sizes[3].late, kDefault), 0.99);
+  EXPECT_GE(share(r.sizes[3].late, kDefault), 0.99) << [&] {
+    std::string ran;
+    for (auto [slot, n] : r.sizes[3].late) ran += " " + std::to_string(slot) + ":" + std::to_string(n);
+    return "late calls per arm (algo*3+proto):" + ran;
+  }();
   EXPECT_LE(r.explore_us / r.total_us, 0.01) << "exploration cost " << r.explore_us << " of " << r.total_us << " us";
 
   const auto rows = verdicts();

@@ -201,6 +201,10 @@ void addDemoCommand(CLI::App& app) {
   cmd->add_option("--system", o->system, "the dataset's communicator shape by its system text (a substring; default: any)");
   cmd->add_option("--iterations", o->iterations, "passes of the replayed job over its keys (default 4000, --quick 1000)")
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--jobs", o->jobs,
+                  "measured: jobs run one after another on the same store, each the next job of the one before "
+                  "(default 2)")
+      ->check(CLI::Range(1, 20));
   cmd->add_option("--db", o->db, "SQLite store of observations to train from as well");
   cmd->add_option("--out", o->out, "output folder");
   cmd->add_option("--plugin", o->plugin, "plugin library (default: the build tree's)");

@@ -304,9 +304,46 @@ Status writePlotCsvs(const jobreplay::MeasuredJob& job, const std::vector<KeyRow
   return writeJudgedCsvs(r, job.nRanks, outDir, "verified in job");
 }
 
+// One job of the run (the demo runs the next jobs on the same store): what it ended with and what it paid.
+struct JobFigures {
+  int index = 1;
+  double finalVsDefault = 1;       // final epoch, geomean over keys of the measured medians
+  double profiledShare = 0, settledProfiledShare = 0;  // the leader's, all and the last 10 epochs
+  double measureShare = 0, exploreShare = 0;            // of collective time
+  double net = 1;                  // the whole job against the same calls at NCCL's default
+  int keys = -1, keysSearching = -1;  // the leader's search at the job's end
+};
+
+JobFigures jobFigures(const jobreplay::JobResult& jr, int index) {
+  JobFigures f;
+  f.index = index;
+  const jobreplay::RankOutcome& r0 = jr.ranks.front();
+  double logSum = 0, job = 0, nccl = 0;
+  for (const jobreplay::KeyOutcome& k : jr.keys) logSum += std::log(k.vsDefault()), job += k.job_us, nccl += k.jobDefault_us;
+  if (!jr.keys.empty()) f.finalVsDefault = std::exp(logSum / static_cast<double>(jr.keys.size()));
+  f.profiledShare = r0.profiledShare();
+  f.settledProfiledShare = r0.settledProfiledShare(10, jr.epochCalls);
+  f.measureShare = r0.measureShare();
+  f.exploreShare = r0.exploreShare();
+  if (nccl > 0) f.net = job / nccl;
+  f.keys = r0.keysAtEnd;
+  f.keysSearching = r0.keysSearching;
+  return f;
+}
+
+void printJobFigures(const JobFigures& f) {
+  std::printf("      job %d: final epoch %.3fx NCCL's default (geomean of keys); the leader profiled %.2f%% of calls "
+              "(last 10 epochs %.2f%%), measuring %.3f%% and exploring %.3f%% of collective time; net %.4fx NCCL's "
+              "default; keys still searching at the end: %s\n",
+              f.index, f.finalVsDefault, 100 * f.profiledShare, 100 * f.settledProfiledShare, 100 * f.measureShare,
+              100 * f.exploreShare, f.net,
+              f.keys >= 0 ? (std::to_string(f.keysSearching) + " of " + std::to_string(f.keys)).c_str() : "not said");
+  std::fflush(stdout);
+}
+
 Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResult& jr, const TunedProfile& tuned,
                     const VerifiedExport& verified, const std::vector<KeyRow>& rows, const Totals& t, bool learned,
-                    const std::string& path) {
+                    const std::vector<JobFigures>& jobs, const std::string& path) {
   nlohmann::json doc;
   doc["mode"] = "measured";
   doc["dataset"] = job.source;
@@ -332,6 +369,18 @@ Status writeSummary(const jobreplay::MeasuredJob& job, const jobreplay::JobResul
                 {"settled_profiled_share", r0.settledProfiledShare(10, jr.epochCalls)},
                 {"measurement_price", jobreplay::defaultMeasurementCost().source()},
                 {"wall_s", jr.wall_s},             {"per_rank", ranks}};
+  nlohmann::json perJob = nlohmann::json::array();
+  for (const JobFigures& f : jobs)
+    perJob.push_back({{"job", f.index},
+                      {"final_vs_default", f.finalVsDefault},
+                      {"profiled_share", f.profiledShare},
+                      {"settled_profiled_share", f.settledProfiledShare},
+                      {"measure_share", f.measureShare},
+                      {"explore_share", f.exploreShare},
+                      {"net_vs_default", f.net},
+                      {"keys", f.keys},
+                      {"keys_searching", f.keysSearching}});
+  doc["jobs"] = perJob;  // one after another on the same store: each the next job of the one before
   int promoted = 0, dropped = 0;
   for (const JobVerdict& v : verified.verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
   doc["profile"] = learned ? "learned" : "tuned";
@@ -455,18 +504,22 @@ Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::Measur
 
 // Step 3: the job replayed through the real plugin, verifying the profile; every rank must finish
 // with the same decisions.
+// index: 1 for the first job, which starts the store afresh; the next ones run on what it left.
 Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::MeasuredJob& job, const std::string& pluginPath,
-                                      const JobProfile& profile, bool searchOnly, const fs::path& workDir) {
-  StepTimer s3(3, kSteps, "Replayed job: " + std::to_string(job.nRanks) +
-                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying " + profile.name);
-  const std::string storePath = (workDir / "store.db").string();
+                                      const JobProfile& profile, bool searchOnly, const fs::path& workDir,
+                                      const std::string& storePath, int index) {
+  StepTimer s3(3, kSteps, "Replayed job " + std::to_string(index) + " of " + std::to_string(o.jobs) + ": " +
+                              std::to_string(job.nRanks) +
+                              " ranks (processes) through the real plugin, tuner + profiler roles, verifying " + profile.name +
+                              (index > 1 ? " (the next job: the same store)" : ""));
   std::error_code ec;
   fs::create_directories(workDir, ec);
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(storePath + suffix, ec);  // every demo starts afresh
+  if (index == 1)
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(storePath + suffix, ec);  // every demo starts afresh
   jobreplay::JobOptions jo;
   jo.pluginPath = pluginPath;
   jo.iterations = o.iterations ? o.iterations : o.quick ? 1000 : 4000;
-  jo.seed = o.seed;
+  jo.seed = o.seed + static_cast<uint64_t>(index - 1);  // the next job draws its own calls
   jo.env = verificationEnv(profile.path, storePath);
   if (searchOnly) jo.env.emplace_back("DYNAMICCL_VERIFY", "1");  // asked for: no rule to verify, the search alone
   if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
@@ -579,10 +632,22 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   if (!profile) return fail(profile.error());
   const TunedProfile& tuned = profile->tuned;
 
+  // The jobs share one store, as the next job on the same cluster does: the first job's verdicts and
+  // the evidence of its undecided candidates are where the next one starts.
   const fs::path workDir = out / "job";
-  auto jr = runJob(o, *job, pluginPath, *profile, searchOnly, workDir);
+  const std::string storePath = (workDir / "store.db").string();
+  std::vector<JobFigures> perJob;
+  auto jr = runJob(o, *job, pluginPath, *profile, searchOnly, workDir, storePath, 1);
   if (!jr) return fail(jr.error());
-  auto verified = exportJob(*job, (workDir / "store.db").string(), out);
+  perJob.push_back(jobFigures(*jr, 1));
+  printJobFigures(perJob.back());
+  for (int j = 2; j <= o.jobs; ++j) {
+    auto next = runJob(o, *job, pluginPath, *profile, searchOnly, out / ("job" + std::to_string(j)), storePath, j);
+    if (!next) return fail(next.error());
+    perJob.push_back(jobFigures(*next, j));
+    printJobFigures(perJob.back());  // the table below is the first job's: the one that learns
+  }
+  auto verified = exportJob(*job, storePath, out);
   if (!verified) return fail(verified.error());
 
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");
@@ -612,7 +677,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   StepTimer s6(6, kSteps, "Files and plots");
   if (auto s = writeKeysCsv(rows, (out / "job_keys.csv").string()); !s) return fail(s.error());
   if (auto s = writePlotCsvs(*job, rows, out.string()); !s) return fail(s.error());
-  if (auto s = writeSummary(*job, *jr, tuned, *verified, rows, t, o.learned, (out / "summary.json").string()); !s)
+  if (auto s = writeSummary(*job, *jr, tuned, *verified, rows, t, o.learned, perJob, (out / "summary.json").string()); !s)
     return fail(s.error());
   s6.done("job_keys.csv, summary.json, replay_points.csv, decision_map.csv" + plot(out.string()));
   return 0;

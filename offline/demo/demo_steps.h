@@ -34,6 +34,7 @@ struct DemoOptions {
   int ranks = 0;            // measured: the dataset's shape (0: the one with most measured configurations)
   std::string system;       // measured: only rows whose system contains this text (several systems share a shape)
   uint64_t iterations = 0;  // measured: passes of the job over its keys (0: 4000, --quick 1000)
+  int jobs = 2;             // measured: jobs run one after another on the same store (the next job collects)
   std::string db;      // SQLite store: also train from it
   std::string out = "demo-out";
   std::string plugin;  // plugin library (default: the build tree's)

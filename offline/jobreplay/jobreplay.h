@@ -181,6 +181,9 @@ struct RankOutcome {
   std::vector<uint64_t> keyProfiled;
   std::vector<uint64_t> epochProfiled;  // per epoch, the calls profiled
   double init_us = 0;                   // from the rank's start (fork) to its first call: both roles loaded and initialized
+  // The leader's search at the job's end, from its finalize line: keys with calls, and those still
+  // searching (-1: the rank logged none, as a rank that leads nothing).
+  int keysAtEnd = -1, keysSearching = -1;
   std::vector<double> boundaryCall_us;  // per epoch boundary crossed, the wall time of the call that crossed it
   // The share of calls profiled over the last `epochs` epochs (a settled job's): at most 1% by default.
   double settledProfiledShare(size_t epochs, uint64_t epochCalls) const {

@@ -22,6 +22,8 @@ namespace dynamiccl::jobreplay {
 namespace {
 
 constexpr int kMaxReportedChannels = 64;  // NCCL's MAXCHANNELS
+// The leader's finalize line ends "; S of K keys still searching" (the plugin's online_start.cpp).
+constexpr const char* kKeysSearchingMark = " keys still searching";
 
 enum ExitCode : int { kOk = 0, kTunerOpen = 20, kProfilerOpen, kTunerInit, kProfilerInit, kResultWrite };
 
@@ -224,6 +226,12 @@ void runRank(const RankPlan& plan) {
   (*prof)->finalize(pctx);
   comm.value().reset();  // the tuner's finalize: the leader stores its verdicts here
   r.calls = plan.calls;
+  // The leader's finalize line says how many of its keys still search (plugin/online/online_start.cpp).
+  for (const std::string& l : harness::LogCapture::lines())
+    if (const size_t at = l.find(kKeysSearchingMark); at != std::string::npos) {
+      const size_t from = l.rfind("; ", at);
+      if (from != std::string::npos) std::sscanf(l.c_str() + from + 2, "%d of %d", &r.keysSearching, &r.keysAtEnd);
+    }
   r.explore_us = account.explore_us();
   r.exploreCalls = account.exploreCalls();
 
@@ -243,6 +251,8 @@ void runRank(const RankPlan& plan) {
   out["key_profiled"] = r.keyProfiled;
   out["epoch_profiled"] = r.epochProfiled;
   out["init_us"] = r.init_us;
+  out["keys_at_end"] = r.keysAtEnd;
+  out["keys_searching"] = r.keysSearching;
   out["boundary_call_us"] = r.boundaryCall_us;
   for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
   out["tried"] = account.tried();
@@ -290,6 +300,8 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.keyProfiled = j.value("key_profiled", std::vector<uint64_t>{});
   r.epochProfiled = j.value("epoch_profiled", std::vector<uint64_t>{});
   r.init_us = j.value("init_us", 0.0);
+  r.keysAtEnd = j.value("keys_at_end", -1);
+  r.keysSearching = j.value("keys_searching", -1);
   r.boundaryCall_us = j.value("boundary_call_us", std::vector<double>{});
   if (r.keyJob_us.size() != nKeys || r.keyDefault_us.size() != nKeys) return makeError("wrote a result for other keys");
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");

@@ -195,11 +195,11 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
   // What learning cost, as every figure compared with NCCL should count it.
   const uint64_t calls = comm->callsSeen.load(std::memory_order_relaxed);
   logInfo("online: communicator %016llx measured %llu of %llu calls (%.2f%%); at the end %s %.2f%% of calls, priced at "
-          "%.2f%% of collective time; gained %.2f%% over NCCL's choices where settled",
+          "%.2f%% of collective time; gained %.2f%% over NCCL's choices where settled; %d of %d keys still searching",
           static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(measured),
           static_cast<unsigned long long>(calls), calls ? 100.0 * static_cast<double>(measured) / static_cast<double>(calls) : 0.0,
           plan.stopped ? "measuring stopped," : plan.searching ? "still searching," : "settled,", 100 * plan.rate,
-          100 * plan.costShare, 100 * plan.gainShare);
+          100 * plan.costShare, 100 * plan.gainShare, plan.searchingKeys, plan.keys);
   if (refreshes || refits)
     logInfo("online: communicator %016llx re-evaluated its learned rules with recent timings %llu time(s) and refit "
             "the network's last layer on this job's measurements %llu time(s)",

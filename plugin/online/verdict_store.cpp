@@ -216,7 +216,8 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope) {
     if (!r.problem.empty() || !coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
     const int bucket = SizeBucket::of(r.min_bytes);
     learner.seed(static_cast<int>(*coll), bucket,
-                 policy::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us});
+                 policy::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us},
+                 r.state == policy::verdictStateName(policy::VerdictState::Promoted));
     learner.seed(static_cast<int>(*coll), bucket,
                  policy::ArmSummary{*ba, *bp, static_cast<uint64_t>(r.base_n), r.base_mean_log_us, r.base_var_log_us});
     ++resumed;

@@ -43,6 +43,9 @@ void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decis
 // communicator, or DYNAMICCL_RECORD_SHARE), and only for the next call, which NCCL reads it for.
 void steerMeasurement(TunerContext& c) {
   const bool leads = c.online && c.view.decisions->leaderHere();
+  // The profiler's rank says who leads from init on: the leader need not wait for a measured call
+  // (the first epoch measures none) to learn that it publishes.
+  if (leads && !c.online->isLeader.load(std::memory_order_relaxed)) c.online->isLeader.store(true, std::memory_order_relaxed);
   if (!leads && !c.recordThreshold) return;
   const uint64_t next = c.online ? c.online->callIndex : 0;
   bool on = leads && measuresCall(*c.online, next);
