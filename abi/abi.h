@@ -4,4 +4,5 @@
 
 #include "abi/nccl_abi.h"
 #include "abi/nccl_profiler_abi.h"
+#include "abi/chunk_limits.h"
 #include "abi/pick_rule.h"

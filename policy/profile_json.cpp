@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "abi/abi.h"
 #include "features/features.h"
 #include "policy/json_limits.h"
 #include "policy/network_eval.h"
@@ -323,6 +324,12 @@ Status validateDecision(const Decision& d) {
     return makeError("channels must be in [0, " + std::to_string(kMaxChannels) + "]");
   if (d.chunkBytes != 0 && (d.chunkBytes < kMinChunkBytes || d.chunkBytes > kMaxChunkBytes))
     return makeError("chunk must be 0 (keep NCCL's) or in [16, 2^30] bytes");
+  if (const uint64_t most = abi::maxTunerChunkBytes(static_cast<int>(d.algo), static_cast<int>(d.proto));
+      d.chunkBytes > most)
+    return makeError("chunk " + std::to_string(d.chunkBytes) + " is more than NCCL runs correctly for " +
+                     std::string(algoName(d.algo)) + "/" + std::string(protoName(d.proto)) + " (" +
+                     (most ? "at most " + std::to_string(most) + " bytes at its default buffers" : "NCCL never runs it") +
+                     "; docs/NCCL_CHUNKS.md)");
   if (d.keepsAlgoProto() && d.nChannels == 0 && d.chunkBytes == 0)
     return makeError("rule decides nothing (give algo+proto, channels or chunk)");
   return Ok{};

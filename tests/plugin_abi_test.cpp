@@ -247,6 +247,48 @@ TEST(PluginAbi, ChunkSizeOnlyForTheDecisionNcclRan) {
   EXPECT_EQ(chunk, 777u);
 }
 
+// A chunk NCCL would clamp, or overrun its buffer with (NVLS: 512 KiB clamp over a 128 KiB step), is
+// never returned: a rule naming such a pair is refused at load with one line; a chunk-only rule keeps
+// NCCL's chunk where NCCL runs a protocol it exceeds, with one line per communicator.
+TEST(PluginAbi, AChunkNcclWouldNotRunCorrectlyIsNeverReturned) {
+  const std::string tooLarge = "more than NCCL runs correctly";
+  for (int version : {6, 7}) {
+    SCOPED_TRACE("tuner v" + std::to_string(version));
+    TempFile chunkOnly(profileJson(R"({"collective":"allreduce","chunk":1048576})"));
+    ScopedEnv env("DYNAMICCL_PROFILE", chunkOnly.path().c_str());
+    const size_t before = testing::logLinesMentioning(tooLarge);
+    auto comm = openPlugin(version)->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+    ASSERT_TRUE((*comm)->hasChunkSize());
+    int nCh = 0;
+    for (int call = 0; call < 3; ++call) {
+      CostTable t = harness::ncclPicks(1, 0);  // NCCL runs ring/LL: at most 32 KiB
+      (*comm)->getCollInfo(kAllReduce, 4096, 1, 0, t, &nCh);
+      size_t chunk = 16384;  // NCCL's own
+      EXPECT_EQ((*comm)->getChunkSize(kAllReduce, 4096, 1, 0, 1, &chunk), ncclSuccess);
+      EXPECT_EQ(chunk, 16384u) << "NCCL's chunk stands";
+      t = harness::ncclPicks(1, 2);  // ring/Simple runs up to 2 MiB: the rule's chunk applies
+      (*comm)->getCollInfo(kAllReduce, 1 << 20, 1, 0, t, &nCh);
+      chunk = 131072;
+      (*comm)->getChunkSize(kAllReduce, 1 << 20, 1, 2, 1, &chunk);
+      EXPECT_EQ(chunk, 1048576u);
+    }
+    EXPECT_EQ(testing::logLinesMentioning(tooLarge) - before, 1u) << "one line per communicator";
+
+    TempFile nvls(profileJson(R"({"collective":"allreduce","algo":"nvls","proto":"simple","chunk":262144})"));
+    ScopedEnv env2("DYNAMICCL_PROFILE", nvls.path().c_str());
+    const size_t refusedBefore = testing::logLinesMentioning("more than NCCL runs correctly for nvls/simple");
+    auto refused = openPlugin(version)->init(harness::CommSpec{});
+    ASSERT_TRUE(refused.ok());
+    EXPECT_EQ(testing::logLinesMentioning("more than NCCL runs correctly for nvls/simple") - refusedBefore, 1u);
+    CostTable t = harness::ncclPicks(4, 2);
+    (*refused)->getCollInfo(kAllReduce, 1 << 20, 1, 0, t, &nCh);
+    size_t chunk = 65536;
+    (*refused)->getChunkSize(kAllReduce, 1 << 20, 4, 2, 1, &chunk);
+    EXPECT_EQ(chunk, 65536u) << "the refused rule returns nothing";
+  }
+}
+
 TEST(PluginAbi, EveryRankOfACommunicatorDecidesTheSame) {
   TempFile profile(profileJson(R"({"collective":"allreduce","bytes":[0,65535],"algo":"tree","proto":"ll"},
                                   {"collective":"allreduce","bytes_per_rank":[8192,null],"algo":"ring","proto":"simple","channels":12})"));

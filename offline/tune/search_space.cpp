@@ -25,7 +25,11 @@ SearchSpace::SearchSpace(SpaceDimensions dims, const std::function<bool(const Co
     for (int c = 0; c < nc; ++c)
       for (int k = 0; k < nk; ++k) {
         const SpacePoint p{a, c, k};
-        if (!available(configOf(p))) continue;
+        const Config config = configOf(p);
+        // A chunk NCCL would clamp, or overrun its buffer with, is no point of the space.
+        if (config.chunkBytes > abi::maxTunerChunkBytes(static_cast<int>(config.algo), static_cast<int>(config.proto)))
+          continue;
+        if (!available(config)) continue;
         denseIndex_[(static_cast<size_t>(a) * nc + c) * nk + k] = static_cast<int>(points_.size());
         points_.push_back(p);
       }

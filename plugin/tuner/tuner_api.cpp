@@ -16,9 +16,6 @@
 namespace dynamiccl::plugin {
 namespace {
 
-// Protocol grains (LL 16 B, LL128 1920 B, Simple 512 B): a chunk below one rounds to 0 in NCCL.
-constexpr uint64_t kGrainBytes[kNumProtos] = {16, 1920, 512};
-
 std::atomic<bool> gWarnedBadTableShape{false};
 std::atomic<bool> gWarnedOddTable{false};  // per process: jobs create hundreds of communicators
 
@@ -193,7 +190,16 @@ ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int a
   const TunerContext::ChunkMemory& m = c->lastChunk[static_cast<int>(collType)];
   if (!m.valid) return ncclSuccess;
   if (m.algo >= 0 && (m.algo != algo || m.proto != proto)) return ncclSuccess;  // NCCL ran something else
-  const uint64_t grain = kGrainBytes[proto];
+  if (m.chunkBytes > abi::maxTunerChunkBytes(algo, proto)) [[unlikely]] {  // a rule that leaves algo or proto to NCCL
+    if (!c->saidChunkTooLarge) {
+      c->saidChunkTooLarge = true;
+      logWarn("a rule's chunk of %llu bytes is more than NCCL runs correctly for %s/%s (docs/NCCL_CHUNKS.md): NCCL's "
+              "own chunk stands for such calls", static_cast<unsigned long long>(m.chunkBytes),
+              algoName(static_cast<Algo>(algo)).data(), protoName(static_cast<Proto>(proto)).data());
+    }
+    return ncclSuccess;
+  }
+  const uint64_t grain = abi::kChunkGrainBytes[proto];
   *chunkSize = static_cast<size_t>(m.chunkBytes < grain ? grain : m.chunkBytes - m.chunkBytes % grain);
   return ncclSuccess;
 }

@@ -33,6 +33,7 @@ struct TunerContext {
     uint64_t chunkBytes = 0;
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
+  bool saidChunkTooLarge = false;  // one line per communicator for a chunk NCCL would not run correctly
 
   // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
