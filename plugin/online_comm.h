@@ -3,6 +3,7 @@
 // record the tuner and online rooms share: the tuner's hot path steps it, online/ prepares it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -66,9 +67,10 @@ struct OnlineComm {
   // Calls per key so far, measured or not: what a search must repay its measurement over.
   std::array<std::atomic<uint64_t>, policy::kOnlineKeys> keyCalls{};
   // Each key's share of calls measured is its own, but NCCL reads the mask before the tuner sees the
-  // call: the leader predicts the next call's key as the one that followed this key last time (a
-  // training loop repeats its sequence). 1 + key; 0 unknown. Written by the hot path alone.
-  std::array<std::atomic<uint16_t>, policy::kOnlineKeys> nextKey{};
+  // call: the leader predicts the next call's key from the last two keys that followed this one (a
+  // training loop repeats its sequence; A A A B gives A two successors) and measures at the larger of
+  // their shares. 1 + key; 0 unknown. Written by the hot path alone.
+  std::array<std::atomic<uint16_t>, policy::kOnlineKeys> nextKey{}, nextKey2{};
   std::atomic<uint32_t> lastKey{policy::kOnlineKeys};
 
   // Agent side, under mutex: the learner (leader) and every table a version may still point to.
@@ -100,7 +102,10 @@ inline bool measuresCall(const OnlineComm& s, uint64_t k) {
   if (!t) return policy::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
   const uint32_t last = s.lastKey.load(std::memory_order_relaxed);
   const uint16_t next = last < policy::kOnlineKeys ? s.nextKey[last].load(std::memory_order_relaxed) : 0;
-  return t->measures(s.commId, k, next ? next - 1u : policy::kOnlineKeys);
+  const uint16_t other = last < policy::kOnlineKeys ? s.nextKey2[last].load(std::memory_order_relaxed) : 0;
+  const uint32_t share = std::max(t->measureThresholdOf(next ? next - 1u : policy::kOnlineKeys),
+                                  other ? t->measureThresholdOf(other - 1u) : 0u);
+  return policy::measuredCall(s.commId, k, t->version(), share);
 }
 
 // The hot path's online step: counts the call, crosses a boundary when due, then picks.
@@ -117,8 +122,13 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
   }
   const uint32_t key = policy::onlineKey(coll, nBytes);
   s.keyCalls[key].store(s.keyCalls[key].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
-  if (const uint32_t last = s.lastKey.load(std::memory_order_relaxed); last < policy::kOnlineKeys)
-    s.nextKey[last].store(static_cast<uint16_t>(key + 1), std::memory_order_relaxed);
+  if (const uint32_t last = s.lastKey.load(std::memory_order_relaxed); last < policy::kOnlineKeys) {
+    const uint16_t seen = s.nextKey[last].load(std::memory_order_relaxed);
+    if (seen != key + 1) {
+      s.nextKey2[last].store(seen, std::memory_order_relaxed);
+      s.nextKey[last].store(static_cast<uint16_t>(key + 1), std::memory_order_relaxed);
+    }
+  }
   s.lastKey.store(key, std::memory_order_relaxed);
   if (costTable) {  // NCCL's own choice (the guard's reference)
     if (!s.modelledKnown[key].load(std::memory_order_relaxed)) [[unlikely]] {

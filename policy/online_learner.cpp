@@ -113,7 +113,9 @@ void OnlineLearner::setCallsSoFar(int coll, int bucket, uint64_t calls) {
 }
 
 double OnlineLearner::callsSoFar(const KeyState& k) const {
-  return std::max(static_cast<double>(k.jobCalls), static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6));
+  // The plugin counts every call; without that count, the measured ones over the share measured.
+  if (k.jobCalls) return static_cast<double>(k.jobCalls);
+  return static_cast<double>(k.calls) / std::max(plan_.rate, 1e-6);
 }
 
 void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us) {
@@ -349,18 +351,24 @@ bool OnlineLearner::settled(const KeyState& k, int slot) const {
 void OnlineLearner::countOffered(KeyState& k) {
   const double since = k.jobCalls > k.offeredAt ? static_cast<double>(k.jobCalls - k.offeredAt) : 0;
   for (int s = 0; s < kArmSlots; ++s) k.offered[s] += k.offeredShare[s] * since;
-  k.callsPerBuild = since;
+
   k.offeredShare = {};
   k.offeredAt = k.jobCalls;
 }
 
 double OnlineLearner::trialsSpent(const KeyState& k) const {
-  if (!trusted(k, k.incumbent)) return 0;
-  const double inc = meanOf(k.arms[k.incumbent]);
+  // Each of this job's trials at its measured excess over what runs; before what runs is measured
+  // enough, at the model's price for the arm (its allowance for error included).
+  const bool measured = trusted(k, k.incumbent);
   double spent = 0;
-  for (int s = 0; s < kArmSlots; ++s)
-    if (s != k.incumbent && k.arms[s].w > 0)
-      spent += static_cast<double>(k.arms[s].n) * std::max(0.0, std::exp(meanOf(k.arms[s]) - inc) - 1);
+  for (int s = 0; s < kArmSlots; ++s) {
+    if (s == k.incumbent || k.arms[s].w <= 0) continue;
+    const double trials = static_cast<double>(k.arms[s].n - k.arms[s].seededN);
+    const std::optional<double> priced = untriedRatio(k, s, std::nullopt);
+    const double ratio = measured ? std::exp(meanOf(k.arms[s]) - meanOf(k.arms[k.incumbent]))
+                                  : priced.value_or(config_.maxTrialRatio);
+    spent += trials * std::max(0.0, ratio - 1);
+  }
   return spent;
 }
 
@@ -576,7 +584,9 @@ double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vec
   double scale = 1.0;
   if (callSum > config_.exploreCallShare) scale = config_.exploreCallShare / callSum;
   if (costSum * scale > trialBudget) {
-    const double ahead = std::max(1.0, k.callsPerBuild);  // the calls the next table is in force for
+    // The key's calls in the epoch the next table is in force for.
+    const double ahead = std::max(1.0, static_cast<double>(config_.epochCalls) * static_cast<double>(k.jobCalls) /
+                                           std::max(1.0, jobCallsTotal_));
     const double banked = trialBudget * (static_cast<double>(k.jobCalls) + ahead) - trialsSpent(k);
     const double byBank = costSum > 0 ? std::max(0.0, banked) / (costSum * ahead) : scale;
     scale = std::min(scale, std::max(costSum > 0 ? trialBudget / costSum : 0, byBank));
@@ -650,6 +660,8 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
   if (model_ && modelFitAt_ != counters_.observations) refitModel();
   auto table = std::make_unique<OnlineTable>();
   table->setVersion(version);
+  jobCallsTotal_ = 0;
+  for (const KeyState& k : keys_) jobCallsTotal_ += static_cast<double>(k.jobCalls);
   std::vector<KeyMeasure> measures;
   std::vector<uint32_t> measuredKeys;
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {

@@ -198,7 +198,6 @@ class OnlineLearner {
     // that never yields a timing still settles; offeredShare: the last table's share of the key's calls.
     std::array<double, kArmSlots> offered{}, offeredShare{};
     uint64_t offeredAt = 0;  // jobCalls when offeredShare was last counted
-    double callsPerBuild = 0;  // the key's calls between its last two builds (what a table is in force for)
     std::array<int8_t, kOnlineMaxArms> entrySlot{};  // the arm slot of each exploration arm of its entry
   };
   // What the learner does at a key, from its configuration and whether an arm model is set.
@@ -296,6 +295,7 @@ class OnlineLearner {
   std::vector<KeyState> keys_;
   Counters counters_;
   MeasurePlan plan_;  // the last build's; before any, every call measured at no price
+  double jobCallsTotal_ = 0;  // every key's calls so far, at the last build
 };
 
 }  // namespace dynamiccl::policy

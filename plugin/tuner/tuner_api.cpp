@@ -186,10 +186,12 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
 ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int algo, int proto, int,
                                size_t* chunkSize) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !chunkSize || !isTunable(collType) || proto < 0 || proto >= kNumProtos) return ncclSuccess;
+  if (!c || !chunkSize || !isTunable(collType) || proto < 0 || proto >= kNumProtos || algo < 0 || algo >= kNumAlgos)
+    return ncclSuccess;
   const TunerContext::ChunkMemory& m = c->lastChunk[static_cast<int>(collType)];
   if (!m.valid) return ncclSuccess;
-  if (m.algo >= 0 && (m.algo != algo || m.proto != proto)) return ncclSuccess;  // NCCL ran something else
+  // NCCL ran something else (a rule that leaves the protocol to NCCL matches any protocol of its algorithm).
+  if (m.algo >= 0 && (m.algo != algo || (m.proto >= 0 && m.proto != proto))) return ncclSuccess;
   if (m.chunkBytes > abi::maxTunerChunkBytes(algo, proto)) [[unlikely]] {  // a rule that leaves algo or proto to NCCL
     if (!c->saidChunkTooLarge) {
       c->saidChunkTooLarge = true;
