@@ -193,12 +193,7 @@ ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int a
   // NCCL ran something else (a rule that leaves the protocol to NCCL matches any protocol of its algorithm).
   if (m.algo >= 0 && (m.algo != algo || (m.proto >= 0 && m.proto != proto))) return ncclSuccess;
   if (m.chunkBytes > abi::maxTunerChunkBytes(algo, proto)) [[unlikely]] {  // a rule that leaves algo or proto to NCCL
-    if (!c->saidChunkTooLarge) {
-      c->saidChunkTooLarge = true;
-      logWarn("a rule's chunk of %llu bytes is more than NCCL runs correctly for %s/%s (docs/NCCL_CHUNKS.md): NCCL's "
-              "own chunk stands for such calls", static_cast<unsigned long long>(m.chunkBytes),
-              algoName(static_cast<Algo>(algo)).data(), protoName(static_cast<Proto>(proto)).data());
-    }
+    if (!c->chunksKept++) c->firstChunkKeptPair = algo * kNumProtos + proto;
     return ncclSuccess;
   }
   const uint64_t grain = abi::kChunkGrainBytes[proto];
@@ -214,6 +209,11 @@ ncclResult_t tunerFinalize(void* context) {
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
   unregisterContext(&c->view);
+  if (c->chunksKept)  // counted on the hot path, said here: one line per communicator
+    logWarn("a rule's chunk was more than NCCL runs correctly for %s/%s (docs/NCCL_CHUNKS.md) on %llu call(s): NCCL's "
+            "own chunk stood for them", algoName(static_cast<Algo>(c->firstChunkKeptPair / kNumProtos)).data(),
+            protoName(static_cast<Proto>(c->firstChunkKeptPair % kNumProtos)).data(),
+            static_cast<unsigned long long>(c->chunksKept));
   struct Free {  // the context goes even when stopping the online agent throws
     TunerContext* c;
     ~Free() {

@@ -33,7 +33,10 @@ struct TunerContext {
     uint64_t chunkBytes = 0;
   };
   std::array<ChunkMemory, kNumCollectives> lastChunk{};
-  bool saidChunkTooLarge = false;  // one line per communicator for a chunk NCCL would not run correctly
+  // Calls where a rule's chunk was more than NCCL runs correctly for what it ran (NCCL's chunk kept),
+  // and the first such pair (algo * kNumProtos + proto): counted on the hot path, said once at finalize.
+  uint64_t chunksKept = 0;
+  int firstChunkKeptPair = -1;
 
   // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
