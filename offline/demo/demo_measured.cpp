@@ -332,9 +332,9 @@ JobFigures jobFigures(const jobreplay::JobResult& jr, int index) {
 }
 
 void printJobFigures(const JobFigures& f) {
-  std::printf("      job %d: final epoch %.3fx NCCL's default (geomean of keys); the leader profiled %.2f%% of calls "
-              "(last 10 epochs %.2f%%), measuring %.3f%% and exploring %.3f%% of collective time; net %.4fx NCCL's "
-              "default; keys still searching at the end: %s\n",
+  std::printf("      job %d: final epoch %.3fx NCCL's default (geomean of keys, judged on measured medians); the leader "
+              "profiled %.2f%% of calls (last 10 epochs %.2f%%), measuring %.3f%% and exploring %.3f%% of the replayed "
+              "collective time; net of measuring and exploring %.4fx NCCL's default; keys still searching at the end: %s\n",
               f.index, f.finalVsDefault, 100 * f.profiledShare, 100 * f.settledProfiledShare, 100 * f.measureShare,
               100 * f.exploreShare, f.net,
               f.keys >= 0 ? (std::to_string(f.keysSearching) + " of " + std::to_string(f.keys)).c_str() : "not said");
