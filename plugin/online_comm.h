@@ -46,6 +46,12 @@ struct OnlineComm {
   int64_t boundaryTimeout_ms = 60000;
   std::shared_ptr<coord::RecordStore> store;
 
+  // The communicator's call from which online decides (NCCL's choices before it: a profile parsed, or
+  // the ranks' input check run, off NCCL's init path); epochs stay numbered from the communicator's
+  // call 0, so every rank's boundaries are the job's. The first boundary is the first one after it.
+  uint64_t firstCall = 0;
+  uint64_t firstBoundary() const { return (firstCall / epochCalls + 1) * epochCalls; }
+
   // Hot-path thread only (NCCL calls one communicator's tuner from one thread at a time).
   uint64_t callIndex = 0;
   bool frozen = false;  // a frozen record was adopted: this version stays for good, on every rank
@@ -115,7 +121,7 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
   const uint64_t k = s.callIndex++;
   s.callsSeen.store(k + 1, std::memory_order_relaxed);
   if (!s.frozen) {
-    if (k != 0 && k % s.epochCalls == 0) [[unlikely]]
+    if (k > s.firstCall && k % s.epochCalls == 0) [[unlikely]]
       adoptAtBoundary(s, k);
     if ((k + 1) % s.epochCalls == 0 && s.isLeader.load(std::memory_order_relaxed)) [[unlikely]]
       ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "plugin/online_contract.h"
 #include "policy/online_schedule.h"
 #include "tests/profiled_call.h"
 #include "tests/test_support.h"
@@ -40,6 +41,7 @@ struct RankResult {
   uint64_t hash = 0;
   uint64_t lateNonStatic = 0;  // calls of the last tenth, 16 MiB key, not the static ring/ll
   uint64_t firstEpochStatic = 0;  // calls before the first boundary that ran the profile's ring/ll
+  uint64_t beforeCheckStatic = 0;  // calls before the input check's switch that ran it (none may)
   int exitCode = -1;
 };
 
@@ -90,15 +92,19 @@ double trueLatency_us(int algo, int proto, uint64_t bytes) {
     r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.callsPerRank * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
-    if (i < static_cast<uint64_t>(s.epochCalls) && c.algo == 1 && c.proto == 0) ++r.firstEpochStatic;
+    // The input check runs off NCCL's init path: NCCL's choices until its switch, then the first epoch.
+    const bool ringLL = c.algo == 1 && c.proto == 0;
+    if (i < plugin::kCheckedFirstCall) r.beforeCheckStatic += ringLL;
+    else if (i < plugin::kCheckedFirstCall + static_cast<uint64_t>(s.epochCalls)) r.firstEpochStatic += ringLL;
     const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.algo, c.proto, bytes) * noise(rng));
     testing::emitProfiledCall(**prof, pctx, i, bytes, c, rank, lat_ns, clock_ns);
   }
   r.exitCode = 0;
   FILE* f = std::fopen(out.c_str(), "w");
   if (!f) _exit(13);
-  std::fprintf(f, "%llu %llu %llu\n", static_cast<unsigned long long>(r.hash),
-               static_cast<unsigned long long>(r.lateNonStatic), static_cast<unsigned long long>(r.firstEpochStatic));
+  std::fprintf(f, "%llu %llu %llu %llu\n", static_cast<unsigned long long>(r.hash),
+               static_cast<unsigned long long>(r.lateNonStatic), static_cast<unsigned long long>(r.firstEpochStatic),
+               static_cast<unsigned long long>(r.beforeCheckStatic));
   std::fclose(f);
   _exit(0);  // skip destructors: the parent only needs the file
 }
@@ -122,11 +128,12 @@ std::vector<RankResult> runCommunicator(const Scenario& s, double deadline_s) {
   for (int r = 0; r < kRanks; ++r) {
     results[r].exitCode = codes[r];
     std::ifstream in(dir + "/rank" + std::to_string(r));
-    unsigned long long h = 0, late = 0, first = 0;
-    if (in >> h >> late >> first) {
+    unsigned long long h = 0, late = 0, first = 0, before = 0;
+    if (in >> h >> late >> first >> before) {
       results[r].hash = h;
       results[r].lateNonStatic = late;
       results[r].firstEpochStatic = first;
+      results[r].beforeCheckStatic = before;
     } else {
       results[r].exitCode = results[r].exitCode == 0 ? -2 : results[r].exitCode;  // no result written
     }
@@ -139,6 +146,7 @@ void expectSameDecisions(const std::vector<RankResult>& results, int firstRank =
   for (int r = firstRank; r < kRanks; ++r) {
     EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
     EXPECT_GT(results[r].firstEpochStatic, 0u) << "rank " << r << ": the profile did not apply before the first boundary";
+    EXPECT_EQ(results[r].beforeCheckStatic, 0u) << "rank " << r << ": the profile applied before the input check's switch";
     EXPECT_EQ(results[r].hash, results[firstRank].hash) << "rank " << r << " made other decisions than rank "
                                                           << firstRank;
   }

@@ -103,9 +103,10 @@ class Agent {
     }
     // A frozen rank still watches the store: a straggler may need the records it holds re-published.
     if (stagedFrozen) return readAhead(c, calls, 0);
-    const uint64_t upcoming = std::max(E, (calls + E - 1) / E * E);
+    const uint64_t first = c.firstBoundary();
+    const uint64_t upcoming = std::max(first, (calls + E - 1) / E * E);
     // The boundary the hot path is at or heading to (callsSeen is bumped before it waits at one).
-    const uint64_t pending = calls == 0 ? E : std::max(E, (calls - 1 + E - 1) / E * E);
+    const uint64_t pending = calls <= c.firstCall ? first : std::max(first, (calls - 1 + E - 1) / E * E);
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
     if (auto rec = followAhead(c, calls, upcoming, haveStaged && stagedBoundary >= upcoming))
       stageRecord(c, upcoming, *rec);

@@ -50,6 +50,9 @@ std::string randomName() {
 
 InputsVerdict refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
 
+constexpr const char* kFinalized = "the communicator was finalized before its input check ended";
+bool stopped(const std::atomic<bool>* stop) { return stop && stop->load(std::memory_order_relaxed); }
+
 // The verdict for this rank, from the stored bytes: sealed under its key and, when it says "agree",
 // naming the proposal this rank confirmed (so written by this job's ranks, after all of them confirmed).
 InputsVerdict verdictFor(const std::string& stored, const Me& me, uint64_t commId, const std::string& where) {
@@ -83,7 +86,7 @@ std::optional<InputsVerdict> storedVerdict(coord::RecordStore& store, uint64_t c
 // confirmation, so no rank tunes. One that confirmed may be counted in an "agree" the others adopt: it
 // cannot know what they run, so it waits for the store, as long as it takes, saying so.
 InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict proposal, const Me& me,
-                     Clock::time_point deadline) {
+                     Clock::time_point deadline, const std::atomic<bool>* stop) {
   const std::string sealed = coord::sealRecord(me.key, commId, coord::kInputsVerdictKey, encodeVerdict(proposal));
   const auto start = Clock::now();
   auto nextSay = deadline + std::chrono::seconds(1);
@@ -98,6 +101,7 @@ InputsVerdict settle(coord::RecordStore& store, uint64_t commId, InputsVerdict p
     if (auto v = storedVerdict(store, commId, me)) return *v;
     const auto now = Clock::now();
     if (now >= deadline && me.confirmed.empty()) break;
+    if (stopped(stop)) return refused(kFinalized);
     if (now >= nextSay) {
       logWarn("communicator %016llx: still waiting after %lld s for the input check's verdict in %s, which does not "
               "answer: this rank confirmed the agreed inputs, so the others may tune, and it must do what they do",
@@ -156,7 +160,8 @@ std::optional<Proposal> openProposal(const std::string& stored, const Me& me, ui
 }  // namespace
 
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
-                            int64_t timeout_ms, const std::string& key, const std::string& membersKey) {
+                            int64_t timeout_ms, const std::string& key, const std::string& membersKey,
+                            const std::atomic<bool>* stop) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   // A verdict that failed to write is looked for a little longer (at most a second past the check's bound).
   const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
@@ -184,13 +189,14 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   const auto afterJoin = [&](const coord::SetCount& count) -> std::optional<InputsVerdict> {
     if (count.all < n) return std::nullopt;
     auto p = proposalOrVerdict(store, commId, n, count, mine, me, membersKey);
-    if (auto* v = std::get_if<InputsVerdict>(&p)) return settle(store, commId, *v, me, settleBy);
+    if (auto* v = std::get_if<InputsVerdict>(&p)) return settle(store, commId, *v, me, settleBy, stop);
     store.publish(commId, kProposalKey, coord::sealRecord(me.key, commId, kProposalKey, std::get<std::string>(p)));
     return std::nullopt;  // won or lost, the stored proposal is the one confirmed
   };
   if (auto v = afterJoin(*joined)) return *v;
   coord::SetCount confirmations;
   for (auto pause = kFirstPause;; pause = std::min<std::chrono::microseconds>(pause * 2, kMaxPause)) {
+    if (stopped(stop)) return refused(kFinalized);
     // One request a poll: the verdict and the proposal together.
     auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey}, 0);
     if (recs.ok() && (*recs)[0]) return verdictFor(*(*recs)[0], me, commId, store.describe());
@@ -201,14 +207,14 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
           return settle(store, commId,
                         refused("the proposal \"agree\" in the store (" + store.describe() + ") is not of this "
                                 "rank's inputs: another rank's differ, or an earlier communicator with the same id left it"),
-                        me, settleBy);
+                        me, settleBy, stop);
         me.confirmed = proposal->name;  // before the join: a join whose reply is lost may still count
       }
       auto c = store.joinSet(commId, "confirm-" + me.confirmed, me.group, me.member, "");
       if (c.ok()) {
         me.counted = true;
         confirmations = *c;
-        if (c->all >= n) return settle(store, commId, {true, false, "", me.confirmed, {}}, me, settleBy);
+        if (c->all >= n) return settle(store, commId, {true, false, "", me.confirmed, {}}, me, settleBy, stop);
       }
     } else if (recs.ok() && !(*recs)[1] && pause == kMaxPause) {
       // A join whose reply was lost may have made the count nRanks unseen: joining again only counts.
@@ -226,7 +232,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
                        "agreed inputs within " + std::to_string(timeout_ms) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank "
                        "stopped, or an input record an earlier communicator with the same id left is counted",
                        {}, {}},
-                      me, settleBy);
+                      me, settleBy, stop);
       if (auto now = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine); now.ok()) joined = now;
       return settle(store, commId,
                     {false, true,
@@ -235,7 +241,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
                          " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): a rank without this plugin, with "
                          "DYNAMICCL_INPUTS_CHECK=0, another store, or started late",
                      {}, {}},
-                    me, settleBy);
+                    me, settleBy, stop);
     }
     std::this_thread::sleep_for(pause);
   }

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <random>
 
@@ -45,16 +44,6 @@ std::string whoAmI() {
          randomHex(4) + ")";
 }
 
-// The epoch key the check left for the tuner's init of the same communicator, which takes it next in
-// the same thread (epochKeyAfterInputCheck); per thread, so ranks run as threads of one process keep
-// theirs. Trivially destructible: no thread-exit destructor runs on NCCL's threads.
-struct LastEpochKey {
-  uint64_t commId = 0;
-  uint8_t length = 0;
-  char key[128];  // a hex HMAC-SHA256 is 64
-};
-thread_local LastEpochKey tLastKey;
-
 // The job's token and what the inputs record says of it ("none", "read", or "unusable"): a token
 // file that cannot be used gives a random secret no other rank holds, so this rank's records open
 // for none and every rank of its communicators keeps NCCL's choices, said once per process.
@@ -75,33 +64,22 @@ JobToken jobToken(const Settings& s) {
 
 }  // namespace
 
-void keepEpochKey(uint64_t commId, const std::string& key) {
-  tLastKey.commId = commId;
-  tLastKey.length = key.size() < sizeof tLastKey.key ? static_cast<uint8_t>(key.size()) : 0;
-  std::memcpy(tLastKey.key, key.data(), tLastKey.length);
-}
-
 std::string coordToken(const Settings& s) { return jobToken(s).secret; }
 
-std::string epochKeyAfterInputCheck(uint64_t commId) {
-  const bool kept = tLastKey.commId == commId && tLastKey.length > 0;
-  std::string key = kept ? std::string(tLastKey.key, tLastKey.length) : std::string();
-  tLastKey.commId = 0;
-  tLastKey.length = 0;
-  return key;
+bool inputsCheckedThroughStore(const Settings& s, const CommShape& shape) {
+  return s.inputsCheck && shape.nRanks > 1 && shape.commId != 0 && hasOnlineBackend(s, shape);
 }
 
-bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
-                        const NcclRules& rules) {
-  keepEpochKey(shape.commId, "");  // until this check agrees: the unchecked key
-  if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return true;
+InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
+                                 const NcclRules& rules, const std::atomic<bool>* stop) {
+  if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return {true, ""};
   if (!hasOnlineBackend(s, shape)) {
     if (firstTime(gSaidUnchecked))
       logWarn("communicators across %d nodes: whether every rank has the same profile, settings and hardware is "
               "unchecked (no coordination backend: set DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR); a rank that "
               "differs may choose differently and hang the job",
               shape.nNodes);
-    return true;
+    return {true, ""};
   }
   const auto started = std::chrono::steady_clock::now();
   const unsigned long long id = shape.commId;
@@ -110,7 +88,7 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
     logWarn("communicator %016llx: cannot check that every rank has the same inputs (%s); NCCL's own choices stand "
             "on this rank, and on every other rank once it misses this one's inputs",
             id, store.error().c_str());
-    return false;
+    return {};
   }
   const JobToken token = jobToken(s);
   std::vector<InputField> fields = decisionInputs(s, profileDigest, shape, rules);
@@ -120,21 +98,21 @@ bool ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, con
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
   const std::string key = inputsKey(shape.commId, mine, token.secret);
   const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
-                                        membersKey(shape.commId, token.secret));
+                                        membersKey(shape.commId, token.secret), stop);
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {
     logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "
             "every rank and online updates are off",
             id, shape.nRanks, v.why.c_str());
-    return false;
+    return {};
   }
-  keepEpochKey(shape.commId, epochKeyAfter(key, v));
   if (firstTime(gSaidAgreed))
     logInfo("communicator %016llx: its %d ranks have the same profile, settings and hardware (checked through %s in "
-            "%.1f ms)",
+            "%.1f ms, off NCCL's init path; NCCL's choices until call %llu, on every rank)",
             id, shape.nRanks, (*store)->describe().c_str(),
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-  return true;
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count(),
+            static_cast<unsigned long long>(kCheckedFirstCall));
+  return {true, epochKeyAfter(key, v)};
 }
 
 }  // namespace dynamiccl::plugin

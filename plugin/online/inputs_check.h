@@ -3,6 +3,7 @@
 // rank whose profile, settings or hardware differ turns the tuner off everywhere, never on one rank.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -60,9 +61,6 @@ std::string membersKey(uint64_t commId, const std::string& token);
 std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted);
 // Where the check did not run (off, one rank): the communicator id and the token only.
 std::string epochKeyUnchecked(uint64_t commId, const std::string& token);
-// The key the input check leaves for the communicator's epoch records, taken (once) by the same init
-// thread (epochKeyAfterInputCheck, online_contract.h).
-void keepEpochKey(uint64_t commId, const std::string& key);
 // The job's secret token, part of every key (DYNAMICCL_COORD_TOKEN_FILE; empty: none); a file that
 // cannot be used gives a random token no other rank holds, with one line per process.
 std::string coordToken(const Settings& s);
@@ -73,9 +71,11 @@ std::string coordToken(const Settings& s);
 // set of its own, and the one whose confirmation makes nRanks writes the verdict "agree". Each rank
 // makes a bounded number of requests, each of a bounded size, whatever nRanks. A rank adopts the
 // verdict the store kept if it is sealed under `key` and, when it says "agree", names the proposal
-// this rank confirmed. Init only. agree=false with a why also when the store fails this rank, and for
+// this rank confirmed. Off NCCL's init path (the check pool). agree=false with a why also when the store fails this rank, and for
 // a verdict not adopted (every rank then keeps NCCL's choices alike).
+// stop: set when the communicator is finalized; a rank waiting then returns "not agreed" at once.
 InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
-                            int64_t timeout_ms, const std::string& key, const std::string& membersKey);
+                            int64_t timeout_ms, const std::string& key, const std::string& membersKey,
+                            const std::atomic<bool>* stop = nullptr);
 
 }  // namespace dynamiccl::plugin

@@ -99,7 +99,8 @@ void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, d
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
-                                        const Settings& settings, int ncclVersionCode, const std::string& epochKey) {
+                                        const Settings& settings, int ncclVersionCode, const std::string& epochKey,
+                                        uint64_t firstCall) {
   // No profile: nothing changes. A profile of unverified rules only is a prior to learn from.
   const bool learn = settings.online == OnlineSwitch::On && (!staticTable.empty() || !unverified.empty());
   // Unverified rules are tested in the job wherever this library measures (the profiler role), unless
@@ -140,6 +141,9 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
+  c->firstCall = firstCall;
+  c->callIndex = firstCall;
+  c->callsSeen.store(firstCall, std::memory_order_relaxed);
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
   // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN
   // this job's leader did not write reads, on every rank alike, as no table (frozen there).

@@ -4,6 +4,7 @@
 
 #include "plugin/log.h"
 #include "plugin/online_contract.h"
+#include "plugin/tuner/background_work.h"
 
 namespace dynamiccl::plugin {
 
@@ -38,7 +39,7 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (setup.shape.commId == 0) return;
   d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, *setup.settings, setup.rules.versionCode,
-                         setup.epochKey);
+                         setup.epochKey, setup.firstCall);
   if (!d.online || setup.rules.versionCode <= 0) return;
   try {  // the NCCL release verdicts were measured under
     d.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
@@ -48,9 +49,11 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
   }
 }
 
-std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const LoadedProfile>& loaded,
-                                                    CommSetup setup) {
-  auto pending = std::make_shared<PendingDecisions>();
+namespace {
+
+// Once the profile is parsed: the decisions compiled and online learning started, then ready.
+void prepareWhenParsed(const std::shared_ptr<PendingDecisions>& pending,
+                       const std::shared_ptr<const LoadedProfile>& loaded, CommSetup setup) {
   whenParsed(loaded, [pending, loaded, setup = std::move(setup)] {
     CommDecisions prepared;
     {
@@ -77,6 +80,41 @@ std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const 
     pending->ready.store(true, std::memory_order_release);
     pending->ready.notify_all();
   });
+}
+
+// What waits at the switch never waits for ever: NCCL's choices where nothing was prepared.
+void readyWithNcclsChoices(PendingDecisions& pending) {
+  std::lock_guard lock(pending.mutex);
+  if (pending.abandoned) return;
+  pending.decisions = CommDecisions{};
+  pending.ready.store(true, std::memory_order_release);
+  pending.ready.notify_all();
+}
+
+}  // namespace
+
+std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const LoadedProfile>& loaded,
+                                                    CommSetup setup) {
+  auto pending = std::make_shared<PendingDecisions>();
+  prepareWhenParsed(pending, loaded, std::move(setup));
+  return pending;
+}
+
+std::shared_ptr<PendingDecisions> prepareAfterInputCheck(const std::shared_ptr<const LoadedProfile>& loaded,
+                                                         CommSetup setup) {
+  auto pending = std::make_shared<PendingDecisions>();
+  runInCheckPool([pending, loaded, setup = std::move(setup)]() mutable {
+    try {
+      const InputsOutcome checked =
+          ranksAgreeOnInputs(*setup.settings, loaded->sourceDigest, setup.shape, setup.rules, &pending->stop);
+      setup.agreed = checked.agreed;
+      setup.epochKey = checked.epochKey;
+      if (!setup.agreed) return readyWithNcclsChoices(*pending);
+      prepareWhenParsed(pending, loaded, std::move(setup));
+    } catch (...) {  // out of memory in the check: NCCL's choices, as on every rank that misses this one
+      readyWithNcclsChoices(*pending);
+    }
+  });
   return pending;
 }
 
@@ -85,6 +123,7 @@ void abandonPending(PendingDecisions& pending, coord::Deadline by) {
   {
     std::lock_guard lock(pending.mutex);
     pending.abandoned = true;
+    pending.stop.store(true, std::memory_order_relaxed);
     online = std::move(pending.decisions.online);
   }
   stopOnline(online, by);

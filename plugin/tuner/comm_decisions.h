@@ -29,7 +29,8 @@ struct CommSetup {
   std::shared_ptr<const Settings> settings;
   NcclRules rules;
   bool agreed = false;   // the ranks' input check (false: NCCL's choices, nothing prepared)
-  std::string epochKey;  // epochKeyAfterInputCheck
+  std::string epochKey;  // InputsOutcome::epochKey
+  uint64_t firstCall = 0;  // the call the communicator decides from (NCCL's choices before it)
 };
 
 // The parsed profile's tables for the shape, logging once why rules stand aside. Init (before the
@@ -44,6 +45,7 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
 struct PendingDecisions {
   std::mutex mutex;         // the parsing thread against finalize; never taken on the hot path
   bool abandoned = false;   // finalize came first: nothing is prepared, or what was is stopped
+  std::atomic<bool> stop{false};  // abandoned, read without the mutex by an input check waiting on its store
   CommDecisions decisions;  // final once ready
   std::atomic<bool> ready{false};
 };
@@ -51,6 +53,10 @@ struct PendingDecisions {
 // Prepares the decisions now if the profile is parsed, else once it is (in the parsing thread).
 std::shared_ptr<PendingDecisions> prepareWhenParsed(const std::shared_ptr<const LoadedProfile>& loaded,
                                                     CommSetup setup);
+// The ranks' input check through the store, in the check pool, then the preparation (once the
+// profile is parsed); NCCL's choices at the switch where the ranks do not agree.
+std::shared_ptr<PendingDecisions> prepareAfterInputCheck(const std::shared_ptr<const LoadedProfile>& loaded,
+                                                         CommSetup setup);
 // Finalize before the switch: whatever was or will be prepared is stopped by `by`.
 void abandonPending(PendingDecisions& pending, coord::Deadline by);
 

@@ -1,6 +1,5 @@
 #include "plugin/tuner/profile_source.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "plugin/log.h"
+#include "plugin/tuner/background_work.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -98,88 +98,6 @@ constexpr double kFirstReadBudget_ms = 50;
 std::mutex gMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
 std::atomic<bool> gWarnedTrustAll{false};
-
-// This library, loaded once more: a parse in flight holds it, so NCCL's dlclose after its last
-// communicator cannot unmap code a parse still runs. nullptr if it cannot be had.
-void* pinThisLibrary() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&pinThisLibrary), &info) == 0 || !info.dli_fname) return nullptr;
-  return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-}
-
-// The threads parsing profiles off NCCL's init path, each holding the library (pinThisLibrary) until
-// it is joined: by a later init or finalize (never by itself, which would return into unmapped code).
-class BackgroundParses {
- public:
-  // Made by the first parse; never destroyed while a parse runs (NCCL may finalize after exit handlers).
-  static BackgroundParses* get() { return instance_.load(std::memory_order_acquire); }
-  static BackgroundParses& make() {
-    std::lock_guard lock(makeMutex_);
-    if (!get()) instance_.store(new BackgroundParses(), std::memory_order_release);
-    return *get();
-  }
-  void start(std::function<void()> work) {
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    std::lock_guard lock(mutex_);
-    running_.reserve(running_.size() + 1);  // the push below cannot throw once the thread runs
-    void* pin = pinThisLibrary();
-    std::thread t;
-    try {
-      t = std::thread([work = std::move(work), done] {
-        try {
-          work();
-        } catch (...) {  // work says what failed; nothing escapes a thread (std::terminate)
-        }
-        done->store(true, std::memory_order_release);
-      });
-    } catch (...) {
-      if (pin) dlclose(pin);
-      throw;
-    }
-    running_.push_back({std::move(t), std::move(done), pin});
-  }
-  // Joins the threads whose work is done (each has only its return left) and lets go of the library
-  // they held. exiting: the others are detached, to end with the process rather than hold its exit.
-  void reap(bool exiting = false) {
-    std::vector<Running> finished;
-    {
-      std::lock_guard lock(mutex_);
-      for (size_t i = running_.size(); i-- > 0;) {
-        if (running_[i].done->load(std::memory_order_acquire)) {
-          finished.push_back(std::move(running_[i]));
-        } else if (exiting) {
-          running_[i].thread.detach();
-        } else {
-          continue;
-        }
-        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-      }
-    }
-    for (Running& r : finished) {
-      r.thread.join();
-      // NCCL holds the library too while it calls us: never the last reference. At exit it is kept.
-      if (r.pin && !exiting) dlclose(r.pin);
-    }
-  }
-
- private:
-  struct Running {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-    void* pin = nullptr;
-  };
-  static inline std::atomic<BackgroundParses*> instance_{nullptr};
-  static inline std::mutex makeMutex_;
-  std::mutex mutex_;
-  std::vector<Running> running_;
-};
-
-// At exit, or when the library is unloaded (then no parse runs: each holds it).
-struct ExitReaper {
-  ~ExitReaper() {
-    if (BackgroundParses* p = BackgroundParses::get()) p->reap(true);
-  }
-} gExitReaper;
 
 void logTrust(policy::Trust trust) {
   if (trust == policy::Trust::All && firstTime(gWarnedTrustAll))  // the user's choice, not a fault: info
@@ -311,7 +229,7 @@ std::shared_ptr<const LoadedProfile> load(const ProfileSettings& s) {
     }
   };
   try {
-    BackgroundParses::make().start(parse);
+    runInBackground(parse);
   } catch (const std::system_error&) {  // no thread to be had: parse here, as a small profile is
     parse();
   }
@@ -329,10 +247,6 @@ std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   std::lock_guard lock(gMutex);
   if (!gLoaded || !(gLoaded->settings == settings)) gLoaded = load(settings);
   return gLoaded;
-}
-
-void reapBackgroundParses() {
-  if (BackgroundParses* p = BackgroundParses::get()) p->reap();
 }
 
 void whenParsed(const std::shared_ptr<const LoadedProfile>& loaded, std::function<void()> job) {

@@ -74,9 +74,6 @@ policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape
 // it, right after the parse.
 void whenParsed(const std::shared_ptr<const LoadedProfile>& loaded, std::function<void()> job);
 
-// Joins the threads whose background parse has ended (init and finalize; never the hot path).
-void reapBackgroundParses();
-
 // Thread-safe; logs one clear line per distinct settings (loaded, or why it is not used).
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& settings);
 

@@ -1,5 +1,6 @@
 #include "plugin/tuner/tuner_api.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "plugin/nccl_version.h"
 #include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
+#include "plugin/tuner/background_work.h"
 #include "plugin/tuner/cost_table_edit.h"
 #include "plugin/tuner/tuner_context.h"
 
@@ -80,7 +82,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   const std::shared_ptr<const Settings> settings = currentSettings();
   testThrowPoint(Entry::TunerInit);
   std::shared_ptr<const LoadedProfile> loaded = currentProfile(*settings);
-  reapBackgroundParses();  // a parse that ended is joined here, off the hot path
+  reapBackgroundWork();  // a parse that ended is joined here, off the hot path
   // Strict mode parses at init, so `bad` is final here (a background parse may still be writing it).
   if (loaded->settings.strict && loaded->bad) return ncclInvalidUsage;
   auto c = std::make_unique<TunerContext>();
@@ -95,24 +97,32 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     c->view.shape.maxRanksPerNode = nvlDomainInfo->maxRanksPerNvlDomain;
   }
   c->loaded = std::move(loaded);
-  CommDecisions d;  // a profile parsed at init compiles before the check, as the check needs nothing of it
-  if (c->loaded->firstCall == 0) d = compileDecisions(*c->loaded, c->view.shape, *settings, rules);
-  // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
   CommSetup setup;
   setup.shape = c->view.shape;
   setup.settings = settings;
   setup.rules = rules;
-  setup.agreed = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
-  setup.epochKey = epochKeyAfterInputCheck(commId);
-  if (c->loaded->firstCall == 0) {
-    startOnlineFor(d, *c->loaded, setup);
-    c->table = std::move(d.table);
-    c->unverified = std::move(d.unverified);
-    c->online = std::move(d.online);
-  } else if (setup.agreed) {
-    c->callsUntilProfile = c->loaded->firstCall;
+  // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
+  // A check through the store runs off NCCL's init path; the decisions switch at a call every rank knows.
+  if (inputsCheckedThroughStore(*settings, c->view.shape)) {
+    c->callsUntilProfile = setup.firstCall = std::max(c->loaded->firstCall, kCheckedFirstCall);
     c->awaitingProfile = true;
-    c->pending = prepareWhenParsed(c->loaded, std::move(setup));
+    c->pending = prepareAfterInputCheck(c->loaded, std::move(setup));
+  } else {
+    // Nothing to check through a store: agreed (a multi-node communicator without a backend says so once).
+    const InputsOutcome checked = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
+    setup.agreed = checked.agreed;
+    setup.epochKey = checked.epochKey;
+    if (c->loaded->firstCall == 0) {
+      CommDecisions d = compileDecisions(*c->loaded, c->view.shape, *settings, rules);
+      startOnlineFor(d, *c->loaded, setup);
+      c->table = std::move(d.table);
+      c->unverified = std::move(d.unverified);
+      c->online = std::move(d.online);
+    } else {
+      c->callsUntilProfile = setup.firstCall = c->loaded->firstCall;
+      c->awaitingProfile = true;
+      c->pending = prepareWhenParsed(c->loaded, std::move(setup));
+    }
   }
   c->recordThreshold = policy::rateThreshold(settings->recordShare);
   registerContext(&c->view);
@@ -222,7 +232,7 @@ ncclResult_t tunerFinalize(void* context) {
     }
   } free{c};
   testThrowPoint(Entry::TunerFinalize);
-  reapBackgroundParses();
+  reapBackgroundWork();
   if (c->awaitingProfile) abandonPending(*c->pending, by);
   stopOnline(c->online, by);
   return ncclSuccess;
