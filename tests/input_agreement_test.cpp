@@ -474,6 +474,40 @@ TEST(InputAgreement, ARankThatNeverPublishesTurnsTuningOffEverywhereAfterTheBoun
   }
 }
 
+// NCCL's init never waits for the other ranks: the check runs off its path, and the wait (here for
+// ranks that never come) is at the switch call, after which every rank keeps NCCL's choices. Before,
+// init itself waited out the whole timeout.
+TEST(InputAgreement, InitReturnsWithoutWaitingForTheOtherRanks) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), coord("DYNAMICCL_COORD_DIR", dir.c_str()),
+      check("DYNAMICCL_INPUTS_CHECK", "1"), timeout("DYNAMICCL_INPUTS_TIMEOUT_MS", "4000"),
+      record("DYNAMICCL_RECORD", "0");
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  harness::CommSpec spec;
+  spec.commId = 0x1a7e1a7e;
+  spec.nRanks = kRanks;  // the other 7 never init
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = lib->init(spec);
+  const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(comm.ok());
+  EXPECT_LT(init_s, 2.0) << "init waited for the input check";
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  for (uint64_t i = 0; i <= plugin::kCheckedFirstCall; ++i)
+    ASSERT_EQ((*comm)->decide(4, 4096, table), (Choice{1, 2, 0})) << "call " << i;
+  const double switch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(switch_s, 3.5) << "the switch call did not wait for the check";
+  size_t said = 0;
+  for (const std::string& l : harness::LogCapture::lines())
+    said += l.find("not known to be alike") != std::string::npos && l.find("published their inputs") != std::string::npos;
+  EXPECT_EQ(said, 1u);
+  comm.value().reset();
+  std::filesystem::remove_all(dir);
+}
+
 // One process holding every rank of a communicator (one thread per GPU): the ranks' inits run
 // concurrently, each claims its own slot, and they agree.
 TEST(InputAgreement, RanksOfOneProcessInitConcurrentlyAndAgree) {
