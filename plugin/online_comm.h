@@ -91,6 +91,11 @@ struct OnlineComm {
   // The agent's own: when it last read ahead, and whether a store that lost records awaits ours.
   std::chrono::steady_clock::time_point lastReadAhead{};
   bool republishing = false;
+  // What the store held that this rank did not write or adopt, by cause: said at the first, counted
+  // after, and the count said when the communicator ends (a store answering every poll with it must
+  // not flood the log). Shared with the sealed store's callback.
+  std::shared_ptr<std::atomic<uint64_t>> foreignRecords = std::make_shared<std::atomic<uint64_t>>(0);
+  std::atomic<uint64_t> otherRecords{0};
 
   // In-job verification: unverified candidates are tested; verdicts are stored at finalize.
   bool verifying = false;

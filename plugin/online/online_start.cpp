@@ -18,7 +18,6 @@ std::atomic<bool> gLoggedOnline{false};
 std::atomic<bool> gWarnedNoProfiler{false};
 std::atomic<bool> gLoggedVerifyNeedsProfiler{false};
 std::atomic<bool> gLoggedVerify{false};
-std::atomic<bool> gSaidForeignRecord{false};
 std::atomic<bool> gLoggedPrice{false};
 
 // What profiling a call costs here: the user's calibration, else the published figures for the release.
@@ -149,8 +148,8 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   // this job's leader did not write reads, on every rank alike, as no table (frozen there).
   const std::shared_ptr<coord::RecordStore> raw = std::move(backend.value());  // verdicts travel unsealed
   c->store = coord::sealedStore(raw, epochKey.empty() ? epochKeyUnchecked(shape.commId, coordToken(settings)) : epochKey,
-                                [](uint64_t commId, uint64_t boundary) {
-                                  if (firstTime(gSaidForeignRecord))
+                                [seen = c->foreignRecords](uint64_t commId, uint64_t boundary) {
+                                  if (seen->fetch_add(1, std::memory_order_relaxed) == 0)
                                     logWarn("online: the record of boundary %llu of communicator %016llx is not sealed "
                                             "under this job's key (forged, planted, or an earlier job's): not adopted; "
                                             "every rank freezes there alike",
@@ -182,6 +181,13 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
 void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
   if (!comm) return;
   removeFromEpochAgent(comm);
+  const uint64_t foreign = comm->foreignRecords->load(std::memory_order_relaxed);
+  const uint64_t other = comm->otherRecords.load(std::memory_order_relaxed);
+  if (foreign > 1 || other > 1)
+    logWarn("online: communicator %016llx read %llu record(s) not sealed under this job's key and found %llu other than "
+            "it adopted, in all (the first of each said above)",
+            static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(foreign),
+            static_cast<unsigned long long>(other));
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
   std::vector<policy::Verdict> verdicts;
   uint64_t refreshes = 0, refits = 0, measured = 0;
