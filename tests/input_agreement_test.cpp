@@ -33,9 +33,10 @@ constexpr int kRanks = 8;
 constexpr int kOdd = 5;  // the rank whose environment differs
 constexpr uint64_t kCalls = 3000;
 constexpr uint64_t kSecondCalls = plugin::kCheckedFirstCall + 100;  // the second communicator's
-// NCCL's choices until the check's switch, the profile's rule after it on at least a quarter of the
-// calls (online learning moves the large sizes off it): fewer than this.
-constexpr uint64_t kRuleApplied = plugin::kCheckedFirstCall + (kCalls - plugin::kCheckedFirstCall) * 3 / 4;
+constexpr uint64_t kEpochCalls = 500;  // DYNAMICCL_EPOCH_CALLS
+// The profile's rule runs every call of the first epoch after the check's switch (online learning
+// may move sizes off it later): at least half of those calls, where the ranks agreed.
+constexpr uint64_t kRuleApplied = (kEpochCalls - plugin::kCheckedFirstCall) / 2;
 constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20};
 
 struct Case {
@@ -64,6 +65,7 @@ struct RankResult {
   uint64_t secondNcclChoices = 0;
   uint64_t treeLL128 = 0;          // calls that ran tree/ll128 (no rule, nor NCCL, chooses it here)
   uint64_t foreignLines = 0;       // lines saying an epoch record is not this job's
+  uint64_t ruleFirstEpoch = 0;     // calls from the check's switch to the first boundary that ran the rule
 };
 
 
@@ -74,7 +76,7 @@ struct RankResult {
   setenv("DYNAMICCL_INPUTS_CHECK", "1", 1);
   setenv("DYNAMICCL_INPUTS_TIMEOUT_MS", std::to_string(c.timeout_ms).c_str(), 1);
   setenv("DYNAMICCL_ONLINE", "1", 1);
-  setenv("DYNAMICCL_EPOCH_CALLS", "500", 1);
+  setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str(), 1);
   setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", "20000", 1);
   setenv("DYNAMICCL_TOPO_NICS", "8", 1);
   setenv("DYNAMICCL_RECORD", "0", 1);
@@ -116,6 +118,7 @@ struct RankResult {
                            (static_cast<uint64_t>(ch.nChannels) << 16));
     r.ncclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
     r.treeLL128 += ch.algo == 0 && ch.proto == 1;
+    r.ruleFirstEpoch += i >= plugin::kCheckedFirstCall && i < kEpochCalls && ch.algo == 1 && ch.proto == 0;
     if (!prof) continue;
     const uint64_t lat_ns = static_cast<uint64_t>((10 + bytes / (ch.proto == 2 ? 12e3 : 4e3)) * 1000 * noise(rng));
     testing::emitProfiledCall(*prof, pctx, i, bytes, ch, rank, lat_ns, clock_ns);
@@ -143,7 +146,7 @@ struct RankResult {
   }
   std::ofstream f(out);
   f << r.hash << ' ' << r.ncclChoices << ' ' << r.differLines << ' ' << r.secondNcclChoices << ' ' << r.treeLL128 << ' '
-    << r.foreignLines << '\n'
+    << r.foreignLines << ' ' << r.ruleFirstEpoch << '\n'
     << r.line << '\n' << r.secondLine << '\n';
   f.close();
   _exit(f ? 0 : 13);
@@ -172,8 +175,9 @@ JobRun runRanks(const Case& c, const std::string& dir) {
     RankResult res;
     res.exitCode = codes[i];
     std::ifstream in(dir + "/rank" + std::to_string(started[i]));
-    unsigned long long h = 0, nccl = 0, lines = 0, second = 0, tree = 0, foreign = 0;
-    if (in >> h >> nccl >> lines >> second >> tree >> foreign) {
+    unsigned long long h = 0, nccl = 0, lines = 0, second = 0, tree = 0, foreign = 0, rule = 0;
+    if (in >> h >> nccl >> lines >> second >> tree >> foreign >> rule) {
+      res.ruleFirstEpoch = rule;
       res.hash = h;
       res.ncclChoices = nccl;
       res.differLines = lines;
@@ -224,7 +228,7 @@ void expectTheProfileEverywhere(const JobRun& run) {
     EXPECT_EQ(run.ranks[r].hash, run.ranks[0].hash) << "rank " << r;
     EXPECT_EQ(run.ranks[r].differLines, 0u) << run.ranks[r].line;
     EXPECT_GE(run.ranks[r].ncclChoices, plugin::kCheckedFirstCall);
-    EXPECT_LT(run.ranks[r].ncclChoices, kRuleApplied) << "the profile's rule did not apply";
+    EXPECT_GE(run.ranks[r].ruleFirstEpoch, kRuleApplied) << "the profile's rule did not apply";
   }
 }
 
@@ -255,7 +259,7 @@ TEST(InputAgreement, AVerdictAnEarlierCommunicatorWithTheSameIdLeftIsAdoptedByNo
   c.oddEnv = [] { setenv("DYNAMICCL_TRUST", "verified", 1); };
   c.before = [](const std::string& dir) {
     const JobRun earlier = runRanks(Case{}, dir);
-    for (const RankResult& r : earlier.ranks) EXPECT_LT(r.ncclChoices, kRuleApplied) << "the earlier job did not agree";
+    for (const RankResult& r : earlier.ranks) EXPECT_GE(r.ruleFirstEpoch, kRuleApplied) << "the earlier job did not agree";
     ASSERT_TRUE(std::filesystem::exists(recordPath(dir, kVerdictBoundary)));
   };
   expectNcclEverywhere(runCommunicator(c), "not adopted", false);
@@ -268,7 +272,7 @@ TEST(InputAgreement, AVerdictAnEarlierCommunicatorWithTheSameIdLeftIsAdoptedByNo
 void leaveOnlyAnEarlierInputRecord(const std::string& dir, size_t which) {
   namespace fs = std::filesystem;
   const JobRun earlier = runRanks(Case{}, dir);
-  for (const RankResult& r : earlier.ranks) EXPECT_LT(r.ncclChoices, kRuleApplied) << "the earlier job did not agree";
+  for (const RankResult& r : earlier.ranks) EXPECT_GE(r.ruleFirstEpoch, kRuleApplied) << "the earlier job did not agree";
   const fs::path comm = fs::path(recordPath(dir, kVerdictBoundary)).parent_path();
   ASSERT_TRUE(fs::exists(comm / "s-inputs" / "all"));
   std::vector<std::string> members;
