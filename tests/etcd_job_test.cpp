@@ -449,5 +449,62 @@ TEST(EtcdJob, EtcdRestartedEmptyReceivesTheRecordsAStragglerNeverReadFromTheRank
   expectAlikeAndLearningAfterAnEmptyRestart(etcd, s);
 }
 
+// The whole fault matrix: every fault the store meets (stopped 1, 4.5, 8 and 30 s; one and two of
+// three members killed; restarted empty), each with every rank at the same call, with rank 3 one epoch
+// behind, and several. Every rank decides alike on every call.
+enum class Fault { Stopped1s, Stopped4500ms, Stopped8s, Stopped30s, OneOfThreeKilled, TwoOfThreeKilled, RestartedEmpty };
+enum class Straggler { None, OneEpoch, SeveralEpochs };
+
+struct MatrixCase {
+  Fault fault;
+  Straggler straggler;
+};
+
+std::string caseName(const ::testing::TestParamInfo<MatrixCase>& info) {
+  static const char* faults[] = {"Stopped1s", "Stopped4500ms", "Stopped8s", "Stopped30s",
+                                 "OneOfThreeKilled", "TwoOfThreeKilled", "RestartedEmpty"};
+  static const char* stragglers[] = {"AllAtOneCall", "ARankAnEpochBehind", "ARankSeveralEpochsBehind"};
+  return std::string(faults[static_cast<int>(info.param.fault)]) + "_" + stragglers[static_cast<int>(info.param.straggler)];
+}
+
+class EtcdFaultMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(EtcdFaultMatrix, EveryRankDecidesAlikeOnEveryCall) {
+  SKIP_WITHOUT_ETCD();
+  const MatrixCase m = GetParam();
+  const bool threeMembers = m.fault == Fault::OneOfThreeKilled || m.fault == Fault::TwoOfThreeKilled;
+  EtcdCluster etcd(threeMembers ? 3 : 1);
+  ASSERT_TRUE(etcd.ready());
+  const Scenario s = m.straggler == Straggler::None       ? outageScenario(etcd, 2400)
+                     : m.straggler == Straggler::OneEpoch ? stragglerScenario(etcd, 3200, 2200)
+                                                          : stragglerScenario(etcd, 5200, 1200);
+  std::vector<RankResult> results;
+  switch (m.fault) {
+    case Fault::Stopped1s: results = runJobWithEtcdStopped(s, etcd, 1000); break;
+    case Fault::Stopped4500ms: results = runJobWithEtcdStopped(s, etcd, 4500); break;
+    case Fault::Stopped8s: results = runJobWithEtcdStopped(s, etcd, 8000); break;
+    case Fault::Stopped30s: results = runJobWithEtcdStopped(s, etcd, 30000); break;
+    case Fault::OneOfThreeKilled: results = runJobWithEtcdKilled(s, etcd, {0}, 3000); break;
+    case Fault::TwoOfThreeKilled: results = runJobWithEtcdKilled(s, etcd, {0, 1}, 3000); break;
+    case Fault::RestartedEmpty: {
+      bool restarted = false;
+      results = runJob(s, [&] { restarted = etcd.restartEmpty(); });
+      ASSERT_TRUE(restarted);
+      break;
+    }
+  }
+  expectSameDecisions(results);
+}
+
+std::vector<MatrixCase> everyCase() {
+  std::vector<MatrixCase> out;
+  for (int f = 0; f <= static_cast<int>(Fault::RestartedEmpty); ++f)
+    for (int k = 0; k <= static_cast<int>(Straggler::SeveralEpochs); ++k)
+      out.push_back({static_cast<Fault>(f), static_cast<Straggler>(k)});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Etcd, EtcdFaultMatrix, ::testing::ValuesIn(everyCase()), caseName);
+
 }  // namespace
 }  // namespace dynamiccl

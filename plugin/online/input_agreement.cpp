@@ -24,10 +24,21 @@ constexpr const char* kInputsSet = "inputs";
 constexpr const char* kProposalHeader = "DYNAMICCL-INPUTS-PROPOSAL-2";
 // Beside the verdict (no boundary reaches it): the proposal every rank confirms.
 constexpr uint64_t kProposalKey = coord::kInputsVerdictKey + (uint64_t{1} << 40);
-// Polls back off from 50 us to this, whatever the communicator's size: each rank asks at most 10
-// times a second once waiting long, so the store's load grows linearly with the ranks.
-constexpr auto kFirstPause = std::chrono::microseconds(50);
+// A rank's first poll comes after the time its communicator's ranks take to reach the store, which
+// grows with them (one store serves their joins in turn: here 0.3 ms a rank at 16 ranks, 0.4 ms at
+// 1,024 threads on 2 cores, in a directory), then polls back off by doubling to at least 100 ms. So
+// a rank polls about as often at any size, and the store's load grows linearly with the ranks.
+constexpr auto kPausePerRank = std::chrono::microseconds(250);
+constexpr auto kMinPause = std::chrono::milliseconds(1);
 constexpr auto kMaxPause = std::chrono::milliseconds(100);
+constexpr auto kLongestPause = std::chrono::seconds(1);
+// A re-join (only counting) while no proposal appears: at most this often.
+constexpr auto kRejoinEvery = std::chrono::seconds(1);
+
+std::chrono::microseconds firstPause(uint64_t n) {
+  return std::clamp<std::chrono::microseconds>(kPausePerRank * static_cast<int64_t>(std::min<uint64_t>(n, 1u << 20)),
+                                               kMinPause, kLongestPause);
+}
 
 struct Me {
   std::string key;        // the inputs' key: seals this rank's proposal and verdict, opens those of ranks like it
@@ -195,7 +206,11 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   };
   if (auto v = afterJoin(*joined)) return *v;
   coord::SetCount confirmations;
-  for (auto pause = kFirstPause;; pause = std::min<std::chrono::microseconds>(pause * 2, kMaxPause)) {
+  const auto first = firstPause(n);
+  const auto longest = std::max<std::chrono::microseconds>(first, kMaxPause);
+  auto lastJoin = Clock::now();
+  for (auto pause = first;; pause = std::min(pause * 2, longest)) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, std::max<Clock::duration>(deadline - Clock::now(), {})));
     if (stopped(stop)) return refused(kFinalized);
     // One request a poll: the verdict and the proposal together.
     auto recs = store.readMany(commId, {coord::kInputsVerdictKey, kProposalKey}, 0);
@@ -216,7 +231,8 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
         confirmations = *c;
         if (c->all >= n) return settle(store, commId, {true, false, "", me.confirmed, {}}, me, settleBy, stop);
       }
-    } else if (recs.ok() && !(*recs)[1] && pause == kMaxPause) {
+    } else if (recs.ok() && !(*recs)[1] && Clock::now() - lastJoin >= kRejoinEvery) {
+      lastJoin = Clock::now();
       // A join whose reply was lost may have made the count nRanks unseen: joining again only counts.
       auto again = store.joinSet(commId, kInputsSet, me.group, me.member, sealedMine);
       if (again.ok()) {
@@ -243,7 +259,6 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
                      {}, {}},
                     me, settleBy, stop);
     }
-    std::this_thread::sleep_for(pause);
   }
 }
 
