@@ -7,6 +7,8 @@
 // and no verdict this job's ranks did not confirm (planted, an earlier communicator's) is adopted.
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -35,9 +37,32 @@ constexpr auto kLongestPause = std::chrono::seconds(1);
 // A re-join (only counting) while no proposal appears: at most this often.
 constexpr auto kRejoinEvery = std::chrono::seconds(1);
 
+// The communicators this process checks at once: their ranks' joins share the store, so each
+// arrives that many times slower (8 communicators of a job's process groups, checked together).
+class ChecksInFlight {
+ public:
+  explicit ChecksInFlight(uint64_t commId) : commId_(commId) {
+    std::lock_guard lock(mutex_);
+    ++counts_[commId_];
+  }
+  ~ChecksInFlight() {
+    std::lock_guard lock(mutex_);
+    if (--counts_[commId_] == 0) counts_.erase(commId_);
+  }
+  static uint64_t communicators() {
+    std::lock_guard lock(mutex_);
+    return std::max<uint64_t>(counts_.size(), 1);
+  }
+
+ private:
+  uint64_t commId_;
+  static inline std::mutex mutex_;
+  static inline std::map<uint64_t, int> counts_;
+};
+
 std::chrono::microseconds firstPause(uint64_t n) {
-  return std::clamp<std::chrono::microseconds>(kPausePerRank * static_cast<int64_t>(std::min<uint64_t>(n, 1u << 20)),
-                                               kMinPause, kLongestPause);
+  const uint64_t arriving = std::min<uint64_t>(n, 1u << 20) * std::min<uint64_t>(ChecksInFlight::communicators(), 1024);
+  return std::clamp<std::chrono::microseconds>(kPausePerRank * static_cast<int64_t>(arriving), kMinPause, kLongestPause);
 }
 
 struct Me {
@@ -176,6 +201,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   // A verdict that failed to write is looked for a little longer (at most a second past the check's bound).
   const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
+  const ChecksInFlight inFlight(commId);
   Me me{key, inputsGroup(key), randomName(), ""};
   // Settled before this rank joined: "missing" for a late rank; never an "agree" for it (it confirmed nothing).
   const auto settled = store.read(commId, coord::kInputsVerdictKey);
