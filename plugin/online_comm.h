@@ -65,6 +65,12 @@ struct OnlineComm {
   std::atomic<const StagedRecord*> staged{nullptr};
   std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
   std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
+  // FROZEN is claimed only once every rank voted "none" at the boundary (a set in the store), so a
+  // store that lost the leader's table while a rank holding it was cut off cannot split the ranks.
+  int nRanks = 1;
+  std::string voter;                           // this rank's name in a boundary's vote set: random
+  std::atomic<uint64_t> votedNone{0};          // the first boundary this rank voted "none" at
+  std::mutex publishMutex;                     // the leader's publish against its own vote
   std::atomic<bool> measured{false};           // the profiler saw any rank of this commId here
   std::array<std::atomic<uint8_t>, policy::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
   // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).

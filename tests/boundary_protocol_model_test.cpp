@@ -7,10 +7,12 @@
 // The model's rules, each the code's: the leader publishes its table write-once; a rank that reads a
 // record holds it and adopts what it holds (never anything else: a rank that cannot read waits); a
 // rank that finds the store lacks the record it holds re-publishes it in the same poll
-// (record_cache.cpp); a rank claims FROZEN, write-once, only after the store answered "none" over a
-// whole timeout (boundary_wait.cpp), modelled as: two "none" answers in a row with no failure between,
-// and every rank that reaches the store having polled since it last came back or lost its data (the
-// timeout, 60 s, is many polls of 1 s).
+// (record_cache.cpp); a rank votes "none", in a set of the store, only after the store answered "none"
+// over a whole timeout (boundary_wait.cpp), modelled as: two "none" answers in a row with no failure
+// between, and every rank that reaches the store having polled since it last came back or lost its data
+// (the timeout, 60 s, is many polls of 1 s); a rank claims FROZEN, write-once, only once every rank's
+// vote is in the set; the leader never publishes a boundary it voted "none" at. The votes go with the
+// store's data: a rank that holds nothing votes again.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -32,6 +34,8 @@ struct Faults {
 
 struct State {
   Rec store = None;
+  uint8_t votes = 0;  // the ranks whose "none" vote the store holds (a bit each)
+  std::array<bool, kRanks> votedNone{};
   bool up = true;
   std::array<bool, kRanks> reach{true, true, true};
   std::array<Rec, kRanks> held{};
@@ -41,7 +45,8 @@ struct State {
   uint8_t faultsLeft = 0;
   bool published = false;
   auto key() const {
-    return std::tuple(store, up, reach, held, adopted, noneAnswers, polledSinceBack, faultsLeft, published);
+    return std::tuple(store, votes, votedNone, up, reach, held, adopted, noneAnswers, polledSinceBack, faultsLeft,
+                      published);
   }
   bool operator<(const State& o) const { return key() < o.key(); }
 };
@@ -59,10 +64,10 @@ bool split(const State& s) {
 }
 
 // Every state one step leads to.
-std::vector<State> next(const State& s, const Faults& f) {
+std::vector<State> next(const State& s, const Faults& f, bool votes = true) {
   std::vector<State> out;
   for (int r = 0; r < kRanks; ++r) {
-    if (r == 0 && !s.published && reaches(s, 0)) {  // the leader's publish, write-once
+    if (r == 0 && !s.published && (!votes || !s.votedNone[0]) && reaches(s, 0)) {  // the leader's publish, write-once
       State t = s;
       t.published = true;
       if (t.store == None) t.store = Table;
@@ -87,7 +92,14 @@ std::vector<State> next(const State& s, const Faults& f) {
     }
     bool everyonePolled = true;
     for (int o = 0; o < kRanks; ++o) everyonePolled &= !reaches(s, o) || s.polledSinceBack[o];
-    if (reaches(s, r) && s.noneAnswers[r] >= 2 && s.held[r] == None && everyonePolled) {  // claim FROZEN
+    const uint8_t bit = static_cast<uint8_t>(1u << r), all = (1u << kRanks) - 1;
+    if (reaches(s, r) && s.noneAnswers[r] >= 2 && s.held[r] == None && everyonePolled && !(s.votes & bit)) {
+      State t = s;  // vote "none"
+      t.votes |= bit;
+      t.votedNone[r] = true;
+      out.push_back(t);
+    }
+    if (reaches(s, r) && s.held[r] == None && (votes ? s.votes == all : (s.votes & bit) != 0)) {  // claim FROZEN
       State t = s;
       if (t.store == None) t.store = Frozen;
       t.held[r] = t.store;
@@ -107,6 +119,7 @@ std::vector<State> next(const State& s, const Faults& f) {
   });
   if (f.wipe) fault([](State& t) {
     t.store = None;
+    t.votes = 0;
     t.polledSinceBack.fill(false);
   });
   if (f.cutOff)
@@ -115,7 +128,8 @@ std::vector<State> next(const State& s, const Faults& f) {
 }
 
 // Explores every state reachable from the start; true when some state splits the ranks.
-bool anyInterleavingSplits(const Faults& f, size_t* explored = nullptr) {
+// votes: FROZEN needs every rank's vote (false: the rule before, a rank's own timeout is enough).
+bool anyInterleavingSplits(const Faults& f, size_t* explored = nullptr, bool votes = true) {
   State start;
   start.faultsLeft = static_cast<uint8_t>(f.budget);
   std::set<State> seen{start};
@@ -125,7 +139,7 @@ bool anyInterleavingSplits(const Faults& f, size_t* explored = nullptr) {
     const State s = todo.back();
     todo.pop_back();
     if (split(s)) found = true;
-    for (const State& t : next(s, f))
+    for (const State& t : next(s, f, votes))
       if (seen.insert(t).second) todo.push_back(t);
   }
   if (explored) *explored = seen.size();
@@ -138,13 +152,21 @@ TEST(BoundaryProtocolModel, NoInterleavingSplitsTheRanksWhenTheStoreStallsOrRank
   EXPECT_GT(explored, 1000u);  // the search is not vacuous
 }
 
-TEST(BoundaryProtocolModel, TheOpenCasesAreFoundAStoreThatLosesItsData) {
-  // docs/ONLINE.md's table leaves data loss open. Two ways the search finds: the rank holding the
-  // record is cut off while the others claim FROZEN in the emptied store; or a rank claimed FROZEN
-  // for a late leader, the store lost it, and the leader's table lands before the claimant's
-  // re-publish. When these are closed (a boundary settled by every rank's vote), this test flips.
-  EXPECT_TRUE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = true, .budget = 2}));
-  EXPECT_TRUE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = false, .budget = 1}));
+TEST(BoundaryProtocolModel, NoInterleavingSplitsTheRanksWhenTheStoreLosesItsData) {
+  // Before the votes, two ways split the ranks: the rank holding the record cut off while the others
+  // claimed FROZEN in the emptied store; or a rank claimed FROZEN for a late leader, the store lost
+  // it, and the leader's table landed before the claimant's re-publish. FROZEN now needs every rank's
+  // vote, and a leader that voted never publishes.
+  size_t explored = 0;
+  EXPECT_FALSE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = true, .budget = 3}, &explored));
+  EXPECT_GT(explored, 1000u);
+  EXPECT_FALSE(anyInterleavingSplits({.stall = true, .wipe = true, .cutOff = true, .budget = 4}));
+}
+
+// Without the votes (a rank claiming FROZEN on its own timeout, as before), the search finds both splits.
+TEST(BoundaryProtocolModel, FrozenClaimedWithoutEveryRanksVoteSplitsWhenTheStoreLosesItsData) {
+  EXPECT_TRUE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = true, .budget = 2}, nullptr, false));
+  EXPECT_TRUE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = false, .budget = 1}, nullptr, false));
 }
 
 // The rule the code dropped: a rank that could not reach the store for a while froze on its own. The

@@ -33,6 +33,21 @@ void adopt(OnlineComm& s, const StagedRecord* r) {
 constexpr int64_t kUnmeasuredTimeout_ms = 200;
 // How often a rank waiting on a silent store says so, once the waits have doubled up to it.
 constexpr int64_t kSayEvery_ms = 60000;
+// A rank whose vote never comes in this many timeouts is taken for dead (its job hangs in NCCL's
+// collective, which NCCL's watchdog sees, rather than in this wait): FROZEN is claimed without it.
+// The guarantee against a store losing its data holds for cut-offs shorter than this.
+constexpr int64_t kVotesWaitTimeouts = 10;
+
+// This rank's "none" vote at the boundary (again each poll: a store that lost its data lost the
+// votes too); true once every rank's is in. The leader publishes no table from here on.
+bool everyRankVotedNone(OnlineComm& s, uint64_t boundary) {
+  {
+    std::lock_guard lock(s.publishMutex);
+    if (uint64_t voted = s.votedNone.load(); voted == 0 || voted > boundary) s.votedNone.store(boundary);
+  }
+  auto votes = s.store->joinSet(s.commId, "none-" + std::to_string(boundary), "v", s.voter, "");
+  return votes.ok() && votes->all >= static_cast<uint64_t>(s.nRanks);
+}
 
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   const auto start = Clock::now();
@@ -40,6 +55,8 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   Clock::time_point answeringSince{};          // ...since then
   bool failed = false;                         // a read failed during this wait
   Clock::time_point lastRead{};                // this wait's own reads: one per kNearBoundaryPoll at most
+  Clock::time_point lastVote{};                // its "none" votes, at the same pace
+  bool everyVote = false;                      // every rank's "none" vote is in (or a rank is taken for dead)
   bool logged = false;
   int64_t nextSay_ms = 1000;                   // a line after a second; past the timeout at 2, 4, ... s, then each minute
   for (int attempt = 0;; ++attempt) {
@@ -68,7 +85,12 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
     // outage (or restarted empty) gives the ranks holding this record time to re-publish it first.
     const int64_t answered_ms =
         answering ? std::chrono::duration_cast<std::chrono::milliseconds>(now - answeringSince).count() : 0;
-    if (waited_ms >= timeout_ms && answering && (!failed || answered_ms >= timeout_ms)) {
+    const bool mayVote = waited_ms >= timeout_ms && answering && (!failed || answered_ms >= timeout_ms);
+    if (mayVote && Clock::now() - lastVote >= kNearBoundaryPoll) {
+      lastVote = Clock::now();
+      everyVote = everyRankVotedNone(s, boundary) || waited_ms >= kVotesWaitTimeouts * timeout_ms;
+    }
+    if (mayVote && everyVote) {
       // Claim the boundary for "frozen": the store keeps whichever record came first, and every
       // rank (leader included) adopts that one, so a late leader and a timed-out follower agree.
       const coord::PublishResult p = s.store->publish(s.commId, boundary, coord::kFrozenRecord);
@@ -97,7 +119,9 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
                 "answers (fix the backend)",
                 static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
                 static_cast<long long>(waited_ms / 1000),
-                answering ? "the store answers but holds no record yet" : "the store does not answer");
+                !answering  ? "the store does not answer"
+                : mayVote   ? "the store holds no record, and not every rank has voted to freeze"
+                            : "the store answers but holds no record yet");
       logged = true;
       nextSay_ms = std::min(2 * nextSay_ms, waited_ms + kSayEvery_ms);
     }

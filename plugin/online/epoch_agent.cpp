@@ -148,6 +148,9 @@ class Agent {
       bytes = c.learner->build(next / E)->serialize();
       sayWhenMeasuringStops(c, c.learner->measurePlan());
     }
+    // Never a boundary this rank voted "none" at, nor a later one: its FROZEN needs that vote alone.
+    std::lock_guard lock(c.publishMutex);
+    if (const uint64_t voted = c.votedNone.load(); voted != 0 && voted <= next) return;
     const coord::PublishResult r = c.store->publish(c.commId, next, bytes);
     if (r != coord::PublishResult::Failed) c.publishedBoundary.store(next);
   }
