@@ -233,9 +233,9 @@ void expectTheProfileEverywhere(const JobRun& run) {
 }
 
 // Where a record of the communicator lives in a coordination directory (coord/dir_store.cpp).
-std::string recordPath(const std::string& dir, uint64_t boundary) {
+std::string recordPath(const std::string& dir, uint64_t boundary, uint64_t commId = kCommId) {
   char comm[32];
-  std::snprintf(comm, sizeof comm, "%016llx", static_cast<unsigned long long>(kCommId));
+  std::snprintf(comm, sizeof comm, "%016llx", static_cast<unsigned long long>(commId));
   std::filesystem::create_directories(dir + "/coord/" + comm);
   return dir + "/coord/" + comm + "/b" + std::to_string(boundary);
 }
@@ -391,6 +391,36 @@ TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
     EXPECT_EQ(run.ranks[r].treeLL128, 0u) << "rank " << r << " ran the forged table";
     EXPECT_EQ(run.ranks[r].foreignLines, 1u) << "rank " << r << " did not say the record was not this job's";
   }
+}
+
+// What the store holds that no rank of the job wrote is said once per communicator, not once per
+// process (a second communicator meeting it was silent) nor once per poll (258 lines in a 3,000-call job).
+TEST(InputAgreement, AForgedTableIsSaidOncePerCommunicator) {
+  char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  policy::OnlineTable forged;
+  forged.setVersion(1);
+  forged.entry(policy::onlineKey(4, 4096)).exploit.count = 1;
+  const uint64_t ids[] = {0xf0e1, 0xf0e2};
+  for (uint64_t id : ids) std::ofstream(recordPath(dir, kEpochCalls, id)) << forged.serialize();
+  testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));
+  const std::string plugin = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), coord("DYNAMICCL_COORD_DIR", (dir + "/coord").c_str()),
+      online("DYNAMICCL_ONLINE", "1"), epoch("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str()),
+      record("DYNAMICCL_RECORD", "0"), profiler("NCCL_PROFILER_PLUGIN", plugin.c_str());
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  for (uint64_t id : ids) {
+    harness::CommSpec spec;
+    spec.commId = id;
+    auto comm = lib->init(spec);
+    ASSERT_TRUE(comm.ok());
+    for (uint64_t i = 0; i < 3 * kEpochCalls; ++i) (*comm)->decide(4, kSizes[i % 4], table);
+  }
+  EXPECT_EQ(testing::logLinesMentioning("is not sealed under this job's key"), 2u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(InputAgreement, IdenticalInputsDecideAsBefore) {
