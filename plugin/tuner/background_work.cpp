@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -50,16 +51,27 @@ class BackgroundThreads {
     running_.push_back({std::move(t), std::move(done), pin});
   }
   void enqueue(std::function<void()> work) {
-    {
-      std::lock_guard lock(queueMutex_);
-      queue_.push_back(std::move(work));
-      if (poolThreads_ >= kInputCheckThreads) return;  // a running pool thread takes it
-      ++poolThreads_;
-    }
+    std::unique_lock lock(queueMutex_);
+    queue_.push_back(std::move(work));
+    // Every queued check has a thread of its own (up to the cap): one process's ranks of one
+    // communicator wait for each other.
+    const bool grow = queue_.size() + busy_ > poolThreads_ && poolThreads_ < static_cast<size_t>(kInputCheckThreads);
+    if (grow) ++poolThreads_;
+    lock.unlock();
+    queueReady_.notify_one();
+    if (!grow) return;
     try {
-      start([this] { drainQueue(); });
-    } catch (...) {  // no thread to be had: the queue is run here, as work was before it had threads
-      drainQueue();
+      start([this] { serveQueue(); });
+    } catch (...) {  // no thread to be had: what is queued runs here, as work did before it had threads
+      lock.lock();
+      --poolThreads_;
+      while (!queue_.empty() && poolThreads_ == 0) {
+        std::function<void()> next = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        runQuietly(next);
+        lock.lock();
+      }
     }
   }
   // Joins the threads whose work is done (each has only its return left) and lets go of the library
@@ -87,22 +99,25 @@ class BackgroundThreads {
   }
 
  private:
-  void drainQueue() {
+  static void runQuietly(const std::function<void()>& work) {
+    try {
+      work();
+    } catch (...) {  // work says what failed; the next still runs
+    }
+  }
+  // A pool thread serves the queue for the process's life (idle, it waits): a thread that ended
+  // unjoined in a rank that exits without finalizing is a leak the sanitizers report.
+  void serveQueue() {
+    std::unique_lock lock(queueMutex_);
     for (;;) {
-      std::function<void()> work;
-      {
-        std::lock_guard lock(queueMutex_);
-        if (queue_.empty()) {
-          --poolThreads_;
-          return;
-        }
-        work = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        work();
-      } catch (...) {  // work says what failed; the next still runs
-      }
+      queueReady_.wait(lock, [this] { return !queue_.empty(); });
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      ++busy_;
+      lock.unlock();
+      runQuietly(work);
+      lock.lock();
+      --busy_;
     }
   }
   struct Running {
@@ -115,8 +130,9 @@ class BackgroundThreads {
   std::mutex mutex_;
   std::vector<Running> running_;
   std::mutex queueMutex_;
+  std::condition_variable queueReady_;
   std::deque<std::function<void()>> queue_;
-  int poolThreads_ = 0;
+  size_t poolThreads_ = 0, busy_ = 0;
 };
 
 // At exit, or when the library is unloaded (then no thread runs: each holds it).

@@ -12,7 +12,8 @@ namespace dynamiccl::plugin {
 // thread can be had.
 void runInBackground(std::function<void()> work);
 
-// In a pool of at most kInputCheckThreads, whatever the number of communicators, in the order given:
+// In a pool of at most kInputCheckThreads, whatever the number of communicators, in the order given
+// (a pool thread, once made, waits for work for the process's life, holding the library):
 // communicators are created in the same order on every rank, so the pool keeps no rank from a check
 // the others wait in, as long as one process's ranks of one communicator (NCCL's single-process mode:
 // a thread per GPU) all fit in it; more, and that check times out with NCCL's choices on every rank.
