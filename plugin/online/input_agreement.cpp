@@ -201,6 +201,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   // A verdict that failed to write is looked for a little longer (at most a second past the check's bound).
   const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
+  if (stopped(stop)) return refused(kFinalized);
   const ChecksInFlight inFlight(commId);
   Me me{key, inputsGroup(key), randomName(), ""};
   // Settled before this rank joined: "missing" for a late rank; never an "agree" for it (it confirmed nothing).

@@ -104,6 +104,9 @@ std::shared_ptr<PendingDecisions> prepareAfterInputCheck(const std::shared_ptr<c
                                                          CommSetup setup) {
   auto pending = std::make_shared<PendingDecisions>();
   runInCheckPool([pending, loaded, setup = std::move(setup)]() mutable {
+    // A communicator finalized while its check waited in the queue costs nothing more (a job that
+    // makes and destroys communicators by the thousand queued them all ahead of the live ones).
+    if (pending->stop.load(std::memory_order_relaxed)) return;
     try {
       const InputsOutcome checked =
           ranksAgreeOnInputs(*setup.settings, loaded->sourceDigest, setup.shape, setup.rules, &pending->stop);
