@@ -351,7 +351,6 @@ bool OnlineLearner::settled(const KeyState& k, int slot) const {
 void OnlineLearner::countOffered(KeyState& k) {
   const double since = k.jobCalls > k.offeredAt ? static_cast<double>(k.jobCalls - k.offeredAt) : 0;
   for (int s = 0; s < kArmSlots; ++s) k.offered[s] += k.offeredShare[s] * since;
-
   k.offeredShare = {};
   k.offeredAt = k.jobCalls;
 }

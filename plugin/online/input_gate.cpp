@@ -72,9 +72,9 @@ bool inputsCheckedThroughStore(const Settings& s, const CommShape& shape) {
 
 InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,
                                  const NcclRules& rules, const std::atomic<bool>* stop) {
-  if (!s.inputsCheck || shape.nRanks <= 1 || shape.commId == 0) return {true, ""};
-  if (!hasOnlineBackend(s, shape)) {
-    if (firstTime(gSaidUnchecked))
+  if (!inputsCheckedThroughStore(s, shape)) {
+    // Nothing to check, or nothing to check through: a multi-node communicator without a backend says so.
+    if (s.inputsCheck && shape.nRanks > 1 && shape.commId != 0 && firstTime(gSaidUnchecked))
       logWarn("communicators across %d nodes: whether every rank has the same profile, settings and hardware is "
               "unchecked (no coordination backend: set DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR); a rank that "
               "differs may choose differently and hang the job",

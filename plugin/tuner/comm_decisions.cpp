@@ -31,7 +31,7 @@ CommDecisions compileDecisions(const LoadedProfile& loaded, const CommShape& sha
 }
 
 void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSetup& setup) {
-  if (!setup.agreed) {  // where the ranks' inputs differ, no rank of the communicator tunes
+  if (!setup.inputs.agreed) {  // where the ranks' inputs differ, no rank of the communicator tunes
     d = CommDecisions{};
     return;
   }
@@ -39,7 +39,7 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (setup.shape.commId == 0) return;
   d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, *setup.settings, setup.rules.versionCode,
-                         setup.epochKey, setup.firstCall);
+                         setup.inputs.epochKey, setup.firstCall);
   if (!d.online || setup.rules.versionCode <= 0) return;
   try {  // the NCCL release verdicts were measured under
     d.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
@@ -108,11 +108,8 @@ std::shared_ptr<PendingDecisions> prepareAfterInputCheck(const std::shared_ptr<c
     // makes and destroys communicators by the thousand queued them all ahead of the live ones).
     if (pending->stop.load(std::memory_order_relaxed)) return;
     try {
-      const InputsOutcome checked =
-          ranksAgreeOnInputs(*setup.settings, loaded->sourceDigest, setup.shape, setup.rules, &pending->stop);
-      setup.agreed = checked.agreed;
-      setup.epochKey = checked.epochKey;
-      if (!setup.agreed) return readyWithNcclsChoices(*pending);
+      setup.inputs = ranksAgreeOnInputs(*setup.settings, loaded->sourceDigest, setup.shape, setup.rules, &pending->stop);
+      if (!setup.inputs.agreed) return readyWithNcclsChoices(*pending);
       prepareWhenParsed(pending, loaded, std::move(setup));
     } catch (...) {  // out of memory in the check: NCCL's choices, as on every rank that misses this one
       readyWithNcclsChoices(*pending);

@@ -11,6 +11,7 @@
 #include "features/features.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online_comm.h"
+#include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
 #include "plugin/tuner/profile_source.h"
 #include "policy/policy.h"
@@ -28,8 +29,7 @@ struct CommSetup {
   CommShape shape;
   std::shared_ptr<const Settings> settings;
   NcclRules rules;
-  bool agreed = false;   // the ranks' input check (false: NCCL's choices, nothing prepared)
-  std::string epochKey;  // InputsOutcome::epochKey
+  InputsOutcome inputs;  // the ranks' input check (not agreed: NCCL's choices, nothing prepared)
   uint64_t firstCall = 0;  // the call the communicator decides from (NCCL's choices before it)
 };
 

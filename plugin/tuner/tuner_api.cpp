@@ -56,11 +56,12 @@ void steerMeasurement(TunerContext& c) {
   if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
 }
 
-// A profile parsed off NCCL's init path: NCCL's choices before its first call; at that call the
-// decisions prepared meanwhile take over (waiting for them only where the parse is not done yet).
-bool beforeProfile(TunerContext& c) {
-  if (c.callsUntilProfile > 0) {
-    --c.callsUntilProfile;
+// Decisions prepared off NCCL's init path (a big profile's parse, the ranks' input check): NCCL's
+// choices before their first call; at that call they take over (waiting for them only where the
+// preparation is not done yet).
+bool beforePrepared(TunerContext& c) {
+  if (c.callsUntilPrepared > 0) {
+    --c.callsUntilPrepared;
     return true;
   }
   PendingDecisions& p = *c.pending;
@@ -68,7 +69,7 @@ bool beforeProfile(TunerContext& c) {
   c.table = std::move(p.decisions.table);
   c.unverified = std::move(p.decisions.unverified);
   c.online = std::move(p.decisions.online);
-  c.awaitingProfile = false;
+  c.awaitingPrepared = false;
   return false;
 }
 
@@ -104,14 +105,12 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
   // A check through the store runs off NCCL's init path; the decisions switch at a call every rank knows.
   if (inputsCheckedThroughStore(*settings, c->view.shape)) {
-    c->callsUntilProfile = setup.firstCall = std::max(c->loaded->firstCall, kCheckedFirstCall);
-    c->awaitingProfile = true;
+    c->callsUntilPrepared = setup.firstCall = std::max(c->loaded->firstCall, kCheckedFirstCall);
+    c->awaitingPrepared = true;
     c->pending = prepareAfterInputCheck(c->loaded, std::move(setup));
   } else {
     // Nothing to check through a store: agreed (a multi-node communicator without a backend says so once).
-    const InputsOutcome checked = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
-    setup.agreed = checked.agreed;
-    setup.epochKey = checked.epochKey;
+    setup.inputs = ranksAgreeOnInputs(*settings, c->loaded->sourceDigest, c->view.shape, rules);
     if (c->loaded->firstCall == 0) {
       CommDecisions d = compileDecisions(*c->loaded, c->view.shape, *settings, rules);
       startOnlineFor(d, *c->loaded, setup);
@@ -119,8 +118,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->unverified = std::move(d.unverified);
       c->online = std::move(d.online);
     } else {
-      c->callsUntilProfile = setup.firstCall = c->loaded->firstCall;
-      c->awaitingProfile = true;
+      c->callsUntilPrepared = setup.firstCall = c->loaded->firstCall;
+      c->awaitingPrepared = true;
       c->pending = prepareWhenParsed(c->loaded, std::move(setup));
     }
   }
@@ -136,7 +135,7 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   // Logged even with no rules: the log's call count tells an unasked call (graph replay) from a kept choice.
-  if ((c->awaitingProfile && beforeProfile(*c)) || (c->table.empty() && !c->online)) {
+  if ((c->awaitingPrepared && beforePrepared(*c)) || (c->table.empty() && !c->online)) {
     logDecision(*c, coll, nBytes, nullptr, false);
     steerMeasurement(*c);
     return ncclSuccess;
@@ -173,7 +172,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
   TunerContext* c = TunerContext::from(context);
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
-  if ((c->awaitingProfile && beforeProfile(*c)) || (c->table.empty() && !c->online) || !algorithm || !protocol ||
+  if ((c->awaitingPrepared && beforePrepared(*c)) || (c->table.empty() && !c->online) || !algorithm || !protocol ||
       !nChannels)
     return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
@@ -233,7 +232,7 @@ ncclResult_t tunerFinalize(void* context) {
   } free{c};
   testThrowPoint(Entry::TunerFinalize);
   reapBackgroundWork();
-  if (c->awaitingProfile) abandonPending(*c->pending, by);
+  if (c->awaitingPrepared) abandonPending(*c->pending, by);
   stopOnline(c->online, by);
   return ncclSuccess;
 }

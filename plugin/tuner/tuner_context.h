@@ -40,11 +40,11 @@ struct TunerContext {
 
   // Online updates (plugin/online_comm.h); nullptr when off: the static table alone answers.
   std::shared_ptr<OnlineComm> online;
-  // A profile parsed off NCCL's init path: NCCL's choices for its first calls, then the decisions
-  // prepared meanwhile (the same call on every rank: LoadedProfile::firstCall).
+  // Decisions prepared off NCCL's init path (a big profile's parse, the ranks' input check): NCCL's
+  // choices for the first calls, then those decisions (the same call on every rank: CommSetup::firstCall).
   std::shared_ptr<PendingDecisions> pending;
-  bool awaitingProfile = false;
-  uint64_t callsUntilProfile = 0;
+  bool awaitingPrepared = false;
+  uint64_t callsUntilPrepared = 0;
 
   // DYNAMICCL_RECORD_SHARE as a draw threshold: calls profiled and recorded though nothing decides on them.
   uint32_t recordThreshold = 0;
