@@ -9,8 +9,6 @@
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <cstdio>
-#include <random>
 #include <thread>
 #include <variant>
 
@@ -72,17 +70,6 @@ struct Me {
   std::string confirmed;  // the proposal this rank confirmed, or tried to (a lost reply may have counted it); "" before
   bool counted = false;   // its confirmation is known to be in the proposal's set
 };
-
-std::string randomName() {
-  std::random_device entropy;
-  char word[9];
-  std::string out;
-  for (int i = 0; i < 4; ++i) {
-    std::snprintf(word, sizeof word, "%08x", entropy());
-    out += word;
-  }
-  return out;
-}
 
 InputsVerdict refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
 
@@ -164,7 +151,7 @@ std::variant<std::string, InputsVerdict> proposalOrVerdict(coord::RecordStore& s
                                                            const coord::SetCount& count, const std::string& mine,
                                                            const Me& me, const std::string& membersKey) {
   if (count.all > n) return refused(moreRecordsThanRanks(n));
-  if (count.group >= n) return std::string(kProposalHeader) + "\n" + randomName() + "\n" + me.group + "\n";
+  if (count.group >= n) return std::string(kProposalHeader) + "\n" + randomHex(4) + "\n" + me.group + "\n";
   // A record that does not open is compared all the same: a token file that could not be read shows
   // as its field.
   auto other = store.memberOutside(commId, kInputsSet, me.group);
@@ -203,7 +190,7 @@ InputsVerdict agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRan
   const auto settleBy = deadline + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000));
   if (stopped(stop)) return refused(kFinalized);
   const ChecksInFlight inFlight(commId);
-  Me me{key, inputsGroup(key), randomName(), ""};
+  Me me{key, inputsGroup(key), randomHex(4), ""};
   // Settled before this rank joined: "missing" for a late rank; never an "agree" for it (it confirmed nothing).
   const auto settled = store.read(commId, coord::kInputsVerdictKey);
   if (settled.ok() && settled->has_value()) return verdictFor(**settled, me, commId, store.describe());

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include "plugin/log.h"
 #include "plugin/online/inputs_check.h"
@@ -23,17 +22,6 @@ std::atomic<bool> gSaidToken{false};
 // it out. Safe: whichever verdict is written first holds for every rank.
 std::atomic<bool> gSawMissing{false};
 constexpr int64_t kAfterMissing_ms = 1000;
-
-std::string randomHex(int words) {
-  std::random_device entropy;
-  std::string out;
-  char word[9];
-  for (int i = 0; i < words; ++i) {
-    std::snprintf(word, sizeof word, "%08x", entropy());
-    out += word;
-  }
-  return out;
-}
 
 // Who the record is from, with a random nonce: no two records of any job are alike, so a verdict
 // names exactly the ranks it judged (not compared between ranks).

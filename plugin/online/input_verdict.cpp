@@ -1,6 +1,9 @@
-// Saying how the ranks' input records differ, and the verdict record all ranks adopt. Pure.
+// Saying how the ranks' input records differ, and the verdict record all ranks adopt (pure); and the
+// random names the records and sets use.
 #include <algorithm>
+#include <cstdio>
 #include <optional>
+#include <random>
 #include <utility>
 
 #include "plugin/online/inputs_check.h"
@@ -123,6 +126,17 @@ std::string membersKey(uint64_t commId, const std::string& token) {
 
 std::string epochKeyUnchecked(uint64_t commId, const std::string& token) {
   return coord::hex(coord::sha256("dynamiccl-epochs-unchecked-1\n" + std::to_string(commId) + "\n" + token));
+}
+
+std::string randomHex(int words) {
+  std::random_device entropy;
+  std::string out;
+  char word[9];
+  for (int i = 0; i < words; ++i) {
+    std::snprintf(word, sizeof word, "%08x", entropy());
+    out += word;
+  }
+  return out;
 }
 
 }  // namespace dynamiccl::plugin

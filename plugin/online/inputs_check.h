@@ -64,6 +64,8 @@ std::string epochKeyUnchecked(uint64_t commId, const std::string& token);
 // The job's secret token, part of every key (DYNAMICCL_COORD_TOKEN_FILE; empty: none); a file that
 // cannot be used gives a random token no other rank holds, with one line per process.
 std::string coordToken(const Settings& s);
+// A fresh random name: `words` 32-bit words from the system's entropy, in hex (records, members, voters).
+std::string randomHex(int words);
 
 // The protocol (input_agreement.cpp): every rank joins the communicator's set of input records (its
 // group: ranks with its inputs), counting as it joins; the rank that makes the count nRanks proposes

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <optional>
-#include <random>
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
@@ -144,12 +142,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   c->epochCalls = config.epochCalls;
   c->firstCall = firstCall;
   c->nRanks = std::max(shape.nRanks, 1);
-  {
-    std::random_device entropy;
-    char name[32];
-    std::snprintf(name, sizeof name, "%08x%08x%08x", entropy(), entropy(), entropy());
-    c->voter = name;
-  }
+  c->voter = randomHex(3);
   c->callIndex = firstCall;
   c->callsSeen.store(firstCall, std::memory_order_relaxed);
   c->boundaryTimeout_ms = settings.epochTimeout_ms;
