@@ -5,7 +5,8 @@
 // input check, the epoch boundary's cost on the leader and the followers, rows written and lost per
 // million calls per node, store size, and the share of calls profiled.
 //
-//   bench_cluster_job [--ranks N] [--per-node N] [--calls N] [--epoch N] [--timeout S] [--inputs-timeout-ms MS] [--keep]
+//   bench_cluster_job [--ranks N] [--per-node N] [--calls N] [--epoch N] [--timeout S] [--inputs-timeout-ms MS]
+//                     [--env NAME=VALUE]... [--keep]
 #include <stdlib.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ struct Args {
   uint64_t calls = 4000, epoch = 1000;
   double timeout_s = 900;
   std::string inputsTimeout_ms;  // DYNAMICCL_INPUTS_TIMEOUT_MS; empty: the user's default
+  std::vector<std::pair<std::string, std::string>> env;  // more settings for every rank
   bool keep = false;
 };
 
@@ -48,8 +50,13 @@ Args parse(int argc, char** argv) {
     else if (v && k == "--epoch") a.epoch = std::strtoull(v, nullptr, 10), ++i;
     else if (v && k == "--timeout") a.timeout_s = std::atof(v), ++i;
     else if (v && k == "--inputs-timeout-ms") a.inputsTimeout_ms = v, ++i;
+    else if (v && k == "--env" && std::strchr(v, '=')) {
+      const std::string kv = v;
+      a.env.emplace_back(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+      ++i;
+    }
     else {
-      std::fprintf(stderr, "usage: %s [--ranks 512] [--per-node 8] [--calls 4000] [--epoch 1000] [--timeout 900] [--inputs-timeout-ms MS] [--keep]\n",
+      std::fprintf(stderr, "usage: %s [--ranks 512] [--per-node 8] [--calls 4000] [--epoch 1000] [--timeout 900] [--inputs-timeout-ms MS] [--env NAME=VALUE]... [--keep]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -142,6 +149,7 @@ int main(int argc, char** argv) {
   o.timeout_s = a.timeout_s;
   o.env = {{"DYNAMICCL_PROFILE", writeProfile(job, dir + "/profile.json")}, {"DYNAMICCL_VERIFY", "1"}};
   if (!a.inputsTimeout_ms.empty()) o.env.push_back({"DYNAMICCL_INPUTS_TIMEOUT_MS", a.inputsTimeout_ms});
+  o.env.insert(o.env.end(), a.env.begin(), a.env.end());
   const auto dbOf = [&](int node) { return dir + "/node" + std::to_string(node) + ".db"; };
   o.rankEnv = [&](int rank) { return std::vector<std::pair<std::string, std::string>>{{"DYNAMICCL_DB", dbOf(rank / a.perNode)}}; };
   fs::create_directories(o.workDir);

@@ -48,8 +48,8 @@ class CountingStore : public RecordStore {
     return r;
   }
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs,
-                                                             size_t presence) override {
-    auto r = inner_->readMany(c, bs, presence);  // one request (etcd: one transaction; a directory: one read each, counted once)
+                                                             size_t presence, coord::Deadline by = coord::kNoDeadline) override {
+    auto r = inner_->readMany(c, bs, presence, by);  // one request (etcd: one transaction; a directory: one read each, counted once)
     size_t in = 0;
     if (r.ok())
       for (const auto& x : *r) in += x ? x->size() : 0;

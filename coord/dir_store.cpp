@@ -118,10 +118,28 @@ class DirStore : public RecordStore {
     return readRecordFile(recordPath(commId, boundary));
   }
 
+  // rename(2) takes the record out of its name atomically; it is removed if it holds what the caller
+  // read, else linked back (unless a new record took the name meanwhile: that one stays).
+  Expected<bool> removeIf(uint64_t commId, uint64_t boundary, const std::string& expected, Deadline by) override {
+    if (!pause(by)) return makeError("no time left to remove a record");
+    static std::atomic<uint64_t> counter{0};
+    const std::string name = recordPath(commId, boundary);
+    const std::string aside = commDirOf(commId) + "/.tmp.rm." + std::to_string(getpid()) + "." + std::to_string(counter++);
+    if (rename(name.c_str(), aside.c_str()) != 0) {
+      if (errno == ENOENT) return false;
+      return makeError("cannot remove " + name + ": " + std::strerror(errno));
+    }
+    auto held = readRecordFile(aside);
+    const bool same = held.ok() && *held && **held == expected;
+    if (!same) (void)link(aside.c_str(), name.c_str());  // EEXIST: a newer record took the name
+    unlink(aside.c_str());
+    return same;
+  }
+
   // Whether a record exists is one lstat: its bytes are not read.
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
-                                                             size_t presence) override {
-    pause();
+                                                             size_t presence, Deadline by = kNoDeadline) override {
+    if (!pause(by)) return makeError("no time left to read records");
     std::vector<std::optional<std::string>> out;
     for (size_t i = 0; i < boundaries.size(); ++i) {
       const std::string name = recordPath(commId, boundaries[i]);

@@ -84,11 +84,19 @@ class EtcdStore : public RecordStore {
   }
 
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
-                                                             size_t presence) override {
+                                                             size_t presence, Deadline by = kNoDeadline) override {
     try {
-      return readManyOrThrow(commId, boundaries, presence);
+      return readManyOrThrow(commId, boundaries, presence, by);
     } catch (...) {
       return makeError("etcd: an unexpected error reading records");
+    }
+  }
+
+  Expected<bool> removeIf(uint64_t commId, uint64_t boundary, const std::string& expected, Deadline by) override {
+    try {
+      return removeIfOrThrow(commId, boundary, expected, by);
+    } catch (...) {
+      return makeError("etcd: an unexpected error removing a record");
     }
   }
 
@@ -151,14 +159,14 @@ class EtcdStore : public RecordStore {
   // One read-only transaction of a range request per key: one round trip, one consistent revision;
   // keys_only for those asked only whether they exist (etcd leaves the value out: an empty record).
   Expected<std::vector<std::optional<std::string>>> readManyOrThrow(uint64_t commId, const std::vector<uint64_t>& boundaries,
-                                                                    size_t presence) {
+                                                                    size_t presence, Deadline by) {
     json ranges = json::array();
     for (size_t i = 0; i < boundaries.size(); ++i) {
       json range = {{"key", base64(keyOf(commId, boundaries[i]))}};
       if (i < presence) range["keys_only"] = true;
       ranges.push_back({{"request_range", std::move(range)}});
     }
-    auto reply = call("/v3/kv/txn", json{{"success", ranges}}, deadlineFromNow());
+    auto reply = call("/v3/kv/txn", json{{"success", ranges}}, std::min(deadlineFromNow(), by));
     if (!reply.ok()) return makeError(reply.error());
     const auto responses = reply->find("responses");
     if (responses == reply->end() || !responses->is_array() || responses->size() != boundaries.size())
@@ -172,6 +180,18 @@ class EtcdStore : public RecordStore {
       out.push_back(std::move(*value));
     }
     return out;
+  }
+
+  // The delete only if the value is still the one read: one transaction, as the publish's compare.
+  Expected<bool> removeIfOrThrow(uint64_t commId, uint64_t boundary, const std::string& expected, Deadline by) {
+    const std::string key = base64(keyOf(commId, boundary));
+    const json txn = {
+        {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "VALUE"}, {"value", base64(expected)}}})},
+        {"success", json::array({{{"request_delete_range", {{"key", key}}}}})}};
+    auto reply = call("/v3/kv/txn", txn, std::min(deadlineFromNow(), by));
+    if (!reply.ok()) return makeError(reply.error());
+    const auto it = reply->find("succeeded");  // proto3 JSON leaves a false out
+    return it != reply->end() && it->is_boolean() && it->get<bool>();
   }
 
   // The put (only if never created) and both counts in one transaction: one round trip, one

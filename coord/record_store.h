@@ -51,17 +51,25 @@ class RecordStore {
   // Several boundaries' records at once, in the order asked (nullopt where none yet); the first
   // `presence` of them are only asked whether they exist (an empty record where one does), so a rank
   // checking that the store still holds what it read is not sent it again. etcd answers them in one
-  // request, other backends one operation each. An error: the backend could not be asked.
+  // request, other backends one operation each. An error: the backend could not be asked (by `by`).
   virtual Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId,
                                                                      const std::vector<uint64_t>& boundaries,
-                                                                     size_t presence) {
+                                                                     size_t presence, Deadline by = kNoDeadline) {
     std::vector<std::optional<std::string>> out;
     for (size_t i = 0; i < boundaries.size(); ++i) {
+      if (std::chrono::steady_clock::now() >= by) return makeError("no time left to read records");
       auto rec = read(commId, boundaries[i]);
       if (!rec.ok()) return makeError(rec.error());
       out.push_back(i < presence && rec->has_value() ? std::string() : std::move(*rec));
     }
     return out;
+  }
+  // Removes the record only while it still holds `expected` (the bytes a read gave), by `by`: true when
+  // removed, false when it holds other bytes or none. Only a memory that folds its old records into
+  // newer ones (the verdicts' ring) removes; epoch records are never removed, only expire (etcd).
+  virtual Expected<bool> removeIf(uint64_t commId, uint64_t boundary, const std::string& expected, Deadline by) {
+    (void)commId, (void)boundary, (void)expected, (void)by;
+    return makeError(describe() + " does not remove records");
   }
   // Sets: records written once each under a member name of their own, in groups, and counted without
   // being read, so that a rank's work does not grow with how many ranks wrote (the input check). Names

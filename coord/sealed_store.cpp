@@ -21,8 +21,8 @@ class SealedStore : public RecordStore {
   }
 
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
-                                                             size_t presence) override {
-    auto recs = inner_->readMany(commId, boundaries, presence);
+                                                             size_t presence, Deadline by = kNoDeadline) override {
+    auto recs = inner_->readMany(commId, boundaries, presence, by);
     if (!recs.ok()) return recs;
     for (size_t i = presence; i < recs->size(); ++i) (*recs)[i] = opened(commId, boundaries[i], std::move((*recs)[i]));
     return recs;

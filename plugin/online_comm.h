@@ -28,9 +28,8 @@ struct VerdictScope {
   std::string dbPath;       // "" : the store's per-host default
   bool record = true;       // DYNAMICCL_RECORD=0: read nothing, write nothing
   // The coordination backend the verdicts also travel through (online/verdict_record.h), raw (not
-  // sealed: the next job holds another key); and the first free slot resume saw there.
+  // sealed: the next job holds another key).
   std::shared_ptr<coord::RecordStore> backend;
-  uint64_t nextSlot = 1;
 };
 
 // What a boundary's record says, parsed once (the same bytes give the same result on every rank).

@@ -31,10 +31,10 @@ class FaultyStore : public coord::RecordStore {
     return inner_->read(c, b);
   }
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs,
-                                                             size_t presence) override {
+                                                             size_t presence, coord::Deadline by = coord::kNoDeadline) override {
     ++requests;
     if (down()) return makeError("the store is down");
-    return inner_->readMany(c, bs, presence);
+    return inner_->readMany(c, bs, presence, by);
   }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
                                     const std::string& bytes) override {

@@ -131,7 +131,7 @@ TEST(VerdictTravel, TheNextJobResumesOnAnotherNodeThroughTheCoordinationBackend)
   ASSERT_GE(runJob(job), 0.0);
   ASSERT_EQ(promotedAt(job.db), "promoted");
 
-  // Job 1's record sits in slot 1 of the verdicts' namespace; it moves to slot 2 and slot 1 gets bytes
+  // Job 1's record sits in slot 1 of the verdicts' ring; it moves to slot 2 and slot 1 gets bytes
   // that do not parse: the next job reads past them (one line) to the record.
   const std::filesystem::path records = verdictNamespaceDir(job.coordDir);
   ASSERT_FALSE(records.empty());
@@ -143,7 +143,9 @@ TEST(VerdictTravel, TheNextJobResumesOnAnotherNodeThroughTheCoordinationBackend)
   job.commId = 0xa2;
   job.calls = 3 * kEpochCalls;
   EXPECT_GT(runJob(job), 0.9);
-  EXPECT_TRUE(std::filesystem::exists(records / "b3"));  // its own verdicts: the first free slot
+  // Its own verdicts, job 2 of the scope, in the ring's slot 2, where they replace job 1's record they fold.
+  std::ifstream second(records / "b2");
+  EXPECT_NE(std::string(std::istreambuf_iterator<char>(second), {}).find(R"("sequence":2)"), std::string::npos);
 
   // The control: the same empty store without job 1's directory tests the candidate again.
   job.db = dir + "/node3.db";

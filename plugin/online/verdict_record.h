@@ -15,19 +15,15 @@
 namespace dynamiccl::plugin {
 
 // The backend namespace ("communicator") of a scope's verdict records: the next job's communicator has
-// another id, its scope is the same. Slots are boundaries 1, 2, 3, ...: one record per job.
+// another id, its scope is the same. Its slots 1..8 are a ring: job k of the scope writes slot
+// (k - 1) % 8 + 1, its record folding the newest one before it, so the memory and a reader's work stay
+// eight records whatever the number of jobs, and the newest verdict of every candidate is in force.
 uint64_t verdictNamespace(const VerdictScope& scope);
 
-// JSON of the rows (this job's verdicts); "" when it would exceed the backend's record bound.
-std::string encodeVerdictRecord(const VerdictScope& scope, const std::vector<store::VerdictRow>& rows);
-// The rows of a record of this scope, each field checked; nullopt for anything else.
-std::optional<std::vector<store::VerdictRow>> decodeVerdictRecord(const std::string& bytes, const VerdictScope& scope);
-
-// The newest record's rows among slots scope.nextSlot.. up to the first missing one (bounded in
-// count and time); leaves scope.nextSlot at that first missing slot.
-std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend, VerdictScope& scope);
-// Publishes the rows at the first free slot from scope.nextSlot, every request ending by `by`; the
-// slot it took, or why none.
+// The newest record's rows (one read of the ring); none when the backend cannot be read.
+std::vector<store::VerdictRow> readTravelledVerdicts(coord::RecordStore& backend, const VerdictScope& scope);
+// Publishes the rows folded into the ring's newest record as the next job's record (the record in its
+// slot, eight jobs old, replaced), every request ending by `by`; the slot it took, or why none.
 Expected<uint64_t> publishVerdicts(coord::RecordStore& backend, const VerdictScope& scope,
                                    const std::vector<store::VerdictRow>& rows, coord::Deadline by);
 // Whether `by` has come, give or take the few ms a request sliced to it ends after it: a publish that

@@ -192,7 +192,7 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
   return s;
 }
 
-size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope) {
+size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope) {
   if (!scope.record) return 0;
   const std::string path = databasePath(scope);
   std::vector<store::VerdictRow> rows = localVerdicts(scope, path);

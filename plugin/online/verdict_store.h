@@ -20,7 +20,7 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
 
 // Seeds the learner with the latest verdicts of this scope, from the store and through the backend
 // (the newer per candidate); returns how many candidates were resumed.
-size_t resumeVerdicts(policy::OnlineLearner& learner, VerdictScope& scope);
+size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope);
 // Appends this job's verdicts to the store, then publishes them through the backend with what is left
 // until `by` (what the backend did not take by then stays in the store: the next job on this node
 // resumes from it and publishes it with its own verdicts); says in one line what was promoted,
