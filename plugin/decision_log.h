@@ -19,7 +19,7 @@ enum class DecisionJoin : uint8_t {
   Joined,    // the decision of the same call
   NoTuner,   // no tuner context of this communicator in the process (tuner role not this library)
   NotAsked,  // NCCL ran more calls than it asked the tuner about (CUDA-graph replays)
-  Lost,      // asked, but the log slot was reused or the size differs
+  Lost,      // asked, but the log slot was reused, the size differs, or which call it was is not known
 };
 
 struct LoggedDecision {

@@ -579,6 +579,71 @@ TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
   EXPECT_EQ(rows, 12);
 }
 
+// A group of two 4 KiB allreduces the tuner decided differently (the rule's RING/LL where NCCL's table
+// allows it, NCCL's own choice where it does not), the first left unmeasured because another
+// communicator turned the process-wide mask off as the group was enqueued: the measured one is joined
+// to its own decision, not its neighbour's, and so are the calls after it.
+TEST(Profiler, AGroupedCallMeasuredAfterAMaskChangeJoinsItsOwnDecision) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  TempFile profile(testing::profileJson(R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})"));
+  ScopedEnv profileEnv("DYNAMICCL_PROFILE", profile.path().c_str());
+  constexpr uint64_t kCommId = 0xfeedcafe;
+  constexpr int kRing = 1, kLL = 0;
+  auto tuner = testing::openPlugin(5);
+  auto comm = tuner->init(harness::CommSpec{kCommId, 8, 1});
+  ASSERT_TRUE(comm.ok());
+  auto lib = openProfiler(5);
+  ASSERT_TRUE(lib);
+  int mask = 0;
+  void* ctx = nullptr;
+  ProfilerCommSpec spec;
+  spec.commId = kCommId;
+  ASSERT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  harness::CostTable noRingLL = harness::allAvailable();
+  noRingLL[kRing][kLL] = -1;
+  ProfilerColl coll;  // 1024 float32: 4096 bytes
+  for (int group = 0; group < 3; ++group) {
+    EXPECT_EQ((*comm)->decide(4, 4096, harness::allAvailable()).algo, kRing);  // call 2g: the rule
+    const harness::Choice own = (*comm)->decide(4, 4096, noRingLL);                // call 2g+1: NCCL's own
+    EXPECT_FALSE(own.algo == kRing && own.proto == kLL);
+    if (group == 0) {  // only the second call of the first group measured
+      coll.seq = 1;
+      coll.algo = "TREE";
+      coll.proto = "SIMPLE";
+      emitCollective(*lib, ctx, coll, {{1000, 3000}}, true);
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      coll.seq = 2 * group + i;
+      coll.algo = i == 0 ? "RING" : "TREE";
+      coll.proto = i == 0 ? "LL" : "SIMPLE";
+      emitCollective(*lib, ctx, coll, {{1000, 3000}}, true);
+    }
+  }
+  ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(env.db.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT o.seq, o.decision_join, d.source, d.algo FROM observations o LEFT JOIN "
+                               "decisions d ON d.comm = o.comm AND d.seq = o.seq ORDER BY o.seq",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  int rows = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const int seq = sqlite3_column_int(st, 0);
+    const auto text = [&](int i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      return t ? std::string(reinterpret_cast<const char*>(t)) : std::string("NULL");
+    };
+    EXPECT_EQ(text(1), "joined") << "seq " << seq;
+    EXPECT_EQ(text(2), seq % 2 == 0 ? "table" : "default") << "seq " << seq << " joined to its neighbour's decision";
+    ++rows;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  EXPECT_EQ(rows, 5);
+}
+
 // ---- Profiler v7 (NCCL 2.31): symmetric kernels, user tags, KernelPhase events, and the decision join.
 
 

@@ -43,7 +43,23 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
 
 // NCCL starts a call right after asking the tuner about it, in the order it asked; a start with no
 // decision left to match is a call NCCL ran without asking (a CUDA-graph replay, whose seqNumber NCCL
-// still advances, so seq alone cannot join once graphs replay). A few atomics: no lock, no allocation.
+// still advances, so seq alone cannot join once graphs replay). NCCL numbers every task, measured or
+// not, so the call a start belongs to is its seqNumber less the offset the last join saw: that holds
+// across calls left unmeasured whatever turned the mask off (another communicator, mid-group). Where
+// it does not (the offset moved), the cursor's call joins only if no other call the start could be,
+// of the same size, was decided otherwise: else the start is said lost, not given its neighbour's
+// decision. A few atomics, at most a ring's length of slots read: no lock, no allocation.
+bool anotherDecisionFits(const DecisionLog& log, int coll, uint64_t from, uint64_t to, uint64_t bytes,
+                         uint64_t call, const LoggedDecision& d) {
+  for (uint64_t i = from; i < to && i - from < DecisionLog::kSlots; ++i) {
+    LoggedDecision other;
+    if (i != call && log.find(coll, i, bytes, &other) &&
+        (DecisionLog::pack(other) != DecisionLog::pack(d) || other.chunkBytes != d.chunkBytes))
+      return true;
+  }
+  return false;
+}
+
 void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
   const int coll = static_cast<int>(start.coll);
   if (coll < 0 || coll >= kNumCollectives) return;
@@ -56,13 +72,24 @@ void joinAtStart(ProfilerContext& c, const DecisionLog& log, CollStart& start) {
   }
   // Calls enqueued while the measurement gate was off were never started here: resume at the first
   // one it measured, or at the newest decision when the gate turned on as this call was asked about.
-  next = std::min(std::max(next, log.measuredFrom(coll)), asked - 1);
+  const uint64_t first = std::min(std::max(next, log.measuredFrom(coll)), asked - 1);
+  next = first;
   const uint64_t bytes = start.ncclBytes();
-  // A start NCCL never sent (or one beyond the ring) leaves the cursor behind: catch up to the newest.
   LoggedDecision d;
-  bool found = log.find(coll, next, bytes, &d);
-  if (!found && log.find(coll, asked - 1, bytes, &d)) found = true, next = asked - 1;
-  if (found) start.decisionPacked = DecisionLog::pack(d), start.decisionChunkBytes = d.chunkBytes;
+  const uint64_t byNumber = start.seq - c.seqMinusCall[coll].load(std::memory_order_relaxed);
+  bool found = byNumber >= first && byNumber < asked && log.find(coll, byNumber, bytes, &d);
+  if (found) {
+    next = byNumber;
+  } else {
+    // A start NCCL never sent (or one beyond the ring) leaves the cursor behind: catch up to the newest.
+    found = log.find(coll, next, bytes, &d);
+    if (!found && log.find(coll, asked - 1, bytes, &d)) found = true, next = asked - 1;
+    if (found && anotherDecisionFits(log, coll, first, asked, bytes, next, d)) found = false;
+  }
+  if (found) {
+    start.decisionPacked = DecisionLog::pack(d), start.decisionChunkBytes = d.chunkBytes;
+    c.seqMinusCall[coll].store(start.seq - next, std::memory_order_relaxed);
+  }
   c.nextCall[coll].store(next + 1, std::memory_order_relaxed);
   start.join = found ? DecisionJoin::Joined : DecisionJoin::Lost;
 }

@@ -22,6 +22,9 @@ struct ProfilerContext {
   int rank = -1, nRanks = 0, nNodes = 0;
   DecisionLink link;  // commId, and the decision log of this communicator's tuner context in this process
   std::array<std::atomic<uint64_t>, kNumCollectives> nextCall{};  // the next decision a Coll start matches
+  // NCCL's seqNumber less the decision's call index at the last start joined (both count from the
+  // communicator's first call; tasks NCCL runs unasked, a group's shared decision, move it on).
+  std::array<std::atomic<uint64_t>, kNumCollectives> seqMinusCall{};
 
   static ProfilerContext* from(void* p) {
     auto* c = static_cast<ProfilerContext*>(p);
