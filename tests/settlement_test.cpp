@@ -2,10 +2,12 @@
 // data of the test's own making in the interchange format.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,4 +80,72 @@ TEST(Settlement, AForcedRunOfThePickFarBeyondTheDatasetsSpreadRefutesIt) {
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->defaultSettledBy, DefaultSettledBy::Confirmed) << defaultSettledByName(q->defaultSettledBy);
   EXPECT_TRUE(q->isDefaultsTwin({pick16.algo, pick16.proto}));
+}
+
+// One default run and one forced run of the model's pick 4.5 standard deviations of a single-run gap
+// apart (1.32x at a dataset spread of 4.4%), beside neighbours too noisy for a test on the local
+// spread: two runs of one configuration cross that gap about once in 150,000 pairs, so the forced run
+// did not run what the default ran; it is an arm of its own, not more runs of NCCL's default.
+TEST(Settlement, AForcedRunOfThePickMoreThanFourSdsOfTheDatasetsRepeatsAwayIsAnArmOfItsOwn) {
+  const uint64_t size = 4 << 20;
+  std::string body;
+  for (uint64_t b : {uint64_t{2} << 20, uint64_t{8} << 20})
+    for (double f : {0.82, 1.0, 1.22}) body += row("allreduce", b, "default", "default", 1000 * f);
+  body += row("allreduce", uint64_t{1} << 20, "default", "default", 1000);
+  for (int i = 0; i < 16; ++i)  // another collective's repeats set the dataset's spread
+    for (int r = 0; r < 10; ++r) body += row("allgather", uint64_t{1024} << i, "default", "default", 100 * std::exp(0.0095 * (r - 4.5)));
+  auto before = settle(body);
+  ASSERT_TRUE(before.ok()) << before.error();
+  const double sigma = before->repeatSigma;
+  EXPECT_NEAR(sigma, 0.044, 0.006) << "the spread between repeats of the outside dataset";
+  const Config pick = modelsPick(Collective::AllReduce, size);
+  const double gap = std::exp(4.5 * std::sqrt(2.0) * sigma);
+  body += row("allreduce", size, "default", "default", 1000 * gap) +
+          row("allreduce", size, std::string(algoNcclName(pick.algo)), std::string(protoNcclName(pick.proto)), 1000);
+  auto data = settle(body);
+  ASSERT_TRUE(data.ok()) << data.error();
+  EXPECT_NEAR(data->repeatSigma, sigma, 1e-9);
+  const ReplayPoint* p = at(*data, Collective::AllReduce, size);
+  ASSERT_NE(p, nullptr);
+  EXPECT_GT(p->default_sigma, 0.1) << "a test on the local spread cannot tell them apart";
+  EXPECT_NE(p->defaultSettledBy, DefaultSettledBy::Confirmed) << defaultSettledByName(p->defaultSettledBy) << " at "
+                                                               << gap << "x";
+  EXPECT_FALSE(p->isDefaultsTwin({pick.algo, pick.proto})) << "the forced pick is an arm a tuner can test";
+  EXPECT_DOUBLE_EQ(refutingGapSds(1), 4.0);
+  EXPECT_GT(refutingGapSds(1000), 4.3);
+}
+
+// The system text and the default rows' notes say what NCCL ran with: NCCL_NVLS_ENABLE=0 in the system
+// takes NVLS out of NCCL's choice, NCCL_ALGO=RING in the default rows' notes makes it Ring's.
+TEST(Settlement, NcclSettingsTheDataStatesRuleOutWhatTheyDisable) {
+  const std::string h100 = "8x H100 80GB HBM3 SXM, one HGX node (NVSwitch, NV18)";
+  const auto rowOf = [](const std::string& system, uint64_t bytes, const std::string& note) {
+    return "\"" + system + "\",allreduce,8,1," + std::to_string(bytes) + ",default,default,,,100.0,0,\"" + note + "\"\n";
+  };
+  auto topo = topologyForSystem(h100, 8, 1);
+  ASSERT_TRUE(topo.ok()) << topo.error();
+  auto ref = model::NcclReference::create(*topo);
+  ASSERT_TRUE(ref.ok());
+  std::optional<uint64_t> nvlsSize;
+  for (uint64_t b = 1 << 16; b <= (uint64_t{1} << 30) && !nvlsSize; b <<= 1)
+    if (ref->defaultConfig(Collective::AllReduce, b).algo == Algo::Nvls) nvlsSize = b;
+  ASSERT_TRUE(nvlsSize) << "the model picks NVLS somewhere on this machine";
+
+  const std::string off = h100 + " [NVLS disabled: NCCL_NVLS_ENABLE=0]";
+  auto data = settle(rowOf(h100, *nvlsSize, "plain") + rowOf(off, *nvlsSize, "plain") +
+                     rowOf(h100 + " ring", *nvlsSize, "config ring: NCCL_ALGO=RING, NVLS_ENABLE=0"));
+  ASSERT_TRUE(data.ok()) << data.error();
+  std::map<std::string, Algo> picked;
+  for (const ReplayPoint& p : data->points) picked[p.group] = p.ncclDefault.algo;
+  ASSERT_EQ(picked.size(), 3u);
+  EXPECT_EQ(picked[h100], Algo::Nvls) << "nothing stated: the model's pick";
+  EXPECT_NE(picked[off], Algo::Nvls);
+  EXPECT_NE(picked[off], Algo::NvlsTree);
+  EXPECT_EQ(picked[h100 + " ring"], Algo::Ring);
+
+  const StatedNcclSettings list = statedNcclSettings("NCCL_ALGO=RING,TREE NCCL_PROTO=LL128");
+  EXPECT_FALSE(list.algo) << "a list names no one algorithm";
+  EXPECT_EQ(list.proto, Proto::LL128);
+  EXPECT_FALSE(statedNcclSettings("NCCL_ALGO/PROTO forced (auto_ll)").algo);
+  EXPECT_FALSE(statedNcclSettings("MY_NVLS_ENABLE=0").nvlsOff);
 }

@@ -1,6 +1,7 @@
 #include "offline/measurements/measurements.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -100,6 +101,50 @@ std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note
   const auto p = parseProto(proto);
   if (!a || !p || *a == Algo::Default || *p == Proto::Default) return std::nullopt;
   return std::make_pair(*a, *p);
+}
+
+namespace {
+
+// The value after "<name>=" where the name stands as a word (after the start, a space or punctuation,
+// or "NCCL_" when `bareToo`); "" when not stated.
+std::string statedValue(std::string_view text, std::string_view name, bool bareToo) {
+  for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
+    const bool prefixed = at >= 5 && text.substr(at - 5, 5) == "NCCL_";
+    const bool word = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+    if (!(prefixed || (bareToo && word)) || at + name.size() >= text.size() || text[at + name.size()] != '=') continue;
+    size_t end = at + name.size() + 1;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+    // "RING,TREE" is a list (no one choice); "RING, NVLS_ENABLE=0" ends the value at the comma.
+    if (end + 1 < text.size() && text[end] == ',' && std::isalnum(static_cast<unsigned char>(text[end + 1]))) return "";
+    return std::string(text.substr(at + name.size() + 1, end - at - name.size() - 1));
+  }
+  return "";
+}
+
+}  // namespace
+
+bool StatedNcclSettings::allows(Algo a) const {
+  if (algo && a != *algo) return false;
+  if (nvlsOff && (a == Algo::Nvls || a == Algo::NvlsTree)) return false;
+  return !(collnetOff && (a == Algo::CollNetDirect || a == Algo::CollNetChain));
+}
+
+StatedNcclSettings StatedNcclSettings::with(const StatedNcclSettings& over) const {
+  StatedNcclSettings s = *this;
+  s.nvlsOff = s.nvlsOff || over.nvlsOff;
+  s.collnetOff = s.collnetOff || over.collnetOff;
+  if (over.algo) s.algo = over.algo;
+  if (over.proto) s.proto = over.proto;
+  return s;
+}
+
+StatedNcclSettings statedNcclSettings(std::string_view text) {
+  StatedNcclSettings s;
+  s.nvlsOff = statedValue(text, "NVLS_ENABLE", true) == "0";
+  s.collnetOff = statedValue(text, "COLLNET_ENABLE", false) == "0";
+  if (const auto a = parseAlgo(statedValue(text, "ALGO", false)); a && *a != Algo::Default) s.algo = *a;
+  if (const auto p = parseProto(statedValue(text, "PROTO", false)); p && *p != Proto::Default) s.proto = *p;
+  return s;
 }
 
 Expected<model::Topology> topologyForSystem(const std::string& system, int nRanks, int nNodes, int ncclVersion) {

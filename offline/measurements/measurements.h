@@ -72,6 +72,20 @@ Expected<model::Topology> topologyForSystem(const std::string& system, int nRank
 std::string unknownSystemReason(const std::string& system);
 // The same for a platform named by the user (a preset name), whatever the rows' system strings say.
 Expected<model::Topology> topologyForPlatform(const std::string& name, int nRanks, int nNodes, int ncclVersion = 0);
+// The NCCL_* settings a text states (a dataset's system text, a default row's note) that take
+// configurations out of NCCL's choice: NCCL_NVLS_ENABLE=0 (also written NVLS_ENABLE=0),
+// NCCL_COLLNET_ENABLE=0, NCCL_ALGO and NCCL_PROTO naming one algorithm or protocol (a list: not read).
+struct StatedNcclSettings {
+  bool nvlsOff = false, collnetOff = false;
+  std::optional<Algo> algo;
+  std::optional<Proto> proto;
+  bool operator==(const StatedNcclSettings&) const = default;
+  // Whether NCCL, so set, may run `a` at all.
+  bool allows(Algo a) const;
+  // Both texts' settings (a note's over a system's where both name an algorithm or protocol).
+  StatedNcclSettings with(const StatedNcclSettings& over) const;
+};
+StatedNcclSettings statedNcclSettings(std::string_view text);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
 // NCCL's TUNING words quoted in a note ("... Algo NVLS proto SIMPLE channels 16") -> (NVLS, Simple);

@@ -107,24 +107,23 @@ bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vec
 }
 
 // Whether two medians are further apart than two runs of one configuration come at the dataset's
-// spread between repeats (kRefutingGapSds); a dataset without repeats cannot say.
-bool farBeyondRepeats(double a_us, double b_us, const ReplayData& data) {
-  return data.repeatGroups > 0 &&
-         std::abs(std::log(a_us / b_us)) > kRefutingGapSds * std::sqrt(2.0) * data.repeatSigma;
+// spread between repeats (refutingGapSds); a dataset without repeats cannot say.
+bool farBeyondRepeats(double a_us, double b_us, const ReplayData& data, double gapSds) {
+  return data.repeatGroups > 0 && std::abs(std::log(a_us / b_us)) > gapSds * std::sqrt(2.0) * data.repeatSigma;
 }
 
 // What the default rows ran (DefaultSettledBy): the TUNING line they quote, else the model's pick unless
 // its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS): the decision rule on the
 // point's fitted noise, or a gap far beyond the dataset's repeats. A refuted pick stays a forced arm of
 // its own that a tuner can test.
-void settleDefault(ReplayPoint& p, const ReplayData& data) {
+void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
   if (p.defaultSettledBy == DefaultSettledBy::Stated || p.default_samples_us.empty()) return;
   const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
   if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
   const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
     return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us,
                                p.default_sigma) &&
-           !farBeyondRepeats(p.forced_us.at(arm), p.default_us, data);
+           !farBeyondRepeats(p.forced_us.at(arm), p.default_us, data, gapSds);
   };
   if (sameAsDefault(pick)) {
     p.defaultSettledBy = DefaultSettledBy::Confirmed;
@@ -155,7 +154,26 @@ void settleDefault(ReplayPoint& p, const ReplayData& data) {
   }
 }
 
+// NCCL's pick under the settings its default rows ran with: NCCL_ALGO / NCCL_PROTO restrict it as in
+// the forced sweeps; a feature switched off (NVLS, CollNet) takes its algorithms out of the table.
+Config statedPick(const Shape& shape, Collective coll, uint64_t bytes, const StatedNcclSettings& s) {
+  if (s.algo || s.proto) return shape.nccl->restrictedConfig(coll, bytes, s.algo, s.proto);
+  const Config pick = shape.nccl->defaultConfig(coll, bytes);
+  if (pick.algo == Algo::Default || s.allows(pick.algo)) return pick;
+  const model::CostTable table = shape.nccl->costTable(coll, bytes);
+  std::optional<std::pair<int, int>> best;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int q = 0; q < kNumProtos; ++q)
+      if (table[a][q] >= 0 && s.allows(Algo(a)) && (!best || table[a][q] < table[best->first][best->second]))
+        best = std::make_pair(a, q);
+  return best ? Config{Algo(best->first), Proto(best->second), 0, 0} : pick;
+}
+
 }  // namespace
+
+double refutingGapSds(int comparisons) {
+  return std::max(4.0, policy::normalQuantile(1 - 0.005 / std::max(1, comparisons)));
+}
 
 model::CostTable ReplayPoint::costTable() const {
   model::CostTable t = shape->nccl->costTable(coll, bytes);
@@ -177,6 +195,8 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
   struct Acc {
     std::vector<double> def;
     std::set<std::pair<Algo, Proto>> stated;  // what default rows quote NCCL as running
+    std::optional<StatedNcclSettings> settings;  // what every default row states it ran with
+    bool settingsDiffer = false;
     std::map<std::pair<Algo, Proto>, std::vector<double>> forced;
   };
   std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
@@ -200,6 +220,10 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
         ++data.skipped[topo.error()];
         continue;
       }
+      // What the system text says NCCL ran with switches features off for every row of it.
+      const StatedNcclSettings stated = statedNcclSettings(m.system);
+      if (stated.nvlsOff) topo->nvlsSupport = false;
+      if (stated.collnetOff) topo->collnetSupport = false;
       auto ref = model::NcclReference::create(topo.value());
       if (!ref) {
         ++data.skipped[ref.error()];
@@ -215,6 +239,9 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     if (!m.forced()) {
       a.def.push_back(m.time_us);
       if (m.ncclRan) a.stated.insert(*m.ncclRan);
+      const StatedNcclSettings s = statedNcclSettings(m.system).with(statedNcclSettings(m.note));
+      if (a.settings && !(*a.settings == s)) a.settingsDiffer = true;
+      a.settings = s;
       continue;
     }
     const Config c = it->second->nccl->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
@@ -231,7 +258,9 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     p.shape = shape;
     p.coll = Collective(std::get<3>(key));
     p.bytes = std::get<4>(key);
-    p.ncclDefault = shape->nccl->defaultConfig(p.coll, p.bytes);
+    // Rows that state different settings say nothing the model does not.
+    p.ncclDefault = a.settings && !a.settingsDiffer ? statedPick(*shape, p.coll, p.bytes, *a.settings)
+                                                   : shape->nccl->defaultConfig(p.coll, p.bytes);
     if (a.stated.size() == 1) {  // rows that disagree say nothing the model does not
       p.ncclDefault = Config{a.stated.begin()->first, a.stated.begin()->second, 0, 0};
       p.defaultSettledBy = DefaultSettledBy::Stated;
@@ -243,7 +272,11 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     data.points.push_back(std::move(p));
   }
   fitNoise(data);
-  for (ReplayPoint& p : data.points) settleDefault(p, data);
+  int comparisons = 0;
+  for (const ReplayPoint& p : data.points)
+    comparisons += p.forced_samples_us.count({p.ncclDefault.algo, p.ncclDefault.proto}) > 0;
+  const double gapSds = refutingGapSds(comparisons);
+  for (ReplayPoint& p : data.points) settleDefault(p, data, gapSds);
   return data;
 }
 

@@ -82,8 +82,11 @@ double fittedSigma(const std::vector<double>& samples_us, double pooled);
 
 // A forced arm whose median is further from the default rows' than this many standard deviations of
 // the gap between two single runs of one configuration, at the dataset's spread between repeats
-// (ReplayData::repeatSigma), did not run what they ran, whatever a point's few, noisy neighbours allow.
-inline constexpr double kRefutingGapSds = 5;
+// (ReplayData::repeatSigma), did not run what they ran, whatever a point's few, noisy neighbours allow:
+// the gap two runs of one configuration cross with a chance of 1% in all the dataset's `comparisons`
+// (forced runs of a pick checked against default rows), never under 4 (repeats' tails are heavier
+// than a normal's): 4.0 up to 160 comparisons, 4.4 at 1,000.
+double refutingGapSds(int comparisons);
 
 struct ReplayData {
   std::vector<std::unique_ptr<Shape>> shapes;
