@@ -527,21 +527,36 @@ TEST(Profiler, OneProcessPerStoreFileRecordsTheOthersSayWhy) {
   ASSERT_EQ(lib->finalize(ctx), ncclSuccess);
 }
 
+// A communicator whose tuner runs the rule RING/LL on 4 channels for allreduce up to 8 KiB, and a v5
+// profiler context of the same communicator.
+struct RuleAndProfiler {
+  explicit RuleAndProfiler(uint64_t commId)
+      : profile(testing::profileJson(R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})")),
+        profileEnv("DYNAMICCL_PROFILE", profile.path().c_str()),
+        tuner(testing::openPlugin(5)),
+        comm(tuner->init(harness::CommSpec{commId, 8, 1})),
+        lib(openProfiler(5)) {
+    ProfilerCommSpec spec;
+    spec.commId = commId;
+    if (lib && lib->init(spec, &mask, &ctx) != ncclSuccess) ctx = nullptr;
+  }
+  bool ready() const { return comm.ok() && lib && ctx; }
+  TempFile profile;
+  ScopedEnv profileEnv;
+  std::shared_ptr<harness::TunerLibrary> tuner;
+  Expected<std::unique_ptr<harness::TunerComm>> comm;
+  std::shared_ptr<ProfilerLibrary> lib;
+  int mask = 0;  // NCCL's activation mask: the profiler keeps its address
+  void* ctx = nullptr;
+};
+
 TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
   ChannelEnv env("4096", "65536", "2000", /*store=*/true);
-  TempFile profile(testing::profileJson(R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})"));
-  ScopedEnv profileEnv("DYNAMICCL_PROFILE", profile.path().c_str());
-  constexpr uint64_t kCommId = 0xfeedbeef;
-  auto tuner = testing::openPlugin(5);
-  auto comm = tuner->init(harness::CommSpec{kCommId, 8, 1});
-  ASSERT_TRUE(comm.ok());
-  auto lib = openProfiler(5);
-  ASSERT_TRUE(lib);
-  int mask = 0;
-  void* ctx = nullptr;
-  ProfilerCommSpec spec;
-  spec.commId = kCommId;
-  ASSERT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  RuleAndProfiler job(0xfeedbeef);
+  ASSERT_TRUE(job.ready());
+  auto& comm = job.comm;
+  auto& lib = job.lib;
+  void* ctx = job.ctx;
   ProfilerColl coll;  // AllReduce of 1024 float32: 4096 bytes, what the tuner was asked about
   coll.algo = "RING";
   coll.proto = "LL";
@@ -585,20 +600,12 @@ TEST(Profiler, ObservationsJoinTheTunersDecisionForTheSameCall) {
 // to its own decision, not its neighbour's, and so are the calls after it.
 TEST(Profiler, AGroupedCallMeasuredAfterAMaskChangeJoinsItsOwnDecision) {
   ChannelEnv env("4096", "65536", "2000", /*store=*/true);
-  TempFile profile(testing::profileJson(R"({"collective":"allreduce","bytes":[0,8192],"algo":"ring","proto":"ll","channels":4})"));
-  ScopedEnv profileEnv("DYNAMICCL_PROFILE", profile.path().c_str());
-  constexpr uint64_t kCommId = 0xfeedcafe;
   constexpr int kRing = 1, kLL = 0;
-  auto tuner = testing::openPlugin(5);
-  auto comm = tuner->init(harness::CommSpec{kCommId, 8, 1});
-  ASSERT_TRUE(comm.ok());
-  auto lib = openProfiler(5);
-  ASSERT_TRUE(lib);
-  int mask = 0;
-  void* ctx = nullptr;
-  ProfilerCommSpec spec;
-  spec.commId = kCommId;
-  ASSERT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
+  RuleAndProfiler job(0xfeedcafe);
+  ASSERT_TRUE(job.ready());
+  auto& comm = job.comm;
+  auto& lib = job.lib;
+  void* ctx = job.ctx;
   harness::CostTable noRingLL = harness::allAvailable();
   noRingLL[kRing][kLL] = -1;
   ProfilerColl coll;  // 1024 float32: 4096 bytes
