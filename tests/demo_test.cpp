@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,14 @@ TEST_F(MeasuredDemoTest, WritesEveryOutputAndEveryRankAgrees) {
     EXPECT_NE(text.find(step), std::string::npos) << step << "\n" << text;
   EXPECT_NE(text.find("simulated (unverified)"), std::string::npos) << text;
   EXPECT_NE(text.find("times are measured medians"), std::string::npos) << text;
+  // A newcomer sees progress, then the table: the per-verdict lines are in a file the demo names.
+  const size_t table = text.find("  Per key on ");
+  ASSERT_NE(table, std::string::npos) << text;
+  EXPECT_LE(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(table), '\n'), 40) << text;
+  std::ifstream verdicts(*out_ / "verdicts.txt");
+  int lines = 0;
+  for (std::string l; std::getline(verdicts, l); ++lines) EXPECT_NE(l.find("real run"), std::string::npos) << l;  // how many, or none
+  EXPECT_GT(lines, 0);
 }
 
 // The job's configurations next to tune's on the same runs: one decision rule on the dataset's runs, so
@@ -185,7 +194,7 @@ TEST_F(MeasuredDemoTest, AgreesKeyByKeyWithTuneOnTheSameRuns) {
   int reasons = 0, unfinished = 0;
   while (std::getline(rest, l) && l.rfind("    ", 0) == 0) {
     ++reasons;
-    EXPECT_NE(l.find("real runs"), std::string::npos) << l;  // each says how many runs stand behind it
+    EXPECT_NE(l.find("real run"), std::string::npos) << l;  // how many, or none  // each says how many runs stand behind it
     // The in-job learner runs on its own thread: on a loaded machine a trial can still be open at the
     // job's end (4 demos at once on 2 cores left allreduce 256K undecided every time). That is timing,
     // not a disagreement; a key the job decided otherwise than tune is.

@@ -210,6 +210,7 @@ void addDemoCommand(CLI::App& app) {
   cmd->add_option("--plugin", o->plugin, "plugin library (default: the build tree's)");
   cmd->add_option("--seed", o->seed, "seed (simulator noise, TPE, training)");
   cmd->add_flag("--quick", o->quick, "smaller budgets (what the test runs)");
+  cmd->add_flag("--verbose", o->verbose, "print each simulated candidate and each verdict (always in tuned.json, verdicts.txt)");
   cmd->add_flag("--no-plots", o->noPlots, "skip the PNGs");
   cmd->add_flag("--online", o->online,
                 "measured job: online learning too (DYNAMICCL_ONLINE=1), exploring arms the simulator did not propose");

@@ -191,7 +191,7 @@ std::string defaultLabel(const jobreplay::KeyOutcome& k) {
 void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
                 const jobreplay::JobResult& jr) {
   std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
-              "simulated; verdicts and exploration come from the replayed job, whose calls are draws from noise fitted to the dataset's real runs (how many runs stand behind each verdict: step 4).\n",
+              "simulated; verdicts and exploration come from the replayed job, whose calls are draws from noise fitted to the dataset's real runs (how many runs stand behind each verdict: verdicts.txt).\n",
               job.nRanks, job.system.substr(0, 40).c_str());
   // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
   size_t w[5] = {11, 26, 16, 11, 11};
@@ -484,9 +484,10 @@ Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::Measur
   p.tuned = std::move(*tunedOr);
   const TunedProfile& tuned = p.tuned;
   std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
-              "verifies)\n");
+              "verifies)%s\n", o.verbose ? "" : "; each in tuned.json (--verbose: here)");
   for (const policy::Rule& r : tuned.profile.rules)
-    std::printf("      %s %s: %s, %s (simulated)\n",
+    if (o.verbose)
+      std::printf("      %s %s: %s, %s (simulated)\n",
                 r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
                 sizeRangeText(r.minBytes, r.maxBytes).c_str(), decisionLabel(r.decision).c_str(),
                 r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
@@ -549,7 +550,8 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
 }
 
 // Step 4: the job's verdicts exported as verified.json, each said with the real runs behind it.
-Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std::string& storePath, const fs::path& out) {
+Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std::string& storePath, const fs::path& out,
+                                   bool verbose) {
   StepTimer s4(4, kSteps, "Export: the job's verdicts as a verified profile (as `dynamiccl export --from-store`)");
   const bool hardwareUnknown = !job.standIn.empty();
   auto verified = exportVerified(storePath, (out / "verified.json").string(), hardwareUnknown);
@@ -571,7 +573,14 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
                                       : "");
     return std::string("; no real run of the candidate at this size");
   };
-  for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
+  // One line per verdict is more than a newcomer reads before the table: they go to a file.
+  std::string lines;
+  for (const JobVerdict& v : verified->verdicts) lines += v.line + realRuns(v) + "\n";
+  const std::string verdictsPath = (out / "verdicts.txt").string();
+  if (auto s = files::writeFile(verdictsPath, lines); !s) return makeError(s.error());
+  if (verbose)
+    for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
+  else std::printf("      each verdict with the real runs behind it: %s (--verbose: here)\n", verdictsPath.c_str());
   s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
           std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
   return verified;
@@ -647,7 +656,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
     perJob.push_back(jobFigures(*next, j));
     printJobFigures(perJob.back());  // the table below is the first job's: the one that learns
   }
-  auto verified = exportJob(*job, storePath, out);
+  auto verified = exportJob(*job, storePath, out, o.verbose);
   if (!verified) return fail(verified.error());
 
   StepTimer s5(5, kSteps, "Check: verified.json through the real plugin alone, judged on the measurements");

@@ -41,6 +41,7 @@ struct DemoOptions {
   uint64_t seed = 1;
   bool quick = false;  // smaller budgets (the ctest)
   bool noPlots = false;
+  bool verbose = false;  // each simulated candidate and each verdict printed, not only in their files
   bool online = false;  // measured job: DYNAMICCL_ONLINE=1 as well (explores beyond the simulator's candidates)
   // Measured job: the learned network's profile instead of the simulator's (trained with the replayed
   // dataset's machine held out), its proposals verified in the job.

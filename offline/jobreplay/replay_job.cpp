@@ -69,6 +69,7 @@ std::vector<int> waitForRanks(const std::vector<pid_t>& pids, const JobOptions& 
   std::vector<bool> done(pids.size(), false);
   const auto deadline = start + std::chrono::duration<double>(o.timeout_s);
   size_t left = pids.size();
+  double first_s = -1;  // one line for every rank: a 512-rank job's log is not 512 lines
   while (left > 0) {
     for (size_t r = 0; r < pids.size(); ++r) {
       if (done[r]) continue;
@@ -76,10 +77,14 @@ std::vector<int> waitForRanks(const std::vector<pid_t>& pids, const JobOptions& 
       if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
         done[r] = true, --left;
         status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "rank %zu done after %.1f s", r,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        say(o, buf);
+        const double at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (first_s < 0) first_s = at_s;
+        if (left == 0) {
+          char buf[128];
+          std::snprintf(buf, sizeof buf, "%zu ranks done after %.1f s (the first after %.1f s)", pids.size(), at_s,
+                        first_s);
+          say(o, buf);
+        }
       }
     }
     if (left == 0) break;
