@@ -139,7 +139,9 @@ TEST(OnlineTableMeasure, OnlyMeasuredCallsExploreAndTheShareTravelsInTheRecord) 
     const bool m = t.measures(commId, k);
     measured += m;
     explored += c->decisions[0].algo == Algo::Tree;
-    if (!m) EXPECT_EQ(c->decisions[0].algo, Algo::Ring) << "call " << k << " explored unmeasured";
+    if (!m) {
+      EXPECT_EQ(c->decisions[0].algo, Algo::Ring) << "call " << k << " explored unmeasured";
+    }
   }
   EXPECT_EQ(explored, measured);
   EXPECT_NEAR(measured, 0.02 * calls, 0.002 * calls);

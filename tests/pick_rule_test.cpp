@@ -195,7 +195,9 @@ TEST(PickRule, ScalarAndSse2AgreeUnderEveryRuleAndMask) {
       ++picked;
       ASSERT_TRUE(counts(slot)) << n;
       for (int i = 0; i < kCostSlots; ++i)  // the rule itself, stated plainly
-        if (counts(i)) ASSERT_TRUE(t[slot] < t[i] || (t[slot] == t[i] && (in31 ? slot >= i : slot <= i))) << n;
+        if (counts(i)) {
+          ASSERT_TRUE(t[slot] < t[i] || (t[slot] == t[i] && (in31 ? slot >= i : slot <= i))) << n;
+        }
     }
     EXPECT_GT(picked, 1000) << pickRuleName(rule);
   }
