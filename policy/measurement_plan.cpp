@@ -42,11 +42,13 @@ MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, 
   for (size_t i = 0; i < keys.size(); ++i) {
     const KeyMeasure& k = keys[i];
     double rate = p.stopped ? 0 : floor;
-    // A key still searching measures what its trials need (twice their share: what runs is measured
-    // beside each trial), its measurement costing at most half the budget of its own time.
+    // A key still searching measures what its trials need (twice their share while what runs needs
+    // samples beside each trial's, else their share), its measurement costing at most half the budget of
+    // its own time.
     if (k.searching) {
       const double affordable = k.costShare > 0 ? std::clamp(budget / 2 / k.costShare, 0.0, 1.0) : 1.0;
-      rate = std::min(std::max(affordable, floor), std::max(2 * std::clamp(k.trialShare, 0.0, 0.5), floor));
+      const double need = (k.beside ? 2 : 1) * std::clamp(k.trialShare, 0.0, 0.5);
+      rate = std::min(std::max(affordable, floor), std::max(need, floor));
     }
     p.keyRates[i] = rate;
     if (!(k.time_us > 0)) continue;

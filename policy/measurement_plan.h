@@ -16,6 +16,7 @@ struct KeyMeasure {
   double gainShare = 0;    // time what runs saves against NCCL's default, share of the key's time (>= 0)
   double trialShare = 0;   // searching: the share of the key's calls its trials take
   double calls = 0;        // its calls so far in the job (what the reported share is over)
+  bool beside = true;      // searching: what runs still needs samples beside each trial's
 };
 
 struct MeasurePlan {
@@ -32,8 +33,8 @@ struct MeasurePlan {
 // budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (a searching key's measurement
 // takes at most half of it, of its own time, and never less than the settled share);
 // settledShare: DYNAMICCL_MEASURE_SHARE. Each key is measured at its own rate: a key still searching
-// what its trials need (twice their share, so what runs gets about as many samples beside each trial),
-// a settled one the settled share, none once every key settled and the gain does not repay re-tests.
+// what its trials need (twice their share, so what runs gets about as many samples beside each trial,
+// until it carries enough of them: then their share), a settled one the settled share, none once every key settled and the gain does not repay re-tests.
 // No key yet: initialRate.
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
 

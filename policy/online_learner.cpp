@@ -11,6 +11,8 @@ namespace {
 constexpr int slotOf(Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); }
 constexpr Algo algoOf(int slot) { return static_cast<Algo>(slot / kNumProtos); }
 constexpr Proto protoOf(int slot) { return static_cast<Proto>(slot % kNumProtos); }
+// What runs is measured beside the trials until it carries this many times the most sampled trial's weight.
+constexpr double kBesideWeights = 2;
 
 // Measured so precisely that its interval is narrower than the rule's bar yet not "faster": what it
 // could still gain is within the rule's indifference (a few tenths of a percent), not worth measuring on.
@@ -592,8 +594,10 @@ double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vec
   }
   double cumulative = 0;
   bool searching = false;  // an arm at a search rate, not only drift re-tests
+  double mostTrialWeight = config_.minSamples;
   for (auto [s, rate] : rates) {
     searching = searching || s == racing || rate > 1.0 / config_.retestEvery;
+    if (s == racing || rate > 1.0 / config_.retestEvery) mostTrialWeight = std::max(mostTrialWeight, k.arms[s].w);
     cumulative += s == racing ? rate : rate * scale;
     const int i = e.nArms++;
     k.entrySlot[i] = static_cast<int8_t>(s);
@@ -601,6 +605,9 @@ double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vec
     append(e.arms[i], decisionOf(k, prior, s));
     for (int j = 0; j < e.exploit.count; ++j) append(e.arms[i], e.exploit.decisions[j]);
   }
+  // What runs needs samples beside the trials' only while it has few more than the most sampled trial:
+  // beyond kBesideWeights times as many, more of them narrow no comparison's spread by a fifth.
+  k.measureBeside = k.incumbent < 0 || k.arms[k.incumbent].w < kBesideWeights * mostTrialWeight;
   // A search whose trials the budget scales to nothing is no search: it would measure what runs forever.
   // A racing arm takes half the measured calls, not more of them: what runs is measured beside it.
   return searching ? std::min(cumulative, config_.exploreCallShare) : 0.0;
@@ -611,6 +618,7 @@ KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, double searchShare) cons
   m.costShare = k.measureCost;
   m.searching = searchShare > 0;
   m.trialShare = searchShare;
+  m.beside = k.measureBeside;
   // Weighed by its calls in the job (measured or not), at what runs costs: measured, else NCCL's own estimate.
   const double calls = static_cast<double>(k.jobCalls ? k.jobCalls : k.calls);
   m.calls = calls;
@@ -645,8 +653,10 @@ void OnlineLearner::planMeasurement(OnlineTable& table, const std::vector<KeyMea
     e.ownMeasureThreshold = true;
     e.measureThreshold = rateThreshold(rate);
     if (rate >= 1 || !(rate > 0)) continue;
+    // Trials take at most half the measured calls while what runs needs samples beside them, else all.
+    const double most = keys[i].beside ? 2147483648.0 : 4294967295.0;
     for (int a = 0; a < e.nArms; ++a)
-      e.cumulativeThreshold[a] = static_cast<uint32_t>(std::min(e.cumulativeThreshold[a] / rate, 2147483648.0));
+      e.cumulativeThreshold[a] = static_cast<uint32_t>(std::min(e.cumulativeThreshold[a] / rate, most));
   }
 }
 

@@ -199,6 +199,7 @@ class OnlineLearner {
     std::array<double, kArmSlots> offered{}, offeredShare{};
     uint64_t offeredAt = 0;  // jobCalls when offeredShare was last counted
     std::array<int8_t, kOnlineMaxArms> entrySlot{};  // the arm slot of each exploration arm of its entry
+    bool measureBeside = true;  // what runs still needs samples beside the trials' (setExploration)
   };
   // What the learner does at a key, from its configuration and whether an arm model is set.
   enum class Mode : uint8_t {

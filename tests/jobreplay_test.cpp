@@ -301,11 +301,12 @@ TEST_F(JobReplay, GraphReplaysNeitherSkewVerdictsNorCountAsNotHonoured) {
   for (const auto& [key, state] : states[1]) {
     if (state == "testing") continue;
     const auto without = states[0].find(key);
-    if (state == "promoted")
+    if (state == "promoted") {
       EXPECT_TRUE(without != states[0].end() && (without->second == "promoted" || without->second == "testing"))
           << key << ": promoted by graph replays, " << (without == states[0].end() ? "absent" : without->second) << " without";
-    else if (without != states[0].end() && without->second != "testing")
+    } else if (without != states[0].end() && without->second != "testing") {
       EXPECT_EQ(state, without->second) << key << ": graph replays changed a verdict";
+    }
   }
 }
 
