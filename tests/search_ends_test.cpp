@@ -113,6 +113,10 @@ TEST_F(SearchEnds, EveryKeySettlesAndTheNextJobCollects) {
     // Whether the first job found a gain: some key ends on another configuration than NCCL's.
     bool gained = false;
     for (const jobreplay::KeyOutcome& k : first.keys) gained = gained || k.vsDefault() < 0.999;
+    // Where no arm is faster, learning that costs the first job at most 0.2%.
+    if (!gained) {
+      EXPECT_LE(net(first), 1.002) << "no gain found";
+    }
     const jobreplay::JobResult second = run(*job, name, 2, 4000);
     ASSERT_FALSE(second.ranks.empty());
     EXPECT_EQ(second.ranks[0].keysSearching, 0);
