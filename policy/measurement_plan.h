@@ -34,7 +34,8 @@ struct MeasurePlan {
 // takes at most half of it, of its own time, and never less than the settled share);
 // settledShare: DYNAMICCL_MEASURE_SHARE. Each key is measured at its own rate: a key still searching
 // what its trials need (twice their share, so what runs gets about as many samples beside each trial,
-// until it carries enough of them: then their share), a settled one the settled share, none once every key settled and the gain does not repay re-tests.
+// until it carries enough of them: then their share), a settled one the settled share, none once every
+// key settled and the gain does not repay re-tests.
 // No key yet: initialRate.
 MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
 

@@ -557,7 +557,7 @@ std::optional<OnlineLearner::ArmRate> OnlineLearner::armRate(const KeyState& k, 
   return ArmRate{share, ratio};
 }
 
-double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots,
+OnlineLearner::Exploration OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots,
                                      const PriorArm& prior) {
   // Unknown and plausible arms share the call budget; clearly worse arms are only re-tested; then
   // everything is scaled so the expected extra time stays in budget. A racing arm is outside the
@@ -617,18 +617,18 @@ double OnlineLearner::setExploration(OnlineEntry& e, KeyState& k, const std::vec
   }
   // What runs needs samples beside the trials' only while it has few more than the most sampled trial:
   // beyond kBesideWeights times as many, more of them narrow no comparison's spread by a fifth.
-  k.measureBeside = k.incumbent < 0 || k.arms[k.incumbent].w < kBesideWeights * mostTrialWeight;
+  const bool beside = k.incumbent < 0 || k.arms[k.incumbent].w < kBesideWeights * mostTrialWeight;
   // A search whose trials the budget scales to nothing is no search: it would measure what runs forever.
   // A racing arm takes half the measured calls, not more of them: what runs is measured beside it.
-  return searching ? std::min(cumulative, config_.exploreCallShare) : 0.0;
+  return {searching ? std::min(cumulative, config_.exploreCallShare) : 0.0, beside};
 }
 
-KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, double searchShare) const {
+KeyMeasure OnlineLearner::keyMeasure(const KeyState& k, const Exploration& x) const {
   KeyMeasure m;
   m.costShare = k.measureCost;
-  m.searching = searchShare > 0;
-  m.trialShare = searchShare;
-  m.beside = k.measureBeside;
+  m.searching = x.trialShare > 0;
+  m.trialShare = x.trialShare;
+  m.beside = x.beside;
   // Weighed by its calls in the job (measured or not), at what runs costs: measured, else NCCL's own estimate.
   const double calls = static_cast<double>(k.jobCalls ? k.jobCalls : k.calls);
   m.calls = calls;
@@ -695,7 +695,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     k.measureCost = config_.measureCostShare[bucket];
     measuredKeys.push_back(key);
     if (slots.empty()) {  // the static table answers: nothing searched, its time still weighs
-      measures.push_back(keyMeasure(k, 0.0));
+      measures.push_back(keyMeasure(k, {}));
       continue;
     }
     for (int s : slots) decay(k, k.arms[s]);

@@ -199,7 +199,6 @@ class OnlineLearner {
     std::array<double, kArmSlots> offered{}, offeredShare{};
     uint64_t offeredAt = 0;  // jobCalls when offeredShare was last counted
     std::array<int8_t, kOnlineMaxArms> entrySlot{};  // the arm slot of each exploration arm of its entry
-    bool measureBeside = true;  // what runs still needs samples beside the trials' (setExploration)
   };
   // What the learner does at a key, from its configuration and whether an arm model is set.
   enum class Mode : uint8_t {
@@ -242,9 +241,14 @@ class OnlineLearner {
   void guard(KeyState& k, int priorSlot);
   void setExploit(OnlineEntry& e, const KeyState& k, const PriorArm& prior) const;
   // Returns the share of the key's calls its search trials take (0: not searching, only drift re-tests).
-  double setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
+  // The key's trial share, and whether what runs still needs samples beside the trials'.
+  struct Exploration {
+    double trialShare = 0;
+    bool beside = true;
+  };
+  Exploration setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
   // Then, over every key: how much of the next version is measured.
-  KeyMeasure keyMeasure(const KeyState& k, double searchShare) const;
+  KeyMeasure keyMeasure(const KeyState& k, const Exploration& x) const;
   double callsSoFar(const KeyState& k) const;
   void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys, const std::vector<uint32_t>& keyIds);
   // Candidate sources: the profile's unverified rule (or the refreshed learned rules'); NCCL's

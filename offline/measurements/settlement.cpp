@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -112,6 +113,18 @@ bool farBeyondRepeats(double a_us, double b_us, const ReplayData& data, double g
   return data.repeatGroups > 0 && std::abs(std::log(a_us / b_us)) > gapSds * std::sqrt(2.0) * data.repeatSigma;
 }
 
+// The cheapest entry of NCCL's table that `allowed` admits (NCCL's rule: the lowest cost runs).
+std::optional<std::pair<Algo, Proto>> cheapestAllowed(const model::CostTable& table,
+                                                      const std::function<bool(Algo, Proto)>& allowed) {
+  std::optional<std::pair<Algo, Proto>> best;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int q = 0; q < kNumProtos; ++q)
+      if (table[a][q] >= 0 && allowed(Algo(a), Proto(q)) &&
+          (!best || table[a][q] < table[int(best->first)][int(best->second)]))
+        best = std::make_pair(Algo(a), Proto(q));
+  return best;
+}
+
 // What the default rows ran (DefaultSettledBy): the TUNING line they quote, else the model's pick unless
 // its own forced runs refute it (forcing Ring on a B200 whose NCCL ran NVLS): the decision rule on the
 // point's fitted noise, or a gap far beyond the dataset's repeats. A refuted pick stays a forced arm of
@@ -139,13 +152,8 @@ void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
     p.defaultSettledBy = DefaultSettledBy::Matched;
     return;
   }
-  const model::CostTable table = p.shape->nccl->costTable(p.coll, p.bytes);
-  std::optional<std::pair<Algo, Proto>> unforced;
-  for (int a = 0; a < kNumAlgos; ++a)
-    for (int q = 0; q < kNumProtos; ++q)
-      if (table[a][q] >= 0 && !p.forced_us.count({Algo(a), Proto(q)}) &&
-          (!unforced || table[a][q] < table[int(unforced->first)][int(unforced->second)]))
-        unforced = std::make_pair(Algo(a), Proto(q));
+  const auto unforced = cheapestAllowed(p.shape->nccl->costTable(p.coll, p.bytes),
+                                        [&](Algo a, Proto q) { return !p.forced_us.count({a, q}); });
   if (unforced) {
     p.ncclDefault = Config{unforced->first, unforced->second, 0, 0};
     p.defaultSettledBy = DefaultSettledBy::Unforced;
@@ -160,13 +168,8 @@ Config statedPick(const Shape& shape, Collective coll, uint64_t bytes, const Sta
   if (s.algo || s.proto) return shape.nccl->restrictedConfig(coll, bytes, s.algo, s.proto);
   const Config pick = shape.nccl->defaultConfig(coll, bytes);
   if (pick.algo == Algo::Default || s.allows(pick.algo)) return pick;
-  const model::CostTable table = shape.nccl->costTable(coll, bytes);
-  std::optional<std::pair<int, int>> best;
-  for (int a = 0; a < kNumAlgos; ++a)
-    for (int q = 0; q < kNumProtos; ++q)
-      if (table[a][q] >= 0 && s.allows(Algo(a)) && (!best || table[a][q] < table[best->first][best->second]))
-        best = std::make_pair(a, q);
-  return best ? Config{Algo(best->first), Proto(best->second), 0, 0} : pick;
+  const auto best = cheapestAllowed(shape.nccl->costTable(coll, bytes), [&](Algo a, Proto) { return s.allows(a); });
+  return best ? Config{best->first, best->second, 0, 0} : pick;
 }
 
 }  // namespace
