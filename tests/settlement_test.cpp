@@ -1,6 +1,7 @@
 // The settlement of measured data (offline/measurements): what NCCL's default rows ran, decided on
 // data of the test's own making in the interchange format.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -33,7 +34,9 @@ Config modelsPick(Collective coll, uint64_t bytes) {
 }
 
 Expected<ReplayData> settle(const std::string& body) {
-  const std::string csv = (std::filesystem::temp_directory_path() / "dynamiccl-settlement-test.csv").string();
+  // One file per process: ctest runs this file's tests side by side.
+  const std::string csv =
+      (std::filesystem::temp_directory_path() / ("dynamiccl-settlement-test-" + std::to_string(::getpid()) + ".csv")).string();
   std::ofstream(csv) << kInterchangeHeader << "\n" << body;
   auto rows = loadMeasurements(csv);
   std::filesystem::remove(csv);
