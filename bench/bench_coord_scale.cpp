@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "plugin/online/epoch_agent.h"
-#include "plugin/online/inputs_check.h"
+#include "plugin/inputs/inputs_check.h"
 #include "tests/etcd_fixture.h"
 
 namespace dynamiccl {

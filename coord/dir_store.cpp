@@ -260,6 +260,7 @@ std::string nodeLocalDir() {
 
 Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms) {
   if (dir.empty()) return makeError("empty coordination directory");
+  if (auto crypto = systemCrypto(); !crypto.ok()) return makeError(crypto.error());  // records are sealed
   if (Status s = ensureDir(dir, privateDir); !s.ok()) return makeError(s.error());
   return std::unique_ptr<RecordStore>(std::make_unique<DirStore>(dir, privateDir, delay_ms));
 }

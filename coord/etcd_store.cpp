@@ -23,44 +23,6 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string base64(const std::string& in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
-    out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], kB64[v & 63]};
-  }
-  if (i + 1 == in.size()) {
-    const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
-    out += {kB64[v >> 18], kB64[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == in.size()) {
-    const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8;
-    out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], '='};
-  }
-  return out;
-}
-
-std::optional<std::string> unbase64(const std::string& in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const char* p = std::strchr(kB64, c);
-    if (!p || !c) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(p - kB64);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
-
 class EtcdStore : public RecordStore {
  public:
   EtcdStore(std::shared_ptr<HttpClient> http, EtcdOptions o)
@@ -422,6 +384,7 @@ class EtcdStore : public RecordStore {
 
 Expected<std::unique_ptr<RecordStore>> openEtcdStore(const EtcdOptions& options) {
   if (options.endpoints.empty()) return makeError("no etcd endpoint");
+  if (auto crypto = systemCrypto(); !crypto.ok()) return makeError("etcd backend unavailable: " + crypto.error());
   auto http = HttpClient::load();
   if (!http.ok()) return makeError("etcd backend unavailable: " + http.error());
   return std::unique_ptr<RecordStore>(std::make_unique<EtcdStore>(std::move(http.value()), options));

@@ -13,12 +13,6 @@
 
 namespace dynamiccl::coord {
 
-using Digest = std::array<uint8_t, 32>;
-
-// SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), small and self-contained: the plugin links no
-// crypto library.
-Digest sha256(std::string_view data);
-Digest hmacSha256(std::string_view key, std::string_view message);
 std::string hex(const Digest& d);
 
 // "DYNAMICCL-SEALED-1\n<hmac hex>\n<bytes>": the HMAC covers the communicator, the boundary and the bytes.

@@ -21,8 +21,8 @@ inline constexpr const char* kFrozenRecord = "DYNAMICCL-FROZEN-1";
 
 // Records beside the epochs' (no boundary reaches 2^62 calls): the verdict on the ranks' inputs that
 // every rank adopts, and the place each rank's input record (a set member) is sealed for.
-inline constexpr uint64_t kInputsVerdictKey = 1ull << 62;
-inline constexpr uint64_t kInputsRecordKey = kInputsVerdictKey + 1;
+inline constexpr uint64_t kInputsAgreementKey = 1ull << 62;
+inline constexpr uint64_t kInputsRecordKey = kInputsAgreementKey + 1;
 
 enum class PublishResult { Won, Lost, Failed };  // Lost: another record was there first
 

@@ -3,6 +3,7 @@
 // other modules include.
 #pragma once
 
+#include "features/crypto.h"
 #include "features/csv.h"
 #include "features/expected.h"
 #include "features/feature_vector.h"

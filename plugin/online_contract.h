@@ -36,7 +36,7 @@ struct InputsOutcome {
   bool agreed = false;
   std::string epochKey;
 };
-// Logs one line when not agreed (online/input_gate.cpp). profileDigest: the profile file's size and
+// Logs one line when not agreed (inputs/input_gate.cpp). profileDigest: the profile file's size and
 // hash, "none", or why it could not be read (LoadedProfile). stop: set when the communicator is
 // finalized first (a rank waiting on a silent store then gives up: nothing it decides runs).
 InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDigest, const CommShape& shape,

@@ -9,7 +9,7 @@
 namespace dynamiccl::policy {
 
 // One key as the leader's learner sees it at a table build.
-struct KeyMeasure {
+struct KeyMeasurement {
   double time_us = 0;      // the key's collective time so far in the job (its weight)
   double costShare = 0;    // what profiling one of its calls costs, share of the call's time
   bool searching = false;  // an arm is still to be decided here (not a drift re-test)
@@ -19,7 +19,7 @@ struct KeyMeasure {
   bool beside = true;      // searching: what runs still needs samples beside each trial's
 };
 
-struct MeasurePlan {
+struct MeasurementPlan {
   double rate = 1;         // share of calls profiled (and the only calls that explore), over every key
   double defaultRate = 1;  // a settled key's share (and a key's the table does not name)
   std::vector<double> keyRates;  // per key given, its share
@@ -37,7 +37,7 @@ struct MeasurePlan {
 // until it carries enough of them: then their share), a settled one the settled share, none once every
 // key settled and the gain does not repay re-tests.
 // No key yet: initialRate.
-MeasurePlan planMeasurement(const std::vector<KeyMeasure>& keys, double budget, double settledShare, double initialRate);
+MeasurementPlan planMeasurement(const std::vector<KeyMeasurement>& keys, double budget, double settledShare, double initialRate);
 
 // The share of calls a leader profiles before it has measured anything: what half the budget affords
 // at the dearest size's price.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -60,64 +61,25 @@ int intField(const json& doc, const char* key, int lo, int hi) {
   return static_cast<int>(v);
 }
 
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// Float32 values as base64 of their little-endian bytes.
+// Float32 values as base64 (libcrypto's, features/crypto.h) of their little-endian bytes.
 std::string base64OfFloats(const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(values.size() * 4);
+  std::string bytes(values.size() * 4, '\0');
   for (size_t i = 0; i < values.size(); ++i) {
     const uint32_t bits = std::bit_cast<uint32_t>(values[i]);
-    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<uint8_t>(bits >> (8 * b));
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<char>(bits >> (8 * b));
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    const uint32_t group = uint32_t{bytes[i]} << 16 | (n > 1 ? uint32_t{bytes[i + 1]} << 8 : 0) | (n > 2 ? bytes[i + 2] : 0);
-    out += kBase64[group >> 18 & 63];
-    out += kBase64[group >> 12 & 63];
-    out += n > 1 ? kBase64[group >> 6 & 63] : '=';
-    out += n > 2 ? kBase64[group & 63] : '=';
-  }
-  return out;
+  return base64(bytes);
 }
 
-// The inverse: false unless the text is padded base64 of a whole number of float32 values.
+// The inverse: false unless the text is padded base64 of a whole number of float32 values (and
+// false where libcrypto is missing: the profile is then refused with its one line).
 bool floatsFromBase64(std::string_view text, std::vector<float>& out) {
-  static const std::array<int8_t, 256> digit = [] {
-    std::array<int8_t, 256> d{};
-    d.fill(-1);
-    for (int i = 0; i < 64; ++i) d[static_cast<uint8_t>(kBase64[i])] = static_cast<int8_t>(i);
-    return d;
-  }();
-  if (text.size() % 4 != 0) return false;
-  const size_t pad = text.ends_with("==") ? 2 : text.ends_with("=") ? 1 : 0;
-  const size_t size = text.size() / 4 * 3 - pad;
-  if (size % 4 != 0) return false;
-  out.reserve(size / 4);
+  const auto bytes = unbase64(text);
+  if (!bytes || bytes->size() % 4 != 0) return false;
+  out.reserve(bytes->size() / 4);
   adviseHugePages(out.data(), out.capacity() * sizeof(float));  // a 1024 x 1024 layer is 4 MB
-  out.resize(size / 4);
-  // Decoded straight into the floats' bytes, four digits at a time (a 3 x 1024 network is 19 MB of
-  // base64: a digit at a time through a byte buffer was 460M instructions of its first init).
-  auto* bytes = reinterpret_cast<uint8_t*>(out.data());
-  auto d = [&](size_t i) { return static_cast<int32_t>(digit[static_cast<uint8_t>(text[i])]); };
-  const size_t whole = pad ? text.size() - 4 : text.size();  // groups of three bytes, no padding
-  size_t o = 0;
-  for (size_t i = 0; i < whole; i += 4, o += 3) {
-    const int32_t a = d(i), b = d(i + 1), c = d(i + 2), e = d(i + 3);
-    if ((a | b | c | e) < 0) return false;  // '=' too: it is no digit
-    const uint32_t group = static_cast<uint32_t>(a << 18 | b << 12 | c << 6 | e);
-    bytes[o] = static_cast<uint8_t>(group >> 16);
-    bytes[o + 1] = static_cast<uint8_t>(group >> 8);
-    bytes[o + 2] = static_cast<uint8_t>(group);
-  }
-  if (pad) {  // the last group: 4 - pad digits for 3 - pad bytes
-    const int32_t a = d(whole), b = d(whole + 1), c = pad == 1 ? d(whole + 2) : 0;
-    if ((a | b | c) < 0) return false;
-    const uint32_t group = static_cast<uint32_t>(a << 18 | b << 12 | c << 6);
-    bytes[o] = static_cast<uint8_t>(group >> 16);
-    if (pad == 1) bytes[o + 1] = static_cast<uint8_t>(group >> 8);
-  }
+  out.resize(bytes->size() / 4);
+  std::memcpy(out.data(), bytes->data(), bytes->size());
   if constexpr (std::endian::native == std::endian::big)  // the bytes are little-endian
     for (float& f : out) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
   return true;

@@ -165,7 +165,7 @@ class OnlineLearner {
   Counters counters() const { return counters_; }
   const OnlineConfig& config() const { return config_; }
   // What the last build() decided to measure: the share of calls, its price, what the job gained.
-  const MeasurePlan& measurePlan() const { return plan_; }
+  const MeasurementPlan& measurementPlan() const { return plan_; }
 
  private:
   static constexpr int kArmSlots = kNumAlgos * kNumProtos;
@@ -248,9 +248,9 @@ class OnlineLearner {
   };
   Exploration setExploration(OnlineEntry& e, KeyState& k, const std::vector<int>& slots, const PriorArm& prior);
   // Then, over every key: how much of the next version is measured.
-  KeyMeasure keyMeasure(const KeyState& k, const Exploration& x) const;
+  KeyMeasurement keyMeasurement(const KeyState& k, const Exploration& x) const;
   double callsSoFar(const KeyState& k) const;
-  void planMeasurement(OnlineTable& table, const std::vector<KeyMeasure>& keys, const std::vector<uint32_t>& keyIds);
+  void planMeasurement(OnlineTable& table, const std::vector<KeyMeasurement>& keys, const std::vector<uint32_t>& keyIds);
   // Candidate sources: the profile's unverified rule (or the refreshed learned rules'); NCCL's
   // runner-up by its own cost (-1 none or beyond maxModelledRatio); the search's next arm.
   static void setCandidate(KeyState& k, int slot, const Decision& d);
@@ -299,7 +299,7 @@ class OnlineLearner {
   double decayPerCall_;
   std::vector<KeyState> keys_;
   Counters counters_;
-  MeasurePlan plan_;  // the last build's; before any, every call measured at no price
+  MeasurementPlan plan_;  // the last build's; before any, every call measured at no price
   double jobCallsTotal_ = 0;  // every key's calls so far, at the last build
 };
 

@@ -239,7 +239,7 @@ std::string recordPath(const std::string& dir, uint64_t boundary, uint64_t commI
   std::filesystem::create_directories(dir + "/coord/" + comm);
   return dir + "/coord/" + comm + "/b" + std::to_string(boundary);
 }
-constexpr uint64_t kVerdictBoundary = 1ull << 62;  // coord::kInputsVerdictKey
+constexpr uint64_t kVerdictBoundary = 1ull << 62;  // coord::kInputsAgreementKey
 
 TEST(InputAgreement, AVerdictPlantedBeforeTheRanksStartIsAdoptedByNone) {
   // "agree" written under the communicator's key in advance, and one rank's trust differs: adopted,

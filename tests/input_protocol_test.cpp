@@ -1,4 +1,4 @@
-// The input check's protocol (plugin/online/input_agreement.cpp) driven directly, ranks as threads,
+// The input check's protocol (plugin/inputs/input_agreement.cpp) driven directly, ranks as threads,
 // with a store that fails one rank at a chosen step: whatever the store does, the ranks adopt the same
 // verdict, and each rank's requests do not depend on how many ranks there are.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "coord/coord.h"
-#include "plugin/online/inputs_check.h"
+#include "plugin/inputs/inputs_check.h"
 
 namespace dynamiccl {
 namespace {
@@ -98,10 +98,10 @@ struct Job {
 };
 
 // Runs the check on one thread per store; the verdicts in rank order.
-std::vector<plugin::InputsVerdict> check(std::vector<std::unique_ptr<FaultyStore>>& stores, int64_t timeout_ms) {
+std::vector<plugin::InputsAgreement> check(std::vector<std::unique_ptr<FaultyStore>>& stores, int64_t timeout_ms) {
   const uint64_t commId = 0xab5eed;
   const int n = static_cast<int>(stores.size());
-  std::vector<plugin::InputsVerdict> out(n);
+  std::vector<plugin::InputsAgreement> out(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {

@@ -59,8 +59,8 @@ TEST(MeasurementPlan, ASearchingKeyMeasuresWhatItsTrialsNeedWithinHalfItsOwnBudg
   // Two searching keys of equal time and calls. At 10% a profiled call, trials taking 2% of the key's
   // calls need 4% measured (a sample of what runs beside each), within what half of a 1% budget
   // affords (5%); at 2%, trials at 30% would need 60%, but half the budget affords 25%.
-  std::vector<KeyMeasure> keys = {{1000, 0.10, true, 0, 0.02, 100}, {1000, 0.02, true, 0, 0.30, 100}};
-  MeasurePlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
+  std::vector<KeyMeasurement> keys = {{1000, 0.10, true, 0, 0.02, 100}, {1000, 0.02, true, 0, 0.30, 100}};
+  MeasurementPlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
   EXPECT_TRUE(p.searching);
   ASSERT_EQ(p.keyRates.size(), 2u);
   EXPECT_NEAR(p.keyRates[0], 0.04, 1e-12);
@@ -88,8 +88,8 @@ TEST(MeasurementPlan, ASearchingKeyMeasuresWhatItsTrialsNeedWithinHalfItsOwnBudg
 
 TEST(MeasurementPlan, SettledItMeasuresTheSettledShareWhileTheGainRepaysItAndStopsWhenNot) {
   // Settled with a 5% gain at one key: drift re-tests at 1% of calls cost 1% x 10% = 0.1% < 2.5%.
-  std::vector<KeyMeasure> keys = {{1000, 0.10, false, 0.05}, {1000, 0.10, false, 0}};
-  MeasurePlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
+  std::vector<KeyMeasurement> keys = {{1000, 0.10, false, 0.05}, {1000, 0.10, false, 0}};
+  MeasurementPlan p = planMeasurement(keys, 0.01, 0.01, 0.5);
   EXPECT_FALSE(p.stopped);
   EXPECT_DOUBLE_EQ(p.rate, 0.01);
   EXPECT_NEAR(p.gainShare, 0.025, 1e-12);

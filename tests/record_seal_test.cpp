@@ -1,5 +1,6 @@
 // SHA-256 against FIPS 180-4's examples and lengths around a block's padding, HMAC-SHA256 against
-// RFC 4231, and the seal: it opens only under its key, at its place, with its bytes unaltered.
+// RFC 4231, base64 against RFC 4648, all through libcrypto (features/crypto.h); the seal: it opens only
+// under its key, at its place, with its bytes unaltered; and a libcrypto that cannot be used says why.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "coord/record_seal.h"
+#include "coord/coord.h"
 
 namespace dynamiccl::coord {
 namespace {
@@ -37,6 +38,44 @@ TEST(RecordSeal, HmacMatchesRfc4231) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   EXPECT_EQ(hex(hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(RecordSeal, Base64MatchesRfc4648AndRefusesWhatIsNot) {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, coded] : vectors) {
+    EXPECT_EQ(base64(plain), coded);
+    EXPECT_EQ(unbase64(coded), plain) << coded;
+  }
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
+  EXPECT_EQ(unbase64(base64(bytes)), bytes);
+  EXPECT_FALSE(unbase64("Zm9"));    // not a whole group
+  EXPECT_FALSE(unbase64("Zm9v*A=="));  // not a digit
+}
+
+TEST(RecordSeal, TheLibraryIsLoadedAndOneThatCannotBeUsedSaysWhyInOneLine) {
+  const auto loaded = systemCrypto();
+  ASSERT_TRUE(loaded.ok()) << loaded.error();  // so every test here ran through libcrypto
+  const auto missing = Crypto::load("libcrypto-not-there.so.9");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("cannot load libcrypto-not-there.so.9"), std::string::npos) << missing.error();
+  const auto notCrypto = Crypto::load("libc.so.6");  // loads, but holds none of the functions
+  ASSERT_FALSE(notCrypto.ok());
+  EXPECT_NE(notCrypto.error().find("lacks a libcrypto function"), std::string::npos) << notCrypto.error();
+  for (const auto& e : {missing.error(), notCrypto.error()}) EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(RecordSeal, ARecordSealedUnderOneJobsTokenDoesNotOpenUnderAnothers) {
+  // As the plugin derives its keys: a digest over the communicator and the job's token.
+  const auto keyOf = [](const std::string& token) { return hex(sha256("members\n7\n" + token)); };
+  const std::string a = keyOf("token-of-job-a-0123456789"), b = keyOf("token-of-job-b-0123456789");
+  ASSERT_NE(a, b);
+  const std::string sealed = sealRecord(a, 7, kInputsRecordKey, "inputs");
+  EXPECT_EQ(openSealed(a, 7, kInputsRecordKey, sealed), "inputs");
+  EXPECT_FALSE(openSealed(b, 7, kInputsRecordKey, sealed));
+  EXPECT_FALSE(openSealed(keyOf(""), 7, kInputsRecordKey, sealed));  // no token
 }
 
 TEST(RecordSeal, OpensOnlyUnderItsKeyAtItsPlaceUnaltered) {

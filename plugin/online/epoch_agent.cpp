@@ -113,7 +113,7 @@ class Agent {
   }
 
   // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).
-  static void sayWhenMeasuringStops(OnlineComm& c, const policy::MeasurePlan& plan) {
+  static void sayWhenMeasuringStops(OnlineComm& c, const policy::MeasurementPlan& plan) {
     if (plan.stopped == c.saidMeasuringStopped) return;
     c.saidMeasuringStopped = plan.stopped;
     if (plan.stopped)
@@ -146,7 +146,7 @@ class Agent {
         }
       }
       bytes = c.learner->build(next / E)->serialize();
-      sayWhenMeasuringStops(c, c.learner->measurePlan());
+      sayWhenMeasuringStops(c, c.learner->measurementPlan());
     }
     // Never a boundary this rank voted "none" at, nor a later one: its FROZEN needs that vote alone.
     std::lock_guard lock(c.publishMutex);

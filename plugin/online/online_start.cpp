@@ -7,8 +7,8 @@
 
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
-#include "plugin/online/inputs_check.h"
-#include "plugin/online/online_backend.h"
+#include "plugin/inputs/inputs_check.h"
+#include "plugin/online_backend.h"
 #include "plugin/online/verdict_store.h"
 
 namespace dynamiccl::plugin {
@@ -166,7 +166,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
   // Before any table: the share the learner's first plan starts from (one formula, the learner's).
-  c->initialMeasureThreshold = policy::rateThreshold(c->learner->measurePlan().rate);
+  c->initialMeasureThreshold = policy::rateThreshold(c->learner->measurementPlan().rate);
   if (networkFp && (verify || learn)) attachNetwork(*c->learner, profile, *networkFp, settings, shape);
   if (verify) {
     c->verifying = true;
@@ -193,7 +193,7 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
   std::vector<policy::Verdict> verdicts;
   uint64_t refreshes = 0, refits = 0, measured = 0;
-  policy::MeasurePlan plan;
+  policy::MeasurementPlan plan;
   {
     std::lock_guard lock(comm->mutex);
     if (comm->learner) {
@@ -201,7 +201,7 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
       refreshes = comm->learner->learnedRefreshes();
       refits = comm->learner->modelRefits();
       measured = comm->learner->counters().observations;
-      plan = comm->learner->measurePlan();
+      plan = comm->learner->measurementPlan();
     }
   }
   // What learning cost, as every figure compared with NCCL should count it.

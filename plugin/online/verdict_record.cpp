@@ -165,7 +165,7 @@ std::vector<store::VerdictRow> folded(std::vector<store::VerdictRow> older, cons
 }  // namespace
 
 uint64_t verdictNamespace(const VerdictScope& scope) {
-  const coord::Digest d = coord::sha256("dynamiccl-verdicts|" + scope.fingerprint + "|" + std::to_string(scope.nRanks) +
+  const Digest d = sha256("dynamiccl-verdicts|" + scope.fingerprint + "|" + std::to_string(scope.nRanks) +
                                         "|" + std::to_string(scope.nNodes));
   uint64_t id = 0;
   for (int i = 0; i < 8; ++i) id = id << 8 | d[i];

@@ -7,10 +7,11 @@ the .so; abi/, NCCL's interface, is a leaf like any other). Outside tests/, benc
   2. dependencies point one way: nothing includes plugin or offline from outside;
      the module graph has no cycle;
   3. no file includes itself through a chain of other headers (no include cycle);
-  4. the plugin's rooms (tuner/, profiler/, online/) include the plugin's root headers (the contracts
-     they share: the decision log, the observation, the online record and the online room's init and
-     finalize calls), plugin/settings and themselves (and other modules), never another room. The
-     root and settings include no room.
+  4. the plugin's rooms (tuner/, profiler/, online/, inputs/) include the plugin's root headers (the
+     contracts they share: the decision log, the observation, the online record and the online room's
+     init and finalize calls, the coordination backend), plugin/settings and themselves (and other
+     modules), never another room, but for one arrow: online/ keys its records by what inputs/ agreed.
+     The root and settings include no room.
 Usage: include_rules.py SOURCE_DIR. Prints each violation; exits 1 if there is any."""
 import os
 import re
@@ -18,7 +19,8 @@ import sys
 
 EXEMPT = ("tests", "bench", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-ROOMS = ("tuner", "profiler", "online")
+ROOMS = ("tuner", "profiler", "online", "inputs")
+ROOM_ARROWS = {("online", "inputs")}  # the epoch records are sealed under the key the input check agreed
 
 
 def module(path):
@@ -38,7 +40,7 @@ def room(path):
 
 def room_error(f, inc):
     r, to = room(f), room(inc)
-    if r is None or not to or to == r:
+    if r is None or not to or to == r or (r, to) in ROOM_ARROWS:
         return None
     if not r:
         return f"{f}: includes {inc}; the plugin's root and settings include no room"

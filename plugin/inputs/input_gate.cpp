@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "plugin/log.h"
-#include "plugin/online/inputs_check.h"
-#include "plugin/online/online_backend.h"
+#include "plugin/inputs/inputs_check.h"
+#include "plugin/online_backend.h"
 #include "plugin/online_contract.h"
 
 namespace dynamiccl::plugin {
@@ -19,11 +19,11 @@ std::atomic<bool> gSaidAgreed{false};
 std::atomic<bool> gSaidToken{false};
 // Once a communicator missed a rank's inputs, later ones likely miss the same rank (no plugin
 // there): they wait this long, not the full timeout, so hundreds of communicators do not each wait
-// it out. Safe: whichever verdict is written first holds for every rank.
+// it out. Safe: whichever agreement is written first holds for every rank.
 std::atomic<bool> gSawMissing{false};
 constexpr int64_t kAfterMissing_ms = 1000;
 
-// Who the record is from, with a random nonce: no two records of any job are alike, so a verdict
+// Who the record is from, with a random nonce: no two records of any job are alike, so an agreement
 // names exactly the ranks it judged (not compared between ranks).
 std::string whoAmI() {
   char host[256] = {};
@@ -85,7 +85,7 @@ InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDi
   const int64_t timeout_ms =
       gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
   const std::string key = inputsKey(shape.commId, mine, token.secret);
-  const InputsVerdict v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
+  const InputsAgreement v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
                                         membersKey(shape.commId, token.secret), stop);
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
   if (!v.agree) {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "plugin/online/inputs_check.h"
+#include "plugin/inputs/inputs_check.h"
 
 #ifndef DYNAMICCL_PLUGIN_VERSION
 #define DYNAMICCL_PLUGIN_VERSION "unknown"

@@ -1,12 +1,12 @@
-// Saying how the ranks' input records differ, and the verdict record all ranks adopt (pure); and the
-// random names the records and sets use.
+// The input check's records: how the ranks' input records differ, the agreement all ranks adopt (pure),
+// its keys, and the random names the records and sets use.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <random>
 #include <utility>
 
-#include "plugin/online/inputs_check.h"
+#include "plugin/inputs/inputs_check.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -89,18 +89,18 @@ std::string whyInputsDiffer(const std::string& mine, uint64_t mineCount, const s
 }
 
 // Header, state, why (empty when agreed), and the proposal the ranks confirmed.
-std::string encodeVerdict(const InputsVerdict& v) {
+std::string encodeAgreement(const InputsAgreement& v) {
   std::string why = v.agree ? "" : v.why;
   for (char& c : why) c = c == '\n' ? ' ' : c;
   return std::string(kVerdictHeader) + "\n" + (v.agree ? "agree" : v.missing ? "missing" : "differ") + "\n" + why +
          "\nproposal=" + v.proposal + "\n";
 }
 
-InputsVerdict decodeVerdict(const std::string& bytes) {
+InputsAgreement decodeAgreement(const std::string& bytes) {
   const std::vector<std::string> ls = lines(bytes);
   if (ls.size() != 4 || ls[0] != kVerdictHeader || ls[3].rfind("proposal=", 0) != 0 ||
       (ls[1] != "agree" && ls[1] != "differ" && ls[1] != "missing"))
-    return {false, false, "the verdict record does not parse (not written by this plugin)", {}, {}};
+    return {false, false, "the agreement record does not parse (not written by this plugin)", {}, {}};
   return {ls[1] == "agree", ls[1] == "missing", ls[2], ls[3].substr(9), {}};
 }
 
@@ -108,24 +108,24 @@ std::string inputsKey(uint64_t commId, const std::string& record, const std::str
   // The compared inputs: the record less its header and who lines (who differs on every rank).
   const std::vector<std::string> ls = lines(record);
   const size_t skip = ls.size() >= 2 ? ls[0].size() + ls[1].size() + 2 : 0;
-  return coord::hex(coord::sha256("dynamiccl-inputs-key-1\n" + std::to_string(commId) + "\n" +
-                                  coord::hex(coord::sha256(token)) + "\n" + record.substr(std::min(skip, record.size()))));
+  return coord::hex(sha256("dynamiccl-inputs-key-1\n" + std::to_string(commId) + "\n" +
+                                  coord::hex(sha256(token)) + "\n" + record.substr(std::min(skip, record.size()))));
 }
 
-std::string epochKeyAfter(const std::string& inputsKey, const InputsVerdict& adopted) {
-  return coord::hex(coord::hmacSha256(inputsKey, "dynamiccl-epochs-1\n" + adopted.recordDigest));
+std::string epochKeyAfter(const std::string& inputsKey, const InputsAgreement& adopted) {
+  return coord::hex(hmacSha256(inputsKey, "dynamiccl-epochs-1\n" + adopted.recordDigest));
 }
 
 std::string inputsGroup(const std::string& inputsKey) {
-  return coord::hex(coord::sha256("dynamiccl-inputs-group-1\n" + inputsKey)).substr(0, 32);
+  return coord::hex(sha256("dynamiccl-inputs-group-1\n" + inputsKey)).substr(0, 32);
 }
 
 std::string membersKey(uint64_t commId, const std::string& token) {
-  return coord::hex(coord::sha256("dynamiccl-inputs-members-1\n" + std::to_string(commId) + "\n" + token));
+  return coord::hex(sha256("dynamiccl-inputs-members-1\n" + std::to_string(commId) + "\n" + token));
 }
 
 std::string epochKeyUnchecked(uint64_t commId, const std::string& token) {
-  return coord::hex(coord::sha256("dynamiccl-epochs-unchecked-1\n" + std::to_string(commId) + "\n" + token));
+  return coord::hex(sha256("dynamiccl-epochs-unchecked-1\n" + std::to_string(commId) + "\n" + token));
 }
 
 std::string randomHex(int words) {

@@ -1,4 +1,4 @@
-#include "plugin/online/online_backend.h"
+#include "plugin/online_backend.h"
 
 #include <mutex>
 

@@ -1,0 +1,361 @@
+// The init-time exchange of input records through the coordination store, in requests per rank that
+// do not grow with the communicator: ranks join a set and count it (etcd's count_only, a directory's
+// link count) rather than read each other's records, and every record is of a fixed size. Every wait
+// is bounded by the timeout; the agreement is write-once, so a rank that timed out and one that saw
+// every record adopt the same one. "agree" is written only once every rank confirmed the one proposal
+// (a fresh random name), so input records an earlier communicator with the same id left never count,
+// and no agreement this job's ranks did not confirm (planted, an earlier communicator's) is adopted.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <variant>
+
+#include "plugin/log.h"
+#include "plugin/inputs/inputs_check.h"
+
+namespace dynamiccl::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kInputsSet = "inputs";
+constexpr const char* kProposalHeader = "DYNAMICCL-INPUTS-PROPOSAL-2";
+// Beside the agreement (no boundary reaches it): the proposal every rank confirms.
+constexpr uint64_t kProposalKey = coord::kInputsAgreementKey + (uint64_t{1} << 40);
+// A rank's first poll comes after the time its communicator's ranks take to reach the store, which
+// grows with them (one store serves their joins in turn: here 0.3 ms a rank at 16 ranks, 0.4 ms at
+// 1,024 threads on 2 cores, in a directory), then polls back off by doubling to at least 100 ms. So
+// a rank polls about as often at any size, and the store's load grows linearly with the ranks.
+constexpr auto kPausePerRank = std::chrono::microseconds(250);
+constexpr auto kMinPause = std::chrono::milliseconds(1);
+constexpr auto kMaxPause = std::chrono::milliseconds(100);
+constexpr auto kLongestPause = std::chrono::seconds(1);
+
+// The communicators this process checks at once: their ranks' joins share the store, so each
+// arrives that many times slower (8 communicators of a job's process groups, checked together).
+class ChecksInFlight {
+ public:
+  explicit ChecksInFlight(uint64_t commId) : commId_(commId) {
+    std::lock_guard lock(mutex_);
+    ++counts_[commId_];
+  }
+  ~ChecksInFlight() {
+    std::lock_guard lock(mutex_);
+    if (--counts_[commId_] == 0) counts_.erase(commId_);
+  }
+  static uint64_t communicators() {
+    std::lock_guard lock(mutex_);
+    return std::max<uint64_t>(counts_.size(), 1);
+  }
+
+ private:
+  uint64_t commId_;
+  static inline std::mutex mutex_;
+  static inline std::map<uint64_t, int> counts_;
+};
+
+struct Me {
+  std::string key;        // the inputs' key: seals this rank's proposal and agreement, opens those of ranks like it
+  std::string group;      // the inputs' name in the sets
+  std::string member;     // this rank's name in the sets: random
+  std::string confirmed;  // the proposal this rank confirmed, or tried to (a lost reply may have counted it); "" before
+  bool counted = false;   // its confirmation is known to be in the proposal's set
+};
+
+InputsAgreement refused(std::string why) { return {false, false, std::move(why), {}, {}}; }
+
+constexpr const char* kFinalized = "the communicator was finalized before its input check ended";
+bool stopped(const std::atomic<bool>* stop) { return stop && stop->load(std::memory_order_relaxed); }
+
+// The agreement for this rank, from the stored bytes: sealed under its key and, when it says "agree",
+// naming the proposal this rank confirmed (so written by this job's ranks, after all of them confirmed).
+InputsAgreement agreementFor(const std::string& stored, const Me& me, uint64_t commId, const std::string& where) {
+  const auto opened = coord::openSealed(me.key, commId, coord::kInputsAgreementKey, stored);
+  InputsAgreement v = decodeAgreement(opened ? *opened : std::string(coord::sealedPayload(stored)));
+  if (!opened && v.agree)
+    return refused("the agreement \"agree\" in the store (" + where + ") is not sealed under this job's key: planted, "
+                   "another job's, or judging inputs other than this rank's; not adopted");
+  // Any other agreement keeps NCCL's choices whoever wrote it: its reason is shown, for the odd rank
+  // too (whose key, from its own inputs, is not the writer's).
+  if (!opened) {
+    v.why += " (a agreement not sealed under this job's key: not adopted)";
+    return v;
+  }
+  if (v.agree && (me.confirmed.empty() || v.proposal != me.confirmed))
+    return refused("the agreement \"agree\" in the store (" + where + ") names a proposal this rank did not confirm: "
+                   "left by an earlier communicator with the same id, or planted; not adopted");
+  v.recordDigest = coord::hex(sha256(stored));
+  return v;
+}
+
+std::optional<InputsAgreement> storedAgreement(coord::RecordStore& store, uint64_t commId, const Me& me) {
+  auto rec = store.read(commId, coord::kInputsAgreementKey);
+  if (!rec.ok() || !rec->has_value()) return std::nullopt;
+  return agreementFor(**rec, me, commId, store.describe());
+}
+
+// Proposes `proposal` and returns the agreement the store kept (ours or an earlier one). A write that
+// failed may still have landed (a reply lost after the commit): the stored agreement is polled for until
+// `deadline`. Then a rank that never confirmed gives up alone, safely: "agree" needs every rank's
+// confirmation, so no rank tunes. One that confirmed may be counted in an "agree" the others adopt: it
+// cannot know what they run, so it waits for the store, as long as it takes, saying so.
+InputsAgreement settle(coord::RecordStore& store, uint64_t commId, InputsAgreement proposal, const Me& me,
+                     Clock::time_point deadline, const std::atomic<bool>* stop) {
+  const std::string sealed = coord::sealRecord(me.key, commId, coord::kInputsAgreementKey, encodeAgreement(proposal));
+  const auto start = Clock::now();
+  auto nextSay = deadline + std::chrono::seconds(1);
+  coord::PublishResult published = coord::PublishResult::Failed;
+  for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
+    // A write that failed is tried again: a store back from an outage may hold no agreement yet.
+    if (published == coord::PublishResult::Failed) published = store.publish(commId, coord::kInputsAgreementKey, sealed);
+    if (published == coord::PublishResult::Won) {
+      proposal.recordDigest = coord::hex(sha256(sealed));
+      return proposal;
+    }
+    if (auto v = storedAgreement(store, commId, me)) return *v;
+    const auto now = Clock::now();
+    if (now >= deadline && me.confirmed.empty()) break;
+    if (stopped(stop)) return refused(kFinalized);
+    if (now >= nextSay) {
+      logWarn("communicator %016llx: still waiting after %lld s for the input check's agreement in %s, which does not "
+              "answer: this rank confirmed the agreed inputs, so the others may tune, and it must do what they do",
+              static_cast<unsigned long long>(commId),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()),
+              store.describe().c_str());
+      nextSay = now + std::min(2 * (now - start), std::chrono::duration_cast<Clock::duration>(std::chrono::minutes(1)));
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  return refused("the store (" + store.describe() + ") failed this rank at the agreement; it keeps NCCL's choices, "
+                 "as the others do (no \"agree\" is written without this rank's confirmation)");
+}
+
+std::string moreRecordsThanRanks(uint64_t n) {
+  return "more than " + std::to_string(n) + " input records for one communicator (one an earlier communicator with "
+         "the same id left, or a foreign one, is counted with this job's)";
+}
+
+// What the rank whose record made the count nRanks proposes: "agree" when its group holds them all,
+// else the agreement "differ", saying how the records differ from one record of the other ranks'. The
+// records are sealed under the job's members key: one that does not open is another job's or another token's.
+std::variant<std::string, InputsAgreement> proposalOrVerdict(coord::RecordStore& store, uint64_t commId, uint64_t n,
+                                                           const coord::SetCount& count, const std::string& mine,
+                                                           const Me& me, const std::string& membersKey) {
+  if (count.all > n) return refused(moreRecordsThanRanks(n));
+  if (count.group >= n) return std::string(kProposalHeader) + "\n" + randomHex(4) + "\n" + me.group + "\n";
+  // A record that does not open is compared all the same: a token file that could not be read shows
+  // as its field.
+  auto other = store.memberOutside(commId, kInputsSet, me.group);
+  std::optional<std::string> record;
+  bool opens = true;
+  if (other.ok() && other->has_value()) {
+    const auto opened = coord::openSealed(membersKey, commId, coord::kInputsRecordKey, (*other)->bytes);
+    opens = opened.has_value();
+    record = opened ? *opened : std::string(coord::sealedPayload((*other)->bytes));
+  }
+  return refused(whyInputsDiffer(mine, count.group, record, opens, n));
+}
+
+struct Proposal {
+  std::string name, group;
+};
+
+// The stored proposal as this rank reads it: nullopt when not this job's, sealed under another key
+// (its writer's inputs differ from this rank's) or unreadable.
+std::optional<Proposal> openProposal(const std::string& stored, const Me& me, uint64_t commId) {
+  const auto opened = coord::openSealed(me.key, commId, kProposalKey, stored);
+  if (!opened) return std::nullopt;
+  const std::string& t = *opened;
+  const size_t a = t.find('\n'), b = a == std::string::npos ? a : t.find('\n', a + 1);
+  if (b == std::string::npos || t.substr(0, a) != kProposalHeader) return std::nullopt;
+  return Proposal{t.substr(a + 1, b - a - 1), t.substr(b + 1, t.find('\n', b + 1) - b - 1)};
+}
+
+// One rank's run of the protocol: join, poll for the proposal and confirm it, poll for the agreement.
+class InputCheck {
+ public:
+  InputCheck(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine, int64_t timeout_ms,
+            const std::string& key, const std::string& membersKey, const std::atomic<bool>* stop)
+      : store_(store), commId_(commId), n_(static_cast<uint64_t>(std::max(nRanks, 1))), mine_(mine),
+        membersKey_(membersKey), timeout_ms_(timeout_ms), stop_(stop), start_(Clock::now()),
+        deadline_(start_ + std::chrono::milliseconds(timeout_ms)),
+        // An agreement that failed to write is looked for a little longer (at most a second past the check's bound).
+        settleBy_(deadline_ + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 1000))),
+        me_{key, inputsGroup(key), randomHex(4), "", false},
+        sealedMine_(coord::sealRecord(membersKey, commId, coord::kInputsRecordKey, mine)) {}
+
+  InputsAgreement run() {
+    if (stopped(stop_)) return refused(kFinalized);
+    const ChecksInFlight inFlight(commId_);
+    if (auto v = join()) return *v;
+    for (auto pause = firstPause();;) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(pause, std::max<Clock::duration>(deadline_ - Clock::now(), {})));
+      if (stopped(stop_)) return refused(kFinalized);
+      auto next = poll(pause);
+      if (auto* v = std::get_if<InputsAgreement>(&next)) return *v;
+      if (Clock::now() >= deadline_) return timedOut();
+      pause = std::get<std::chrono::microseconds>(next);
+    }
+  }
+
+ private:
+  // A count of the set this rank waits on (the inputs', then the confirmations'), and when it was seen.
+  struct Progress {
+    Clock::time_point at;
+    uint64_t count = 0;
+  };
+
+  // Joins the set of input records (write-once under this rank's name, so a failed join is tried
+  // again): until the deadline where the store answered this rank's first read (a request timed out on
+  // a loaded store: 71 of 1,024 threads' joins on one 2-core machine), for a second where it did not (a
+  // store that is down or refuses is not waited on longer). After that the others miss ours and settle
+  // on "missing". An agreement settled before this rank joined is "missing" for it, never an "agree" (it
+  // confirmed nothing).
+  std::optional<InputsAgreement> join() {
+    const auto settled = store_.read(commId_, coord::kInputsAgreementKey);
+    if (settled.ok() && settled->has_value()) return agreementFor(**settled, me_, commId_, store_.describe());
+    joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
+    const auto retryUntil = settled.ok() ? deadline_ : std::min(deadline_, Clock::now() + std::chrono::seconds(1));
+    for (auto pause = std::chrono::milliseconds(10); !joined_.ok() && Clock::now() + pause < retryUntil; pause *= 2) {
+      std::this_thread::sleep_for(pause);
+      joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
+    }
+    if (!joined_.ok())
+      return refused("the store (" + store_.describe() + ") refused this rank's inputs (" + joined_.error() +
+                     "); it keeps NCCL's choices");
+    seen_ = {Clock::now(), joined_->all};
+    pace_ = std::chrono::duration_cast<std::chrono::microseconds>(seen_.at - start_) /
+            static_cast<int64_t>(std::max<uint64_t>(seen_.count, 1));
+    return afterJoin(*joined_);
+  }
+
+  // Each count is seen by one rank's join: the one that makes it nRanks proposes. A later join (more
+  // records than ranks: an earlier communicator's with the same id) never confirms, so no "agree" follows.
+  std::optional<InputsAgreement> afterJoin(const coord::SetCount& count) {
+    if (count.all < n_) return std::nullopt;
+    auto p = proposalOrVerdict(store_, commId_, n_, count, mine_, me_, membersKey_);
+    if (auto* v = std::get_if<InputsAgreement>(&p)) return settle(store_, commId_, *v, me_, settleBy_, stop_);
+    store_.publish(commId_, kProposalKey, coord::sealRecord(me_.key, commId_, kProposalKey, std::get<std::string>(p)));
+    return std::nullopt;  // won or lost, the stored proposal is the one confirmed
+  }
+
+  // The first poll comes when the last rank is expected to have joined: after the time the ranks yet to
+  // join take at the pace this rank saw (its join was the count's k-th after its own start), or at
+  // kPausePerRank a rank where that is longer. The pace seen by an early join is mostly its start's
+  // delay, so the pause is at most twice the time this rank took to join, or kPausePerRank for every rank.
+  std::chrono::microseconds firstPause() const {
+    const auto atMost = std::max(perRank() * static_cast<int64_t>(std::min<uint64_t>(n_, 1u << 20)),
+                                 2 * std::chrono::duration_cast<std::chrono::microseconds>(seen_.at - start_));
+    return std::min(untilAll(seen_.count, std::max(pace_, perRank())), atMost);
+  }
+  static std::chrono::microseconds perRank() {
+    return kPausePerRank * static_cast<int64_t>(std::min<uint64_t>(ChecksInFlight::communicators(), 1024));
+  }
+
+  // The pause until the set waited on holds nRanks at the pace ranks were last seen arriving (a
+  // little more, so the poll finds the record written after the last count).
+  std::chrono::microseconds untilAll(uint64_t count, std::chrono::microseconds pace) const {
+    const auto left = pace * static_cast<int64_t>(std::min<uint64_t>(n_ - std::min(count, n_), 1u << 20));
+    return std::clamp<std::chrono::microseconds>(left + left / 8 + kMinPause, kMinPause, kLongestPause);
+  }
+  // A new count of the set waited on: the pace is the time per rank since the last count that moved.
+  void counted(const Progress& now) {
+    if (now.count > seen_.count)
+      pace_ = std::chrono::duration_cast<std::chrono::microseconds>(now.at - seen_.at) /
+              static_cast<int64_t>(now.count - seen_.count);
+    seen_ = now;
+  }
+
+  // One poll: a read of the agreement and the proposal together. Where no proposal is there yet, a
+  // count of the inputs' set times the next poll by the pace the ranks join at, so a rank polls about
+  // as often at any size (1,024 threads on 2 cores join at 0.4-2 ms a rank, 16 at 0.3 ms), and a count
+  // that shows every rank there proposes what a lost reply left unwritten. After confirming, the
+  // agreement is polled for backing off by doubling, from the time the others take at that pace.
+  std::variant<InputsAgreement, std::chrono::microseconds> poll(std::chrono::microseconds last) {
+    const auto doubled = std::min<std::chrono::microseconds>(last * 2, kLongestPause);
+    auto recs = store_.readMany(commId_, {coord::kInputsAgreementKey, kProposalKey}, 0);
+    if (!recs.ok()) return doubled;
+    if ((*recs)[0]) return agreementFor(*(*recs)[0], me_, commId_, store_.describe());
+    if ((*recs)[1] && !me_.counted) {
+      if (auto v = confirm(*(*recs)[1])) return *v;
+      return me_.counted ? untilAll(seen_.count, pace_) : doubled;
+    }
+    if (me_.counted) return doubled;
+    // A count: the member is there since its join succeeded, so nothing is written again.
+    auto count = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, "");
+    if (!count.ok()) return doubled;
+    if (count->all >= n_) {
+      if (auto v = afterJoin(*count)) return *v;
+      return kMinPause;
+    }
+    if (count->all <= seen_.count) return doubled;
+    counted({Clock::now(), count->all});
+    return untilAll(count->all, pace_);
+  }
+
+  std::optional<InputsAgreement> confirm(const std::string& stored) {
+    if (me_.confirmed.empty()) {
+      const auto proposal = openProposal(stored, me_, commId_);
+      if (!proposal || proposal->group != me_.group)
+        return settle(store_, commId_,
+                      refused("the proposal \"agree\" in the store (" + store_.describe() + ") is not of this "
+                              "rank's inputs: another rank's differ, or an earlier communicator with the same id left it"),
+                      me_, settleBy_, stop_);
+      me_.confirmed = proposal->name;  // before the join: a join whose reply is lost may still count
+    }
+    auto c = store_.joinSet(commId_, "confirm-" + me_.confirmed, me_.group, me_.member, "");
+    if (!c.ok()) return std::nullopt;
+    me_.counted = true;
+    confirmations_ = *c;
+    if (c->all >= n_) return settle(store_, commId_, {true, false, "", me_.confirmed, {}}, me_, settleBy_, stop_);
+    seen_ = {Clock::now(), c->all};  // the confirmations are timed at the pace the inputs arrived
+    return std::nullopt;
+  }
+
+  InputsAgreement timedOut() {
+    const std::string within = " within " + std::to_string(timeout_ms_) + " ms (DYNAMICCL_INPUTS_TIMEOUT_MS): ";
+    if (!me_.confirmed.empty())
+      return settle(store_, commId_,
+                    {false, true,
+                     "only " + std::to_string(confirmations_.all) + " of " + std::to_string(n_) + " ranks confirmed "
+                     "the agreed inputs" + within + "a rank stopped, or an input record an earlier communicator "
+                     "with the same id left is counted",
+                     {}, {}},
+                    me_, settleBy_, stop_);
+    if (auto now = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_); now.ok()) joined_ = now;
+    return settle(store_, commId_,
+                  {false, true,
+                   "only " + std::to_string(joined_.ok() ? joined_->all : 0) + " of " + std::to_string(n_) +
+                       " ranks published their inputs" + within + "a rank without this plugin, with "
+                       "DYNAMICCL_INPUTS_CHECK=0, another store, or started late",
+                   {}, {}},
+                  me_, settleBy_, stop_);
+  }
+
+  coord::RecordStore& store_;
+  const uint64_t commId_, n_;
+  const std::string& mine_;
+  const std::string& membersKey_;
+  const int64_t timeout_ms_;
+  const std::atomic<bool>* stop_;
+  const Clock::time_point start_, deadline_, settleBy_;
+  Me me_;
+  const std::string sealedMine_;
+  Expected<coord::SetCount> joined_ = makeError("not joined");
+  Progress seen_;                    // the last count of the set this rank waits on
+  std::chrono::microseconds pace_{};  // the time a rank took to arrive, as last seen
+  coord::SetCount confirmations_;
+};
+
+}  // namespace
+
+InputsAgreement agreeOnInputs(coord::RecordStore& store, uint64_t commId, int nRanks, const std::string& mine,
+                            int64_t timeout_ms, const std::string& key, const std::string& membersKey,
+                            const std::atomic<bool>* stop) {
+  return InputCheck(store, commId, nRanks, mine, timeout_ms, key, membersKey, stop).run();
+}
+
+}  // namespace dynamiccl::plugin
