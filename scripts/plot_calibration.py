@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Predicted vs measured time per dataset, one PNG per dataset (written by `dynamiccl calibrate --plots DIR`).
+"""Predicted vs measured time per dataset, one PNG per dataset (written by `dynamiccl-lab calibrate --plots DIR`).
 
 Input: the CSV the command writes (dataset,group,collective,nranks,nnodes,bytes,config,forced,measured_us,predicted_us).
 Each panel is one (group, collective, shape); dots are measurements, lines the simulator.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot of `dynamiccl crossval`: chosen/default per size, one panel per judged shape, one series per mode.
+"""Plot of `dynamiccl-lab crossval`: chosen/default per size, one panel per judged shape, one series per mode.
 
   plot_crossval.py crossval.csv crossval.png
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots `dynamiccl online-eval`'s CSV: time ratio to the best per call, online vs static vs NCCL default,
+"""Plots `dynamiccl-lab online-eval`'s CSV: time ratio to the best per call, online vs static vs NCCL default,
 one panel per key (simulated keys, then measured ones)."""
 import csv
 import sys

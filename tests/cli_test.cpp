@@ -729,7 +729,7 @@ TEST(CliValidate, AnEmptyFileIsRefused) {
 }
 
 // Every file a command writes goes through the checked writer: one it cannot write is an error (exit 1,
-// no "wrote"), for tune's per-size CSV and crossval's CSV as for the rest.
+// no "wrote"), for tune's per-size CSV as for the rest (crossval's: lab/tests/lab_cli_test.cpp).
 TEST(CliOutputs, TheCsvWritersSayWhenTheyCannotWrite) {
   TempDir dir;
   const std::string data = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
@@ -739,34 +739,6 @@ TEST(CliOutputs, TheCsvWritersSayWhenTheyCannotWrite) {
   EXPECT_EQ(tune.rc, 1) << tune.output;
   EXPECT_NE(tune.output.find("cannot open " + nowhere), std::string::npos) << tune.output;
   EXPECT_EQ(tune.output.find("wrote " + nowhere), std::string::npos) << tune.output;
-  const Result crossval = dynamiccl("crossval --data '" + data + "' --no-plot --quiet --csv '" + nowhere + "'");
-  EXPECT_EQ(crossval.rc, 1) << crossval.output;
-  EXPECT_NE(crossval.output.find("cannot open " + nowhere), std::string::npos) << crossval.output;
-  EXPECT_EQ(crossval.output.find("wrote " + nowhere), std::string::npos) << crossval.output;
-}
-
-// policy-eval replays the datasets it is given (--data-dir) or those the project ships; no path outside
-// the project is compiled into the tool.
-TEST(CliPolicyEval, ReplaysTheDataDirItIsGivenOrTheShippedDatasets) {
-  TempDir dir;
-  const std::string shipped = std::string(DYNAMICCL_SOURCE_DIR) + "/offline/demo/data/l40s-pcie-cs244c/normalized.csv";
-  fs::create_directories(dir.path / "data" / "my-cluster");
-  fs::copy_file(shipped, dir.path / "data" / "my-cluster" / "normalized.csv");
-  const std::string profile = (dir.path / "learned.json").string();
-  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)"
-                         << dynamiccl::policy::policyWeightsToJson(dynamiccl::fixture::randomPolicyWeights(1)) << "}";
-  const std::string eval = "policy-eval '" + profile + "' --presets l40s-pcie-4x1 --no-tpe";
-  const Result given = dynamiccl(eval + " --data-dir '" + (dir.path / "data").string() + "'");
-  ASSERT_EQ(given.rc, 0) << given.output;
-  EXPECT_NE(given.output.find("\nmy-cluster "), std::string::npos) << given.output;
-  EXPECT_EQ(given.output.find("\nl40s-pcie-cs244c "), std::string::npos) << given.output;
-  const Result byDefault = dynamiccl(eval);
-  ASSERT_EQ(byDefault.rc, 0) << byDefault.output;
-  EXPECT_NE(byDefault.output.find("\nl40s-pcie-cs244c "), std::string::npos) << byDefault.output;
-  const Result none = dynamiccl(eval + " --data-dir '" + (dir.path / "nothing").string() + "'");
-  EXPECT_EQ(none.rc, 1) << none.output;
-  EXPECT_NE(none.output.find((dir.path / "nothing").string()), std::string::npos) << none.output;
-  EXPECT_EQ(contentOf(kDynamiccl).find("../shared"), std::string::npos) << "a path outside the project is compiled in";
 }
 
 // profile names every input it could not read, a directory as well as a file, and then writes nothing

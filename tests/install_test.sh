@@ -50,7 +50,7 @@ env -u DYNAMICCL_PLUGIN_PATH -u DYNAMICCL_PLATFORM_DIR -u DYNAMICCL_SCRIPTS_DIR 
   dynamiccl show --plugin "\$NCCL_TUNER_PLUGIN" --profile "$P/share/dynamiccl/profiles/example-dgx-h100.json" \
     --nodes 2 --ranks 16 --trust all >"$TMP/show.out" 2>&1
   dynamiccl env "$P/share/dynamiccl/profiles/example-dgx-h100.json" >"$TMP/env.out" 2>&1
-  dynamiccl demo --help >"$TMP/demo-help.out" 2>&1
+  dynamiccl sim --preset installtest-only >"$TMP/sim-help.out" 2>&1
   dynamiccl tune --help >"$TMP/tune-help.out" 2>&1'
 RUN
 if unshare -rm true 2>/dev/null; then
@@ -68,7 +68,7 @@ cat "$TMP/env.out"
 grep -qx 'export NCCL_TUNER_PLUGIN=dynamiccl' "$TMP/env.out" || fail "env: no NCCL_TUNER_PLUGIN=dynamiccl"
 grep -qF "export LD_LIBRARY_PATH=$P/lib" "$TMP/env.out" || fail "env: no LD_LIBRARY_PATH with the prefix's lib"
 grep -qF "(data: $P/share/dynamiccl)" "$TMP/env.out" || fail "env: data root is not the installed one"
-grep -q 'installtest-only' "$TMP/demo-help.out" || fail "the installed platform folder was not read"
+grep -q 'installtest-only' "$TMP/sim-help.out" || fail "the installed platform folder was not read"
 grep -qF "$P/share/dynamiccl/scripts/measure_nccl_tests.sh" "$TMP/tune-help.out" ||
   fail "tune --backend runner's default script is not the installed one"
 echo "install test passed"

@@ -1,5 +1,5 @@
 // A learned profile declares the hardware it is for: the measured dataset's machine, never the
-// preset a run was trained or simulated with (`dynamiccl demo --data`, `dynamiccl train --data`).
+// preset a run was trained or simulated with (`dynamiccl train --data`; the lab's simulated demo: lab/tests/simulated_demo_test.cpp).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -51,21 +51,6 @@ class LearnedHardware : public ::testing::Test {
   }
   fs::path dir_;
 };
-
-// The demo trains only on the simulated cluster (--simulated); --data then tunes and replays on the dataset.
-TEST_F(LearnedHardware, DemoWithDataDeclaresTheDatasetsMachine) {
-  const CommandRun r = dynamiccl("demo --simulated --quick --no-plots --data '" + kFixture + "' --out '" + dir_.string() + "'",
-                                 dir_ / "demo.log");
-  ASSERT_EQ(r.rc, 0) << r.log;
-  if (r.log.find("no LibTorch") != std::string::npos) GTEST_SKIP() << "this build has no LibTorch: the demo trains nothing";
-  ASSERT_TRUE(fs::exists(dir_ / "learned.json")) << r.log;
-  const nlohmann::json fp = fingerprintOf(dir_ / "learned.json");
-  ASSERT_TRUE(fp.is_object()) << r.log;
-  // The L40S machine (sm_89, PCIe only, 2 NICs), not the demo's default preset (h800: 90, NVLink, 8 NICs).
-  EXPECT_EQ(fp["gpu_cc"], 89) << fp.dump();
-  EXPECT_EQ(fp["nvlink_GBps"], 0) << fp.dump();
-  EXPECT_EQ(fp["nics_per_node"], 2) << fp.dump();
-}
 
 TEST_F(LearnedHardware, TrainOnMeasurementsDeclaresTheirMachine) {
   const fs::path out = dir_ / "learned.json";

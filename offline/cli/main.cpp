@@ -1,4 +1,5 @@
-// dynamiccl: the offline toolkit (show, validate, ...). One subcommand per cmd_*.cpp file.
+// dynamiccl: the offline toolkit (show, validate, ...). One subcommand per cmd_*.cpp file; the lab's
+// commands (calibrate, crossval, policy-eval, online-eval) are dynamiccl-lab's (lab/).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -18,14 +19,10 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addValidateCommand(app);
   dynamiccl::cli::addIngestCommand(app);
   dynamiccl::cli::addDbCommand(app);
-  dynamiccl::cli::addCalibrateCommand(app);
   dynamiccl::cli::addSimCommand(app);
   dynamiccl::cli::addReplayCommand(app);
   dynamiccl::cli::addTrainCommand(app);
-  dynamiccl::cli::addPolicyEvalCommand(app);
-  dynamiccl::cli::addOnlineEvalCommand(app);
   dynamiccl::cli::addTuneCommand(app);
-  dynamiccl::cli::addCrossvalCommand(app);
   dynamiccl::cli::addExportCommand(app);
   dynamiccl::cli::addEnvCommand(app);
   dynamiccl::cli::addDemoCommand(app);

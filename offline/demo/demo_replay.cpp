@@ -1,6 +1,6 @@
 // Demo step 5: every profile goes through the REAL plugin library (harness, NCCL's cost table from
-// NcclReference) for every (collective, size); the decision NCCL would run is timed on the
-// noise-free simulator, or looked up in real measurements with sim's replay (--data).
+// NcclReference) for every (collective, size); the decision NCCL would run is looked up in real
+// measurements with sim's replay (the lab's simulated demo times it on the simulator: lab/demo).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,10 +13,7 @@
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
-namespace {
 
-using EnvVars = std::vector<std::unique_ptr<harness::ScopedEnv>>;
-constexpr const char* kReplayTrust = "all";
 const std::string kTrustNote = std::string("DYNAMICCL_TRUST=") + kReplayTrust +
                                ": the plugin applied the profiles' unverified (simulated, learned) rules; a job "
                                "applies them only when opted in";
@@ -25,7 +22,7 @@ const std::string kTrustNote = std::string("DYNAMICCL_TRUST=") + kReplayTrust +
 // cluster (a learned policy's rules depend on it; they also stand in for a profile's "fingerprint"
 // in multi-node communicators). Also keeps online learning and recording off, and opts in to
 // unverified rules: the replay judges what the tuned and learned profiles would do if applied.
-EnvVars clusterEnv(const model::Topology& t, const std::string& trust = kReplayTrust) {
+EnvVars clusterEnv(const model::Topology& t, const std::string& trust) {
   EnvVars env;
   auto set = [&](const char* name, const std::string& v) { env.push_back(std::make_unique<harness::ScopedEnv>(name, v.c_str())); };
   set("DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap));
@@ -39,124 +36,32 @@ EnvVars clusterEnv(const model::Topology& t, const std::string& trust = kReplayT
   return env;
 }
 
-// One profile loaded by the plugin for one communicator shape.
-class PluginDecider {
- public:
-  PluginDecider(std::shared_ptr<harness::TunerLibrary> lib, std::string profilePath)
-      : lib_(std::move(lib)), profilePath_(std::move(profilePath)) {}
-
-  // What NCCL runs after the plugin saw `table`; algo Default when the plugin could not init.
-  Expected<sim::Config> decide(const model::Topology& t, Collective coll, uint64_t bytes, const model::CostTable& table) {
-    harness::ScopedEnv profile("DYNAMICCL_PROFILE", profilePath_.c_str());
-    auto& comm = comms_[{t.nRanks(), t.nNodes}];
-    if (!comm) {
-      harness::CommSpec spec;
-      spec.nRanks = t.nRanks();
-      spec.nNodes = t.nNodes;
-      spec.minRanksPerNode = spec.maxRanksPerNode = t.nvlDomainGpus ? t.nvlDomainGpus : t.gpusPerNode;
-      spec.constants = &constants_;
-      auto c = lib_->init(spec);
-      if (!c) return makeError("plugin init with " + profilePath_ + ": " + c.error());
-      comm = std::move(c.value());
-    }
-    const harness::Choice ch = comm->decide(int(coll), bytes, table);
-    if (ch.algo < 0) return sim::Config{Algo::Default, Proto::Default, 0, 0};
-    size_t chunk = 0;  // stays 0 (NCCL's chunk) when the plugin has no getChunkSize or no opinion
-    if (comm->hasChunkSize()) comm->getChunkSize(int(coll), bytes, ch.algo, ch.proto, ch.nChannels, &chunk);
-    return sim::Config{Algo(ch.algo), Proto(ch.proto), ch.nChannels, chunk};
+// What NCCL runs after the plugin saw `table`; algo Default when the plugin could not init.
+Expected<sim::Config> PluginDecider::decide(const model::Topology& t, Collective coll, uint64_t bytes, const model::CostTable& table) {
+  harness::ScopedEnv profile("DYNAMICCL_PROFILE", profilePath_.c_str());
+  auto& comm = comms_[{t.nRanks(), t.nNodes}];
+  if (!comm) {
+    harness::CommSpec spec;
+    spec.nRanks = t.nRanks();
+    spec.nNodes = t.nNodes;
+    spec.minRanksPerNode = spec.maxRanksPerNode = t.nvlDomainGpus ? t.nvlDomainGpus : t.gpusPerNode;
+    spec.constants = &constants_;
+    auto c = lib_->init(spec);
+    if (!c) return makeError("plugin init with " + profilePath_ + ": " + c.error());
+    comm = std::move(c.value());
   }
-
- private:
-  std::shared_ptr<harness::TunerLibrary> lib_;
-  std::string profilePath_;
-  ncclTunerConstants_v5_t constants_ = model::defaultTunerConstants();
-  std::map<std::pair<int, int>, std::unique_ptr<harness::TunerComm>> comms_;
-};
-
-// Fastest configuration of the tuner's search space that NCCL's table allows and the hardware runs.
-double bestFeasible_us(const sim::Simulator& s, const model::NcclReference& nccl, Collective coll, uint64_t bytes,
-                       const model::CostTable& table, double default_us) {
-  static const tune::SpaceDimensions dims = tune::defaultDimensions();
-  double best = default_us > 0 ? default_us : 1e300;
-  for (const auto& [a, p] : dims.algoProtos) {
-    if (table[int(a)][int(p)] < 0) continue;
-    for (int ch : dims.channels)
-      for (uint64_t chunk : dims.chunks) {
-        const sim::Config c = nccl.resolve(sim::Config{a, p, ch, chunk}, bytes);
-        if (!s.feasible(coll, c)) continue;
-        if (const double t = s.time_us(coll, bytes, c); t > 0) best = std::min(best, t);
-      }
-  }
-  return best;
+  const harness::Choice ch = comm->decide(int(coll), bytes, table);
+  if (ch.algo < 0) return sim::Config{Algo::Default, Proto::Default, 0, 0};
+  size_t chunk = 0;  // stays 0 (NCCL's chunk) when the plugin has no getChunkSize or no opinion
+  if (comm->hasChunkSize()) comm->getChunkSize(int(coll), bytes, ch.algo, ch.proto, ch.nChannels, &chunk);
+  return sim::Config{Algo(ch.algo), Proto(ch.proto), ch.nChannels, chunk};
 }
 
-// Geometric means and worst ratios of the points of one profile and collective.
-CollectiveScore score(Collective coll, const std::vector<PointResult>& points, const std::string& profile) {
-  CollectiveScore s;
-  s.coll = coll;
-  double logBest = 0, logDefault = 0;
-  for (const PointResult& p : points) {
-    if (p.profile != profile || p.coll != coll) continue;
-    ++s.points;
-    logBest += std::log(p.chosen_us / p.best_us);
-    logDefault += std::log(p.chosen_us / p.default_us);
-    s.worstVsBest = std::max(s.worstVsBest, p.chosen_us / p.best_us);
-    s.worstVsDefault = std::max(s.worstVsDefault, p.chosen_us / p.default_us);
-  }
-  if (s.points) s.geoVsBest = std::exp(logBest / s.points), s.geoVsDefault = std::exp(logDefault / s.points);
-  return s;
-}
 
 Expected<std::shared_ptr<harness::TunerLibrary>> openPlugin(const std::string& pluginPath) {
   auto lib = harness::TunerLibrary::open(pluginPath);
   if (!lib) return makeError("cannot open the plugin " + pluginPath + ": " + lib.error());
   return lib.value();
-}
-
-}  // namespace
-
-Expected<JudgedProfiles> judgeOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToJudge>& profiles,
-                                         const std::vector<Collective>& collectives,
-                                         const std::vector<uint64_t>& sizes, const std::string& pluginPath) {
-  const EnvVars env = clusterEnv(cluster.topology);
-  auto lib = openPlugin(pluginPath);
-  if (!lib) return makeError(lib.error());
-  const sim::Simulator simulator(cluster.topology, cluster.params);
-  const model::NcclReference& nccl = *cluster.nccl;
-  JudgedProfiles r;
-  r.judge = "noise-free simulator (simulated times)";
-  r.trust = kTrustNote;
-  for (const ProfileToJudge& prof : profiles) {
-    PluginDecider plugin(lib.value(), prof.path);
-    for (Collective coll : collectives)
-      for (uint64_t bytes : sizes) {
-        const model::CostTable table = nccl.costTable(coll, bytes);
-        const sim::Config def = nccl.defaultConfig(coll, bytes);
-        const double default_us = simulator.time_us(coll, bytes, def);
-        if (default_us <= 0) continue;  // NCCL itself cannot run this collective here
-        sim::Config decided = def;
-        if (!prof.path.empty()) {
-          auto d = plugin.decide(cluster.topology, coll, bytes, table);
-          if (!d) return makeError(d.error());
-          decided = d->algo == Algo::Default ? def : d.value();
-        }
-        const double chosen_us = simulator.time_us(coll, bytes, nccl.resolve(decided, bytes));
-        if (chosen_us <= 0) {
-          ++r.unjudged;  // a decision the hardware cannot run: NCCL would fail, not time it
-          continue;
-        }
-        PointResult p{prof.label, coll, bytes, decisionLabel(decided), chosen_us, default_us, 0, decided,
-                      cluster.topology.nRanks()};
-        p.best_us = std::min(chosen_us, bestFeasible_us(simulator, nccl, coll, bytes, table, default_us));
-        r.points.push_back(p);
-      }
-  }
-  for (const ProfileToJudge& prof : profiles) {
-    ProfileScore ps{prof.label, {}};
-    for (Collective coll : collectives) ps.perCollective.push_back(score(coll, r.points, prof.label));
-    r.scores.push_back(ps);
-  }
-  return r;
 }
 
 Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vector<ProfileToJudge>& profiles,

@@ -1,14 +1,14 @@
 // `dynamiccl demo`, the main job. By default on measurements (demo_measured.cpp): load a dataset's
 // forced sweeps -> tune the simulator's profile for its platform -> replay a job through the real
 // plugin verifying that profile -> export what the job verified -> the table against NCCL's default
-// and the measured best. With --simulated on the simulator alone: simulate -> tune -> train ->
-// export -> replay through the real plugin -> plots. Each step lives in its own demo_*.cpp; this
-// header is what they share.
+// and the measured best. The lab's simulated demo (lab/demo) composes these steps with its own
+// on the simulator alone. Each step lives in its own demo_*.cpp; this header is what they share.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,17 +19,18 @@
 #include "offline/model/model.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
+#include "offline/harness/harness.h"
 #include "offline/jobreplay/jobreplay.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
 
 struct DemoOptions {
-  bool simulated = false;  // the simulated cluster (--simulated; --preset/--nodes/--platform imply it)
+  bool simulated = false;  // the simulated cluster (the lab's `dynamiccl-lab demo`)
   std::string preset = "h800";
   int nodes = 4;
-  // Measured (default): the dataset the job replays (empty: the embedded L40S sweeps). With
-  // --simulated: tune and replay on it instead of the simulator.
+  // Measured (default): the dataset the job replays (empty: the embedded L40S sweeps). Simulated:
+  // tune and replay on it instead of the simulator.
   std::string data;
   int ranks = 0;            // measured: the dataset's shape (0: the one with most measured configurations)
   std::string system;       // measured: only rows whose system contains this text (several systems share a shape)
@@ -81,8 +82,9 @@ struct TunedProfile {
   int nRanks = 0, nNodes = 0;
   bool simulated = true;  // timed on the simulator; false: measurements replayed (--data)
 };
-// paramsPath: the simulator parameters JSON (sim backend); ignored with --data.
-Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath);
+// The tuner's recipe on one backend, at `sizes` (empty: the backend's own), with the demo's budgets.
+Expected<TunedProfile> tuneWith(tune::TunePlan plan, const DemoOptions& o, const std::vector<Collective>& collectives,
+                                const std::vector<uint64_t>& sizes);
 // On the simulator of `preset` x nodes (paramsPath: its calibrated parameters) at the given sizes.
 // candidates: a rule wherever the simulator estimates any gain (the guard left to in-job
 // verification); else the CLI's guard (a gain beyond noise).
@@ -132,9 +134,27 @@ struct ProfileToJudge {
   std::string label;
   std::string path;  // empty: NCCL alone (no tuner)
 };
-Expected<JudgedProfiles> judgeOnSimulator(const DemoCluster& cluster, const std::vector<ProfileToJudge>& profiles,
-                                         const std::vector<Collective>& collectives,
-                                         const std::vector<uint64_t>& sizes, const std::string& pluginPath);
+// What judging runs the plugin under: the plugin's host probe made to see `t` (DYNAMICCL_TOPO_*),
+// online learning and recording off, DYNAMICCL_TRUST=trust ("all": unverified rules apply too).
+using EnvVars = std::vector<std::unique_ptr<harness::ScopedEnv>>;
+inline constexpr const char* kReplayTrust = "all";
+extern const std::string kTrustNote;  // what kReplayTrust means, for the printout
+EnvVars clusterEnv(const model::Topology& t, const std::string& trust = kReplayTrust);
+Expected<std::shared_ptr<harness::TunerLibrary>> openPlugin(const std::string& pluginPath);
+// One profile loaded by the plugin, one communicator per shape.
+class PluginDecider {
+ public:
+  PluginDecider(std::shared_ptr<harness::TunerLibrary> lib, std::string profilePath)
+      : lib_(std::move(lib)), profilePath_(std::move(profilePath)) {}
+  // What NCCL runs after the plugin saw `table`; algo Default when the plugin could not init.
+  Expected<sim::Config> decide(const model::Topology& t, Collective coll, uint64_t bytes, const model::CostTable& table);
+
+ private:
+  std::shared_ptr<harness::TunerLibrary> lib_;
+  std::string profilePath_;
+  ncclTunerConstants_v5_t constants_ = model::defaultTunerConstants();
+  std::map<std::pair<int, int>, std::unique_ptr<harness::TunerComm>> comms_;
+};
 // trust: DYNAMICCL_TRUST for the plugin ("all": unverified rules apply too); nRanks: only that
 // shape of the dataset (0: every shape).
 Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vector<ProfileToJudge>& profiles,
@@ -142,11 +162,9 @@ Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vect
                                     const std::string& trust = "all", int nRanks = 0);
 
 // Steps 4 and 6: the table, the CSVs behind the plots, summary.json, and the plots.
-void printScoreTable(const JudgedProfiles& r, const TunedProfile& tuned);
 // decision_map.csv holds the points of profile `mapped`.
 Status writeJudgedCsvs(const JudgedProfiles& r, int nRanks, const std::string& outDir,
                        const std::string& mapped = "tuned");
-Status writeSummaryJson(const JudgedProfiles& r, const TunedProfile& tuned, const std::string& path);
 
 
 // In-job verification (demo_verify.cpp, where it plugs in): every rank's settings for verifying
@@ -171,25 +189,6 @@ struct VerifiedExport {
 Expected<VerifiedExport> exportVerified(const std::string& storePath, const std::string& outPath,
                                         bool hardwareUnknown = false);
 
-// --simulated: the learned profile verified in a job on the simulated cluster while the network
-// learns in the job (demo_learned_job.cpp); the promoted rules are the profile the job emits.
-struct LearnedJobResult {
-  std::vector<jobreplay::KeyOutcome> keys;
-  int processes = 0, nRanks = 0;
-  double exploreShare = 0;
-  std::string verifiedPath;  // learned-verified.json
-  size_t promoted = 0;
-  int dropped = 0;
-  double geoVsDefault = 1, worstVsDefault = 0, worstVsBest = 0;
-  int offBestKeys = 0;              // keys where NCCL's default is >= 5% off the best
-  double geoVsDefaultWhereOff = 1;  // geomean vs NCCL's default over those keys
-};
-Expected<LearnedJobResult> verifyLearnedInSimulatedJob(const DemoOptions& o, const DemoCluster& cluster,
-                                                       const std::string& learnedPath,
-                                                       const std::vector<Collective>& collectives,
-                                                       const std::vector<uint64_t>& sizes,
-                                                       const std::string& pluginPath);
-void printLearnedJob(const LearnedJobResult& r);
 
 // What `dynamiccl tune --backend replay` decides on the job's dataset, shape and collectives
 // (demo_agreement.cpp): one decision rule on the dataset's runs, which say what the replayed job may

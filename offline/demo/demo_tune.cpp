@@ -1,5 +1,5 @@
-// Demo step 2: TPE + Hyperband per (collective, size) on the noisy simulator (or a replayed
-// dataset with --data), then smoothing and the guard against NCCL's default -> tuned profile.
+// Demo step 2: TPE + Hyperband per (collective, size) on the noisy simulator, then smoothing and the
+// guard against NCCL's default -> the tuned profile the measured job verifies.
 #include <cstdio>
 #include <set>
 #include <unistd.h>
@@ -8,11 +8,7 @@
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli::demo {
-namespace {
 
-constexpr Collective kDemoCollectives[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter};
-
-// The tuner's recipe on one backend, at `sizes` (empty: the backend's own), with the demo's budgets.
 Expected<TunedProfile> tuneWith(tune::TunePlan plan, const DemoOptions& o, const std::vector<Collective>& collectives,
                                 const std::vector<uint64_t>& sizes) {
   plan.everyShape = false;
@@ -43,21 +39,6 @@ Expected<TunedProfile> tuneWith(tune::TunePlan plan, const DemoOptions& o, const
   t.nRanks = shape.result.nRanks;
   t.nNodes = shape.result.nNodes;
   return t;
-}
-
-}  // namespace
-
-Expected<TunedProfile> tuneProfile(const DemoOptions& o, const std::string& paramsPath) {
-  tune::TunePlan plan;  // the CLI's rule: 2% switch penalty, 1% guard
-  if (o.data.empty()) {
-    plan.simulator = {o.preset, o.nodes, o.seed, paramsPath};
-    return tuneWith(plan, o, {std::begin(kDemoCollectives), std::end(kDemoCollectives)},
-                    tune::powerOfTwoSizes(4096, uint64_t(1) << 30));
-  }
-  plan.backend = tune::BackendKind::Replay;
-  plan.replay = {o.data, "", 0, 0, "", std::nullopt};
-  plan.measuredOnly = true;  // only the demo's collectives the dataset measured can be tuned
-  return tuneWith(plan, o, {std::begin(kDemoCollectives), std::end(kDemoCollectives)}, {});
 }
 
 Expected<TunedProfile> tuneOnSimulator(const DemoOptions& o, const std::string& preset, int nodes,

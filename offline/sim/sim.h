@@ -10,6 +10,7 @@
 #pragma once
 
 #include "offline/sim/calibration.h"
+#include "offline/sim/fitted_params.h"
 #include "offline/sim/environment.h"
 #include "offline/measurements/measurements.h"
 #include "offline/sim/platform_calibration.h"

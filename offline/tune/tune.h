@@ -11,7 +11,6 @@
 #pragma once
 
 #include "offline/tune/config.h"
-#include "offline/tune/crossval.h"
 #include "offline/tune/evidence.h"
 #include "offline/tune/hyperband.h"
 #include "offline/tune/job_knobs.h"

@@ -5,7 +5,7 @@ contribute (their summed |predicted - measured| / measured over all rows).
 
 usage: calibration_residuals.py PREDICTIONS_CSV [DATASET]
   PREDICTIONS_CSV: calibration_predictions.csv from
-  `dynamiccl calibrate --data-dir ../shared/data --check --dataset DATASET --plots DIR`
+  `dynamiccl-lab calibrate --data-dir ../shared/data --check --dataset DATASET --plots DIR`
 """
 import collections
 import csv

@@ -2,10 +2,11 @@
 """The module rules of the source tree, checked on every file (run by ctest as include_rules).
 
 A module is a folder with one public header X/X.h (plugin/ and its role folders form one module,
-the .so; abi/, NCCL's interface, is a leaf like any other). Outside tests/, bench/ and fuzz/:
+the .so; abi/, NCCL's interface, is a leaf like any other; offline/X and lab/X are modules each).
+Outside tests/, bench/, fuzz/ and lab/tests/:
   1. another module is included only through its X/X.h;
-  2. dependencies point one way: nothing includes plugin or offline from outside;
-     the module graph has no cycle;
+  2. dependencies point one way: nothing includes plugin, offline or lab from outside (the lab may
+     include the product's offline modules: it judges them); the module graph has no cycle;
   3. no file includes itself through a chain of other headers (no include cycle);
   4. the plugin's rooms (tuner/, profiler/, online/, inputs/) include the plugin's root headers (the
      contracts they share: the decision log, the observation, the online record and the online room's
@@ -18,6 +19,7 @@ import re
 import sys
 
 EXEMPT = ("tests", "bench", "fuzz")
+EXEMPT_DIRS = ("lab/tests",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ROOMS = ("tuner", "profiler", "online", "inputs")
 ROOM_ARROWS = {("online", "inputs")}  # the epoch records are sealed under the key the input check agreed
@@ -25,8 +27,8 @@ ROOM_ARROWS = {("online", "inputs")}  # the epoch records are sealed under the k
 
 def module(path):
     parts = path.split("/")
-    if parts[0] == "offline" and len(parts) > 2:
-        return "offline/" + parts[1]
+    if parts[0] in ("offline", "lab") and len(parts) > 2:
+        return parts[0] + "/" + parts[1]
     return parts[0]
 
 
@@ -59,7 +61,8 @@ def sources(root):
         if not os.path.isdir(base):
             continue
         for d, dirs, files in os.walk(base):
-            dirs[:] = [x for x in dirs if not x.startswith(".")]
+            dirs[:] = [x for x in dirs if not x.startswith(".")
+                       and os.path.relpath(os.path.join(d, x), root) not in EXEMPT_DIRS]
             for f in files:
                 if f.endswith((".h", ".cpp")):
                     yield os.path.relpath(os.path.join(d, f), root)
@@ -109,8 +112,9 @@ def check(root):
             mods.setdefault(m, set()).add(n)
             if inc != umbrella(n):
                 errors.append(f"{f}: includes {inc}; outside {n} include only {umbrella(n)}")
-            if n == "plugin" or (n.startswith("offline") and not m.startswith("offline")):
-                errors.append(f"{f}: module {m} depends on {n} (nothing depends on plugin or offline)")
+            if n == "plugin" or (n.startswith("lab") and not m.startswith("lab")) or (
+                    n.startswith("offline") and not m.startswith(("offline", "lab"))):
+                errors.append(f"{f}: module {m} depends on {n} (nothing depends on plugin, offline or lab)")
     cycle = find_cycle(mods)
     if cycle:
         errors.append("module cycle: " + " -> ".join(cycle))

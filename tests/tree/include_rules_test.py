@@ -55,6 +55,22 @@ class PluginRooms(unittest.TestCase):
                 with self.subTest(path=path, header=header):
                     self.assertEqual(including(path, header), [])
 
+    def test_inputs_reached_only_from_online(self):
+        self.assertEqual(including("plugin/online/x.cpp", "plugin/inputs/y.h"), [])
+        for path in ["plugin/tuner/x.cpp", "plugin/profiler/x.cpp"]:
+            with self.subTest(path=path):
+                self.assertEqual(len(including(path, "plugin/inputs/y.h")), 1)
+        self.assertEqual(len(including("plugin/inputs/x.cpp", "plugin/online/y.h")), 1)
+
+
+class TheLab(unittest.TestCase):
+    def test_the_lab_judges_the_product_and_nothing_depends_on_the_lab(self):
+        self.assertEqual(including("lab/calibrate/x.cpp", "offline/sim/sim.h"), [])
+        for path in ["offline/sim/x.cpp", "policy/x.cpp", "plugin/x.cpp"]:
+            with self.subTest(path=path):
+                errors = including(path, "lab/calibrate/calibrate.h")
+                self.assertTrue(any("depends on lab/calibrate" in e for e in errors), errors)
+
     def test_real_tree_passes(self):
         errors, n = include_rules.check(SOURCE_DIR)
         self.assertEqual(errors, [])

@@ -1,4 +1,4 @@
-// `dynamiccl online-eval`: the online learner's loop per key, 10k calls, against the static
+// `dynamiccl-lab online-eval`: the online learner's loop per key, 10k calls, against the static
 // profile and NCCL's default, in the calibrated simulator and (--data) on real measurements
 // resampled by sim::MeasuredEnvironment. Prints exploration cost, final ratio to the best and the
 // recovery after an injected drift; writes a CSV trace and plots it (scripts/plot_online_eval.py).
@@ -14,11 +14,10 @@
 #include <map>
 #include <memory>
 
-#include "offline/cli/commands.h"
-#include "offline/cli/platform_option.h"
+#include "lab/cli/commands.h"
+#include "offline/cli/cli.h"
 #include "offline/files/files.h"
-#include "offline/cli/plot_runner.h"
-#include "offline/eval/eval.h"
+#include "lab/eval/eval.h"
 #include "policy/policy.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"

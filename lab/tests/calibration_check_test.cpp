@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "lab/calibrate/calibrate.h"
 #include "offline/sim/sim.h"
 
 using namespace dynamiccl::sim;
@@ -22,7 +23,7 @@ struct Pin {
   double minExact = -1; // the simulator's pick is the measured best itself
 };
 
-// Measured with `dynamiccl calibrate --data-dir shared/data --check` (see offline/platforms/calibration/).
+// Measured with `dynamiccl-lab calibrate --data-dir shared/data --check` (see offline/platforms/calibration/).
 constexpr Pin kPins[] = {
     {"l40s-pcie-cs244c", 0.062, 0.98, 0.92, 0.84},
     {"gcp-a3mega-h100-2node", 0.053, -1, -1},

@@ -1,13 +1,14 @@
-// dynamiccl crossval: what a profile tuned from measurements does at sizes and shapes it never
+// dynamiccl-lab crossval: what a profile tuned from measurements does at sizes and shapes it never
 // saw (leave-one-size-out, leave-one-shape-out), judged on the held-out measurements.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
 
-#include "offline/cli/commands.h"
-#include "offline/cli/plot_runner.h"
+#include "lab/cli/commands.h"
+#include "offline/cli/cli.h"
 #include "offline/files/files.h"
+#include "lab/crossval/crossval.h"
 #include "offline/tune/tune.h"
 
 namespace dynamiccl::cli {

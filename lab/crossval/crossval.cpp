@@ -1,4 +1,4 @@
-#include "offline/tune/crossval.h"
+#include "lab/crossval/crossval.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,6 @@
 #include <tuple>
 
 #include "offline/sim/sim.h"
-#include "offline/tune/measurement_backend.h"
-#include "offline/tune/tuner.h"
 
 namespace dynamiccl::tune {
 namespace {

@@ -1,4 +1,4 @@
-// dynamiccl policy-eval: the learned policy's figures in one place, on machines held out from
+// dynamiccl-lab policy-eval: the learned policy's figures in one place, on machines held out from
 // training: DecisionTable rebuild time, latency ratio to the best configuration against NCCL's
 // default and a TPE-tuned table (tune/ searching the same calibrated simulator), and the same
 // ratios on measured datasets (the shipped ones, or --data-dir, e.g. shared/data) through the replay.
@@ -16,9 +16,9 @@
 #include <iostream>
 #include <unistd.h>
 
-#include "offline/eval/eval.h"
-#include "offline/cli/commands.h"
-#include "offline/cli/platform_option.h"
+#include "lab/eval/eval.h"
+#include "lab/cli/commands.h"
+#include "offline/cli/cli.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
 #include "offline/platforms/platforms.h"

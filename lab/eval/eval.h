@@ -2,5 +2,5 @@
 // the learned policy). The one header other modules include; the commands print what it returns.
 #pragma once
 
-#include "offline/eval/online_eval.h"
-#include "offline/eval/tpe_table.h"
+#include "lab/eval/online_eval.h"
+#include "lab/eval/tpe_table.h"

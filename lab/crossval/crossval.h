@@ -1,4 +1,4 @@
-// Cross-validation on measured data: what a profile tuned from measurements does at sizes (and
+// lab/crossval: cross-validation on measured data (`dynamiccl-lab crossval`): what a profile tuned from measurements does at sizes (and
 // communicator shapes) it never saw. Per point, chosen/default and chosen/best, judged on the
 // held-out point's own measurements.
 #pragma once
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "features/features.h"
-#include "offline/tune/smoothing.h"
+#include "offline/tune/tune.h"
 
 namespace dynamiccl::tune {
 

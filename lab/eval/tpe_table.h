@@ -1,4 +1,4 @@
-// A TPE-tuned table as the learned policy's yardstick (`dynamiccl policy-eval`).
+// A TPE-tuned table as the learned policy's yardstick (`dynamiccl-lab policy-eval`).
 #pragma once
 
 #include "features/features.h"

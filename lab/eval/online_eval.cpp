@@ -1,4 +1,4 @@
-#include "offline/eval/online_eval.h"
+#include "lab/eval/online_eval.h"
 
 #include <algorithm>
 #include <cmath>

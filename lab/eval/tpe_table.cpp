@@ -1,4 +1,4 @@
-#include "offline/eval/tpe_table.h"
+#include "lab/eval/tpe_table.h"
 
 #include <unistd.h>
 

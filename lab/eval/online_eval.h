@@ -1,4 +1,4 @@
-// The online learner's loop judged per key (`dynamiccl online-eval`): its arms, their true and
+// The online learner's loop judged per key (`dynamiccl-lab online-eval`): its arms, their true and
 // sampled latencies, NCCL's view; exploration cost, final ratio to the best and drift recovery.
 #pragma once
 

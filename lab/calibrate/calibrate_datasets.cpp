@@ -1,9 +1,9 @@
-// The datasets `dynamiccl calibrate` fits or checks, one at a time.
+// The datasets `dynamiccl-lab calibrate` fits or checks, one at a time.
 #include <algorithm>
 #include <filesystem>
 #include <optional>
 
-#include "offline/sim/calibration.h"
+#include "lab/calibrate/calibrate.h"
 
 namespace dynamiccl::sim {
 

@@ -1,4 +1,4 @@
-// --simulated, after the replay: the learned profile as the main job emits it. Its rules are
+// The simulated demo, after the replay: the learned profile as the main job emits it. Its rules are
 // unverified, so a job on the simulated cluster (the simulator standing in for the measurements)
 // verifies them while the network learns in the job (a Bayesian last layer proposing what to
 // measure); what the job promoted is the profile it emits. Every figure here is simulated.
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "offline/demo/demo_steps.h"
+#include "lab/demo/demo.h"
 #include "offline/jobreplay/jobreplay.h"
 
 namespace dynamiccl::cli::demo {

@@ -1,4 +1,4 @@
-// dynamiccl calibrate: fit the simulator to shared/data/*/normalized.csv (or check the committed
+// dynamiccl-lab calibrate: fit the simulator to shared/data/*/normalized.csv (or check the committed
 // fit with --check), print MAPE and forced-config agreement per dataset, optionally plot.
 #include <CLI/CLI.hpp>
 
@@ -8,10 +8,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "offline/cli/commands.h"
-#include "offline/cli/platform_option.h"
+#include "lab/cli/commands.h"
+#include "offline/cli/cli.h"
 #include "offline/files/files.h"
-#include "offline/cli/plot_runner.h"
+#include "lab/calibrate/calibrate.h"
 #include "offline/sim/sim.h"
 
 namespace dynamiccl::cli {

@@ -1,0 +1,31 @@
+// dynamiccl-lab: what we judge the product with, beside it (simulator calibration, cross-validation,
+// policy and online evaluation, the simulated demo). Users run `dynamiccl`; nothing here is in it.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "lab/cli/commands.h"
+#include "offline/cli/cli.h"
+#include "offline/files/files.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dynamiccl-lab: the lab of the DynamICCL NCCL tuner (calibrate, crossval, policy-eval, online-eval, the simulated demo)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dynamiccl-lab 0.1.0");
+  app.option_defaults()->always_capture_default();
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()) + " (see --help)\n"; });
+  dynamiccl::cli::addCalibrateCommand(app);
+  dynamiccl::cli::addCrossvalCommand(app);
+  dynamiccl::cli::addPolicyEvalCommand(app);
+  dynamiccl::cli::addOnlineEvalCommand(app);
+  dynamiccl::cli::addDemoCommand(app);
+  dynamiccl::cli::applyConventions(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc != 0 ? rc : (dynamiccl::files::flushStdout() ? 0 : 1);
+  }
+  if (auto s = dynamiccl::files::flushStdout(); !s) return std::cerr << "dynamiccl-lab: " << s.error() << "\n", 1;
+  return 0;
+}
