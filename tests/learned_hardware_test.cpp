@@ -9,34 +9,19 @@
 #include <string>
 #include <unistd.h>
 
+#include "command_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kFixture = std::string(DYNAMICCL_SOURCE_DIR) + "/tests/data/l40s_small.csv";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct CommandRun {
-  int rc = -1;
-  std::string log;
-};
+using dynamiccl::testing::CommandRun;
+using dynamiccl::testing::fingerprintOf;
 
 CommandRun dynamiccl(const std::string& args, const fs::path& logPath) {
-  const std::string cmd = std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl " + args + " > '" + logPath.string() + "' 2>&1";
-  CommandRun r;
-  r.rc = std::system(cmd.c_str());
-  r.log = slurp(logPath);
-  return r;
-}
-
-nlohmann::json fingerprintOf(const fs::path& profile) {
-  std::ifstream in(profile);
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  return doc.contains("fingerprint") ? doc["fingerprint"] : nlohmann::json();
+  return dynamiccl::testing::runLogged(std::string(DYNAMICCL_BINARY_DIR) + "/offline/dynamiccl", args, logPath);
 }
 
 class LearnedHardware : public ::testing::Test {

@@ -83,11 +83,7 @@ int fail(const std::string& what) {
 }
 
 // The PNGs of outDir, as the last step's status says it.
-std::string plot(const DemoOptions& o, const std::string& outDir) {
-  if (o.noPlots) return "; plots skipped (--no-plots)";
-  if (auto plotted = runPlotScript("plot_demo.py", {outDir}); !plotted) return "; could not plot: " + plotted.error();
-  return "; busbw.png, vs_nccl.png, decision_map.png";
-}
+std::string plot(const DemoOptions& o, const std::string& outDir) { return demoPlots(o.noPlots, outDir); }
 
 int runSimulated(const DemoOptions& o) {
   namespace fs = std::filesystem;

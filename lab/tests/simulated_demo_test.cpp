@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "tests/command_run.h"
 
 namespace fs = std::filesystem;
 using dynamiccl::policy::ProfileFormat;
@@ -108,24 +109,10 @@ TEST_F(DemoTest, TunedNeverSlowerThanNcclDefault) {
 
 const std::string kFixture = std::string(DYNAMICCL_SOURCE_DIR) + "/tests/data/l40s_small.csv";
 
-struct CommandRun {
-  int rc = -1;
-  std::string log;
-};
+using dynamiccl::testing::CommandRun;
+using dynamiccl::testing::fingerprintOf;
 
-CommandRun lab(const std::string& args, const fs::path& logPath) {
-  const std::string cmd = kLab + " " + args + " > '" + logPath.string() + "' 2>&1";
-  CommandRun r;
-  r.rc = std::system(cmd.c_str());
-  r.log = slurp(logPath);
-  return r;
-}
-
-nlohmann::json fingerprintOf(const fs::path& profile) {
-  std::ifstream in(profile);
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  return doc.contains("fingerprint") ? doc["fingerprint"] : nlohmann::json();
-}
+CommandRun lab(const std::string& args, const fs::path& logPath) { return dynamiccl::testing::runLogged(kLab, args, logPath); }
 
 class LabDir : public ::testing::Test {
  protected:

@@ -22,4 +22,10 @@ Status runPlotScript(const std::string& scriptName, const std::vector<std::strin
   return Ok{};
 }
 
+std::string demoPlots(bool noPlots, const std::string& outDir) {
+  if (noPlots) return "; plots skipped (--no-plots)";
+  if (auto plotted = runPlotScript("plot_demo.py", {outDir}); !plotted) return "; could not plot: " + plotted.error();
+  return "; busbw.png, vs_nccl.png, decision_map.png";
+}
+
 }  // namespace dynamiccl::cli
