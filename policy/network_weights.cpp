@@ -79,7 +79,7 @@ bool floatsFromBase64(std::string_view text, std::vector<float>& out) {
   out.reserve(bytes->size() / 4);
   adviseHugePages(out.data(), out.capacity() * sizeof(float));  // a 1024 x 1024 layer is 4 MB
   out.resize(bytes->size() / 4);
-  std::memcpy(out.data(), bytes->data(), bytes->size());
+  if (!bytes->empty()) std::memcpy(out.data(), bytes->data(), bytes->size());  // an empty vector's data() may be null
   if constexpr (std::endian::native == std::endian::big)  // the bytes are little-endian
     for (float& f : out) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
   return true;
