@@ -33,6 +33,8 @@ constexpr auto kPausePerRank = std::chrono::microseconds(250);
 constexpr auto kMinPause = std::chrono::milliseconds(1);
 constexpr auto kMaxPause = std::chrono::milliseconds(100);
 constexpr auto kLongestPause = std::chrono::seconds(1);
+// A re-join (only counting) while no proposal appears: at most this often.
+constexpr auto kRejoinEvery = std::chrono::seconds(1);
 
 // The communicators this process checks at once: their ranks' joins share the store, so each
 // arrives that many times slower (8 communicators of a job's process groups, checked together).
@@ -191,23 +193,17 @@ class InputCheck {
     if (stopped(stop_)) return refused(kFinalized);
     const ChecksInFlight inFlight(commId_);
     if (auto v = join()) return *v;
-    for (auto pause = firstPause();;) {
+    const auto first = firstPause();
+    const auto longest = std::max<std::chrono::microseconds>(first, kMaxPause);
+    for (auto pause = first;; pause = std::min(pause * 2, longest)) {
       std::this_thread::sleep_for(std::min<Clock::duration>(pause, std::max<Clock::duration>(deadline_ - Clock::now(), {})));
       if (stopped(stop_)) return refused(kFinalized);
-      auto next = poll(pause);
-      if (auto* v = std::get_if<InputsAgreement>(&next)) return *v;
+      if (auto v = poll()) return *v;
       if (Clock::now() >= deadline_) return timedOut();
-      pause = std::get<std::chrono::microseconds>(next);
     }
   }
 
  private:
-  // A count of the set this rank waits on (the inputs', then the confirmations'), and when it was seen.
-  struct Progress {
-    Clock::time_point at;
-    uint64_t count = 0;
-  };
-
   // Joins the set of input records (write-once under this rank's name, so a failed join is tried
   // again): until the deadline where the store answered this rank's first read (a request timed out on
   // a loaded store: 71 of 1,024 threads' joins on one 2-core machine), for a second where it did not (a
@@ -226,9 +222,6 @@ class InputCheck {
     if (!joined_.ok())
       return refused("the store (" + store_.describe() + ") refused this rank's inputs (" + joined_.error() +
                      "); it keeps NCCL's choices");
-    seen_ = {Clock::now(), joined_->all};
-    pace_ = std::chrono::duration_cast<std::chrono::microseconds>(seen_.at - start_) /
-            static_cast<int64_t>(std::max<uint64_t>(seen_.count, 1));
     return afterJoin(*joined_);
   }
 
@@ -242,58 +235,31 @@ class InputCheck {
     return std::nullopt;  // won or lost, the stored proposal is the one confirmed
   }
 
-  // The first poll comes when the last rank is expected to have joined: after the time the ranks yet to
-  // join take at the pace this rank saw (its join was the count's k-th after its own start), or at
-  // kPausePerRank a rank where that is longer. The pace seen by an early join is mostly its start's
-  // delay, so the pause is at most twice the time this rank took to join, or kPausePerRank for every rank.
+  // A rank's first poll comes after the time its communicator's ranks take to reach the store (one store
+  // serves their joins in turn), times the communicators this process checks at once (their ranks'
+  // joins share the store), then polls back off by doubling to at least 100 ms.
   std::chrono::microseconds firstPause() const {
-    const auto atMost = std::max(perRank() * static_cast<int64_t>(std::min<uint64_t>(n_, 1u << 20)),
-                                 2 * std::chrono::duration_cast<std::chrono::microseconds>(seen_.at - start_));
-    return std::min(untilAll(seen_.count, std::max(pace_, perRank())), atMost);
-  }
-  static std::chrono::microseconds perRank() {
-    return kPausePerRank * static_cast<int64_t>(std::min<uint64_t>(ChecksInFlight::communicators(), 1024));
+    const uint64_t arriving = std::min<uint64_t>(n_, 1u << 20) * std::min<uint64_t>(ChecksInFlight::communicators(), 1024);
+    return std::clamp<std::chrono::microseconds>(kPausePerRank * static_cast<int64_t>(arriving), kMinPause, kLongestPause);
   }
 
-  // The pause until the set waited on holds nRanks at the pace ranks were last seen arriving (a
-  // little more, so the poll finds the record written after the last count).
-  std::chrono::microseconds untilAll(uint64_t count, std::chrono::microseconds pace) const {
-    const auto left = pace * static_cast<int64_t>(std::min<uint64_t>(n_ - std::min(count, n_), 1u << 20));
-    return std::clamp<std::chrono::microseconds>(left + left / 8 + kMinPause, kMinPause, kLongestPause);
-  }
-  // A new count of the set waited on: the pace is the time per rank since the last count that moved.
-  void counted(const Progress& now) {
-    if (now.count > seen_.count)
-      pace_ = std::chrono::duration_cast<std::chrono::microseconds>(now.at - seen_.at) /
-              static_cast<int64_t>(now.count - seen_.count);
-    seen_ = now;
-  }
-
-  // One poll: a read of the agreement and the proposal together. Where no proposal is there yet, a
-  // count of the inputs' set times the next poll by the pace the ranks join at, so a rank polls about
-  // as often at any size (1,024 threads on 2 cores join at 0.4-2 ms a rank, 16 at 0.3 ms), and a count
-  // that shows every rank there proposes what a lost reply left unwritten. After confirming, the
-  // agreement is polled for backing off by doubling, from the time the others take at that pace.
-  std::variant<InputsAgreement, std::chrono::microseconds> poll(std::chrono::microseconds last) {
-    const auto doubled = std::min<std::chrono::microseconds>(last * 2, kLongestPause);
+  // One poll: a read of the agreement and the proposal together, a confirmation when the proposal is
+  // there, and while none is, a re-join at most every kRejoinEvery (only counting): a join whose reply
+  // was lost may have made the count nRanks unseen.
+  std::optional<InputsAgreement> poll() {
     auto recs = store_.readMany(commId_, {coord::kInputsAgreementKey, kProposalKey}, 0);
-    if (!recs.ok()) return doubled;
+    if (!recs.ok()) return std::nullopt;
     if ((*recs)[0]) return agreementFor(*(*recs)[0], me_, commId_, store_.describe());
-    if ((*recs)[1] && !me_.counted) {
-      if (auto v = confirm(*(*recs)[1])) return *v;
-      return me_.counted ? untilAll(seen_.count, pace_) : doubled;
+    if ((*recs)[1] && !me_.counted) return confirm(*(*recs)[1]);
+    if (!(*recs)[1] && Clock::now() - lastJoin_ >= kRejoinEvery) {
+      lastJoin_ = Clock::now();
+      auto again = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
+      if (again.ok()) {
+        joined_ = again;
+        return afterJoin(*again);
+      }
     }
-    if (me_.counted) return doubled;
-    // A count: the member is there since its join succeeded, so nothing is written again.
-    auto count = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, "");
-    if (!count.ok()) return doubled;
-    if (count->all >= n_) {
-      if (auto v = afterJoin(*count)) return *v;
-      return kMinPause;
-    }
-    if (count->all <= seen_.count) return doubled;
-    counted({Clock::now(), count->all});
-    return untilAll(count->all, pace_);
+    return std::nullopt;
   }
 
   std::optional<InputsAgreement> confirm(const std::string& stored) {
@@ -311,7 +277,6 @@ class InputCheck {
     me_.counted = true;
     confirmations_ = *c;
     if (c->all >= n_) return settle(store_, commId_, {true, false, "", me_.confirmed, {}}, me_, settleBy_, stop_);
-    seen_ = {Clock::now(), c->all};  // the confirmations are timed at the pace the inputs arrived
     return std::nullopt;
   }
 
@@ -345,8 +310,7 @@ class InputCheck {
   Me me_;
   const std::string sealedMine_;
   Expected<coord::SetCount> joined_ = makeError("not joined");
-  Progress seen_;                    // the last count of the set this rank waits on
-  std::chrono::microseconds pace_{};  // the time a rank took to arrive, as last seen
+  Clock::time_point lastJoin_ = Clock::now();
   coord::SetCount confirmations_;
 };
 
