@@ -2,11 +2,8 @@
 // policy and online evaluation, the simulated demo). Users run `dynamiccl`; nothing here is in it.
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "lab/cli/commands.h"
 #include "offline/cli/cli.h"
-#include "offline/files/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dynamiccl-lab: the lab of the DynamICCL NCCL tuner (calibrate, crossval, policy-eval, online-eval, the simulated demo)"};
@@ -19,13 +16,5 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addPolicyEvalCommand(app);
   dynamiccl::cli::addOnlineEvalCommand(app);
   dynamiccl::cli::addDemoCommand(app);
-  dynamiccl::cli::applyConventions(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc != 0 ? rc : (dynamiccl::files::flushStdout() ? 0 : 1);
-  }
-  if (auto s = dynamiccl::files::flushStdout(); !s) return std::cerr << "dynamiccl-lab: " << s.error() << "\n", 1;
-  return 0;
+  return dynamiccl::cli::runCommandLine(app, argc, argv, "dynamiccl-lab");
 }

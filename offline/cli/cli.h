@@ -2,6 +2,7 @@
 // the platform option, plots through the scripts, and the command-line conventions.
 #pragma once
 
+#include "offline/cli/command_line.h"
 #include "offline/cli/platform_option.h"
 #include "offline/cli/plot_runner.h"
 #include "offline/cli/plugin_locator.h"

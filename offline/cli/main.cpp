@@ -2,11 +2,8 @@
 // commands (calibrate, crossval, policy-eval, online-eval) are dynamiccl-lab's (lab/).
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
+#include "offline/cli/command_line.h"
 #include "offline/cli/commands.h"
-#include "offline/cli/value_checks.h"
-#include "offline/files/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dynamiccl: offline toolkit of the DynamICCL NCCL tuner"};
@@ -30,14 +27,5 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addMergeCommand(app);
   dynamiccl::cli::addProfileCommand(app);
   dynamiccl::cli::addMeasurementCostCommand(app);
-  dynamiccl::cli::applyConventions(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc != 0 ? rc : (dynamiccl::files::flushStdout() ? 0 : 1);  // --help into a full disk fails too
-  }
-  // What a command printed is part of its output: a failed write to standard output fails the command.
-  if (auto s = dynamiccl::files::flushStdout(); !s) return std::cerr << "dynamiccl: " << s.error() << "\n", 1;
-  return 0;
+  return dynamiccl::cli::runCommandLine(app, argc, argv, "dynamiccl");
 }
