@@ -69,10 +69,7 @@ struct Fixture {
     auto profile = policy::loadProfileFile(path);
     if (!profile || !profile->network) std::abort();
     if (!profile->hardware) {  // multi-node shapes get no learned rules without declared hardware
-      setenv("DYNAMICCL_TOPO_GPU_CC", "90", 0);
-      setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "400", 0);
-      setenv("DYNAMICCL_TOPO_NICS", "8", 0);
-      setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 0);
+      setenv(kTopoVariable, "gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=25", 0);
     }
     net = profile->network;
     setenv("DYNAMICCL_PROFILE", path.c_str(), 1);

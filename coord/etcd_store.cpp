@@ -293,7 +293,7 @@ class EtcdStore : public RecordStore {
   }
 
   // One request, tried on each endpoint in turn from the last one that answered, all of it by
-  // `deadline` (DYNAMICCL_ETCD_TIMEOUT_MS bounds an operation, not each endpoint's try); with
+  // `deadline` (DYNAMICCL_ETCD_CLIENT timeout_ms bounds an operation, not each endpoint's try); with
   // credentials, authenticated first (and again when etcd says the token expired).
   Expected<json> call(const std::string& path, const json& request, Clock::time_point deadline) {
     const std::string body = request.dump();

@@ -84,7 +84,7 @@ class RecordStore {
 };
 
 // A directory (node-local or shared by every node: NFS, Lustre). privateDir: create it 0700 and
-// refuse it unless owned by us with no group/other access. delay_ms: DYNAMICCL_COORD_DELAY_MS,
+// refuse it unless owned by us with no group/other access. delay_ms: DYNAMICCL_TEST coord_delay_ms,
 // fault injection that delays every operation (tests of a slow shared file system).
 Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms = 0);
 

@@ -7,6 +7,7 @@
 #include "features/csv.h"
 #include "features/expected.h"
 #include "features/feature_vector.h"
+#include "features/key_values.h"
 #include "features/regular_file.h"
 #include "features/rule_fingerprint.h"
 #include "features/size_text.h"

@@ -42,19 +42,19 @@ std::string undeclaredMessage(const TopoOverrides& o) {
   auto need = [&](bool have, const char* name) {
     if (!have) missing += std::string(missing.empty() ? "" : ", ") + name;
   };
-  need(o.computeCap.has_value(), "_GPU_CC");
-  need(o.nvlinkBw_GBps.has_value(), "_NVLINK_GBPS");
-  need(o.nics.has_value(), "_NICS");
-  need(o.nicSpeed_GBps.has_value(), "_NIC_GBPS");
+  need(o.computeCap.has_value(), "gpu_cc");
+  need(o.nvlinkBw_GBps.has_value(), "nvlink_GBps");
+  need(o.nics.has_value(), "nics_per_node");
+  need(o.nicSpeed_GBps.has_value(), "nic_GBps");
   const bool someSet = o.computeCap || o.nvlinkBw_GBps || o.nics || o.nicSpeed_GBps;
   return std::string(
              "learned rules off for multi-node communicators: the profile declares no \"fingerprint\" and a probe "
              "of this host may differ from other nodes' (ranks deciding differently hang the job); the profile's "
              "own rules and NCCL decide. Fix: declare the cluster in the profile, \"fingerprint\": {\"gpu_cc\": 90, "
              "\"nvlink_GBps\": 400, \"nics_per_node\": 8, \"nic_GBps\": 50} (dynamiccl export --preset NAME or "
-             "--probe-host writes it), or set DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS the same on "
-             "every rank") +
-         (someSet ? " (missing: DYNAMICCL_TOPO" + missing + ")" : "");
+             "--probe-host writes it), or set DYNAMICCL_TOPO=gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=50 "
+             "the same on every rank") +
+         (someSet ? " (DYNAMICCL_TOPO lacks " + missing + ")" : "");
 }
 
 bool overridesComplete(const TopoOverrides& o) { return o.computeCap && o.nvlinkBw_GBps && o.nics && o.nicSpeed_GBps; }
@@ -69,7 +69,7 @@ RuleFingerprint fingerprintForRules(const CommShape& shape, const std::optional<
     out.unavailable = undeclaredMessage(host.overrides);
     return out;
   }
-  HostSources probe;  // without DYNAMICCL_TOPO_*: those go last, over the declaration
+  HostSources probe;  // without DYNAMICCL_TOPO: it goes last, over the declaration
   if (oneHost) {
     probe.nics = host.nics;
     probe.nvml = host.nvml;

@@ -1,6 +1,6 @@
 // The fingerprint a communicator's learned rules are generated from, chosen so that every rank of
 // the communicator computes the same one: a probe of this host is used only when every rank probes
-// this host (single-node); across nodes only what the profile declares or DYNAMICCL_TOPO_* set.
+// this host (single-node); across nodes only what the profile declares or DYNAMICCL_TOPO sets.
 #pragma once
 
 #include <optional>
@@ -17,8 +17,8 @@ struct RuleFingerprint {
 };
 
 // Sources, later ones win: the shape; this host's sysfs/NVML probe (single-node only); the profile's
-// declared hardware; DYNAMICCL_TOPO_* (job configuration, assumed the same on every rank, like
-// DYNAMICCL_PROFILE). Multi-node without a declaration needs all four facts from DYNAMICCL_TOPO_*.
+// declared hardware; DYNAMICCL_TOPO (job configuration, assumed the same on every rank, like
+// DYNAMICCL_PROFILE). Multi-node without a declaration needs the four hardware facts in DYNAMICCL_TOPO.
 RuleFingerprint fingerprintForRules(const CommShape& shape, const std::optional<ClusterHardware>& declared,
                                     const HostSources& host);
 

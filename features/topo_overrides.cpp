@@ -1,40 +1,54 @@
-// DYNAMICCL_TOPO_* environment overrides: the operator's word beats every probe.
-#include <cmath>
+// DYNAMICCL_TOPO: the operator's word on the hardware, which beats every probe.
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "features/key_values.h"
 #include "features/topology_fingerprint.h"
 
 namespace dynamiccl {
-namespace {
 
-template <typename T>
-void readPositive(const EnvLookup& getenvFn, const char* name, std::optional<T>& out, std::vector<std::string>& ignored,
-                  bool zeroAllowed = false) {
-  const char* v = getenvFn(name);
-  if (!v || !*v) return;
-  try {
-    size_t used = 0;
-    const double x = std::stod(v, &used);
-    const bool integral = std::is_integral_v<T> ? std::floor(x) == x : true;
-    // Upper bound keeps the cast defined and the value physical (no link or NIC near 1e6 GB/s).
-    if (used == std::string(v).size() && std::isfinite(x) && (x > 0 || (zeroAllowed && x == 0)) && x <= 1e6 && integral) {
-      out = static_cast<T>(x == 0 ? 0.0 : x);  // "-0" reads as 0
-      return;
+Expected<TopoOverrides> parseTopoOverrides(std::string_view text) {
+  auto items = parseKeyValues(text, {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps", "ranks_per_node"});
+  if (!items) return makeError(items.error());
+  TopoOverrides o;
+  // Upper bounds keep the casts defined and the values physical (no link or NIC near 1e6 GB/s).
+  for (const KeyValue& kv : *items) {
+    if (kv.key == "nvlink_GBps" || kv.key == "nic_GBps") {
+      const bool nvlink = kv.key == "nvlink_GBps";
+      auto x = realField(kv, 0, 1e6, /*loExcluded=*/!nvlink);  // NVLink 0: PCIe only
+      if (!x) return makeError(x.error());
+      (nvlink ? o.nvlinkBw_GBps : o.nicSpeed_GBps) = *x;
+    } else {
+      auto n = integerField(kv, 1, 1'000'000);
+      if (!n) return makeError(n.error());
+      (kv.key == "gpu_cc" ? o.computeCap : kv.key == "nics_per_node" ? o.nics : o.ranksPerNode) = static_cast<int>(*n);
     }
-  } catch (...) {
   }
-  ignored.push_back(std::string(name) + "=" + v);
+  return o;
 }
 
-}  // namespace
+std::string topoOverridesText(const TopoOverrides& o) {
+  std::string out;
+  auto put = [&](const char* key, const auto& v) {
+    if (!v) return;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s=%.17g", out.empty() ? "" : ",", key, static_cast<double>(*v));
+    out += buf;
+  };
+  put("gpu_cc", o.computeCap);
+  put("nvlink_GBps", o.nvlinkBw_GBps);
+  put("nics_per_node", o.nics);
+  put("nic_GBps", o.nicSpeed_GBps);
+  put("ranks_per_node", o.ranksPerNode);
+  return out;
+}
 
-TopoOverrides readTopoOverrides(const EnvLookup& getenvFn) {
-  TopoOverrides o;
-  readPositive(getenvFn, "DYNAMICCL_TOPO_GPU_CC", o.computeCap, o.ignored);
-  readPositive(getenvFn, "DYNAMICCL_TOPO_NVLINK_GBPS", o.nvlinkBw_GBps, o.ignored, /*zeroAllowed=*/true);  // 0: PCIe only
-  readPositive(getenvFn, "DYNAMICCL_TOPO_NICS", o.nics, o.ignored);
-  readPositive(getenvFn, "DYNAMICCL_TOPO_NIC_GBPS", o.nicSpeed_GBps, o.ignored);
-  readPositive(getenvFn, "DYNAMICCL_TOPO_RANKS_PER_NODE", o.ranksPerNode, o.ignored);
+Expected<TopoOverrides> environmentTopoOverrides() {
+  const char* v = std::getenv(kTopoVariable);
+  if (!v || !*v) return TopoOverrides{};
+  auto o = parseTopoOverrides(v);
+  if (!o) return makeError(std::string(kTopoVariable) + " ignored: " + o.error());
   return o;
 }
 

@@ -21,18 +21,18 @@ std::string TopologyFingerprint::text() const {
   return buf;
 }
 
-HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn) {
+HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const TopoOverrides& overrides) {
   HostSources h;
   h.nics = readSysfsNics(sysRoot);
   if (auto nvml = readNvml(nvmlLibrary)) h.nvml = *nvml;
-  h.overrides = readTopoOverrides(getenvFn);
+  h.overrides = overrides;
   return h;
 }
 
 const HostSources& localHostSources() {
   // Probed once per process: communicators are created by the hundred and the host does not change.
   static const HostSources sources =
-      probeHostSources("/sys", "libnvidia-ml.so.1", [](const char*) -> const char* { return nullptr; });
+      probeHostSources("/sys", "libnvidia-ml.so.1");
   return sources;
 }
 
@@ -40,10 +40,6 @@ HostSources localHostSources(const TopoOverrides& overrides) {
   HostSources host = localHostSources();
   host.overrides = overrides;  // the operator's word beats every probe
   return host;
-}
-
-TopoOverrides environmentTopoOverrides() {
-  return readTopoOverrides([](const char* name) { return std::getenv(name); });
 }
 
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host) {

@@ -1,14 +1,14 @@
 // The topology fingerprint: what kind of machine a communicator runs on, merged from NCCL's cost
-// table, sysfs, NVML and DYNAMICCL_TOPO_* overrides (cheapest first, later sources win). Learned
+// table, sysfs, NVML and the DYNAMICCL_TOPO overrides (cheapest first, later sources win). Learned
 // rules choose their sources in features/rule_fingerprint.h (a host probe is not the same on every node).
 #pragma once
 
 #include <array>
 #include <compare>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "features/expected.h"
@@ -35,15 +35,19 @@ struct NvmlInfo {
 // Errors name why NVML is unusable (library missing, symbol missing, init failed).
 Expected<NvmlInfo> readNvml(const char* library = "libnvidia-ml.so.1");
 
-// DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE; unparsable values are
-// reported in `ignored` and otherwise skipped. _NVLINK_GBPS may be 0 (no NVLink), the others are > 0.
+// DYNAMICCL_TOPO="gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=50,ranks_per_node=8", any of
+// them, keyed as a profile's "fingerprint" declares them: nvlink_GBps may be 0 (no NVLink), the others
+// are > 0, the counts integers. The job's configuration, the same on every rank.
+inline constexpr const char* kTopoVariable = "DYNAMICCL_TOPO";
 struct TopoOverrides {
   std::optional<int> computeCap, nics, ranksPerNode;
   std::optional<double> nvlinkBw_GBps, nicSpeed_GBps;
-  std::vector<std::string> ignored;
+  bool operator==(const TopoOverrides&) const = default;
 };
-using EnvLookup = std::function<const char*(const char*)>;
-TopoOverrides readTopoOverrides(const EnvLookup& getenvFn);
+// A bad text is refused whole: the error names the field.
+Expected<TopoOverrides> parseTopoOverrides(std::string_view text);
+// The text parseTopoOverrides reads back to `o` (what the tools set for the plugin they drive).
+std::string topoOverridesText(const TopoOverrides& o);
 
 // A cluster's hardware as a profile declares it (its "fingerprint" key): unlike a probe of the host,
 // the same on every rank, so multi-node communicators may generate learned rules from it.
@@ -78,18 +82,18 @@ struct HostSources {
   std::optional<NvmlInfo> nvml;
   TopoOverrides overrides;
 };
-HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const EnvLookup& getenvFn);
+HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const TopoOverrides& overrides = {});
 // Probes /sys and NVML on first use; no overrides.
 const HostSources& localHostSources();
-// This host's probe with the job's DYNAMICCL_TOPO_* over it: what rules are judged and verdicts keyed
+// This host's probe with the job's DYNAMICCL_TOPO over it: what rules are judged and verdicts keyed
 // with. The plugin passes the overrides its settings read; a tool showing what the plugin does
-// passes readTopoOverrides over its environment (environmentTopoOverrides), the same rule.
+// passes its environment's (environmentTopoOverrides: none where unset), the same rule.
 HostSources localHostSources(const TopoOverrides& overrides);
-TopoOverrides environmentTopoOverrides();
+Expected<TopoOverrides> environmentTopoOverrides();
 
 // Merges the sources.
 TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& host);
-// Overwrite the hardware facts with a profile's declaration / with the DYNAMICCL_TOPO_* values set.
+// Overwrite the hardware facts with a profile's declaration / with the DYNAMICCL_TOPO values set.
 void applyClusterHardware(TopologyFingerprint& fp, const ClusterHardware& declared);
 void applyTopoOverrides(TopologyFingerprint& fp, const TopoOverrides& overrides);
 

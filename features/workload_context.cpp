@@ -1,33 +1,23 @@
 // Parsing DYNAMICCL_WORKLOAD.
 #include "features/workload_context.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <string>
+#include "features/key_values.h"
 
 namespace dynamiccl {
 
 Expected<WorkloadContext> parseWorkloadContext(std::string_view text) {
+  auto items = parseKeyValues(text, {"intensity", "batch"});
+  if (!items) return makeError(items.error());
   WorkloadContext wl;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t end = text.find_first_of(",;", pos);
-    const std::string_view item = text.substr(pos, end == std::string_view::npos ? text.size() - pos : end - pos);
-    pos = end == std::string_view::npos ? text.size() + 1 : end + 1;
-    if (item.find_first_not_of(' ') == std::string_view::npos) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return makeError("expected key=value, got \"" + std::string(item) + "\"");
-    const std::string key(item.substr(0, eq)), value(item.substr(eq + 1));
-    char* endp = nullptr;
-    const double x = std::strtod(value.c_str(), &endp);
-    if (value.empty() || *endp != '\0' || !std::isfinite(x) || x <= 0)
-      return makeError(key + " must be a positive number");
-    if (key == "intensity") wl.intensity = x;
-    else if (key == "batch") {
-      if (std::floor(x) != x || x > 1e9) return makeError("batch must be a positive integer");
-      wl.batch = static_cast<int>(x);
+  for (const KeyValue& kv : *items) {
+    if (kv.key == "intensity") {
+      auto x = realField(kv, 0, 1e12, /*loExcluded=*/true);
+      if (!x) return makeError(x.error());
+      wl.intensity = *x;
     } else {
-      return makeError("unknown key \"" + key + "\" (intensity, batch)");
+      auto b = integerField(kv, 1, 1'000'000'000);
+      if (!b) return makeError(b.error());
+      wl.batch = static_cast<int>(*b);
     }
   }
   return wl;

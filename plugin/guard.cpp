@@ -23,7 +23,7 @@ std::optional<Entry> entryFromName(std::string_view name) {
 }
 
 void throwForTest(Entry e) {
-  throw std::runtime_error("DYNAMICCL_TEST_THROW=" + std::string(entryName(e)));
+  throw std::runtime_error("DYNAMICCL_TEST=throw=" + std::string(entryName(e)));
 }
 
 void logEscapedException(Entry e, const char* what) noexcept {

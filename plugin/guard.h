@@ -28,10 +28,10 @@ enum class Entry : uint8_t {
   kCount
 };
 
-std::string_view entryName(Entry e);  // "getCollInfo", ... (the names DYNAMICCL_TEST_THROW takes)
+std::string_view entryName(Entry e);  // "getCollInfo", ... (the names DYNAMICCL_TEST's throw= takes)
 std::optional<Entry> entryFromName(std::string_view name);
 
-// Test-only (DYNAMICCL_TEST_THROW, set from the settings at init): entry points that throw on entry.
+// Test-only (DYNAMICCL_TEST throw=, set from the settings at init): entry points that throw on entry.
 inline constinit std::atomic<uint32_t> gTestThrowMask{0};
 [[noreturn]] void throwForTest(Entry e);
 inline void testThrowPoint(Entry e) {

@@ -16,7 +16,7 @@ namespace dynamiccl::plugin {
 class MeasurementGate {
  public:
   // Profiler init: NCCL's mask and the bits this profiler version asks for. alwaysOn: set them now and
-  // keep them (profiler v1-v3, whose init names no rank, so no leader is known; DYNAMICCL_RECORD_SHARE=1).
+  // keep them (profiler v1-v3, whose init names no rank, so no leader is known; DYNAMICCL_BUDGET=record=1).
   void attach(int* mask, int bits, bool alwaysOn);
 
   // Hot path: whether the next call this process enqueues is profiled. Returns true when it turns the

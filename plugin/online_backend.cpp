@@ -13,13 +13,13 @@ Expected<std::shared_ptr<coord::RecordStore>> etcdStore(const Settings& s) {
   static std::shared_ptr<coord::RecordStore> cached;
   coord::EtcdOptions o;
   o.endpoints = s.etcdEndpoints;
-  o.caFile = s.etcdCa;
-  o.certFile = s.etcdCert;
-  o.keyFile = s.etcdKey;
-  o.timeout_ms = s.etcdTimeout_ms;
-  o.ttl_s = s.etcdTtl_s;
-  if (!s.etcdAuthFile.empty()) {
-    auto credentials = coord::readEtcdCredentials(s.etcdAuthFile);
+  o.caFile = s.etcd.ca;
+  o.certFile = s.etcd.cert;
+  o.keyFile = s.etcd.key;
+  o.timeout_ms = s.etcd.timeout_ms;
+  o.ttl_s = s.etcd.ttl_s;
+  if (!s.etcd.authFile.empty()) {
+    auto credentials = coord::readEtcdCredentials(s.etcd.authFile);
     if (!credentials.ok()) return makeError(credentials.error());
     o.user = credentials->user;
     o.password = credentials->password;
@@ -46,12 +46,12 @@ bool hasOnlineBackend(const Settings& s, const CommShape& shape) {
 Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape) {
   if (!s.etcdEndpoints.empty()) return etcdStore(s);
   if (!s.coordDir.empty()) {
-    auto store = coord::openDirStore(s.coordDir, false, s.coordDelay_ms);
+    auto store = coord::openDirStore(s.coordDir, false, s.test.coordDelay_ms);
     if (!store.ok()) return makeError(store.error());
     return std::shared_ptr<coord::RecordStore>(std::move(store.value()));
   }
   if (!hasOnlineBackend(s, shape)) return makeError("no coordination backend for a multi-node communicator");
-  auto store = coord::openDirStore(coord::nodeLocalDir(), true, s.coordDelay_ms);
+  auto store = coord::openDirStore(coord::nodeLocalDir(), true, s.test.coordDelay_ms);
   if (!store.ok()) return makeError(store.error());
   return std::shared_ptr<coord::RecordStore>(std::move(store.value()));
 }

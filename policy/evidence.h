@@ -67,7 +67,7 @@ struct RuleStanding {
 };
 struct StandingInputs {
   std::optional<TopologyFingerprint> shared;  // fingerprintForRules(shape, declared, host)
-  std::optional<TopologyFingerprint> local;   // single-node only: probe and DYNAMICCL_TOPO_*, no declaration
+  std::optional<TopologyFingerprint> local;   // single-node only: probe and DYNAMICCL_TOPO, no declaration
   bool userRules = false;                     // the profile is the user's own NVIDIA CSV
   Trust trust = Trust::Verified;
   int ncclVersionCode = 0;                    // the NCCL release in force (23101 for 2.31.1); 0: unknown, not checked

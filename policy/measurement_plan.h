@@ -30,9 +30,9 @@ struct MeasurementPlan {
   int keys = 0, searchingKeys = 0;  // keys with calls, and those still searching
 };
 
-// budget: DYNAMICCL_EXPLORE_BUDGET, shared by trials and measurement (a searching key's measurement
+// budget: DYNAMICCL_BUDGET explore=, shared by trials and measurement (a searching key's measurement
 // takes at most half of it, of its own time, and never less than the settled share);
-// settledShare: DYNAMICCL_MEASURE_SHARE. Each key is measured at its own rate: a key still searching
+// settledShare: DYNAMICCL_BUDGET measure=. Each key is measured at its own rate: a key still searching
 // what its trials need (twice their share, so what runs gets about as many samples beside each trial,
 // until it carries enough of them: then their share), a settled one the settled share, none once every
 // key settled and the gain does not repay re-tests.

@@ -22,7 +22,7 @@ namespace dynamiccl::policy {
 
 struct OnlineConfig {
   uint64_t epochCalls = 1000;      // DYNAMICCL_EPOCH_CALLS: calls per table version
-  double exploreTimeShare = 0.01;  // DYNAMICCL_EXPLORE_BUDGET: expected extra time from exploring
+  double exploreTimeShare = 0.01;  // DYNAMICCL_BUDGET explore=: expected extra time from exploring
   double exploreCallShare = 0.25;  // at most this share of a key's calls explore (the time budget bounds what they cost)
   double raceCallShare = 0.2;      // an undecided arm measured ahead of the incumbent: this share of calls
   double retestEvery = 1000;       // a clearly worse arm is re-measured about once per this many calls
@@ -64,7 +64,7 @@ struct OnlineConfig {
   int settleSamples = 16;
   // Measuring costs the job (policy/measurement_plan.h): what profiling a call costs per size bucket
   // (share of its time), the share of calls still measured once the search settles
-  // (DYNAMICCL_MEASURE_SHARE), and the gain a search may plausibly find (share of a key's time), which
+  // (DYNAMICCL_BUDGET measure=), and the gain a search may plausibly find (share of a key's time), which
   // must repay its measurement within the job for the key to be searched at all.
   std::array<double, SizeBucket::kCount> measureCostShare{};
   double settledMeasureShare = 1.0;

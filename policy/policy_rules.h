@@ -39,10 +39,10 @@ std::vector<Rule> policyRules(const PolicyNetwork& net, const TopologyFingerprin
 
 // What learned rules may depend on besides the profile and NCCL's init arguments. Every part must be
 // the same on every rank of a communicator: fingerprintForRules (features/rule_fingerprint.h) uses
-// the host probe only for single-node communicators; DYNAMICCL_TOPO_* and DYNAMICCL_WORKLOAD are job
+// the host probe only for single-node communicators; DYNAMICCL_TOPO and DYNAMICCL_WORKLOAD are job
 // configuration, like DYNAMICCL_PROFILE.
 struct PolicyInputs {
-  const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO_*; nullptr: nothing known
+  const HostSources* host = nullptr;  // probe and DYNAMICCL_TOPO; nullptr: nothing known
   WorkloadContext workload;           // DYNAMICCL_WORKLOAD
   Trust trust = Trust::Verified;      // DYNAMICCL_TRUST (the plugin passes its setting)
   int ncclVersionCode = 0;            // the NCCL release in force (plugin/tuner/nccl_version.h); 0: unknown

@@ -338,13 +338,13 @@ TEST(BadInput, OnlineWithoutTheProfilerRoleIsRefusedNeverBlocks) {
 }
 
 // The one exception boundary: an exception inside any entry point of either role is logged once and
-// NCCL gets success with its own choice (DYNAMICCL_TEST_THROW makes the entry point throw).
+// NCCL gets success with its own choice (DYNAMICCL_TEST=throw=ENTRY makes the entry point throw).
 class ThrowingEntry : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ThrowingEntry, TunerEntryLogsOnceAndLeavesNcclsChoice) {
   TempFile profile(profileJson(R"({"collective":"allreduce","algo":"ring","proto":"simple","channels":4,"chunk":131072})"));
   ScopedEnv env("DYNAMICCL_PROFILE", profile.path().c_str());
-  ScopedEnv hook("DYNAMICCL_TEST_THROW", GetParam());
+  ScopedEnv hook("DYNAMICCL_TEST", (std::string("throw=") + GetParam()).c_str());
   LogCapture::clear();
   auto lib = openPlugin();
   ASSERT_TRUE(lib);
@@ -376,7 +376,7 @@ INSTANTIATE_TEST_SUITE_P(Tuner, ThrowingEntry, ::testing::Values("init", "getCol
 class ThrowingProfilerEntry : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ThrowingProfilerEntry, ProfilerEntryLogsOnceAndReturnsSuccess) {
-  ScopedEnv hook("DYNAMICCL_TEST_THROW", GetParam());
+  ScopedEnv hook("DYNAMICCL_TEST", (std::string("throw=") + GetParam()).c_str());
   ScopedEnv record("DYNAMICCL_RECORD", "0");
   LogCapture::clear();
   auto prof = harness::ProfilerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));

@@ -111,7 +111,7 @@ std::string contentOf(const fs::path& path) {
 }
 
 const std::string kProbeFacts =
-    "env DYNAMICCL_TOPO_GPU_CC=103 DYNAMICCL_TOPO_NVLINK_GBPS=900 DYNAMICCL_TOPO_NICS=8 DYNAMICCL_TOPO_NIC_GBPS=100 ";
+    "env DYNAMICCL_TOPO=gpu_cc=103,nvlink_GBps=900,nics_per_node=8,nic_GBps=100 ";
 
 // An output that is a FIFO (or a device, or a directory) is refused at once with one line naming it,
 // never opened and waited on; the FIFO stays as it was.
@@ -571,15 +571,15 @@ TEST(CliProbe, PrintsAndWritesTheFingerprintOrSaysWhatIsUnknown) {
   TempDir dir;
   const std::string file = (dir.path / "fp.json").string();
   const Result r = dynamiccl::testing::runShell(
-      "env DYNAMICCL_TOPO_GPU_CC=103 DYNAMICCL_TOPO_NVLINK_GBPS=900 DYNAMICCL_TOPO_NICS=8 DYNAMICCL_TOPO_NIC_GBPS=100 " +
+      "env DYNAMICCL_TOPO=gpu_cc=103,nvlink_GBps=900,nics_per_node=8,nic_GBps=100 " +
       kDynamiccl + " probe -o '" + file + "' 2>&1");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("gpu_cc = 103  (DYNAMICCL_TOPO_GPU_CC)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gpu_cc = 103  (DYNAMICCL_TOPO gpu_cc)"), std::string::npos) << r.output;
   std::ifstream in(file);
   const std::string json((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(json.find("\"gpu_cc\":103"), std::string::npos) << json;
   const Result bare = dynamiccl::testing::runShell(
-      "env -u DYNAMICCL_TOPO_GPU_CC -u DYNAMICCL_TOPO_NVLINK_GBPS -u DYNAMICCL_TOPO_NICS -u DYNAMICCL_TOPO_NIC_GBPS " +
+      "env -u DYNAMICCL_TOPO " +
       kDynamiccl + " probe -o '" + (dir.path / "none.json").string() + "' 2>&1");
   if (bare.output.find("gpu_cc unknown") != std::string::npos) {  // this machine has no GPU (CI): refused, nothing written
     EXPECT_NE(bare.rc, 0) << bare.output;
@@ -783,7 +783,7 @@ TEST(CliProfile, NamesEveryInputItCouldNotReadDirectoriesIncluded) {
 }  // namespace
 
 // show judges a rule's trust from the hardware the plugin sees: this host's probe with
-// DYNAMICCL_TOPO_* over it. A rule measured on the hardware the variables declare is verified, and
+// DYNAMICCL_TOPO over it. A rule measured on the hardware the variables declare is verified, and
 // the decision map shows it applied.
 TEST(CliShow, TrustReadsTheTopologyOverridesThePluginHonours) {
   TempDir dir;

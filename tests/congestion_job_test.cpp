@@ -147,7 +147,7 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
   // Every call measured: this job is about how recent timings reach the published table, not about what
   // measuring costs (a settled job measures 1% of calls and would see an episode a hundred times slower).
   o.env = {{"DYNAMICCL_PROFILE", profile}, {"DYNAMICCL_TRUST", "verified"}, {"DYNAMICCL_DB", dir + "/store.db"},
-           {"DYNAMICCL_MEASURE_SHARE", "1"}, {"DYNAMICCL_MEASUREMENT_COST", dir + "/free.json"}};
+           {"DYNAMICCL_BUDGET", "measure=1"}, {"DYNAMICCL_MEASUREMENT_COST", dir + "/free.json"}};
   std::ofstream(dir + "/free.json") << R"J({"source":"free (test)","points":[{"bytes":1,"share":0}]})J";
   o.congestion = {jobreplay::CongestionEpisode{.fromCall = kFrom * o.epochCalls,
                                                .toCall = kTo * o.epochCalls,

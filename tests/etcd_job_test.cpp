@@ -73,8 +73,8 @@ bool waitForFile(const std::string& path, int seconds) {
   setenv("DYNAMICCL_PROFILE", (dir + "/profile.json").c_str(), 1);
   setenv("DYNAMICCL_ONLINE", "1", 1);
   setenv("DYNAMICCL_ETCD", s.endpoints.c_str(), 1);
-  if (!s.authFile.empty()) setenv("DYNAMICCL_ETCD_AUTH_FILE", s.authFile.c_str(), 1);
-  setenv("DYNAMICCL_ETCD_TIMEOUT_MS", std::to_string(s.etcdTimeout_ms).c_str(), 1);
+  const std::string client = "timeout_ms=" + std::to_string(s.etcdTimeout_ms) + (s.authFile.empty() ? "" : ",auth_file=" + s.authFile);
+  setenv("DYNAMICCL_ETCD_CLIENT", client.c_str(), 1);
   setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls).c_str(), 1);
   setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", std::to_string(s.epochTimeout_ms).c_str(), 1);
   setenv("DYNAMICCL_INPUTS_CHECK", "1", 1);
@@ -340,7 +340,7 @@ TEST(EtcdJob, ATricklingEndpointKeepsNcclsChoiceOnEveryRankWithoutHanging) {
 }
 
 TEST(EtcdJob, HundredSilentEndpointsKeepNcclsChoiceOnEveryRankWithinTheTimeout) {
-  // Each store operation ends within DYNAMICCL_ETCD_TIMEOUT_MS, all endpoints together: the input
+  // Each store operation ends within DYNAMICCL_ETCD_CLIENT's timeout_ms, all endpoints together: the input
   // check fails within a second or so and every rank keeps NCCL's choices (100 tries of 200 ms each
   // would hold every rank's init for 40 s).
   testing::SilentEndpoints silent(100);

@@ -280,7 +280,7 @@ TEST(EtcdStore, ADeadEndpointIsSkippedForTheNextOne) {
 }
 
 TEST(EtcdStore, OneOperationOverManySilentEndpointsEndsWithinItsTimeout) {
-  // DYNAMICCL_ETCD_TIMEOUT_MS bounds an operation, all endpoints together (not each endpoint's try).
+  // DYNAMICCL_ETCD_CLIENT's timeout_ms bounds an operation, all endpoints together (not each endpoint's try).
   testing::SilentEndpoints silent(100);
   ASSERT_EQ(silent.size(), 100u);
   auto store = storeFor(silent.endpoints(), 200);

@@ -26,13 +26,6 @@ struct FakeSys {
   }
 };
 
-EnvLookup envFrom(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const char* n) -> const char* {
-    auto it = vars.find(n);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-}
-
 TEST(SysfsNics, ReadsInfinibandRates) {
   FakeSys sys;
   for (int i = 0; i < 4; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec (4X NDR)");
@@ -81,30 +74,51 @@ TEST(Nvml, LibraryWithoutNvmlSymbolsIsRejected) {
   EXPECT_NE(info.error().find("symbol"), std::string::npos);
 }
 
-TEST(TopoOverrides, ParsesAndReportsBadValues) {
-  auto o = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_GPU_CC", "90"},
-                                      {"DYNAMICCL_TOPO_NVLINK_GBPS", "400"},
-                                      {"DYNAMICCL_TOPO_NICS", "8"},
-                                      {"DYNAMICCL_TOPO_NIC_GBPS", "25"},
-                                      {"DYNAMICCL_TOPO_RANKS_PER_NODE", "8.5"}}));
-  EXPECT_EQ(o.computeCap, 90);
-  EXPECT_EQ(o.nvlinkBw_GBps, 400.0);
-  EXPECT_EQ(o.nics, 8);
-  EXPECT_EQ(o.nicSpeed_GBps, 25.0);
-  EXPECT_FALSE(o.ranksPerNode);
-  ASSERT_EQ(o.ignored.size(), 1u);
-  auto none = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_NICS", "-3"}, {"DYNAMICCL_TOPO_GPU_CC", "abc"}}));
-  EXPECT_FALSE(none.nics);
-  EXPECT_FALSE(none.computeCap);
-  EXPECT_EQ(none.ignored.size(), 2u);
+TEST(TopoOverrides, ParsesTheProfilesFingerprintKeysAndRefusesABadTextWhole) {
+  auto o = parseTopoOverrides("gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=25,ranks_per_node=8");
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(o->computeCap, 90);
+  EXPECT_EQ(o->nvlinkBw_GBps, 400.0);
+  EXPECT_EQ(o->nics, 8);
+  EXPECT_EQ(o->nicSpeed_GBps, 25.0);
+  EXPECT_EQ(o->ranksPerNode, 8);
+  EXPECT_EQ(topoOverridesText(*o), "gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=25,ranks_per_node=8");
+  const std::pair<const char*, const char*> bad[] = {
+      {"gpu_cc=90,ranks_per_node=8.5", "ranks_per_node must be an integer"},
+      {"nics_per_node=-3", "nics_per_node must be an integer in 1..1000000"},
+      {"gpu_cc=abc", "gpu_cc must be an integer"},
+      {"nic_GBps=1e7", "nic_GBps must be a number in (0, 1e+06]"},
+      {"nics=8", "unknown key \"nics\""},
+      {"gpu_cc=90,gpu_cc=80", "given twice"},
+      {"gpu_cc", "expected key=value"},
+  };
+  for (const auto& [text, why] : bad) {
+    auto refused = parseTopoOverrides(text);
+    ASSERT_FALSE(refused.ok()) << text;
+    EXPECT_NE(refused.error().find(why), std::string::npos) << text << ": " << refused.error();
+  }
 }
 
 TEST(TopoOverrides, NvlinkZeroMeansNoNvlinkOtherZerosAreRefused) {
-  auto o = readTopoOverrides(envFrom({{"DYNAMICCL_TOPO_NVLINK_GBPS", "0"}, {"DYNAMICCL_TOPO_NICS", "0"}}));
-  ASSERT_TRUE(o.nvlinkBw_GBps.has_value());  // a PCIe-only cluster can be declared through the environment
-  EXPECT_EQ(*o.nvlinkBw_GBps, 0.0);
-  EXPECT_FALSE(o.nics);
-  EXPECT_EQ(o.ignored.size(), 1u);
+  auto o = parseTopoOverrides("nvlink_GBps=0");
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(o->nvlinkBw_GBps.has_value());  // a PCIe-only cluster can be declared through the environment
+  EXPECT_EQ(*o->nvlinkBw_GBps, 0.0);
+  EXPECT_EQ(topoOverridesText(*o), "nvlink_GBps=0");
+  EXPECT_FALSE(parseTopoOverrides("nvlink_GBps=0,nics_per_node=0").ok());
+  EXPECT_FALSE(parseTopoOverrides("nic_GBps=0").ok());
+}
+
+// What the tools set for the plugin reads back to the same facts, fractions included.
+TEST(TopoOverrides, TheTextReadsBackToTheSameFacts) {
+  TopoOverrides o;
+  o.nvlinkBw_GBps = 0.1 + 0.2;
+  o.nicSpeed_GBps = 12.5;
+  o.ranksPerNode = 4;
+  auto back = parseTopoOverrides(topoOverridesText(o));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, o);
+  EXPECT_EQ(topoOverridesText(TopoOverrides{}), "");
 }
 
 TEST(Fingerprint, MergesSourcesWithOverridesLast) {
@@ -112,8 +126,7 @@ TEST(Fingerprint, MergesSourcesWithOverridesLast) {
   for (int i = 0; i < 8; ++i) sys.write("class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/rate", "400 Gb/sec");
   // H800: 400 GB/s NVLink per GPU, 8 x 200 Gb/s NICs -> 400 / 25 = 16 (operator's word via env).
   HostSources host = probeHostSources(sys.root.string(), "libdynamiccl-no-such-nvml.so.1",
-                                      envFrom({{"DYNAMICCL_TOPO_GPU_CC", "90"}, {"DYNAMICCL_TOPO_NVLINK_GBPS", "400"},
-                                               {"DYNAMICCL_TOPO_NIC_GBPS", "25"}}));
+                                      *parseTopoOverrides("gpu_cc=90,nvlink_GBps=400,nic_GBps=25"));
   EXPECT_FALSE(host.nvml);
   CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2, .minRanksPerNode = 8, .maxRanksPerNode = 8};
   const TopologyFingerprint fp = buildFingerprint(shape, host);
@@ -126,7 +139,7 @@ TEST(Fingerprint, MergesSourcesWithOverridesLast) {
 }
 
 TEST(Fingerprint, NothingKnownLeavesZerosNotGarbage) {
-  HostSources host = probeHostSources("/nonexistent", "libdynamiccl-no-such-nvml.so.1", envFrom({}));
+  HostSources host = probeHostSources("/nonexistent", "libdynamiccl-no-such-nvml.so.1");
   const TopologyFingerprint fp = buildFingerprint(CommShape{.nRanks = 8, .nNodes = 1}, host);
   EXPECT_EQ(fp.nicsPerNode, 0);
   EXPECT_EQ(fp.computeCap, 0);

@@ -50,10 +50,7 @@ bool waitForFile(const std::string& path, int seconds) {
 // "locked" before the tuner's finalize, whose duration it writes to "finalize_ms". With etcd
 // endpoints, those are the coordination backend (the verdicts travel through them).
 [[noreturn]] void runLeader(const std::string& dir, uint64_t commId, uint64_t calls, const std::string& etcd = "") {
-  setenv("DYNAMICCL_TOPO_GPU_CC", "89", 1);
-  setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "0", 1);
-  setenv("DYNAMICCL_TOPO_NICS", "1", 1);
-  setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 1);
+  setenv("DYNAMICCL_TOPO", "gpu_cc=89,nvlink_GBps=0,nics_per_node=1,nic_GBps=25", 1);
   setenv("DYNAMICCL_PROFILE", (dir + "/simulated.json").c_str(), 1);
   setenv("DYNAMICCL_TRUST", "verified", 1);
   setenv("DYNAMICCL_DB", (dir + "/store.db").c_str(), 1);

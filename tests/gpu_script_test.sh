@@ -55,10 +55,10 @@ grep '^n2 tuner_empty rank 1' "$TMP/tdry" | grep -q "NCCL_TUNER_PLUGIN=$TMP/lib/
   || fail "tuner_empty: plugin by absolute path, empty profile"
 grep '^n2 tuner_empty' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=' && fail "tuner_empty has no profiler"
 grep '^n2 tuner_forced rank 0' "$TMP/tdry" | grep -q 'forced-profile.json DYNAMICCL_TRUST=all' || fail "tuner_forced opts in"
-grep '^n2 forced_profiled rank 1' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=.* DYNAMICCL_TRUST=all DYNAMICCL_RECORD_SHARE=1' \
+grep '^n2 forced_profiled rank 1' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=.* DYNAMICCL_TRUST=all DYNAMICCL_BUDGET=record=1' \
   || fail "forced_profiled profiles every call under the same rules"
 grep '^n2 readme rank 0' "$TMP/tdry" | grep -q 'NCCL_PROFILER_PLUGIN=' || fail "readme run has the profiler role"
-grep '^n2 readme rank 0' "$TMP/tdry" | grep -Eq 'DYNAMICCL_TRUST=|DYNAMICCL_RECORD_SHARE=' && fail "readme run keeps the defaults"
+grep '^n2 readme rank 0' "$TMP/tdry" | grep -Eq 'DYNAMICCL_TRUST=|DYNAMICCL_BUDGET=' && fail "readme run keeps the defaults"
 grep -q '^allreduce 268435456 warmup=3 timed=5$' "$TMP/tdry" || fail "sweep reaches 256 MiB"
 grep -q '^allgather 8 ' "$TMP/tdry" || fail "sweep starts at 8 B"
 for bad in "--ranks 0" "--runs bogus" "--budget-s x" "--nope"; do

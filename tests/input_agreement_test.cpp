@@ -78,7 +78,7 @@ struct RankResult {
   setenv("DYNAMICCL_ONLINE", "1", 1);
   setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str(), 1);
   setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", "20000", 1);
-  setenv("DYNAMICCL_TOPO_NICS", "8", 1);
+  setenv("DYNAMICCL_TOPO", "nics_per_node=8", 1);
   setenv("DYNAMICCL_RECORD", "0", 1);
   setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
   const bool odd = rank == kOdd;
@@ -459,7 +459,7 @@ TEST(InputAgreement, ProfileMissingOnOneRank) {
 
 TEST(InputAgreement, OneNodeSeesFourNicsWhereTheOthersSeeEight) {
   Case c;
-  c.oddEnv = [] { setenv("DYNAMICCL_TOPO_NICS", "4", 1); };
+  c.oddEnv = [] { setenv("DYNAMICCL_TOPO", "nics_per_node=4", 1); };
   expectNcclEverywhere(runCommunicator(c), "topology is");
 }
 

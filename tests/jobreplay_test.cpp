@@ -375,7 +375,7 @@ TEST_F(JobReplay, CallsWhoseChannelStopsNeverComeAreNoArmsEvidence) {
   jobreplay::JobOptions o = options(profile, 16000);
   o.loseChannelStopsOf = slow->config;
   // 1 ms, not 0: a sweep at 0 could also complete a call between its Coll start and its channels.
-  o.rankEnv = [](int) { return std::vector<std::pair<std::string, std::string>>{{"DYNAMICCL_PROFILER_GRACE_MS", "1"}}; };
+  o.rankEnv = [](int) { return std::vector<std::pair<std::string, std::string>>{{"DYNAMICCL_PROFILER", "grace_ms=1"}}; };
   auto r = jobreplay::replayJob(*job, o);
   ASSERT_TRUE(r) << r.error();
   expectConsistent(*r, 4);

@@ -99,7 +99,7 @@ TEST_F(MeasuredJob, OnlyTheLeaderProfilesAndNetOfMeasuringNoKeyEndsSlowerThanNcc
       std::printf("[ figures  ] %d of %zu keys end off NCCL's choice; leader log %s/rank0.log\n", moved, r.keys.size(), r.workDir.c_str());
       if (getenv("DYNAMICCL_KEEP_TEST_DIRS")) keep_ = true;
       const double settled = leader.settledProfiledShare(10, r.epochCalls);
-      // Settled (or stopped), the leader profiles DYNAMICCL_MEASURE_SHARE (1%) of calls at most; the
+      // Settled (or stopped), the leader profiles DYNAMICCL_BUDGET measure= (1%) of calls at most; the
       // share drawn over 10 epochs of 1000 calls has a binomial spread of 0.1%.
       EXPECT_LE(settled, 0.0125);
       std::printf("[ figures  ] %s, NCCL %d price: net %.4fx NCCL's default overall, measuring %.3f%% of collective "
@@ -113,7 +113,7 @@ TEST_F(MeasuredJob, ProfilingEveryCallUnderNccl231ShowsItsLoss) {
   auto job = jobreplay::loadMeasuredJob(testing::shippedL40sCsv());
   ASSERT_TRUE(job) << job.error();
   // As the plugin did before: every rank profiles every call for the whole job.
-  const jobreplay::JobResult always = run(*job, kRelease231, "always", {{"DYNAMICCL_RECORD_SHARE", "1"}}, 1000);
+  const jobreplay::JobResult always = run(*job, kRelease231, "always", {{"DYNAMICCL_BUDGET", "record=1"}}, 1000);
   ASSERT_TRUE(always.allFinished);
   EXPECT_EQ(always.ranks[0].profiledCalls, always.ranks[0].calls);
   EXPECT_EQ(always.ranks[1].profiledCalls, always.ranks[1].calls);

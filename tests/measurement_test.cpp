@@ -156,7 +156,7 @@ TEST(OnlineTableMeasure, OnlyMeasuredCallsExploreAndTheShareTravelsInTheRecord) 
 TEST(OnlineTableMeasure, AKeyMeasuresAtItsOwnShareAndItTravelsInTheRecord) {
   OnlineTable t;
   t.setVersion(5);
-  t.setMeasureThreshold(kMeasureEveryCall);  // settled keys: every call (as DYNAMICCL_MEASURE_SHARE=1)
+  t.setMeasureThreshold(kMeasureEveryCall);  // settled keys: every call (as DYNAMICCL_BUDGET=measure=1)
   const uint32_t key = onlineKey(4, 4096);
   OnlineEntry& e = t.entry(key);
   e.exploit.count = 1;

@@ -61,7 +61,7 @@ double trueLatency_us(int algo, int proto, uint64_t bytes) {
   setenv("DYNAMICCL_COORD_DIR", coordDir.c_str(), 1);
   setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls).c_str(), 1);
   setenv("DYNAMICCL_EPOCH_TIMEOUT_MS", std::to_string(s.timeout_ms).c_str(), 1);
-  setenv("DYNAMICCL_COORD_DELAY_MS", std::to_string(s.dirDelay_ms).c_str(), 1);
+  setenv("DYNAMICCL_TEST", ("coord_delay_ms=" + std::to_string(s.dirDelay_ms)).c_str(), 1);
   setenv("DYNAMICCL_RECORD", "0", 1);
   setenv("DYNAMICCL_INPUTS_CHECK", "1", 1);  // identical inputs: the check passes and changes nothing
   const std::string path = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);

@@ -38,8 +38,7 @@ struct ChannelEnv {
                       bool store = false)
       : log("", ".csv"), db("", ".db"), logEnv("DYNAMICCL_OBSERVATION_LOG", log.path().c_str()),
         dbEnv("DYNAMICCL_DB", db.path().c_str()), recordEnv("DYNAMICCL_RECORD", store ? "1" : "0"),
-        recordsEnv("DYNAMICCL_PROFILER_RECORDS", records), queueEnv("DYNAMICCL_PROFILER_QUEUE", queue),
-        graceEnv("DYNAMICCL_PROFILER_GRACE_MS", grace_ms) {}
+        poolsEnv("DYNAMICCL_PROFILER", (std::string("records=") + records + ",queue=" + queue + ",grace_ms=" + grace_ms).c_str()) {}
   std::vector<std::vector<std::string>> lines() const {
     std::vector<std::vector<std::string>> out;
     std::ifstream in(log.path());
@@ -52,7 +51,7 @@ struct ChannelEnv {
     return out;
   }
   TempFile log, db;
-  ScopedEnv logEnv, dbEnv, recordEnv, recordsEnv, queueEnv, graceEnv;
+  ScopedEnv logEnv, dbEnv, recordEnv, poolsEnv;
 };
 
 // CSV columns of the log sink.
@@ -718,7 +717,7 @@ size_t runV7Job(int maxVersion) {
   void* ctx = nullptr;
   ProfilerCommSpec spec;
   spec.commId = kCommId;
-  ScopedEnv everyCall("DYNAMICCL_RECORD_SHARE", "1");  // every call profiled, as a diagnostic run asks
+  ScopedEnv everyCall("DYNAMICCL_BUDGET", "record=1");  // every call profiled, as a diagnostic run asks
   EXPECT_EQ(lib->init(spec, &mask, &ctx), ncclSuccess);
   EXPECT_EQ(mask, 66) << "KernelPhase is not asked for";
   for (int call = 0; call < 3; ++call) {

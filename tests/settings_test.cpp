@@ -39,36 +39,22 @@ const Variable kVariables[] = {
     {"DYNAMICCL_DB_MAX_MB", "(unset)", false},
     {"DYNAMICCL_RECORD", "1", false},
     {"DYNAMICCL_OBSERVATION_LOG", "(unset)", true},
-    {"DYNAMICCL_PROFILER_RECORDS", "4096", false},
-    {"DYNAMICCL_PROFILER_QUEUE", "65536", false},
-    {"DYNAMICCL_PROFILER_GRACE_MS", "2000", false},
-    {"DYNAMICCL_MEASURE_SHARE", "0.01", false},
-    {"DYNAMICCL_RECORD_SHARE", "0", false},
+    {"DYNAMICCL_PROFILER", "records=4096,queue=65536,grace_ms=2000", false},
+    {"DYNAMICCL_BUDGET", "explore=0.01,measure=0.01,record=0", false},
     {"DYNAMICCL_MEASUREMENT_COST", "(unset)", true},
     {"DYNAMICCL_ONLINE", "(unset)", false},
     {"DYNAMICCL_VERIFY", "auto", false},
     {"DYNAMICCL_EPOCH_CALLS", "1000", false},
-    {"DYNAMICCL_EXPLORE_BUDGET", "0.01", false},
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
     {"DYNAMICCL_COORD_DIR", "(unset)", true},
-    {"DYNAMICCL_COORD_DELAY_MS", "0", false},
     {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
     {"DYNAMICCL_ETCD", "(unset)", false},
-    {"DYNAMICCL_ETCD_AUTH_FILE", "(unset)", true},
-    {"DYNAMICCL_ETCD_CA", "(unset)", true},
-    {"DYNAMICCL_ETCD_CERT", "(unset)", true},
-    {"DYNAMICCL_ETCD_KEY", "(unset)", true},
-    {"DYNAMICCL_ETCD_TIMEOUT_MS", "2000", false},
-    {"DYNAMICCL_ETCD_TTL_S", "86400", false},
+    {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=2000,ttl_s=86400", false},
     {"DYNAMICCL_INPUTS_CHECK", "1", false},
     {"DYNAMICCL_INPUTS_TIMEOUT_MS", "10000", false},
-    {"DYNAMICCL_TOPO_GPU_CC", "(unset)", false},
-    {"DYNAMICCL_TOPO_NVLINK_GBPS", "(unset)", false},
-    {"DYNAMICCL_TOPO_NICS", "(unset)", false},
-    {"DYNAMICCL_TOPO_NIC_GBPS", "(unset)", false},
-    {"DYNAMICCL_TOPO_RANKS_PER_NODE", "(unset)", false},
+    {"DYNAMICCL_TOPO", "(unset)", false},
     {"DYNAMICCL_WORKLOAD", "(unset)", false},
-    {"DYNAMICCL_TEST_THROW", "(unset)", false},
+    {"DYNAMICCL_TEST", "(unset)", false},
 };
 
 const std::string kLong(10000, '7');
@@ -169,26 +155,65 @@ TEST(Settings, TheSettingsLineListsEveryVariableThisTestCovers) {
 }
 
 TEST(Settings, GoodValuesAreInForce) {
-  ScopedEnv workload("DYNAMICCL_WORKLOAD", "intensity=2,batch=8"), nics("DYNAMICCL_TOPO_NICS", "8"),
-      nvlink("DYNAMICCL_TOPO_NVLINK_GBPS", "0"), cap("DYNAMICCL_DB_MAX_MB", "0.25"),
-      budget("DYNAMICCL_EXPLORE_BUDGET", "0.2"), etcd("DYNAMICCL_ETCD", "http://etcd-a:2379,https://etcd-b:2379/"),
-      online("DYNAMICCL_ONLINE", "0"), grace("DYNAMICCL_PROFILER_GRACE_MS", "0"), db("DYNAMICCL_DB", "/tmp/x.db"),
-      hook("DYNAMICCL_TEST_THROW", "stopEvent,getChunkSize");
+  ScopedEnv workload("DYNAMICCL_WORKLOAD", "intensity=2,batch=8"), topo("DYNAMICCL_TOPO", "nics_per_node=8,nvlink_GBps=0"),
+      cap("DYNAMICCL_DB_MAX_MB", "0.25"), budget("DYNAMICCL_BUDGET", "explore=0.2"),
+      etcd("DYNAMICCL_ETCD", "http://etcd-a:2379,https://etcd-b:2379/"),
+      client("DYNAMICCL_ETCD_CLIENT", "ca=/etc/ssl/ca.pem;timeout_ms=500"), online("DYNAMICCL_ONLINE", "0"),
+      profiler("DYNAMICCL_PROFILER", "grace_ms=0"), db("DYNAMICCL_DB", "/tmp/x.db"),
+      hook("DYNAMICCL_TEST", "throw=stopEvent+getChunkSize");
   LogCapture::clear();
   auto comm = openPlugin()->init(harness::CommSpec{});
   ASSERT_TRUE(comm.ok());
   EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 0u) << ::testing::PrintToString(LogCapture::lines());
   auto inForce = settingsInForce();
   EXPECT_EQ(inForce["DYNAMICCL_WORKLOAD"], "intensity=2,batch=8");
-  EXPECT_EQ(inForce["DYNAMICCL_TOPO_NICS"], "8");
-  EXPECT_EQ(inForce["DYNAMICCL_TOPO_NVLINK_GBPS"], "0");
+  EXPECT_EQ(inForce["DYNAMICCL_TOPO"], "nvlink_GBps=0,nics_per_node=8");
   EXPECT_EQ(inForce["DYNAMICCL_DB_MAX_MB"], "0.25");
-  EXPECT_EQ(inForce["DYNAMICCL_EXPLORE_BUDGET"], "0.2");
+  EXPECT_EQ(inForce["DYNAMICCL_BUDGET"], "explore=0.2,measure=0.01,record=0");  // fields not named keep their defaults
   EXPECT_EQ(inForce["DYNAMICCL_ETCD"], "http://etcd-a:2379,https://etcd-b:2379");
+  EXPECT_EQ(inForce["DYNAMICCL_ETCD_CLIENT"], "timeout_ms=500,ttl_s=86400,ca=(set)");
   EXPECT_EQ(inForce["DYNAMICCL_ONLINE"], "0");
-  EXPECT_EQ(inForce["DYNAMICCL_PROFILER_GRACE_MS"], "0");
+  EXPECT_EQ(inForce["DYNAMICCL_PROFILER"], "records=4096,queue=65536,grace_ms=0");
   EXPECT_EQ(inForce["DYNAMICCL_DB"], "(set)");
-  EXPECT_EQ(inForce["DYNAMICCL_TEST_THROW"], "getChunkSize,stopEvent");
+  EXPECT_EQ(inForce["DYNAMICCL_TEST"], "throw=getChunkSize+stopEvent");
+}
+
+// A grouped setting with one bad, unknown or repeated field is refused whole, in one line naming
+// the field; every field keeps its default (a half-read group would be a setting nobody wrote).
+TEST(Settings, AGroupWithOneBadFieldIsRefusedWholeInOneLineNamingIt) {
+  const struct {
+    const char* name;
+    const char* value;
+    const char* why;
+  } cases[] = {
+      {"DYNAMICCL_PROFILER", "records=8192,queue=1048577", "queue must be an integer in 2..1048576"},
+      {"DYNAMICCL_PROFILER", "records=65537", "records must be an integer in 1..65536"},
+      {"DYNAMICCL_BUDGET", "explore=0.6", "explore must be a number in 0..0.5"},
+      {"DYNAMICCL_BUDGET", "measure=0.1,measure=0.2", "key \"measure\" given twice"},
+      {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=5", "timeout_ms must be an integer in 10..60000"},
+      {"DYNAMICCL_ETCD_CLIENT", "ca=/x,user=root", "unknown key \"user\" (auth_file, ca, cert, key, timeout_ms, ttl_s)"},
+      {"DYNAMICCL_TOPO", "gpu_cc=90,nics_per_node=0", "nics_per_node must be an integer in 1..1000000"},
+      {"DYNAMICCL_TOPO", "nic_GBps=0", "nic_GBps must be a number in (0, 1e+06]"},
+      {"DYNAMICCL_TEST", "throw=getCollInfo+launch", "throw: expected entry point names"},
+      {"DYNAMICCL_WORKLOAD", "batch=2.5", "batch must be an integer"},
+  };
+  for (const auto& c : cases) {
+    ScopedEnv env(c.name, c.value);
+    LogCapture::clear();
+    auto comm = openPlugin()->init(harness::CommSpec{});
+    ASSERT_TRUE(comm.ok());
+    ASSERT_EQ(linesNaming(c.name), 1u) << c.name << "=" << c.value << ::testing::PrintToString(LogCapture::lines());
+    std::string line;
+    for (const std::string& l : LogCapture::lines())
+      if (l.find(std::string(c.name) + "=") != std::string::npos && l.find("DynamICCL: settings") == std::string::npos) line = l;
+    EXPECT_NE(line.find(c.why), std::string::npos) << line;
+    const auto inForce = settingsInForce();
+    for (const Variable& v : kVariables) {
+      if (std::strcmp(v.name, c.name) == 0) {
+        EXPECT_EQ(inForce.at(c.name), v.inForce) << c.value;
+      }
+    }
+  }
 }
 
 // A DYNAMICCL_* variable the plugin does not read is named in one line: a retired one with what
@@ -211,15 +236,21 @@ TEST(Settings, UnknownVariablesAreNamedInOneLineWithTheirReplacement) {
   for (const Variable& v : kVariables) EXPECT_EQ(line.find(std::string(v.name) + " ("), std::string::npos) << v.name;
 }
 
-TEST(Settings, ProfilerPoolsAboveTheDocumentedMaximumAreRefused) {
-  for (const char* name : {"DYNAMICCL_PROFILER_RECORDS", "DYNAMICCL_PROFILER_QUEUE"}) {
-    ScopedEnv huge(name, std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "1048577" : "65537");
-    LogCapture::clear();
-    auto comm = openPlugin()->init(harness::CommSpec{});
-    ASSERT_TRUE(comm.ok());
-    EXPECT_EQ(linesNaming(name), 1u) << name;
-    EXPECT_EQ(settingsInForce()[name], std::strcmp(name, "DYNAMICCL_PROFILER_QUEUE") == 0 ? "65536" : "4096");
-  }
+// The variables earlier releases read by other names: one line says what replaced each.
+TEST(Settings, GroupedVariablesOldNamesSayWhatReplacedThem) {
+  ScopedEnv topo("DYNAMICCL_TOPO_NICS", "8"), share("DYNAMICCL_RECORD_SHARE", "1"), ca("DYNAMICCL_ETCD_CA", "/x");
+  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", "56");  // another environment: read and logged again
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  ASSERT_TRUE(comm.ok());
+  ASSERT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
+  std::string line;
+  for (const std::string& l : LogCapture::lines())
+    if (l.find("unknown environment variables") != std::string::npos) line = l;
+  EXPECT_NE(line.find("DYNAMICCL_TOPO_NICS (now DYNAMICCL_TOPO=nics_per_node=..)"), std::string::npos) << line;
+  EXPECT_NE(line.find("DYNAMICCL_RECORD_SHARE (now DYNAMICCL_BUDGET=record=..)"), std::string::npos) << line;
+  EXPECT_NE(line.find("DYNAMICCL_ETCD_CA (now DYNAMICCL_ETCD_CLIENT=ca=..)"), std::string::npos) << line;
+  EXPECT_EQ(settingsInForce()["DYNAMICCL_BUDGET"], "explore=0.01,measure=0.01,record=0");  // not read under its old name
 }
 
 // One home: the plugin reads its environment only in plugin/settings; the libraries below it none.
@@ -247,7 +278,7 @@ long residentKiB() {
 
 // The documented maxima cost a modest, bounded amount of memory (the old ones cost 2.4 GB).
 TEST(Settings, ProfilerAtItsMaximaStaysUnder200MB) {
-  ScopedEnv records("DYNAMICCL_PROFILER_RECORDS", "65536"), queue("DYNAMICCL_PROFILER_QUEUE", "1048576");
+  ScopedEnv pools("DYNAMICCL_PROFILER", "records=65536,queue=1048576");
   ScopedEnv record("DYNAMICCL_RECORD", "0");
   auto prof = harness::ProfilerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
   ASSERT_TRUE(prof.ok()) << prof.error();
@@ -258,7 +289,7 @@ TEST(Settings, ProfilerAtItsMaximaStaysUnder200MB) {
   ASSERT_NE(ctx, nullptr);
   const long grown = residentKiB() - before;
   std::printf("profiler at its maxima: %ld KiB resident\n", grown);
-  EXPECT_EQ(settingsInForce()["DYNAMICCL_PROFILER_QUEUE"], "1048576");
+  EXPECT_EQ(settingsInForce()["DYNAMICCL_PROFILER"], "records=65536,queue=1048576,grace_ms=2000");
   EXPECT_LT(grown, 200 * 1024) << grown << " KiB";
   EXPECT_GT(grown, 10 * 1024) << "the pools were not allocated at their maxima";
   (*prof)->finalize(ctx);

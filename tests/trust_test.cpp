@@ -20,10 +20,7 @@ using testing::TempFile;
 
 // This process's hardware, the same for every rank and host: set before the library probes it.
 const bool kThisCluster = [] {
-  setenv("DYNAMICCL_TOPO_GPU_CC", "90", 1);
-  setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "450", 1);
-  setenv("DYNAMICCL_TOPO_NICS", "8", 1);
-  setenv("DYNAMICCL_TOPO_NIC_GBPS", "50", 1);
+  setenv("DYNAMICCL_TOPO", "gpu_cc=90,nvlink_GBps=450,nics_per_node=8,nic_GBps=50", 1);
   return true;
 }();
 constexpr const char* kHere = R"({"gpu_cc":90,"nvlink_GBps":450,"nics_per_node":8,"nic_GBps":50})";

@@ -45,10 +45,7 @@ struct Job {
 
 // Writes the share of calls in epochs 2-3 that ran tree/ll (rank 0 only).
 [[noreturn]] void runRank(int rank, const Job& job) {
-  setenv("DYNAMICCL_TOPO_GPU_CC", "89", 1);
-  setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "0", 1);
-  setenv("DYNAMICCL_TOPO_NICS", "1", 1);
-  setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 1);
+  setenv("DYNAMICCL_TOPO", "gpu_cc=89,nvlink_GBps=0,nics_per_node=1,nic_GBps=25", 1);
   setenv("DYNAMICCL_PROFILE", job.profile.c_str(), 1);
   setenv("DYNAMICCL_TRUST", "verified", 1);
   setenv("DYNAMICCL_DB", job.db.c_str(), 1);

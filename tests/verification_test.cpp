@@ -60,10 +60,7 @@ std::string simulatedProfile() {
 }
 
 void setHardwareEnv() {
-  setenv("DYNAMICCL_TOPO_GPU_CC", "89", 1);
-  setenv("DYNAMICCL_TOPO_NVLINK_GBPS", "0", 1);
-  setenv("DYNAMICCL_TOPO_NICS", "1", 1);
-  setenv("DYNAMICCL_TOPO_NIC_GBPS", "25", 1);
+  setenv("DYNAMICCL_TOPO", "gpu_cc=89,nvlink_GBps=0,nics_per_node=1,nic_GBps=25", 1);
 }
 
 // What one rank saw, per size: how often each (algo, proto) ran overall, in the first epoch, in

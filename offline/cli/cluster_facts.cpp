@@ -10,16 +10,18 @@
 
 namespace dynamiccl::cli {
 ProbedFacts probeThisHost() {
-  const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", [](const char* n) { return std::getenv(n); });
-  const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO_*
+  const Expected<TopoOverrides> overrides = environmentTopoOverrides();
+  const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", overrides.ok() ? *overrides : TopoOverrides{});
+  const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO
   const bool gpuKnown = host.nvml && host.nvml->computeCap > 0;      // then NVLink 0 means "none"
   ProbedFacts p;
   if (fp.computeCap > 0) p.gpuCc = fp.computeCap;
   if (gpuKnown || host.overrides.nvlinkBw_GBps) p.nvlinkGBps = fp.nvlinkBwPerGpu_GBps;
   if (fp.nicsPerNode > 0) p.nics = fp.nicsPerNode;
   if (fp.nicsPerNode > 0 || host.overrides.nicSpeed_GBps) p.nicGBps = fp.nicSpeed_GBps;
-  p.gpuSource = host.overrides.computeCap ? "DYNAMICCL_TOPO_GPU_CC" : gpuKnown ? "NVML" : "unknown (no NVML answered)";
-  p.nicSource = host.overrides.nics ? "DYNAMICCL_TOPO_NICS" : fp.nicsPerNode > 0 ? "sysfs (/sys/class/infiniband, net)"
+  if (!overrides.ok()) p.ignored = overrides.error();
+  p.gpuSource = host.overrides.computeCap ? "DYNAMICCL_TOPO gpu_cc" : gpuKnown ? "NVML" : "unknown (no NVML answered)";
+  p.nicSource = host.overrides.nics ? "DYNAMICCL_TOPO nics_per_node" : fp.nicsPerNode > 0 ? "sysfs (/sys/class/infiniband, net)"
                                                                                  : "unknown (no RDMA NIC found)";
   return p;
 }
@@ -32,7 +34,7 @@ void addClusterFactsOptions(CLI::App* cmd, ClusterFactsOptions& o) {
                   "the measured machine's fingerprint file (`dynamiccl probe -o FILE` run there)")
       ->group(group)
       ->excludes(preset);
-  cmd->add_flag("--probe-host", o.probeHost, "probe this machine (sysfs NICs, NVML, DYNAMICCL_TOPO_*)")
+  cmd->add_flag("--probe-host", o.probeHost, "probe this machine (sysfs NICs, NVML, DYNAMICCL_TOPO)")
       ->group(group)
       ->excludes(preset);
   cmd->add_option("--gpu-cc", o.gpuCc, "GPU compute capability x 10 (80, 90, 100)")->group(group);

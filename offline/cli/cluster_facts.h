@@ -26,12 +26,14 @@ struct ClusterFactsOptions {
   }
 };
 
-// This machine as the plugin would probe it (sysfs NICs, NVML, then DYNAMICCL_TOPO_*); unknown facts
-// stay unset, each known one says where it came from.
+// This machine as the plugin would probe it (sysfs NICs, NVML, then DYNAMICCL_TOPO); unknown facts
+// stay unset, each known one says where it came from; a DYNAMICCL_TOPO the plugin would refuse is
+// named in `ignored` and left out, as the plugin leaves it.
 struct ProbedFacts {
   std::optional<int> gpuCc, nics;
   std::optional<double> nvlinkGBps, nicGBps;
   std::string gpuSource, nicSource;
+  std::string ignored;
 };
 ProbedFacts probeThisHost();
 

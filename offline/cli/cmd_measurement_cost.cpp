@@ -72,7 +72,7 @@ void addMeasurementCostCommand(CLI::App& app) {
   auto o = std::make_shared<MeasurementCostOptions>();
   cmd->add_option("--off", o->off, "an nccl-tests log run without the profiler");
   cmd->add_option("--on", o->on, "the same sizes run with NCCL_PROFILER_PLUGIN naming this library, every call profiled "
-                                 "(DYNAMICCL_RECORD_SHARE=1)");
+                                 "(DYNAMICCL_BUDGET=record=1)");
   cmd->add_option("-o,--out", o->out, "the calibration file to write (JSON)");
   cmd->add_option("--nccl", o->ncclVersion, "without runs: the release whose published figures to print")
       ->capture_default_str();

@@ -1,5 +1,5 @@
 // dynamiccl probe [-o FILE]: the hardware fingerprint the plugin will compute on this host (NVML,
-// sysfs NICs, then DYNAMICCL_TOPO_*), each fact with its source; -o writes it as the "fingerprint"
+// sysfs NICs, then DYNAMICCL_TOPO), each fact with its source; -o writes it as the "fingerprint"
 // JSON that `tune --fingerprint`, `train --fingerprint` and a profile's "fingerprint" key take, so
 // rules measured here are stamped with this machine and apply where the plugin probes the same.
 #include <CLI/CLI.hpp>
@@ -25,6 +25,7 @@ int run(const ProbeOptions& o) {
     if (v) std::cout << "  " << name << " = " << *v << "  (" << source << ")\n";
     else std::cout << "  " << name << " unknown: " << source << "\n";
   };
+  if (!p.ignored.empty()) std::cout << "ignored, as the plugin ignores it: " << p.ignored << "\n";
   std::cout << "this host as the plugin probes it:\n";
   fact("gpu_cc", p.gpuCc, p.gpuSource);
   fact("nvlink_GBps", p.nvlinkGBps, p.gpuSource);
@@ -32,7 +33,8 @@ int run(const ProbeOptions& o) {
   fact("nic_GBps", p.nicGBps, p.nicSource);
   if (!p.gpuCc || !p.nvlinkGBps || !p.nics || !p.nicGBps) {
     std::cerr << "probe: the fingerprint is incomplete here (no GPU or NIC answered); run it on a node of the "
-                 "cluster, or set DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS as every rank will\n";
+                 "cluster, or set DYNAMICCL_TOPO=gpu_cc=..,nvlink_GBps=..,nics_per_node=..,nic_GBps=.. as every rank "
+                 "will\n";
     return 1;
   }
   const ClusterHardware hw{*p.gpuCc, *p.nvlinkGBps, *p.nics, *p.nicGBps, "dynamiccl probe"};

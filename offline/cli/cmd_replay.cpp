@@ -160,7 +160,7 @@ void addReplayCommand(CLI::App& app) {
   cmd->add_option("--trust", o->trust, "verified (the plugin's default) or all (as DYNAMICCL_TRUST=all: unverified rules apply)")
       ->check(CLI::IsMember({"verified", "all"}));
   cmd->add_flag("!--host-hardware", o->asMeasured,
-                "the plugin sees this host's hardware (default: the data's, through DYNAMICCL_TOPO_*, when it is one)");
+                "the plugin sees this host's hardware (default: the data's, through DYNAMICCL_TOPO, when it is one)");
   cmd->add_option("--nccl-version", o->ncclVersion,
                   "the NCCL release to load the plugin as (default: the one the data names, else 2.28.9)")
       ->check(ncclVersionCheck());

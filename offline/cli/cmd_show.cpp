@@ -70,10 +70,10 @@ void run(const ShowOptions& o) {
             << sizeText(o.minBytes) << " to " << sizeText(o.maxBytes) << "\n";
   // Each rule's evidence, and whether it is verified for this communicator (as the plugin decides).
   const policy::Trust trustLevel = *policy::parseTrust(o.trust);
-  // The hardware as the plugin loaded above sees it: this host's probe with DYNAMICCL_TOPO_* over it.
-  const TopoOverrides overrides = environmentTopoOverrides();
-  for (const std::string& bad : overrides.ignored)
-    std::cout << "ignored, as the plugin ignores it: " << bad << "\n";
+  // The hardware as the plugin loaded above sees it: this host's probe with DYNAMICCL_TOPO over it.
+  const Expected<TopoOverrides> fromEnv = environmentTopoOverrides();
+  if (!fromEnv) std::cout << "ignored, as the plugin ignores it: " << fromEnv.error() << "\n";
+  const TopoOverrides overrides = fromEnv.ok() ? *fromEnv : TopoOverrides{};
   const policy::StandingInputs standing =
       policy::StandingInputs::of(CommShape{.nRanks = o.ranks, .nNodes = o.nodes}, profile->hardware,
                                  localHostSources(overrides), profile->userRules, trustLevel,

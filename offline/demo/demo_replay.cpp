@@ -18,18 +18,14 @@ const std::string kTrustNote = std::string("DYNAMICCL_TRUST=") + kReplayTrust +
                                ": the plugin applied the profiles' unverified (simulated, learned) rules; a job "
                                "applies them only when opted in";
 
-// The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the demo
-// cluster (a learned policy's rules depend on it; they also stand in for a profile's "fingerprint"
+// The plugin probes its host once per process; DYNAMICCL_TOPO makes that probe see the demo
+// cluster (a learned policy's rules depend on it; it also stands in for a profile's "fingerprint"
 // in multi-node communicators). Also keeps online learning and recording off, and opts in to
 // unverified rules: the replay judges what the tuned and learned profiles would do if applied.
 EnvVars clusterEnv(const model::Topology& t, const std::string& trust) {
   EnvVars env;
   auto set = [&](const char* name, const std::string& v) { env.push_back(std::make_unique<harness::ScopedEnv>(name, v.c_str())); };
-  set("DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap));
-  set("DYNAMICCL_TOPO_NVLINK_GBPS", std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0));  // 0: PCIe only
-  set("DYNAMICCL_TOPO_NICS", std::to_string(t.nicsPerNode));
-  set("DYNAMICCL_TOPO_NIC_GBPS", std::to_string(t.nicBw_GBps));
-  set("DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(t.gpusPerNode));
+  set(kTopoVariable, topoOverridesText(model::topoOverridesOf(t)));
   env.push_back(std::make_unique<harness::ScopedEnv>("DYNAMICCL_ONLINE", nullptr));
   set("DYNAMICCL_RECORD", "0");
   set("DYNAMICCL_TRUST", trust);

@@ -134,7 +134,7 @@ struct ProfileToJudge {
   std::string label;
   std::string path;  // empty: NCCL alone (no tuner)
 };
-// What judging runs the plugin under: the plugin's host probe made to see `t` (DYNAMICCL_TOPO_*),
+// What judging runs the plugin under: the plugin's host probe made to see `t` (DYNAMICCL_TOPO),
 // online learning and recording off, DYNAMICCL_TRUST=trust ("all": unverified rules apply too).
 using EnvVars = std::vector<std::unique_ptr<harness::ScopedEnv>>;
 inline constexpr const char* kReplayTrust = "all";

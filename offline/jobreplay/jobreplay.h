@@ -136,7 +136,7 @@ struct JobOptions {
   uint64_t seed = 1;           // latency draws
   uint64_t commId = 0;         // 0: derived from the seed
   // Set in every rank before it loads the plugin, after jobreplay's own defaults (which they
-  // override): DYNAMICCL_TOPO_* of the job's topology, NCCL_PROFILER_PLUGIN naming the plugin,
+  // override): DYNAMICCL_TOPO of the job's topology, NCCL_PROFILER_PLUGIN naming the plugin,
   // DYNAMICCL_EPOCH_CALLS, and DYNAMICCL_COORD_DIR=<workDir>/coord (fresh for every job).
   std::vector<std::pair<std::string, std::string>> env;
   // Set in rank r after `env` (e.g. DYNAMICCL_DB of its node's store file); empty: nothing more.
@@ -260,7 +260,7 @@ struct ProfileJudgingPlan {
   std::string pluginPath;
   std::string trust = "verified";  // DYNAMICCL_TRUST
   std::string ncclVersion;         // the release the plugin is loaded as; "": the one every row names, else 2.28.9
-  bool asMeasured = true;          // the plugin probes the data's hardware (DYNAMICCL_TOPO_*) where it holds one
+  bool asMeasured = true;          // the plugin probes the data's hardware (DYNAMICCL_TOPO) where it holds one
 };
 struct ProfileJudgement {
   std::shared_ptr<const measurements::ReplayData> data;  // the points summary.perPoint and forced name

@@ -21,24 +21,22 @@ int ncclVersionOf(const ProfileJudgingPlan& plan, const std::vector<measurements
   return named.size() == 1 ? *named.begin() : 22809;
 }
 
-// The plugin probes its host once per process; DYNAMICCL_TOPO_* make that probe see the hardware
+// The plugin probes its host once per process; DYNAMICCL_TOPO makes that probe see the hardware
 // the data was measured on, as it would in a job there (a rule measured on it is then verified).
-// Set only when every judged shape shares one hardware.
+// Set only when every judged shape shares one hardware; ranks per node only where they share that too.
 std::vector<std::string> datasetHardwareEnv(const measurements::ReplayData& data) {
-  std::set<std::vector<std::string>> facts;
+  std::set<std::string> facts;
   std::set<int> perNode;
   for (const auto& shape : data.shapes) {
-    const model::Topology& t = shape->topology;
-    facts.insert({"DYNAMICCL_TOPO_GPU_CC=" + std::to_string(t.computeCap),
-                  "DYNAMICCL_TOPO_NVLINK_GBPS=" + std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0),
-                  "DYNAMICCL_TOPO_NICS=" + std::to_string(t.nicsPerNode),
-                  "DYNAMICCL_TOPO_NIC_GBPS=" + std::to_string(t.nicBw_GBps)});
-    perNode.insert(t.gpusPerNode);
+    TopoOverrides o = model::topoOverridesOf(shape->topology);
+    perNode.insert(*o.ranksPerNode);
+    o.ranksPerNode.reset();
+    facts.insert(topoOverridesText(o));
   }
   if (facts.size() != 1) return {};
-  std::vector<std::string> env = *facts.begin();
-  if (perNode.size() == 1) env.push_back("DYNAMICCL_TOPO_RANKS_PER_NODE=" + std::to_string(*perNode.begin()));
-  return env;
+  std::string text = *facts.begin();
+  if (perNode.size() == 1) text += ",ranks_per_node=" + std::to_string(*perNode.begin());
+  return {std::string(kTopoVariable) + "=" + text};
 }
 
 }  // namespace

@@ -26,13 +26,10 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 // sees it (its rules' fingerprint), the profiler role, the epoch, a coordination directory of its own.
 Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& coordDir,
                const std::string& measurementCostPath) {
-  const model::Topology& t = job.topology;
+  TopoOverrides topo = model::topoOverridesOf(job.topology);
+  topo.ranksPerNode = job.nRanks / job.nNodes;
   Env env = {
-      {"DYNAMICCL_TOPO_GPU_CC", std::to_string(t.computeCap)},
-      {"DYNAMICCL_TOPO_NVLINK_GBPS", std::to_string(t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0)},
-      {"DYNAMICCL_TOPO_NICS", std::to_string(t.nicsPerNode)},
-      {"DYNAMICCL_TOPO_NIC_GBPS", std::to_string(t.nicBw_GBps)},
-      {"DYNAMICCL_TOPO_RANKS_PER_NODE", std::to_string(job.nRanks / job.nNodes)},
+      {kTopoVariable, topoOverridesText(topo)},
       {"NCCL_PROFILER_PLUGIN", o.pluginPath},
       {"DYNAMICCL_EPOCH_CALLS", std::to_string(o.epochCalls)},
       {"DYNAMICCL_COORD_DIR", coordDir},

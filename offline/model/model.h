@@ -113,6 +113,8 @@ Expected<NcclGraphs> approximateGraphs(const Topology& topo);
 
 // A topology's hardware as a profile's "fingerprint" declares it (source: "sim preset <name>").
 ClusterHardware clusterHardwareOf(const Topology& topo);
+// The same facts as the plugin's DYNAMICCL_TOPO takes them (what makes its host probe see `topo`).
+TopoOverrides topoOverridesOf(const Topology& topo);
 
 // NCCL's per-step chunk for a protocol with the default NCCL_BUFFSIZE: what a configuration's chunk 0 means.
 uint64_t defaultChunkBytes(Proto p);

@@ -43,7 +43,7 @@ std::vector<InputField> decisionInputs(const Settings& s, const std::string& pro
       {"DYNAMICCL_ONLINE", online},
       {"NCCL_PROFILER_PLUGIN", s.profilerIsUs ? "this library" : "not this library"},
       {"DYNAMICCL_EPOCH_CALLS", std::to_string(s.epochCalls)},
-      {"DYNAMICCL_EXPLORE_BUDGET", real(s.exploreBudget)},
+      {"DYNAMICCL_BUDGET explore", real(s.budget.explore)},
       {"profile", profileDigest},
       {"topology", buildFingerprint(shape, host).text()},
       {"DYNAMICCL_WORKLOAD", workload(s.workload)},

@@ -57,12 +57,12 @@ std::optional<TopologyFingerprint> networkFingerprint(const CommShape& shape, co
 policy::OnlineConfig learnerConfig(const Settings& settings, bool learn, int ncclVersionCode) {
   policy::OnlineConfig config;
   config.epochCalls = settings.epochCalls;
-  config.exploreTimeShare = settings.exploreBudget;
+  config.exploreTimeShare = settings.budget.explore;
   config.candidatesOnly = !learn;
   config.learnedRulesApply = settings.trust == policy::Trust::All;
   const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
   for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
-  config.settledMeasureShare = settings.measureShare;
+  config.settledMeasureShare = settings.budget.measure;
   return config;
 }
 

@@ -31,7 +31,7 @@ ncclResult_t profilerInit(int version, void** context, int* eActivationMask, uin
   c->nRanks = nRanks;
   c->nNodes = nNodes;
   if (commId != 0) registerProfilerContext(&c->link);
-  const bool alwaysOn = version < 4 || settings->recordShare >= 1;
+  const bool alwaysOn = version < 4 || settings->budget.record >= 1;
   acquireMeasurementChannel(std::move(settings));
   noteProfilerRoleStarted();
   // One process-wide int shared by every communicator: the gate sets our bits only for the calls a

@@ -234,8 +234,8 @@ RecordPool* acquireMeasurementChannel(std::shared_ptr<const Settings> settings) 
   Channel& ch = channel();
   std::lock_guard lock(ch.mutex);
   if (ch.live++ > 0) return ch.pool;
-  const uint32_t records = settings->profilerRecords, queue = settings->profilerQueue;
-  ch.grace_ns = settings->profilerGrace_ns;
+  const uint32_t records = settings->profiler.records, queue = settings->profiler.queue;
+  ch.grace_ns = settings->profiler.grace_ns;
   if (!ch.pool || ch.pool->size() != records || ch.pool->queue().capacity() < queue ||
       ch.pool->queue().capacity() >= 2 * static_cast<size_t>(queue))
     // The previous one stays allocated on purpose (see Channel); the new one's handles never match its.

@@ -39,6 +39,25 @@ struct Retired {
 };
 constexpr Retired kRetired[] = {
     {"DYNAMICCL_COORD", "retired with the TCP coordinator: DYNAMICCL_ETCD or DYNAMICCL_COORD_DIR"},
+    {"DYNAMICCL_TOPO_GPU_CC", "now DYNAMICCL_TOPO=gpu_cc=.."},
+    {"DYNAMICCL_TOPO_NVLINK_GBPS", "now DYNAMICCL_TOPO=nvlink_GBps=.."},
+    {"DYNAMICCL_TOPO_NICS", "now DYNAMICCL_TOPO=nics_per_node=.."},
+    {"DYNAMICCL_TOPO_NIC_GBPS", "now DYNAMICCL_TOPO=nic_GBps=.."},
+    {"DYNAMICCL_TOPO_RANKS_PER_NODE", "now DYNAMICCL_TOPO=ranks_per_node=.."},
+    {"DYNAMICCL_PROFILER_RECORDS", "now DYNAMICCL_PROFILER=records=.."},
+    {"DYNAMICCL_PROFILER_QUEUE", "now DYNAMICCL_PROFILER=queue=.."},
+    {"DYNAMICCL_PROFILER_GRACE_MS", "now DYNAMICCL_PROFILER=grace_ms=.."},
+    {"DYNAMICCL_EXPLORE_BUDGET", "now DYNAMICCL_BUDGET=explore=.."},
+    {"DYNAMICCL_MEASURE_SHARE", "now DYNAMICCL_BUDGET=measure=.."},
+    {"DYNAMICCL_RECORD_SHARE", "now DYNAMICCL_BUDGET=record=.."},
+    {"DYNAMICCL_ETCD_AUTH_FILE", "now DYNAMICCL_ETCD_CLIENT=auth_file=.."},
+    {"DYNAMICCL_ETCD_CA", "now DYNAMICCL_ETCD_CLIENT=ca=.."},
+    {"DYNAMICCL_ETCD_CERT", "now DYNAMICCL_ETCD_CLIENT=cert=.."},
+    {"DYNAMICCL_ETCD_KEY", "now DYNAMICCL_ETCD_CLIENT=key=.."},
+    {"DYNAMICCL_ETCD_TIMEOUT_MS", "now DYNAMICCL_ETCD_CLIENT=timeout_ms=.."},
+    {"DYNAMICCL_ETCD_TTL_S", "now DYNAMICCL_ETCD_CLIENT=ttl_s=.."},
+    {"DYNAMICCL_TEST_THROW", "now DYNAMICCL_TEST=throw=a+b"},
+    {"DYNAMICCL_COORD_DELAY_MS", "now DYNAMICCL_TEST=coord_delay_ms=.."},
 };
 
 size_t editDistance(std::string_view a, std::string_view b) {
@@ -112,7 +131,7 @@ std::shared_ptr<const Settings> currentSettings() {
     logInfo("settings%s: %s", n ? ", continued" : "", dump.substr(at, end - at).c_str());
     at = end + (end < dump.size() && dump[end] == ' ');
   }
-  gTestThrowMask.store(s.testThrowMask, std::memory_order_relaxed);
+  gTestThrowMask.store(s.test.throwMask, std::memory_order_relaxed);
   c.settings = std::make_shared<const Settings>(std::move(s));
   return c.settings;
 }

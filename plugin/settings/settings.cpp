@@ -3,7 +3,6 @@
 #include "plugin/settings/settings.h"
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,8 +14,6 @@
 
 namespace dynamiccl::plugin {
 namespace {
-
-using settings_table::number;
 
 constexpr size_t kMaxPathChars = 4096;  // PATH_MAX: anything longer cannot name a file
 constexpr size_t kShownChars = 64;      // of a bad value in the log line
@@ -57,17 +54,6 @@ class Reader {
     out = static_cast<T>(x);
   }
 
-  void real(const char* name, double& out, double lo, double hi, const char* def) {
-    const char* v = raw(name, def);
-    if (!v) return;
-    errno = 0;
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
-      return bad(name, v, "expected a number in " + number(lo) + ".." + number(hi), def);
-    out = x;
-  }
-
   // "0" or "1".
   void flag(const char* name, bool& out) {
     const char* def = out ? "1" : "0";
@@ -91,16 +77,6 @@ class Reader {
     if (!v) return;
     if (std::strlen(v) >= kMaxPathChars) return bad(name, v, "too long", Codec::kDefault);
     if (std::optional<std::string> why = Codec::parse(v, out)) bad(name, v, *why, Codec::kDefault);
-  }
-
-  // One DYNAMICCL_TOPO_* variable through features' rule, fed alone.
-  template <typename T>
-  void topo(const char* name, TopoOverrides& out, std::optional<T> TopoOverrides::*field, const char* expected) {
-    const char* v = raw(name, "unset (the host probe)");
-    if (!v) return;
-    const TopoOverrides one = readTopoOverrides([&](const char* n) { return std::strcmp(n, name) == 0 ? v : nullptr; });
-    if (!one.ignored.empty()) return bad(name, v, expected, "unset (the host probe)");
-    if (one.*field) out.*field = one.*field;
   }
 
   // NCCL's own variables: recorded as set, never refused.
@@ -135,15 +111,6 @@ std::optional<std::string> DbMaxCodec::parse(const char* v, int64_t& bytes) {
   auto cap = store::maxBytesFromMegabytes(v);  // the store's rule, the tools' too
   if (!cap) return "expected a number of MB in (0, 1e9)";
   bytes = *cap;
-  return std::nullopt;
-}
-
-std::optional<std::string> GraceCodec::parse(const char* v, int64_t& ns) {
-  errno = 0;
-  char* end = nullptr;
-  const long long ms = std::strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || ms < 0 || ms > 3'600'000) return "expected an integer in 0..3600000";
-  ns = ms * 1'000'000;
   return std::nullopt;
 }
 
@@ -184,21 +151,6 @@ std::optional<std::string> WorkloadCodec::parse(const char* v, WorkloadContext& 
   auto wl = parseWorkloadContext(v);
   if (!wl) return wl.error();
   out = *wl;
-  return std::nullopt;
-}
-
-std::optional<std::string> TestThrowCodec::parse(const char* v, uint32_t& out) {
-  uint32_t mask = 0;
-  std::string_view rest(v);
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    const std::optional<Entry> e = entryFromName(item);
-    if (!e) return "expected entry point names such as getCollInfo";
-    mask |= 1u << static_cast<unsigned>(*e);
-  }
-  out = mask;
   return std::nullopt;
 }
 

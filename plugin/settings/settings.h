@@ -25,6 +25,35 @@ enum class OnlineSwitch : uint8_t { Unset, Off, On };
 // DYNAMICCL_VERIFY: unset (auto: on wherever the profiler role is this library), "0" or "1".
 enum class VerifySwitch : uint8_t { Auto, Off, On };
 
+// Settings a user rarely sets come grouped, one variable each, as key=value lists (features' KeyValue).
+// DYNAMICCL_PROFILER=records=4096,queue=65536,grace_ms=2000: the profiler's preallocated pools, its wait.
+struct ProfilerPools {
+  uint32_t records = 4096;               // records: in-flight record pool, 1..kMaxProfilerRecords
+  uint32_t queue = 65536;                // queue: observation queue, 2..kMaxProfilerQueue
+  int64_t grace_ns = 2000 * 1000000ll;   // grace_ms, 0..3600000: wait for missing stops
+};
+// DYNAMICCL_BUDGET=explore=0.01,measure=0.01,record=0: what the plugin may spend of the job.
+// Measuring costs the job (docs/MEASUREMENT_COST.md): only a communicator's leader profiles, and only
+// the calls its search needs; once settled, at most `measure` of calls (drift re-tests).
+struct Budget {
+  double explore = 0.01;  // explore, 0..0.5: share of collective time spent on arms not yet known better
+  double measure = 0.01;  // measure, 0..1: share of calls the leader profiles once its search settled
+  double record = 0;      // record, 0..1: share of calls every rank profiles and records anyway (1: all)
+};
+// DYNAMICCL_ETCD_CLIENT=auth_file=F,ca=F,cert=F,key=F,timeout_ms=2000,ttl_s=86400: how to reach etcd.
+struct EtcdClient {
+  std::string authFile;       // auth_file: "user:password", mode 600
+  std::string ca, cert, key;  // TLS files for https:// endpoints
+  int timeout_ms = 2000;      // timeout_ms, 10..60000: each request, all endpoints together
+  int64_t ttl_s = 86400;      // ttl_s, 60..31536000: records' lease
+  bool operator==(const EtcdClient&) const = default;
+};
+// DYNAMICCL_TEST=throw=getCollInfo+stopEvent,coord_delay_ms=50: fault injection, for tests only.
+struct TestHooks {
+  uint32_t throwMask = 0;  // throw: these entry points throw (guard.h)
+  int coordDelay_ms = 0;   // coord_delay_ms, 0..60000: every shared-directory operation is this slow
+};
+
 struct Settings {
   // Tuner role: where the profile comes from.
   std::string profilePath;    // DYNAMICCL_PROFILE (our JSON, or NVIDIA's CSV by content)
@@ -41,13 +70,8 @@ struct Settings {
   int64_t dbMaxBytes = 0;           // DYNAMICCL_DB_MAX_MB (0 < MB < 1e9) in bytes; 0: no cap
   bool record = true;               // DYNAMICCL_RECORD=0: measure but write no store
   std::string observationLog;       // DYNAMICCL_OBSERVATION_LOG: CSV file, empty: none
-  uint32_t profilerRecords = 4096;  // DYNAMICCL_PROFILER_RECORDS, 1..kMaxProfilerRecords
-  uint32_t profilerQueue = 65536;   // DYNAMICCL_PROFILER_QUEUE, 2..kMaxProfilerQueue
-  int64_t profilerGrace_ns = 2000 * 1000000ll;  // DYNAMICCL_PROFILER_GRACE_MS, 0..3600000 ms
-  // Measuring costs the job (docs/MEASUREMENT_COST.md): only a communicator's leader profiles, and only
-  // the calls its search needs; once settled, at most this share of calls (drift re-tests).
-  double measureShare = 0.01;       // DYNAMICCL_MEASURE_SHARE, 0..1
-  double recordShare = 0;           // DYNAMICCL_RECORD_SHARE, 0..1: calls every rank profiles and records anyway (1: all)
+  ProfilerPools profiler;           // DYNAMICCL_PROFILER
+  Budget budget;                    // DYNAMICCL_BUDGET
   std::string measurementCost;      // DYNAMICCL_MEASUREMENT_COST: a calibration file; empty: the published figures
 
   // Online updates (docs/ONLINE.md).
@@ -57,27 +81,21 @@ struct Settings {
   // NCCL's own selection knobs, recorded with each run in the store (they override the tuner); never acted on.
   std::string ncclAlgo, ncclProto;            // NCCL_ALGO, NCCL_PROTO as set; empty: unset
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
-  double exploreBudget = 0.01;                // DYNAMICCL_EXPLORE_BUDGET, 0..0.5
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
   std::string coordDir;                       // DYNAMICCL_COORD_DIR
-  int coordDelay_ms = 0;                      // DYNAMICCL_COORD_DELAY_MS, 0..60000 (test-only fault injection)
   std::string coordTokenFile;                 // DYNAMICCL_COORD_TOKEN_FILE: the job's secret, mode 600
-  // etcd v3 backend (docs/ONLINE.md): endpoints, credentials, TLS files, bounds.
+  // etcd v3 backend (docs/ONLINE.md): endpoints, then credentials, TLS files, bounds.
   std::vector<std::string> etcdEndpoints;     // DYNAMICCL_ETCD=http(s)://host:port[,...]; empty: unset
-  std::string etcdAuthFile;                   // DYNAMICCL_ETCD_AUTH_FILE: "user:password", mode 600
-  std::string etcdCa, etcdCert, etcdKey;      // DYNAMICCL_ETCD_CA, _CERT, _KEY: TLS files
-  int etcdTimeout_ms = 2000;                  // DYNAMICCL_ETCD_TIMEOUT_MS, 10..60000: each request, all in
-  int64_t etcdTtl_s = 86400;                  // DYNAMICCL_ETCD_TTL_S, 60..31536000: records' lease
+  EtcdClient etcd;                            // DYNAMICCL_ETCD_CLIENT
   // Ranks agree on their inputs (docs/ONLINE.md): each publishes a digest at init, all compare them.
   bool inputsCheck = true;                    // DYNAMICCL_INPUTS_CHECK=0: skip (one process playing one rank)
   int64_t inputsTimeout_ms = 10000;           // DYNAMICCL_INPUTS_TIMEOUT_MS, 1..600000: wait for every digest
 
   // Inputs of learned rules: job configuration, the same on every rank.
-  TopoOverrides topo;        // DYNAMICCL_TOPO_GPU_CC, _NVLINK_GBPS, _NICS, _NIC_GBPS, _RANKS_PER_NODE
+  TopoOverrides topo;        // DYNAMICCL_TOPO
   WorkloadContext workload;  // DYNAMICCL_WORKLOAD
 
-  // Test-only: DYNAMICCL_TEST_THROW=entry[,entry...] makes those entry points throw (guard.h).
-  uint32_t testThrowMask = 0;
+  TestHooks test;            // DYNAMICCL_TEST
 };
 
 using EnvReader = std::function<const char*(const char* name)>;

@@ -20,7 +20,6 @@ class Dump {
   void integer(const char* name, const T& v, long long, long long) {
     put(name, v);
   }
-  void real(const char* name, double v, double, double, const char*) { put(name, number(v)); }
   void flag(const char* name, bool v) { put(name, int(v)); }
   // Paths are logged where they are used (profile loaded from ..., store unavailable ...), not here.
   void path(const char* name, const std::string& v, const char*) { put(name, v.empty() ? kUnset : "(set)"); }
@@ -28,13 +27,6 @@ class Dump {
   void coded(const char* name, const T& v) {
     const std::string text = Codec::show(v);
     put(name, text.empty() ? std::string(kUnset) : text);
-  }
-  template <typename T>
-  void topo(const char* name, const TopoOverrides& t, std::optional<T> TopoOverrides::*field, const char*) {
-    const std::optional<T>& v = t.*field;
-    if (!v) return put(name, kUnset);
-    if constexpr (std::is_floating_point_v<T>) put(name, number(*v));
-    else put(name, *v);
   }
   void nccl(const char*, const std::string&) {}  // NCCL logs its own variables
   std::string str() const { return out_.str(); }
@@ -64,8 +56,6 @@ std::string DbMaxCodec::show(int64_t bytes) {
   return bytes > 0 ? number(static_cast<double>(bytes) / (1024 * 1024)) : "";
 }
 
-std::string GraceCodec::show(int64_t ns) { return std::to_string(ns / 1'000'000); }
-
 std::string OnlineCodec::show(OnlineSwitch s) {
   return s == OnlineSwitch::On ? "1" : s == OnlineSwitch::Off ? "0" : "";
 }
@@ -86,13 +76,6 @@ std::string WorkloadCodec::show(const WorkloadContext& w) {
   if (w.intensity) o << "intensity=" << *w.intensity;
   if (w.batch) o << (w.intensity ? "," : "") << "batch=" << *w.batch;
   return o.str();
-}
-
-std::string TestThrowCodec::show(uint32_t mask) {
-  std::string out;
-  for (unsigned i = 0; i < static_cast<unsigned>(Entry::kCount); ++i)
-    if (mask & (1u << i)) out += (out.empty() ? "" : ",") + std::string(entryName(static_cast<Entry>(i)));
-  return out;
 }
 
 }  // namespace settings_table

@@ -35,10 +35,16 @@ struct DbMaxCodec {
   static std::optional<std::string> parse(const char* v, int64_t& bytes);
   static std::string show(int64_t bytes);
 };
-struct GraceCodec {  // milliseconds in the environment, nanoseconds in Settings
-  static constexpr const char* kDefault = "2000";
-  static std::optional<std::string> parse(const char* v, int64_t& ns);
-  static std::string show(int64_t ns);
+// Grouped settings (key=value lists): a text with a bad or unknown key is refused whole.
+struct ProfilerCodec {
+  static constexpr const char* kDefault = "records=4096,queue=65536,grace_ms=2000";
+  static std::optional<std::string> parse(const char* v, ProfilerPools& out);
+  static std::string show(const ProfilerPools& p);
+};
+struct BudgetCodec {
+  static constexpr const char* kDefault = "explore=0.01,measure=0.01,record=0";
+  static std::optional<std::string> parse(const char* v, Budget& out);
+  static std::string show(const Budget& b);
 };
 struct OnlineCodec {
   static constexpr const char* kDefault = "unset (off)";
@@ -55,19 +61,29 @@ struct EtcdCodec {  // comma-separated http:// or https:// endpoints, each with 
   static std::optional<std::string> parse(const char* v, std::vector<std::string>& out);
   static std::string show(const std::vector<std::string>& endpoints);
 };
+struct EtcdClientCodec {
+  static constexpr const char* kDefault = "timeout_ms=2000,ttl_s=86400, no credentials, the system's CAs";
+  static std::optional<std::string> parse(const char* v, EtcdClient& out);
+  static std::string show(const EtcdClient& c);
+};
+struct TopoCodec {  // features' rule, the profile's "fingerprint" keys
+  static constexpr const char* kDefault = "unset (the host probe)";
+  static std::optional<std::string> parse(const char* v, TopoOverrides& out);
+  static std::string show(const TopoOverrides& t);
+};
 struct WorkloadCodec {
   static constexpr const char* kDefault = "none";
   static std::optional<std::string> parse(const char* v, WorkloadContext& out);
   static std::string show(const WorkloadContext& w);
 };
-struct TestThrowCodec {
+struct TestCodec {
   static constexpr const char* kDefault = "none";
-  static std::optional<std::string> parse(const char* v, uint32_t& mask);
-  static std::string show(uint32_t mask);
+  static std::optional<std::string> parse(const char* v, TestHooks& out);
+  static std::string show(const TestHooks& t);
 };
 
-// The list. V provides path, flag, integer, real, coded<Codec>, topo and nccl (NCCL's own variables,
-// recorded, never refused); S is Settings, const for the printer.
+// The list. V provides path, flag, integer, coded<Codec> and nccl (NCCL's own variables, recorded,
+// never refused); S is Settings, const for the printer.
 template <typename V, typename S>
 void eachVariable(V& v, S& s) {
   v.path("DYNAMICCL_PROFILE", s.profilePath, "none");
@@ -80,39 +96,24 @@ void eachVariable(V& v, S& s) {
   v.template coded<DbMaxCodec>("DYNAMICCL_DB_MAX_MB", s.dbMaxBytes);
   v.flag("DYNAMICCL_RECORD", s.record);
   v.path("DYNAMICCL_OBSERVATION_LOG", s.observationLog, "none");
-  v.integer("DYNAMICCL_PROFILER_RECORDS", s.profilerRecords, 1, kMaxProfilerRecords);
-  v.integer("DYNAMICCL_PROFILER_QUEUE", s.profilerQueue, 2, kMaxProfilerQueue);
-  v.template coded<GraceCodec>("DYNAMICCL_PROFILER_GRACE_MS", s.profilerGrace_ns);
-  v.real("DYNAMICCL_MEASURE_SHARE", s.measureShare, 0, 1, "0.01");
-  v.real("DYNAMICCL_RECORD_SHARE", s.recordShare, 0, 1, "0");
+  v.template coded<ProfilerCodec>("DYNAMICCL_PROFILER", s.profiler);
+  v.template coded<BudgetCodec>("DYNAMICCL_BUDGET", s.budget);
   v.path("DYNAMICCL_MEASUREMENT_COST", s.measurementCost, "the published figures");
   v.template coded<OnlineCodec>("DYNAMICCL_ONLINE", s.online);
   v.template coded<VerifyCodec>("DYNAMICCL_VERIFY", s.verify);
   v.nccl("NCCL_ALGO", s.ncclAlgo);
   v.nccl("NCCL_PROTO", s.ncclProto);
   v.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
-  v.real("DYNAMICCL_EXPLORE_BUDGET", s.exploreBudget, 0, 0.5, "0.01");
   v.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
   v.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");
-  v.integer("DYNAMICCL_COORD_DELAY_MS", s.coordDelay_ms, 0, 60'000);
   v.path("DYNAMICCL_COORD_TOKEN_FILE", s.coordTokenFile, "none (records keyed by what the store holds)");
   v.template coded<EtcdCodec>("DYNAMICCL_ETCD", s.etcdEndpoints);
-  v.path("DYNAMICCL_ETCD_AUTH_FILE", s.etcdAuthFile, "none (no authentication)");
-  v.path("DYNAMICCL_ETCD_CA", s.etcdCa, "the system's CAs");
-  v.path("DYNAMICCL_ETCD_CERT", s.etcdCert, "none");
-  v.path("DYNAMICCL_ETCD_KEY", s.etcdKey, "none");
-  v.integer("DYNAMICCL_ETCD_TIMEOUT_MS", s.etcdTimeout_ms, 10, 60'000);
-  v.integer("DYNAMICCL_ETCD_TTL_S", s.etcdTtl_s, 60, 31'536'000);
+  v.template coded<EtcdClientCodec>("DYNAMICCL_ETCD_CLIENT", s.etcd);
   v.flag("DYNAMICCL_INPUTS_CHECK", s.inputsCheck);
   v.integer("DYNAMICCL_INPUTS_TIMEOUT_MS", s.inputsTimeout_ms, 1, 600'000);
-  // The range and integrality rules are features' readTopoOverrides; the texts say them.
-  v.topo("DYNAMICCL_TOPO_GPU_CC", s.topo, &TopoOverrides::computeCap, "expected an integer in 1..1e6");
-  v.topo("DYNAMICCL_TOPO_NVLINK_GBPS", s.topo, &TopoOverrides::nvlinkBw_GBps, "expected a number in 0..1e6");
-  v.topo("DYNAMICCL_TOPO_NICS", s.topo, &TopoOverrides::nics, "expected an integer in 1..1e6");
-  v.topo("DYNAMICCL_TOPO_NIC_GBPS", s.topo, &TopoOverrides::nicSpeed_GBps, "expected a number in (0, 1e6]");
-  v.topo("DYNAMICCL_TOPO_RANKS_PER_NODE", s.topo, &TopoOverrides::ranksPerNode, "expected an integer in 1..1e6");
+  v.template coded<TopoCodec>(kTopoVariable, s.topo);
   v.template coded<WorkloadCodec>("DYNAMICCL_WORKLOAD", s.workload);
-  v.template coded<TestThrowCodec>("DYNAMICCL_TEST_THROW", s.testThrowMask);
+  v.template coded<TestCodec>("DYNAMICCL_TEST", s.test);
 }
 
 }  // namespace dynamiccl::plugin::settings_table

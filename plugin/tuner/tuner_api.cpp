@@ -39,7 +39,7 @@ void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decis
 }
 
 // Measuring costs the job: only a context with a stake steers NCCL's mask (the leader of an online
-// communicator, or DYNAMICCL_RECORD_SHARE), and only for the next call, which NCCL reads it for.
+// communicator, or DYNAMICCL_BUDGET record=), and only for the next call, which NCCL reads it for.
 void steerMeasurement(TunerContext& c) {
   const bool leads = c.online && c.view.decisions->leaderHere();
   // The profiler's rank says who leads from init on: the leader need not wait for a measured call
@@ -123,7 +123,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->pending = prepareWhenParsed(c->loaded, std::move(setup));
     }
   }
-  c->recordThreshold = policy::rateThreshold(settings->recordShare);
+  c->recordThreshold = policy::rateThreshold(settings->budget.record);
   registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;

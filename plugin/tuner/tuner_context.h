@@ -46,7 +46,7 @@ struct TunerContext {
   bool awaitingPrepared = false;
   uint64_t callsUntilPrepared = 0;
 
-  // DYNAMICCL_RECORD_SHARE as a draw threshold: calls profiled and recorded though nothing decides on them.
+  // DYNAMICCL_BUDGET record= as a draw threshold: calls profiled and recorded though nothing decides on them.
   uint32_t recordThreshold = 0;
 
   static TunerContext* from(void* p) {

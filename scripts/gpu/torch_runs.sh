@@ -4,7 +4,7 @@
 #   default       no plugin: NCCL's own choice
 #   tuner_empty   tuner only, an empty profile (what loading the plugin costs)
 #   tuner_forced  tuner only, scripts/gpu/forced-profile.json applied (DYNAMICCL_TRUST=all)
-#   forced_profiled  as tuner_forced, with the profiler role recording every call (DYNAMICCL_RECORD_SHARE=1):
+#   forced_profiled  as tuner_forced, with the profiler role recording every call (DYNAMICCL_BUDGET=record=1):
 #                 what NCCL ran (store, observation CSV) and what profiling every call costs
 #   readme        tuner + profiler as the README sets it up: the same rules unverified, so the job tests them
 #   readme_empty  tuner + profiler as the README sets it up with an empty profile: what the profiler role
@@ -68,7 +68,7 @@ mkdir -p "$OUT"
 run_env() {
   local run=$1 r=$2 dir=$3
   local e=(-u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u DYNAMICCL_PROFILE -u DYNAMICCL_TRUST
-           -u DYNAMICCL_RECORD_SHARE -u DYNAMICCL_DB -u DYNAMICCL_VERIFY -u DYNAMICCL_ONLINE
+           -u DYNAMICCL_BUDGET -u DYNAMICCL_DB -u DYNAMICCL_VERIFY -u DYNAMICCL_ONLINE
            NCCL_HOSTID="dynamiccl-gpu-host-$r" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 HOME="$dir/home"
            PYTHONUNBUFFERED=1 DYNAMICCL_COORD_DIR="$dir/coord")
   # Rank 0 logs NCCL's choices (TUNING prints on rank 0 only) and the plugin's INFO lines; others warn.
@@ -79,7 +79,7 @@ run_env() {
     tuner_empty) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$EMPTY") ;;
     tuner_forced) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED" DYNAMICCL_TRUST=all) ;;
     forced_profiled) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED"
-                         DYNAMICCL_TRUST=all DYNAMICCL_RECORD_SHARE=1 DYNAMICCL_DB="$dir/store.db"
+                         DYNAMICCL_TRUST=all DYNAMICCL_BUDGET=record=1 DYNAMICCL_DB="$dir/store.db"
                          DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
     readme) e+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCL_PROFILER_PLUGIN="$PLUGIN" DYNAMICCL_PROFILE="$FORCED"
                 DYNAMICCL_DB="$dir/store.db" DYNAMICCL_OBSERVATION_LOG="$dir/obs.rank$r.csv") ;;
