@@ -157,6 +157,15 @@ TEST(InputProtocol, ARankWhoseFirstJoinFailsJoinsAgainAndEveryRankAgrees) {
   EXPECT_TRUE(v[1].agree) << v[1].why;
 }
 
+// The check's verdicts, each asserted "agree", and how long the check took.
+Clock::duration agreedWithin(std::vector<std::unique_ptr<FaultyStore>>& stores, int64_t timeout_ms) {
+  const auto start = Clock::now();
+  const auto v = check(stores, timeout_ms);
+  const auto took = Clock::now() - start;
+  for (const auto& one : v) EXPECT_TRUE(one.agree) << one.why;
+  return took;
+}
+
 TEST(InputProtocol, AProposalWhoseWriteFailedIsWrittenAgainByItsRankAndEveryRankAgreesSoon) {
   // The rank whose join made the count whole proposes, and its write fails: it writes it again at its
   // next poll. The other ranks re-join only from half the check's time (5 s here), so without the
@@ -164,11 +173,7 @@ TEST(InputProtocol, AProposalWhoseWriteFailedIsWrittenAgainByItsRankAndEveryRank
   Job job;
   auto stores = job.ranks(4);
   for (auto& s : stores) s->loseFirstProposal = true;
-  const auto start = Clock::now();
-  const auto v = check(stores, 10000);
-  const auto took = Clock::now() - start;
-  for (const auto& one : v) EXPECT_TRUE(one.agree) << one.why;
-  EXPECT_LT(took, std::chrono::milliseconds(2500));
+  EXPECT_LT(agreedWithin(stores, 10000), std::chrono::milliseconds(2500));
 }
 
 TEST(InputProtocol, ACountNobodySawWholeIsRescuedByTheReJoinsFromHalfTheChecksTime) {
@@ -177,10 +182,7 @@ TEST(InputProtocol, ACountNobodySawWholeIsRescuedByTheReJoinsFromHalfTheChecksTi
   Job job;
   auto stores = job.ranks(3);
   for (auto& s : stores) s->staleFirstCount = true;
-  const auto start = Clock::now();
-  const auto v = check(stores, 2000);
-  const auto took = Clock::now() - start;
-  for (const auto& one : v) EXPECT_TRUE(one.agree) << one.why;
+  const auto took = agreedWithin(stores, 2000);
   EXPECT_GE(took, std::chrono::milliseconds(1000)) << "a re-join before half the check's time";
   EXPECT_LT(took, std::chrono::milliseconds(2000));
 }

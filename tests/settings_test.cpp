@@ -216,19 +216,26 @@ TEST(Settings, AGroupWithOneBadFieldIsRefusedWholeInOneLineNamingIt) {
   }
 }
 
+// A communicator's init under the current environment (changed by `epochCalls`, so read again): its
+// one warning, the line naming the variables the plugin does not read.
+std::string unknownVariablesLineAtInit(const char* epochCalls) {
+  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", epochCalls);
+  LogCapture::clear();
+  auto comm = openPlugin()->init(harness::CommSpec{});
+  EXPECT_TRUE(comm.ok());
+  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
+  std::string line;
+  for (const std::string& l : LogCapture::lines())
+    if (l.find("unknown environment variables") != std::string::npos) line = l;
+  return line;
+}
+
 // A DYNAMICCL_* variable the plugin does not read is named in one line: a retired one with what
 // replaced it, a near-miss with the setting it resembles; the settings' own names never are.
 TEST(Settings, UnknownVariablesAreNamedInOneLineWithTheirReplacement) {
   ScopedEnv coord("DYNAMICCL_COORD", "head:7000"), typo("DYNAMICCL_PROFLE", "/tmp/p.json"),
       other("DYNAMICCL_FROBNICATE", "1"), good("DYNAMICCL_RECORD", "1");
-  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", "55");  // another environment: read and logged again
-  LogCapture::clear();
-  auto comm = openPlugin()->init(harness::CommSpec{});
-  ASSERT_TRUE(comm.ok());
-  EXPECT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
-  std::string line;
-  for (const std::string& l : LogCapture::lines())
-    if (l.find("unknown environment variables") != std::string::npos) line = l;
+  const std::string line = unknownVariablesLineAtInit("55");
   EXPECT_NE(line.find("DYNAMICCL_COORD (retired"), std::string::npos) << line;
   EXPECT_NE(line.find("DYNAMICCL_ETCD"), std::string::npos) << line;
   EXPECT_NE(line.find("DYNAMICCL_PROFLE (not read; did you mean DYNAMICCL_PROFILE?)"), std::string::npos) << line;
@@ -239,14 +246,7 @@ TEST(Settings, UnknownVariablesAreNamedInOneLineWithTheirReplacement) {
 // The variables earlier releases read by other names: one line says what replaced each.
 TEST(Settings, GroupedVariablesOldNamesSayWhatReplacedThem) {
   ScopedEnv topo("DYNAMICCL_TOPO_NICS", "8"), share("DYNAMICCL_RECORD_SHARE", "1"), ca("DYNAMICCL_ETCD_CA", "/x");
-  ScopedEnv changed("DYNAMICCL_EPOCH_CALLS", "56");  // another environment: read and logged again
-  LogCapture::clear();
-  auto comm = openPlugin()->init(harness::CommSpec{});
-  ASSERT_TRUE(comm.ok());
-  ASSERT_EQ(LogCapture::count(NCCL_LOG_WARN), 1u) << ::testing::PrintToString(LogCapture::lines());
-  std::string line;
-  for (const std::string& l : LogCapture::lines())
-    if (l.find("unknown environment variables") != std::string::npos) line = l;
+  const std::string line = unknownVariablesLineAtInit("56");
   EXPECT_NE(line.find("DYNAMICCL_TOPO_NICS (now DYNAMICCL_TOPO=nics_per_node=..)"), std::string::npos) << line;
   EXPECT_NE(line.find("DYNAMICCL_RECORD_SHARE (now DYNAMICCL_BUDGET=record=..)"), std::string::npos) << line;
   EXPECT_NE(line.find("DYNAMICCL_ETCD_CA (now DYNAMICCL_ETCD_CLIENT=ca=..)"), std::string::npos) << line;
