@@ -4,7 +4,8 @@
 // the epoch agent ticks it) while a leader publishes a 5 KB table half an epoch before each boundary.
 // Against a real etcd (one member, started here on loopback) and a directory. Prints per rank and in
 // all: store requests and bytes at init, init time, requests and bytes per second in steady state, and
-// how long a published table takes to reach every rank. A request is one store operation: one HTTP
+// how long a published table takes to reach every rank; and where the init requests went (joins,
+// confirmations, reads, writes) with when the last join and the last confirmation returned. A request is one store operation: one HTTP
 // request to etcd (a transaction counts once), one file-system operation group in a directory.
 // --comms N: every rank in N communicators (a job's process groups), each with its own connection as
 // the plugin opens one per communicator and checked in a thread of its own as the plugin's check pool
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,17 +36,28 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using coord::RecordStore;
 
-// One rank's view of its store: every operation and its bytes counted.
+int64_t nowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+
+void keepLatest(std::atomic<int64_t>& at, int64_t t) {
+  for (int64_t was = at.load(); was < t && !at.compare_exchange_weak(was, t);) {
+  }
+}
+
+// The kinds of request the figures split into: what a rank's init requests were spent on.
+enum Kind { kWrite, kRead, kJoin, kConfirm, kKinds };
+
+// One rank's view of its store: every operation and its bytes counted, by kind; and when its last
+// join and confirmation of the input check returned.
 class CountingStore : public RecordStore {
  public:
   explicit CountingStore(std::unique_ptr<RecordStore> inner) : inner_(std::move(inner)) {}
   coord::PublishResult publishBy(uint64_t c, uint64_t b, const std::string& bytes, coord::Deadline by) override {
-    count(bytes.size(), 0);
+    count(bytes.size(), 0, kWrite);
     return inner_->publishBy(c, b, bytes, by);
   }
   Expected<std::optional<std::string>> read(uint64_t c, uint64_t b) override {
     auto r = inner_->read(c, b);
-    count(0, r.ok() && r->has_value() ? (*r)->size() : 0);
+    count(0, r.ok() && r->has_value() ? (*r)->size() : 0, kRead);
     return r;
   }
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs,
@@ -53,25 +66,31 @@ class CountingStore : public RecordStore {
     size_t in = 0;
     if (r.ok())
       for (const auto& x : *r) in += x ? x->size() : 0;
-    count(0, in);
+    count(0, in, kRead);
     return r;
   }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
                                     const std::string& bytes) override {
-    count(bytes.size(), 16);
-    return inner_->joinSet(c, s, g, m, bytes);
+    const bool confirming = s.rfind("confirm-", 0) == 0;
+    count(bytes.size(), 16, confirming ? kConfirm : kJoin);
+    auto r = inner_->joinSet(c, s, g, m, bytes);
+    keepLatest(confirming ? lastConfirm_ns : lastJoin_ns, nowNs());
+    return r;
   }
   Expected<std::optional<coord::SetMember>> memberOutside(uint64_t c, const std::string& s, const std::string& g) override {
     auto r = inner_->memberOutside(c, s, g);
-    count(0, r.ok() && r->has_value() ? (*r)->bytes.size() : 0);
+    count(0, r.ok() && r->has_value() ? (*r)->bytes.size() : 0, kRead);
     return r;
   }
   std::string describe() const override { return inner_->describe(); }
 
   std::atomic<uint64_t> requests{0}, bytesOut{0}, bytesIn{0};
+  std::atomic<uint64_t> byKind[kKinds] = {};
+  std::atomic<int64_t> lastJoin_ns{0}, lastConfirm_ns{0};
 
  private:
-  void count(size_t out, size_t in) {
+  void count(size_t out, size_t in, Kind kind) {
+    byKind[kind].fetch_add(1, std::memory_order_relaxed);
     requests.fetch_add(1, std::memory_order_relaxed);
     bytesOut.fetch_add(out, std::memory_order_relaxed);
     bytesIn.fetch_add(in, std::memory_order_relaxed);
@@ -124,6 +143,8 @@ std::string inputsRecordOf(int rank) {
 
 struct Totals {
   uint64_t requests = 0, bytesIn = 0, bytesOut = 0;
+  uint64_t byKind[kKinds] = {};
+  int64_t lastJoin_ns = 0, lastConfirm_ns = 0;
 };
 Totals totals(const std::vector<std::shared_ptr<CountingStore>>& stores) {
   Totals t;
@@ -131,6 +152,9 @@ Totals totals(const std::vector<std::shared_ptr<CountingStore>>& stores) {
     t.requests += s->requests.exchange(0);
     t.bytesIn += s->bytesIn.exchange(0);
     t.bytesOut += s->bytesOut.exchange(0);
+    for (int k = 0; k < kKinds; ++k) t.byKind[k] += s->byKind[k].exchange(0);
+    t.lastJoin_ns = std::max(t.lastJoin_ns, s->lastJoin_ns.exchange(0));
+    t.lastConfirm_ns = std::max(t.lastConfirm_ns, s->lastConfirm_ns.exchange(0));
   }
   return t;
 }
@@ -152,6 +176,7 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   std::vector<std::atomic<int>> agreed(n);
   std::vector<std::atomic<int64_t>> slowest_us(n);
   std::barrier start(n * C);
+  std::atomic<int64_t> firstStart_ns{std::numeric_limits<int64_t>::max()};
   std::vector<std::thread> threads;
   for (int k = 0; k < C; ++k)
     for (int r = 0; r < n; ++r)
@@ -160,6 +185,8 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
         const uint64_t id = commId + k;
         start.arrive_and_wait();
         const auto t0 = Clock::now();
+        for (int64_t was = firstStart_ns.load(), t = nowNs(); t < was && !firstStart_ns.compare_exchange_weak(was, t);) {
+        }
         const auto v = plugin::agreeOnInputs(*stores[k * n + r], id, n, mine, 60000, plugin::inputsKey(id, mine, ""),
                                              plugin::membersKey(id, ""));
         agreed[r] += v.agree;
@@ -254,6 +281,13 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
               static_cast<double>(init.requests), init_ms[n / 2], init_ms.back(), agreeing, n * C,
               steady.requests / window_s / n, (steady.bytesIn + steady.bytesOut) / window_s / n, steady.requests / window_s,
               reach_ms, boundaries);
+  // Where the init requests went, and the check's two phases: the ranks' arrival, then their confirmations.
+  const double perRank = n, sinceStart_ms = static_cast<double>(firstStart_ns.load()) / 1e6;
+  std::printf("       init per rank: %.2f joins, %.2f confirmations, %.2f reads (polls), %.2f writes; the last join "
+              "returned at %.0f ms, the last confirmation at %.0f ms\n",
+              init.byKind[kJoin] / perRank, init.byKind[kConfirm] / perRank, init.byKind[kRead] / perRank,
+              init.byKind[kWrite] / perRank, static_cast<double>(init.lastJoin_ns) / 1e6 - sinceStart_ms,
+              static_cast<double>(init.lastConfirm_ns) / 1e6 - sinceStart_ms);
   std::fflush(stdout);
 }
 
