@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +37,7 @@ using coord::RecordStore;
 
 int64_t nowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
+// The largest value stored so far (several threads at once).
 void keepLatest(std::atomic<int64_t>& at, int64_t t) {
   for (int64_t was = at.load(); was < t && !at.compare_exchange_weak(was, t);) {
   }
@@ -175,8 +175,8 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   std::vector<double> init_ms(n);
   std::vector<std::atomic<int>> agreed(n);
   std::vector<std::atomic<int64_t>> slowest_us(n);
-  std::barrier start(n * C);
-  std::atomic<int64_t> firstStart_ns{std::numeric_limits<int64_t>::max()};
+  int64_t start_ns = 0;  // when every check was let go
+  std::barrier start(n * C, [&]() noexcept { start_ns = nowNs(); });
   std::vector<std::thread> threads;
   for (int k = 0; k < C; ++k)
     for (int r = 0; r < n; ++r)
@@ -185,15 +185,12 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
         const uint64_t id = commId + k;
         start.arrive_and_wait();
         const auto t0 = Clock::now();
-        for (int64_t was = firstStart_ns.load(), t = nowNs(); t < was && !firstStart_ns.compare_exchange_weak(was, t);) {
-        }
         const auto v = plugin::agreeOnInputs(*stores[k * n + r], id, n, mine, 60000, plugin::inputsKey(id, mine, ""),
                                              plugin::membersKey(id, ""));
         agreed[r] += v.agree;
         if (!v.agree && r == 0) std::fprintf(stderr, "rank 0 did not agree: %s\n", v.why.c_str());
         const int64_t took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
-        for (int64_t was = slowest_us[r].load(); was < took && !slowest_us[r].compare_exchange_weak(was, took);) {
-        }
+        keepLatest(slowest_us[r], took);
       });
   for (auto& t : threads) t.join();
   threads.clear();
@@ -282,7 +279,7 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
               steady.requests / window_s / n, (steady.bytesIn + steady.bytesOut) / window_s / n, steady.requests / window_s,
               reach_ms, boundaries);
   // Where the init requests went, and the check's two phases: the ranks' arrival, then their confirmations.
-  const double perRank = n, sinceStart_ms = static_cast<double>(firstStart_ns.load()) / 1e6;
+  const double perRank = n, sinceStart_ms = static_cast<double>(start_ns) / 1e6;
   std::printf("       init per rank: %.2f joins, %.2f confirmations, %.2f reads (polls), %.2f writes; the last join "
               "returned at %.0f ms, the last confirmation at %.0f ms\n",
               init.byKind[kJoin] / perRank, init.byKind[kConfirm] / perRank, init.byKind[kRead] / perRank,

@@ -16,11 +16,6 @@ std::string keysText(std::initializer_list<std::string_view> known) {
   return out;
 }
 
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
 
 }  // namespace
 
@@ -45,26 +40,41 @@ Expected<std::vector<KeyValue>> parseKeyValues(std::string_view text, std::initi
   return out;
 }
 
-Expected<double> realField(const KeyValue& kv, double lo, double hi, bool loExcluded) {
-  const std::string value(kv.value);
+std::string numberText(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+std::optional<double> wholeReal(std::string_view text, double lo, double hi, bool loExcluded) {
+  const std::string value(text);
   errno = 0;
   char* end = nullptr;
   const double x = std::strtod(value.c_str(), &end);
   if (errno != 0 || end == value.c_str() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi ||
       (loExcluded && x == lo))
-    return makeError(std::string(kv.key) + " must be a number in " + (loExcluded ? "(" : "") + number(lo) +
-                     (loExcluded ? ", " : "..") + number(hi) + (loExcluded ? "]" : ""));
+    return std::nullopt;
   return x == 0 ? 0.0 : x;  // "-0" reads as 0
 }
 
-Expected<int64_t> integerField(const KeyValue& kv, int64_t lo, int64_t hi) {
-  const std::string value(kv.value);
+std::optional<int64_t> wholeInteger(std::string_view text, int64_t lo, int64_t hi) {
+  const std::string value(text);
   errno = 0;
   char* end = nullptr;
   const long long x = std::strtoll(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0' || x < lo || x > hi)
-    return makeError(std::string(kv.key) + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  if (errno != 0 || end == value.c_str() || *end != '\0' || x < lo || x > hi) return std::nullopt;
   return static_cast<int64_t>(x);
+}
+
+Expected<double> realField(const KeyValue& kv, double lo, double hi, bool loExcluded) {
+  if (auto x = wholeReal(kv.value, lo, hi, loExcluded)) return *x;
+  return makeError(std::string(kv.key) + " must be a number in " + (loExcluded ? "(" : "") + numberText(lo) +
+                   (loExcluded ? ", " : "..") + numberText(hi) + (loExcluded ? "]" : ""));
+}
+
+Expected<int64_t> integerField(const KeyValue& kv, int64_t lo, int64_t hi) {
+  if (auto x = wholeInteger(kv.value, lo, hi)) return *x;
+  return makeError(std::string(kv.key) + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
 }
 
 }  // namespace dynamiccl

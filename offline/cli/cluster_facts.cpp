@@ -3,8 +3,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cstdlib>
-
 #include "policy/policy.h"
 #include "offline/platforms/platforms.h"
 

@@ -27,16 +27,16 @@ int ncclVersionOf(const ProfileJudgingPlan& plan, const std::vector<measurements
 std::vector<std::string> datasetHardwareEnv(const measurements::ReplayData& data) {
   std::set<std::string> facts;
   std::set<int> perNode;
+  TopoOverrides shared;
   for (const auto& shape : data.shapes) {
-    TopoOverrides o = model::topoOverridesOf(shape->topology);
-    perNode.insert(*o.ranksPerNode);
-    o.ranksPerNode.reset();
-    facts.insert(topoOverridesText(o));
+    shared = model::topoOverridesOf(shape->topology);
+    perNode.insert(*shared.ranksPerNode);
+    shared.ranksPerNode.reset();
+    facts.insert(topoOverridesText(shared));
   }
   if (facts.size() != 1) return {};
-  std::string text = *facts.begin();
-  if (perNode.size() == 1) text += ",ranks_per_node=" + std::to_string(*perNode.begin());
-  return {std::string(kTopoVariable) + "=" + text};
+  if (perNode.size() == 1) shared.ranksPerNode = *perNode.begin();
+  return {std::string(kTopoVariable) + "=" + topoOverridesText(shared)};
 }
 
 }  // namespace

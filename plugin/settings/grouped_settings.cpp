@@ -84,7 +84,7 @@ std::optional<std::string> BudgetCodec::parse(const char* v, Budget& out) {
 }
 
 std::string BudgetCodec::show(const Budget& b) {
-  return "explore=" + number(b.explore) + ",measure=" + number(b.measure) + ",record=" + number(b.record);
+  return "explore=" + numberText(b.explore) + ",measure=" + numberText(b.measure) + ",record=" + numberText(b.record);
 }
 
 std::optional<std::string> EtcdClientCodec::parse(const char* v, EtcdClient& out) {

@@ -2,7 +2,6 @@
 // of variables (settings_table.h); a bad value is reported once and the documented default stands.
 #include "plugin/settings/settings.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,12 +45,9 @@ class Reader {
     const std::string def = std::to_string(out);
     const char* v = raw(name, def.c_str());
     if (!v) return;
-    errno = 0;
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi)
-      return bad(name, v, "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi), def.c_str());
-    out = static_cast<T>(x);
+    const std::optional<int64_t> x = wholeInteger(v, lo, hi);
+    if (!x) return bad(name, v, "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi), def.c_str());
+    out = static_cast<T>(*x);
   }
 
   // "0" or "1".

@@ -10,8 +10,6 @@
 namespace dynamiccl::plugin {
 namespace {
 
-using settings_table::number;
-
 constexpr const char* kUnset = "(unset)";
 
 class Dump {
@@ -53,7 +51,7 @@ std::string NcclVersionCodec::show(int code) {
 }
 
 std::string DbMaxCodec::show(int64_t bytes) {
-  return bytes > 0 ? number(static_cast<double>(bytes) / (1024 * 1024)) : "";
+  return bytes > 0 ? numberText(static_cast<double>(bytes) / (1024 * 1024)) : "";
 }
 
 std::string OnlineCodec::show(OnlineSwitch s) {

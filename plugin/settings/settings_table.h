@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,13 +10,6 @@
 #include "plugin/settings/settings.h"
 
 namespace dynamiccl::plugin::settings_table {
-
-// A real as the reader's messages and the settings line both show it.
-inline std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
 
 // A value with its own syntax: parse returns why a text is refused, or nothing when it took it.
 struct TrustCodec {
