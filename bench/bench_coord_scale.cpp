@@ -69,6 +69,15 @@ class CountingStore : public RecordStore {
     count(0, in, kRead);
     return r;
   }
+  Expected<coord::RecordsAndCount> readAndCount(uint64_t c, const std::vector<uint64_t>& bs, const std::string& s,
+                                                const std::string& g) override {
+    auto r = inner_->readAndCount(c, bs, s, g);  // one request, as readMany's
+    size_t in = 16;
+    if (r.ok())
+      for (const auto& x : r->records) in += x ? x->size() : 0;
+    count(0, in, kRead);
+    return r;
+  }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
                                     const std::string& bytes) override {
     const bool confirming = s.rfind("confirm-", 0) == 0;

@@ -67,20 +67,45 @@ Status forEachEntry(const std::string& dir, const std::function<bool(const std::
   return Ok{};
 }
 
+struct Members {
+  uint64_t count = 0;
+  int64_t filling_ns = -1;  // SetCount's
+};
+
+int64_t nsOf(const statx_timestamp& t) { return t.tv_sec * int64_t{1000000000} + t.tv_nsec; }
+
 // How many members (subdirectories) a set's directory holds: its link count less 2, read through
-// where the file system does not count subdirectories (a link count under 3 with at least one member).
-Expected<uint64_t> members(const std::string& dir) {
+// where the file system does not count subdirectories (a link count under 3 with at least one member);
+// and, where the file system keeps birth times (ext4, xfs, tmpfs, btrfs), how long since the first
+// joiner made it, to the latest member's arrival (its modification): both in the file server's clock.
+// A directory not there yet has none.
+Expected<Members> members(const std::string& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // an open revalidates NFS's attributes
+  if (fd < 0 && errno == ENOENT) return Members{};
   if (fd < 0) return makeError("cannot open " + dir + ": " + std::strerror(errno));
-  struct stat st {};
-  const bool statted = fstat(fd, &st) == 0;
+  struct statx st {};
+  const bool statted = statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_BTIME | STATX_MTIME, &st) == 0;
   close(fd);
   if (!statted) return makeError("cannot stat " + dir);
-  if (st.st_nlink >= 3) return static_cast<uint64_t>(st.st_nlink - 2);
-  uint64_t n = 0;
-  const Status listed = forEachEntry(dir, [&](const std::string&) { return ++n, true; });
+  Members m;
+  if ((st.stx_mask & STATX_BTIME) && (st.stx_mask & STATX_MTIME))
+    m.filling_ns = std::max<int64_t>(nsOf(st.stx_mtime) - nsOf(st.stx_btime), 0);
+  if ((st.stx_mask & STATX_NLINK) && st.stx_nlink >= 3) {
+    m.count = static_cast<uint64_t>(st.stx_nlink - 2);
+    return m;
+  }
+  const Status listed = forEachEntry(dir, [&](const std::string&) { return ++m.count, true; });
   if (!listed.ok()) return makeError(listed.error());
-  return n;
+  return m;
+}
+
+// A set's count: its "all" directory's members (and how long it has been filling), its group's.
+Expected<SetCount> countOf(const std::string& setDir, const std::string& group) {
+  auto all = members(setDir + "/all");
+  if (!all.ok()) return makeError(all.error());
+  auto inGroup = members(setDir + "/g-" + group);
+  if (!inGroup.ok()) return makeError(inGroup.error());
+  return SetCount{all->count, inGroup->count, all->filling_ns};
 }
 
 class DirStore : public RecordStore {
@@ -188,11 +213,17 @@ class DirStore : public RecordStore {
     }
     if (mkdir((all + "/" + member).c_str(), 0700) != 0 && errno != EEXIST)
       return makeError("cannot create " + all + "/" + member + ": " + std::strerror(errno));
-    auto nAll = members(all);
-    if (!nAll.ok()) return makeError(nAll.error());
-    auto nGroup = members(groupDir);
-    if (!nGroup.ok()) return makeError(nGroup.error());
-    return SetCount{*nAll, *nGroup};
+    return countOf(setDir, group);
+  }
+
+  // The records, then both counts: two stats (a set or group no one joined counts 0).
+  Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                         const std::string& set, const std::string& group) override {
+    auto recs = readMany(commId, boundaries, 0);
+    if (!recs.ok()) return makeError(recs.error());
+    auto count = countOf(commDirOf(commId) + "/s-" + set, group);
+    if (!count.ok()) return makeError(count.error());
+    return RecordsAndCount{std::move(*recs), *count};
   }
 
   Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,

@@ -71,6 +71,15 @@ class EtcdStore : public RecordStore {
     }
   }
 
+  Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                         const std::string& set, const std::string& group) override {
+    try {
+      return readAndCountOrThrow(commId, boundaries, set, group);
+    } catch (...) {
+      return makeError("etcd: an unexpected error reading records and counting a set");
+    }
+  }
+
   Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
                                                    const std::string& group) override {
     try {
@@ -168,10 +177,7 @@ class EtcdStore : public RecordStore {
     const std::string key = base64(groupPrefix + member);
     json put = {{"key", key}, {"value", base64(bytes)}};
     if (!lease->empty()) put["lease"] = *lease;
-    const json countAll = {{"request_range", {{"key", base64(setPrefix)}, {"range_end", base64(prefixEnd(setPrefix))},
-                                              {"count_only", true}}}};
-    const json countGroup = {{"request_range", {{"key", base64(groupPrefix)},
-                                                {"range_end", base64(prefixEnd(groupPrefix))}, {"count_only", true}}}};
+    const json countAll = countRange(setPrefix), countGroup = countRange(groupPrefix);
     const json txn = {
         {"compare", json::array({{{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}})},
         {"success", json::array({{{"request_put", put}}, countAll, countGroup})},
@@ -181,9 +187,45 @@ class EtcdStore : public RecordStore {
     const auto responses = reply->find("responses");
     if (responses == reply->end() || !responses->is_array() || responses->size() < 2)
       return makeError("etcd answered a transaction without its counts");
-    const size_t n = responses->size();
-    auto all = countOf((*responses)[n - 2]);
-    auto inGroup = countOf((*responses)[n - 1]);
+    return countsAtEnd(*responses);
+  }
+
+  // The ranges and both counts in one read-only transaction: one round trip, one revision.
+  Expected<RecordsAndCount> readAndCountOrThrow(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                const std::string& set, const std::string& group) {
+    const std::string setPrefix = setPrefixOf(commId, set), groupPrefix = setPrefix + group + "/";
+    json ops = json::array();
+    for (uint64_t b : boundaries) ops.push_back({{"request_range", {{"key", base64(keyOf(commId, b))}}}});
+    ops.push_back(countRange(setPrefix));
+    ops.push_back(countRange(groupPrefix));
+    auto reply = call("/v3/kv/txn", json{{"success", ops}}, deadlineFromNow());
+    if (!reply.ok()) return makeError(reply.error());
+    const auto responses = reply->find("responses");
+    if (responses == reply->end() || !responses->is_array() || responses->size() != boundaries.size() + 2)
+      return makeError("etcd answered a transaction without one response per key and its counts");
+    RecordsAndCount out;
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+      const auto range = (*responses)[i].find("response_range");
+      if (range == (*responses)[i].end() || !range->is_object()) return makeError("etcd answered a transaction without a range");
+      auto value = valueOf(*range);
+      if (!value.ok()) return makeError(value.error());
+      out.records.push_back(std::move(*value));
+    }
+    auto count = countsAtEnd(*responses);
+    if (!count.ok()) return makeError(count.error());
+    out.count = *count;
+    return out;
+  }
+
+  // A count_only range over every key under `prefix`: etcd answers a number, whatever the keys' number.
+  static json countRange(const std::string& prefix) {
+    return {{"request_range", {{"key", base64(prefix)}, {"range_end", base64(prefixEnd(prefix))}, {"count_only", true}}}};
+  }
+  // The set's and the group's counts: a transaction's last two responses.
+  static Expected<SetCount> countsAtEnd(const json& responses) {
+    const size_t n = responses.size();
+    auto all = countOf(responses[n - 2]);
+    auto inGroup = countOf(responses[n - 1]);
     if (!all || !inGroup) return makeError("etcd answered a count that is not a number");
     return SetCount{*all, *inGroup};
   }

@@ -28,9 +28,16 @@ enum class PublishResult { Won, Lost, Failed };  // Lost: another record was the
 
 struct SetCount {
   uint64_t all = 0, group = 0;
+  // How long the set took from its first member to its latest, in the store's own clock; -1 where the
+  // store cannot tell. With `all`, the pace its members arrive at.
+  int64_t filling_ns = -1;
 };
 struct SetMember {
   std::string group, bytes;
+};
+struct RecordsAndCount {
+  std::vector<std::optional<std::string>> records;
+  SetCount count;
 };
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -77,6 +84,11 @@ class RecordStore {
   // changes) and counts, as of right after it, the members of the set and of the group.
   virtual Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
                                      const std::string& member, const std::string& bytes) = 0;
+  // `boundaries`' records (as readMany) and the count joinSet would give, without joining, as of the
+  // same moment: one request (etcd: one transaction; a directory: one operation each). A set no one
+  // joined counts 0. How a waiting rank knows how many ranks are still to come.
+  virtual Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                 const std::string& set, const std::string& group) = 0;
   // One member of `set` outside `group`, or nullopt when every member is in it.
   virtual Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
                                                            const std::string& group) = 0;

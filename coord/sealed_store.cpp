@@ -28,6 +28,15 @@ class SealedStore : public RecordStore {
     return recs;
   }
 
+  Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                         const std::string& set, const std::string& group) override {
+    auto got = inner_->readAndCount(commId, boundaries, set, group);
+    if (!got.ok()) return got;
+    for (size_t i = 0; i < got->records.size(); ++i)
+      got->records[i] = opened(commId, boundaries[i], std::move(got->records[i]));
+    return got;
+  }
+
   // Set members are not sealed here: the input check seals its own (it knows whose key opens them).
   Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
                              const std::string& member, const std::string& bytes) override {

@@ -40,6 +40,11 @@ class CountingStore : public coord::RecordStore {
     ++ops;
     return inner_.removeIf(c, b, expected, by);
   }
+  Expected<coord::RecordsAndCount> readAndCount(uint64_t c, const std::vector<uint64_t>& bs, const std::string& s,
+                                                const std::string& g) override {
+    ++ops;
+    return inner_.readAndCount(c, bs, s, g);
+  }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
                                     const std::string& bytes) override {
     return inner_.joinSet(c, s, g, m, bytes);

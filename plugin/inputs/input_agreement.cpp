@@ -25,14 +25,17 @@ constexpr const char* kInputsSet = "inputs";
 constexpr const char* kProposalHeader = "DYNAMICCL-INPUTS-PROPOSAL-2";
 // Beside the agreement (no boundary reaches it): the proposal every rank confirms.
 constexpr uint64_t kProposalKey = coord::kInputsAgreementKey + (uint64_t{1} << 40);
-// A rank's first poll comes after the time its communicator's ranks take to reach the store, which
-// grows with them (one store serves their joins in turn: here 0.3 ms a rank at 16 ranks, 0.4 ms at
-// 1,024 threads on 2 cores, in a directory), then polls back off by doubling to at least 100 ms. So
-// a rank polls about as often at any size, and the store's load grows linearly with the ranks.
+// A rank's first poll comes after the time its communicator's ranks take to reach the store (one store
+// serves their joins in turn: here 0.3 ms a rank at 16 ranks), then the pause doubles, to 1 s; and no
+// poll comes before the set it waits on (the ranks' records, then their confirmations) should be whole
+// at the pace its members arrived, which each poll counts in the same request. So a rank's polls
+// grow with how much longer than the first pause it waits, not with that wait: 1,024 threads on 2
+// cores arrive over 0.2-2 s (1-2 ms a rank), and pauses that stopped doubling at the first (256 ms)
+// cost an early rank 4-5 polls there.
 constexpr auto kPausePerRank = std::chrono::microseconds(250);
 constexpr auto kMinPause = std::chrono::milliseconds(1);
-constexpr auto kMaxPause = std::chrono::milliseconds(100);
 constexpr auto kLongestPause = std::chrono::seconds(1);
+constexpr double kLateMargin = 1.2;  // past the expected time: a poll a little late costs less than one early
 // A re-join (only counting) while no proposal appears, from half the check's time on: at most this
 // often. It rescues a count nobody saw (a lost reply, a stale listing); the normal path needs none, and
 // at every second it cost 1,024 ranks arriving over 4 s on etcd 1.9 requests each (1 re-join, and a
@@ -60,6 +63,38 @@ class ChecksInFlight {
   uint64_t commId_;
   static inline std::mutex mutex_;
   static inline std::map<uint64_t, int> counts_;
+};
+
+// How long until a set a rank waits on should be whole, from the counts it saw: at the pace its members
+// arrived as the store timed them (a directory's birth and modification times), else as this rank's own
+// counts saw the set grow, else at the pace the set before it filled or kPausePerRank a rank times the
+// checks in flight, whichever is slower; none once whole.
+class SetPace {
+ public:
+  explicit SetPace(uint64_t n) : n_(n) {}
+
+  // The count this rank's own join or confirmation returned: the set's first sight.
+  void start(uint64_t count, Clock::time_point at) {
+    first_ = count;
+    firstAt_ = at;
+  }
+  Clock::duration untilWhole(const coord::SetCount& count, Clock::time_point at, uint64_t perRankScale) {
+    if (count.all >= n_) return {};
+    if (count.filling_ns >= 0 && count.all >= 2)
+      perRank_us_ = static_cast<double>(count.filling_ns) / 1e3 / static_cast<double>(count.all - 1);
+    else if (count.all > first_ && at > firstAt_)
+      perRank_us_ = std::chrono::duration<double, std::micro>(at - firstAt_).count() / static_cast<double>(count.all - first_);
+    else
+      perRank_us_ = std::max(perRank_us_, static_cast<double>(kPausePerRank.count()) * static_cast<double>(perRankScale));
+    const double us = kLateMargin * static_cast<double>(n_ - count.all) * perRank_us_;
+    return std::chrono::microseconds(static_cast<int64_t>(std::min(us, 1e9)));
+  }
+
+ private:
+  const uint64_t n_;
+  uint64_t first_ = 0;
+  Clock::time_point firstAt_{};
+  double perRank_us_ = 0;  // the pace last seen: the next set's, until it shows its own
 };
 
 struct Me {
@@ -196,13 +231,16 @@ class InputCheck {
     if (stopped(stop_)) return refused(kFinalized);
     const ChecksInFlight inFlight(commId_);
     if (auto v = join()) return *v;
-    const auto first = firstPause();
-    const auto longest = std::max<std::chrono::microseconds>(first, kMaxPause);
-    for (auto pause = first;; pause = std::min(pause * 2, longest)) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(pause, std::max<Clock::duration>(deadline_ - Clock::now(), {})));
+    pace_.start(joined_->all, Clock::now());
+    wait_ = pace_.untilWhole(*joined_, Clock::now(), checksInFlight());
+    pausesFrom(firstPause());
+    for (;;) {
+      std::this_thread::sleep_for(untilNextPoll());
+      pausesAgain_ = false;
       if (stopped(stop_)) return refused(kFinalized);
       if (auto v = poll()) return *v;
       if (Clock::now() >= deadline_) return timedOut();
+      if (!pausesAgain_) pause_ = std::min<Clock::duration>(2 * pause_, kLongestPause);
     }
   }
 
@@ -239,33 +277,60 @@ class InputCheck {
     return std::nullopt;  // won or lost, the stored proposal is the one confirmed
   }
 
+  // The communicators this process checks at once: their ranks' joins share the store, so each rank to
+  // come takes that many times longer.
+  static uint64_t checksInFlight() { return std::min<uint64_t>(ChecksInFlight::communicators(), 1024); }
+
+  // The pauses start again from `first` (a set begins to be waited on), doubling after each poll.
+  void pausesFrom(Clock::duration first) {
+    pause_ = first;
+    pausesAgain_ = true;
+  }
+
+  // The pause, or the time until the set should be whole if later: at most kLongestPause, and never past
+  // the deadline or, before this rank's confirmation counted, its next re-join.
+  Clock::duration untilNextPoll() const {
+    Clock::time_point at = Clock::now() + std::min<Clock::duration>(std::max(pause_, wait_), kLongestPause);
+    at = std::min(at, me_.counted ? deadline_ : std::min(deadline_, rejoinAt_));
+    return std::max<Clock::duration>(at - Clock::now(), {});
+  }
+
   // A rank's first poll comes after the time its communicator's ranks take to reach the store (one store
-  // serves their joins in turn), times the communicators this process checks at once (their ranks'
-  // joins share the store), then polls back off by doubling to at least 100 ms.
+  // serves their joins in turn), times the communicators this process checks at once.
   std::chrono::microseconds firstPause() const {
-    const uint64_t arriving = std::min<uint64_t>(n_, 1u << 20) * std::min<uint64_t>(ChecksInFlight::communicators(), 1024);
+    const uint64_t arriving = std::min<uint64_t>(n_, 1u << 20) * checksInFlight();
     return std::clamp<std::chrono::microseconds>(kPausePerRank * static_cast<int64_t>(arriving), kMinPause, kLongestPause);
   }
 
-  // One poll: a read of the agreement and the proposal together, a confirmation when the proposal is
-  // there. While none is: the rank that proposed writes its proposal again (its write failed); the others
-  // re-join from half the check's time on, at most every kRejoinEvery (only counting): a join whose
-  // reply was lost may have made the count nRanks unseen.
+  // One poll: one request reading the agreement (and, before this rank's confirmation counted, the
+  // proposal) and counting the set it waits on; a confirmation when the proposal is there. While
+  // neither is: the rank that proposed writes its proposal again (its write failed); the others re-join
+  // from half the check's time on, at most every kRejoinEvery (only counting): a join whose reply was
+  // lost may have made the count nRanks unseen.
   std::optional<InputsAgreement> poll() {
-    auto recs = store_.readMany(commId_, {coord::kInputsAgreementKey, kProposalKey}, 0);
-    if (!recs.ok()) return std::nullopt;
-    if ((*recs)[0]) return agreementFor(*(*recs)[0], me_, commId_, store_.describe());
-    if ((*recs)[1] && !me_.counted) return confirm(*(*recs)[1]);
-    if ((*recs)[1]) return std::nullopt;
+    const bool confirmed = me_.counted;
+    const std::vector<uint64_t> keys = confirmed ? std::vector<uint64_t>{coord::kInputsAgreementKey}
+                                                 : std::vector<uint64_t>{coord::kInputsAgreementKey, kProposalKey};
+    auto got = store_.readAndCount(commId_, keys, confirmed ? "confirm-" + me_.confirmed : kInputsSet, me_.group);
+    wait_ = {};
+    if (!got.ok()) return std::nullopt;
+    const auto& recs = got->records;
+    if (recs.size() != keys.size()) return std::nullopt;
+    if (recs[0]) return agreementFor(*recs[0], me_, commId_, store_.describe());
+    if (!confirmed && recs[1]) return confirm(*recs[1]);
+    wait_ = pace_.untilWhole(got->count, Clock::now(), checksInFlight());
+    if (confirmed) return std::nullopt;
     if (!proposed_.empty()) {  // ours did not land (a failed write): again, write-once keeps the first
       store_.publish(commId_, kProposalKey, proposed_);
       return std::nullopt;
     }
-    if (Clock::now() >= rejoinAt_) {
-      rejoinAt_ = Clock::now() + kRejoinEvery;
+    const auto now = Clock::now();
+    if (now >= rejoinAt_) {
+      rejoinAt_ = now + kRejoinEvery;
       auto again = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
       if (again.ok()) {
         joined_ = again;
+        if (again->all >= n_) pausesFrom(kMinPause);  // a proposal now, ours or another's: read it soon
         return afterJoin(*again);
       }
     }
@@ -287,6 +352,9 @@ class InputCheck {
     me_.counted = true;
     confirmations_ = *c;
     if (c->all >= n_) return settle(store_, commId_, {true, false, "", me_.confirmed, {}}, me_, settleBy_, stop_);
+    pace_.start(c->all, Clock::now());  // the confirmations' set, from here, with pauses from the first again
+    wait_ = pace_.untilWhole(*c, Clock::now(), checksInFlight());
+    pausesFrom(firstPause());
     return std::nullopt;
   }
 
@@ -323,6 +391,10 @@ class InputCheck {
   std::string proposed_;  // the proposal this rank published, when its join made the count nRanks
   Clock::time_point rejoinAt_ = start_ + (deadline_ - start_) / 2;
   coord::SetCount confirmations_;
+  SetPace pace_{n_};
+  Clock::duration pause_{};  // doubling from the first, each time a set begins to be waited on
+  bool pausesAgain_ = false;  // the last poll started them again
+  Clock::duration wait_{};  // until the set this rank waits on should be whole: no poll before
 };
 
 }  // namespace
