@@ -186,13 +186,14 @@ TEST(InputProtocol, AProposalWhoseWriteFailedIsWrittenAgainByItsRankAndEveryRank
 
 TEST(InputProtocol, ACountNobodySawWholeIsRescuedByTheReJoinsFromHalfTheChecksTime) {
   // Every rank's first join counts one record too few (a stale directory listing): no rank proposes
-  // until the re-joins, which start at half the check's time and then see the count whole.
+  // until the re-joins, which start at half the check's time and then see the count whole. A rank
+  // whose pauses grew to 1 s meanwhile may wait that long again for the agreement.
   Job job;
   auto stores = job.ranks(3);
   for (auto& s : stores) s->staleFirstCount = true;
-  const auto took = agreedWithin(stores, 2000);
-  EXPECT_GE(took, std::chrono::milliseconds(1000)) << "a re-join before half the check's time";
-  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  const auto took = agreedWithin(stores, 4000);
+  EXPECT_GE(took, std::chrono::milliseconds(2000)) << "a re-join before half the check's time";
+  EXPECT_LT(took, std::chrono::milliseconds(3500));
 }
 
 // The most requests one rank made.
