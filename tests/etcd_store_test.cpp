@@ -10,6 +10,7 @@
 
 #include "coord/http_client.h"
 #include "tests/etcd_fixture.h"
+#include "tests/set_poll_check.h"
 
 namespace dynamiccl::coord {
 namespace {
@@ -77,24 +78,8 @@ TEST(EtcdStore, APollReadsRecordsAndCountsTheSetAsAJoinDoesInOneTransaction) {
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ready());
   auto store = storeFor(etcd.endpoint());
-  ASSERT_TRUE(store->joinSet(9, "inputs", "g1", "a", "ra").ok());
-  ASSERT_TRUE(store->joinSet(9, "inputs", "g1", "b", "rb").ok());
-  auto joined = store->joinSet(9, "inputs", "g2", "c", "rc");
-  ASSERT_TRUE(joined.ok()) << joined.error();
-  EXPECT_EQ(joined->all, 3u);
-  EXPECT_EQ(joined->group, 1u);
-  ASSERT_EQ(store->publish(9, 77, "seventy-seven"), PublishResult::Won);
-  auto polled = store->readAndCount(9, {77, 78}, "inputs", "g1");
-  ASSERT_TRUE(polled.ok()) << polled.error();
-  ASSERT_EQ(polled->records.size(), 2u);
-  EXPECT_EQ(polled->records[0], std::optional<std::string>("seventy-seven"));
-  EXPECT_FALSE(polled->records[1].has_value());
-  EXPECT_EQ(polled->count.all, 3u);
-  EXPECT_EQ(polled->count.group, 2u);
-  EXPECT_EQ(polled->count.filling_ns, -1);  // etcd keeps no times
-  auto none = store->readAndCount(9, {77}, "confirm-nobody", "g1");
-  ASSERT_TRUE(none.ok()) << none.error();
-  EXPECT_EQ(none->count.all, 0u);
+  const auto count = testing::pollAfterThreeJoins(*store, 9, std::chrono::milliseconds(0));
+  EXPECT_EQ(count.filling_ns, -1);  // etcd keeps no times
 }
 
 TEST(EtcdStore, KeysAreLeasedSoOldJobsExpire) {
