@@ -28,10 +28,10 @@ constexpr uint64_t kProposalKey = coord::kInputsAgreementKey + (uint64_t{1} << 4
 // A rank's first poll comes after the time its communicator's ranks take to reach the store (one store
 // serves their joins in turn: here 0.3 ms a rank at 16 ranks), then the pause doubles, to 1 s; and no
 // poll comes before the set it waits on (the ranks' records, then their confirmations) should be whole
-// at the pace its members arrived, which each poll counts in the same request. So a rank's polls
-// grow with how much longer than the first pause it waits, not with that wait: 1,024 threads on 2
-// cores arrive over 0.2-2 s (1-2 ms a rank), and pauses that stopped doubling at the first (256 ms)
-// cost an early rank 4-5 polls there.
+// at the pace its members arrived (SetPace), which each poll counts in the same request. So a rank's
+// polls grow at most with the log of its wait over the first pause: 1,024 threads on 2 cores arrive
+// over 0.2-2 s (1-2 ms a rank), and pauses that stopped doubling at the first (256 ms) cost an early
+// rank 4-5 polls there.
 constexpr auto kPausePerRank = std::chrono::microseconds(250);
 constexpr auto kMinPause = std::chrono::milliseconds(1);
 constexpr auto kLongestPause = std::chrono::seconds(1);
