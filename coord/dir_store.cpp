@@ -83,15 +83,23 @@ Expected<Members> members(const std::string& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // an open revalidates NFS's attributes
   if (fd < 0 && errno == ENOENT) return Members{};
   if (fd < 0) return makeError("cannot open " + dir + ": " + std::strerror(errno));
-  struct statx st {};
-  const bool statted = statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_BTIME | STATX_MTIME, &st) == 0;
-  close(fd);
-  if (!statted) return makeError("cannot stat " + dir);
   Members m;
-  if ((st.stx_mask & STATX_BTIME) && (st.stx_mask & STATX_MTIME))
-    m.filling_ns = std::max<int64_t>(nsOf(st.stx_mtime) - nsOf(st.stx_btime), 0);
-  if ((st.stx_mask & STATX_NLINK) && st.stx_nlink >= 3) {
-    m.count = static_cast<uint64_t>(st.stx_nlink - 2);
+  uint64_t links = 0;
+  struct statx sx {};
+  struct stat st {};
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_BTIME | STATX_MTIME, &sx) == 0) {
+    if ((sx.stx_mask & STATX_BTIME) && (sx.stx_mask & STATX_MTIME))
+      m.filling_ns = std::max<int64_t>(nsOf(sx.stx_mtime) - nsOf(sx.stx_btime), 0);
+    links = (sx.stx_mask & STATX_NLINK) ? sx.stx_nlink : 0;
+  } else if (fstat(fd, &st) == 0) {  // a kernel without statx: the count, no times
+    links = st.st_nlink;
+  } else {
+    close(fd);
+    return makeError("cannot stat " + dir);
+  }
+  close(fd);
+  if (links >= 3) {
+    m.count = links - 2;
     return m;
   }
   const Status listed = forEachEntry(dir, [&](const std::string&) { return ++m.count, true; });
