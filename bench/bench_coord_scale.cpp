@@ -63,19 +63,13 @@ class CountingStore : public RecordStore {
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t c, const std::vector<uint64_t>& bs,
                                                              size_t presence, coord::Deadline by = coord::kNoDeadline) override {
     auto r = inner_->readMany(c, bs, presence, by);  // one request (etcd: one transaction; a directory: one read each, counted once)
-    size_t in = 0;
-    if (r.ok())
-      for (const auto& x : *r) in += x ? x->size() : 0;
-    count(0, in, kRead);
+    count(0, r.ok() ? bytesOf(*r) : 0, kRead);
     return r;
   }
   Expected<coord::RecordsAndCount> readAndCount(uint64_t c, const std::vector<uint64_t>& bs, const std::string& s,
                                                 const std::string& g) override {
-    auto r = inner_->readAndCount(c, bs, s, g);  // one request, as readMany's
-    size_t in = 16;
-    if (r.ok())
-      for (const auto& x : r->records) in += x ? x->size() : 0;
-    count(0, in, kRead);
+    auto r = inner_->readAndCount(c, bs, s, g);  // one request, as readMany's; the counts about 16 bytes
+    count(0, 16 + (r.ok() ? bytesOf(r->records) : 0), kRead);
     return r;
   }
   Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
@@ -98,6 +92,11 @@ class CountingStore : public RecordStore {
   std::atomic<int64_t> lastJoin_ns{0}, lastConfirm_ns{0};
 
  private:
+  static size_t bytesOf(const std::vector<std::optional<std::string>>& records) {
+    size_t n = 0;
+    for (const auto& x : records) n += x ? x->size() : 0;
+    return n;
+  }
   void count(size_t out, size_t in, Kind kind) {
     byKind[kind].fetch_add(1, std::memory_order_relaxed);
     requests.fetch_add(1, std::memory_order_relaxed);

@@ -142,10 +142,15 @@ class EtcdStore : public RecordStore {
     const auto responses = reply->find("responses");
     if (responses == reply->end() || !responses->is_array() || responses->size() != boundaries.size())
       return makeError("etcd answered a transaction without one response per key");
+    return valuesOf(*responses, boundaries.size());
+  }
+
+  // The values of a transaction's first `n` range responses, in order (nullopt where no key).
+  static Expected<std::vector<std::optional<std::string>>> valuesOf(const json& responses, size_t n) {
     std::vector<std::optional<std::string>> out;
-    for (const json& r : *responses) {
-      const auto range = r.find("response_range");
-      if (range == r.end() || !range->is_object()) return makeError("etcd answered a transaction without a range");
+    for (size_t i = 0; i < n; ++i) {
+      const auto range = responses[i].find("response_range");
+      if (range == responses[i].end() || !range->is_object()) return makeError("etcd answered a transaction without a range");
       auto value = valueOf(*range);
       if (!value.ok()) return makeError(value.error());
       out.push_back(std::move(*value));
@@ -203,18 +208,11 @@ class EtcdStore : public RecordStore {
     const auto responses = reply->find("responses");
     if (responses == reply->end() || !responses->is_array() || responses->size() != boundaries.size() + 2)
       return makeError("etcd answered a transaction without one response per key and its counts");
-    RecordsAndCount out;
-    for (size_t i = 0; i < boundaries.size(); ++i) {
-      const auto range = (*responses)[i].find("response_range");
-      if (range == (*responses)[i].end() || !range->is_object()) return makeError("etcd answered a transaction without a range");
-      auto value = valueOf(*range);
-      if (!value.ok()) return makeError(value.error());
-      out.records.push_back(std::move(*value));
-    }
+    auto records = valuesOf(*responses, boundaries.size());
+    if (!records.ok()) return makeError(records.error());
     auto count = countsAtEnd(*responses);
     if (!count.ok()) return makeError(count.error());
-    out.count = *count;
-    return out;
+    return RecordsAndCount{std::move(*records), *count};
   }
 
   // A count_only range over every key under `prefix`: etcd answers a number, whatever the keys' number.

@@ -23,17 +23,14 @@ class SealedStore : public RecordStore {
   Expected<std::vector<std::optional<std::string>>> readMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
                                                              size_t presence, Deadline by = kNoDeadline) override {
     auto recs = inner_->readMany(commId, boundaries, presence, by);
-    if (!recs.ok()) return recs;
-    for (size_t i = presence; i < recs->size(); ++i) (*recs)[i] = opened(commId, boundaries[i], std::move((*recs)[i]));
+    if (recs.ok()) openFrom(presence, commId, boundaries, *recs);
     return recs;
   }
 
   Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
                                          const std::string& set, const std::string& group) override {
     auto got = inner_->readAndCount(commId, boundaries, set, group);
-    if (!got.ok()) return got;
-    for (size_t i = 0; i < got->records.size(); ++i)
-      got->records[i] = opened(commId, boundaries[i], std::move(got->records[i]));
+    if (got.ok()) openFrom(0, commId, boundaries, got->records);
     return got;
   }
 
@@ -50,6 +47,13 @@ class SealedStore : public RecordStore {
   std::string describe() const override { return inner_->describe(); }
 
  private:
+  // Opens records[from..] in place (each read for the boundary at the same place).
+  void openFrom(size_t from, uint64_t commId, const std::vector<uint64_t>& boundaries,
+                std::vector<std::optional<std::string>>& records) {
+    for (size_t i = from; i < records.size() && i < boundaries.size(); ++i)
+      records[i] = opened(commId, boundaries[i], std::move(records[i]));
+  }
+
   std::optional<std::string> opened(uint64_t commId, uint64_t boundary, std::optional<std::string> rec) {
     if (!rec) return rec;
     if (auto bytes = openSealed(key_, commId, boundary, *rec)) return std::move(*bytes);

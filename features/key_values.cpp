@@ -16,7 +16,6 @@ std::string keysText(std::initializer_list<std::string_view> known) {
   return out;
 }
 
-
 }  // namespace
 
 Expected<std::vector<KeyValue>> parseKeyValues(std::string_view text, std::initializer_list<std::string_view> known) {

@@ -77,10 +77,11 @@ class SetPace {
  public:
   explicit SetPace(uint64_t n) : n_(n) {}
 
-  // The count this rank's own join or confirmation returned: the set's first sight.
-  void start(uint64_t count, Clock::time_point at) {
-    first_ = count;
+  // The count this rank's own join or confirmation returned: the set's first sight. How long until whole.
+  Clock::duration start(const coord::SetCount& count, Clock::time_point at, uint64_t perRankScale) {
+    first_ = count.all;
     firstAt_ = at;
+    return untilWhole(count, at, perRankScale);
   }
   Clock::duration untilWhole(const coord::SetCount& count, Clock::time_point at, uint64_t perRankScale) {
     if (count.all >= n_) return {};
@@ -239,16 +240,14 @@ class InputCheck {
     if (stopped(stop_)) return refused(kFinalized);
     const ChecksInFlight inFlight(commId_);
     if (auto v = join()) return *v;
-    pace_.start(joined_->all, Clock::now());
-    wait_ = pace_.untilWhole(*joined_, Clock::now(), checksInFlight());
-    pausesFrom(firstPause());
+    wait_ = pace_.start(*joined_, Clock::now(), checksInFlight());
+    pause_ = firstPause();
     for (;;) {
       std::this_thread::sleep_for(untilNextPoll());
-      pausesAgain_ = false;
+      pause_ = std::min<Clock::duration>(2 * pause_, kLongestPause);  // the next one's, unless the poll starts them again
       if (stopped(stop_)) return refused(kFinalized);
       if (auto v = poll()) return *v;
       if (Clock::now() >= deadline_) return timedOut();
-      if (!pausesAgain_) pause_ = std::min<Clock::duration>(2 * pause_, kLongestPause);
     }
   }
 
@@ -288,12 +287,6 @@ class InputCheck {
   // The communicators this process checks at once: their ranks' joins share the store, so each rank to
   // come takes that many times longer.
   static uint64_t checksInFlight() { return std::min<uint64_t>(ChecksInFlight::communicators(), 1024); }
-
-  // The pauses start again from `first` (a set begins to be waited on), doubling after each poll.
-  void pausesFrom(Clock::duration first) {
-    pause_ = first;
-    pausesAgain_ = true;
-  }
 
   // The pause, or the time until the set should be whole if later: at most kLongestPause, and never past
   // the deadline or, before this rank's confirmation counted, its next re-join.
@@ -338,7 +331,7 @@ class InputCheck {
       auto again = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
       if (again.ok()) {
         joined_ = again;
-        if (again->all >= n_) pausesFrom(kMinPause);  // a proposal now, ours or another's: read it soon
+        if (again->all >= n_) pause_ = kMinPause;  // a proposal now, ours or another's: read it soon
         return afterJoin(*again);
       }
     }
@@ -360,8 +353,7 @@ class InputCheck {
     me_.counted = true;
     confirmations_ = *c;
     if (c->all >= n_) return settle(store_, commId_, {true, false, "", me_.confirmed, {}}, me_, settleBy_, stop_);
-    pace_.start(c->all, Clock::now());  // the confirmations' set, from here
-    wait_ = pace_.untilWhole(*c, Clock::now(), checksInFlight());
+    wait_ = pace_.start(*c, Clock::now(), checksInFlight());  // the confirmations' set, from here
     return std::nullopt;
   }
 
@@ -399,8 +391,7 @@ class InputCheck {
   Clock::time_point rejoinAt_ = start_ + (deadline_ - start_) / 2;
   coord::SetCount confirmations_;
   SetPace pace_{n_};
-  Clock::duration pause_{};  // doubling from the first, each time a set begins to be waited on
-  bool pausesAgain_ = false;  // the last poll started them again
+  Clock::duration pause_{};  // doubling from the first pause to 1 s; from 1 ms again after a re-join made the count whole
   Clock::duration wait_{};  // until the set this rank waits on should be whole: no poll before
 };
 
