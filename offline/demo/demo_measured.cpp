@@ -66,13 +66,14 @@ void describeJob(const jobreplay::MeasuredJob& job) {
 
 // What the runs establish, which the replayed job's calls are drawn to show.
 void describeWithheld(const jobreplay::MeasuredJob& job, int withheld, const std::string& command) {
-  int established = 0;
+  int established = 0, runs = 0, defaultRuns = 0;
   for (const jobreplay::JobKey& k : job.keys)
     for (size_t i = 1; i < k.measured.size(); ++i)
-      established += k.measured[i].mean_us < k.byDefault().mean_us && k.measured[i].withheld_us <= 0;
+      if (k.measured[i].mean_us < k.byDefault().mean_us && k.measured[i].withheld_us <= 0)
+        ++established, runs += k.measured[i].runs(), defaultRuns += k.byDefault().runs();
   std::printf("      the dataset's runs (measured; the decision rule, as `%s`) establish a gain over NCCL's default "
-              "for %d arm(s)",
-              command.c_str(), established);
+              "for %d arm(s) (%d real run(s) of them against %d of the default)",
+              command.c_str(), established, runs, defaultRuns);
   if (withheld)
     std::printf("; %d arm(s) have a faster median they do not establish: the replayed job draws those around NCCL's "
                 "default's median, so its calls (draws, not runs) cannot find a gain the runs do not hold", withheld);
@@ -247,8 +248,8 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
                 100 * r0.profiledShare(), 100 * r0.settledProfiledShare(10, jr.epochCalls),
                 static_cast<unsigned long long>(others), 100 * r0.measureShare(),
                 jobreplay::defaultMeasurementCost().source().c_str());
-    std::printf("  net of measuring and exploring, the whole job ran %.4fx NCCL's default (the same calls, drawn alike; "
-                "worst key %.4fx)\n",
+    std::printf("  net of measuring and exploring, the whole job ran %.4fx NCCL's default (replayed: the same calls, "
+                "drawn alike from noise fitted to the real runs; worst key %.4fx)\n",
                 t.netVsDefault, t.worstNetVsDefault);
   }
   {  // The search per key: trials until the measured best had been tried, against trying every arm.
