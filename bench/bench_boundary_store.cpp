@@ -9,6 +9,7 @@
 
 #include "coord/coord.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 #include "tests/etcd_fixture.h"
 
 namespace {
@@ -16,9 +17,9 @@ namespace {
 using namespace dynamiccl;
 
 std::string fullTable() {
-  policy::OnlineTable t;
+  learner::OnlineTable t;
   t.setVersion(7);
-  for (uint32_t k = 0; k < policy::kOnlineKeys; ++k) t.entry(k).exploit.count = 1;
+  for (uint32_t k = 0; k < learner::kOnlineKeys; ++k) t.entry(k).exploit.count = 1;
   return t.serialize();
 }
 
@@ -32,7 +33,7 @@ void boundaries(benchmark::State& state, coord::RecordStore& store) {
     if (store.publish(commId, boundary, bytes) != coord::PublishResult::Won) state.SkipWithError("publish failed");
     auto back = store.read(commId, boundary);
     if (!back.ok() || !back->has_value() || **back != bytes) state.SkipWithError("read failed");
-    auto adopted = policy::OnlineTable::deserialize(**back);  // what a rank does with it at the boundary
+    auto adopted = learner::OnlineTable::deserialize(**back);  // what a rank does with it at the boundary
     if (!adopted.ok()) state.SkipWithError("the table does not parse");
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));

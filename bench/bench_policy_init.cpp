@@ -21,6 +21,8 @@
 #include "bench/get_coll_info_loop.h"
 #include "offline/harness/harness.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
+#include "learner/learner.h"
 #include "tests/policy_weights_fixture.h"
 #include "tests/profile_fixture.h"
 
@@ -31,8 +33,8 @@ using namespace dynamiccl;
 // With the guard on (it is off by default), so BM_GetCollInfoGuarded times its per-call check, and a
 // last-layer covariance small enough that most margin-passing pairs also need the per-key check (its
 // worst case for rule generation).
-policy::PolicyWeights randomWeights() {
-  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+learned::PolicyWeights randomWeights() {
+  learned::PolicyWeights w = fixture::randomPolicyWeights(7);
   w.guardMargin = 0.05f;
   const int d = w.embeddingSize() + 1;
   std::mt19937_64 rng(11);
@@ -53,7 +55,7 @@ struct Fixture {
   std::string path;
   bool ownsFile = false;
   std::shared_ptr<harness::TunerLibrary> lib;
-  std::shared_ptr<const policy::PolicyNetwork> net;
+  std::shared_ptr<const learned::PolicyNetwork> net;
   Fixture() {
     if (const char* given = std::getenv("DYNAMICCL_BENCH_POLICY"); given && *given) {
       path = given;
@@ -64,14 +66,15 @@ struct Fixture {
       ownsFile = true;
       std::ofstream(path) << R"({"format":"dynamiccl-profile","version":1,"name":"bench-learned","rules":[],)"
                           << R"("fingerprint":{"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25},)"
-                          << R"("policy":)" << policy::policyWeightsToJson(randomWeights()) << "}";
+                          << R"("policy":)" << learned::policyWeightsToJson(randomWeights()) << "}";
     }
     auto profile = policy::loadProfileFile(path);
-    if (!profile || !profile->network) std::abort();
+    auto read = profile ? learned::readNetwork(*profile) : Expected<std::shared_ptr<const learned::PolicyNetwork>>(makeError("no profile"));
+    if (!read || !*read) std::abort();
     if (!profile->hardware) {  // multi-node shapes get no learned rules without declared hardware
       setenv(kTopoVariable, "gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=25", 0);
     }
-    net = profile->network;
+    net = *read;
     setenv("DYNAMICCL_PROFILE", path.c_str(), 1);
     setenv("DYNAMICCL_TRUST", "all", 1);  // learned rules are unverified: opt in, so they are compiled into the table
     auto l = harness::TunerLibrary::open(harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR));
@@ -120,7 +123,7 @@ void BM_PolicyRulesOnly(benchmark::State& state) {
   fp.ranksPerNode = 8;
   fp.computeCap = 90;
   for (auto _ : state) {
-    auto rules = policy::policyRules(*f.net, fp, {});
+    auto rules = learned::policyRules(*f.net, fp, {});
     benchmark::DoNotOptimize(rules);
   }
 }
@@ -140,15 +143,15 @@ void BM_EpochBoundaryLearnedRefresh(benchmark::State& state) {
   std::mt19937 rng(5);
   std::lognormal_distribution<double> ratio(0.1, 0.3);
   for (int c = 0; c < kNumCollectives; ++c)
-    for (int b = policy::kPolicyMinBucket; b <= policy::kPolicyMaxBucket; ++b)
+    for (int b = learned::kPolicyMinBucket; b <= learned::kPolicyMaxBucket; ++b)
       for (int i = 0; i < kTimingWindowLength; ++i)
-        windows.at(static_cast<Collective>(c), policy::policyProbeBytes(b)).push(100 * ratio(rng), 100);
+        windows.at(static_cast<Collective>(c), learned::policyProbeBytes(b)).push(100 * ratio(rng), 100);
   const CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2};
   for (auto _ : state) {
-    policy::PolicyRuleOptions options;
+    learned::PolicyRuleOptions options;
     options.windows = &windows;
     policy::Profile rules;
-    rules.rules = policy::policyRules(*f.net, fp, options);
+    rules.rules = learned::policyRules(*f.net, fp, options);
     policy::DecisionTable table = policy::DecisionTable::compile(rules, shape);
     benchmark::DoNotOptimize(table);
   }
@@ -166,16 +169,16 @@ void BM_EpochBoundaryLearnerBuild(benchmark::State& state) {
   fp.ranksPerNode = 8;
   fp.computeCap = 90;
   const CommShape shape{.commId = 1, .nRanks = 16, .nNodes = 2};
-  policy::OnlineConfig config;
-  config.candidatesOnly = true;
-  policy::OnlineLearner learner(config, [](int, int) { return policy::Candidates{}; },
+  learner::OnlineConfig config;
+  config.mode = learner::LearnerMode::Search;
+  learner::OnlineLearner learner(config, [](int, int) { return policy::Candidates{}; },
                                 [](int, int) { return policy::Candidates{}; });
-  learner.setArmModel(std::make_unique<policy::LearnedArmModel>(f.net, fp, policy::ArmModelOptions{}));
+  learner.setArmModel(std::make_unique<learned::LearnedArmModel>(f.net, fp, learned::ArmModelOptions{}));
   learner.setLearnedRefresh([&](const TimingWindows& windows) {
-    policy::PolicyRuleOptions options;
+    learned::PolicyRuleOptions options;
     options.windows = &windows;
     policy::Profile rules;
-    rules.rules = policy::policyRules(*f.net, fp, options);
+    rules.rules = learned::policyRules(*f.net, fp, options);
     return policy::DecisionTable::compile(rules, shape);
   });
   std::mt19937 rng(5);
@@ -187,7 +190,7 @@ void BM_EpochBoundaryLearnerBuild(benchmark::State& state) {
     for (int c = 0; c < 5; ++c)
       for (int b = 8; b < 16; ++b)
         for (int a = 0; a < 3; ++a)
-          learner.observe(c, policy::policyProbeBytes(b), algos[a], protos[a], 10.0 * b * (a + 1) * noise(rng));
+          learner.observe(c, learned::policyProbeBytes(b), algos[a], protos[a], 10.0 * b * (a + 1) * noise(rng));
   };
   for (int i = 0; i < 10; ++i) observeAll();  // every arm trusted, every window filled
   for (int c = 0; c < 5; ++c)
@@ -353,13 +356,13 @@ BENCHMARK(BM_RulesWithEvidenceFirstInit)->Unit(benchmark::kMillisecond)->Iterati
 // (3.6M weights), as `dynamiccl train` writes it (base64 float32) and in the older JSON numbers.
 struct LargeLearnedFixture {
   std::string path;
-  explicit LargeLearnedFixture(policy::WeightEncoding encoding) {
-    policy::PolicyWeights w = fixture::randomPolicyWeights(5, {1024, 1024, 1024});
+  explicit LargeLearnedFixture(learned::WeightEncoding encoding) {
+    learned::PolicyWeights w = fixture::randomPolicyWeights(5, {1024, 1024, 1024});
     w.gruHidden = 256;  // its tensors and the first layer's inputs made again for that width
     std::mt19937_64 rng(5);
     std::normal_distribution<float> n(0.0f, 0.05f);
     auto tensor = [&](std::vector<int> shape) {
-      policy::Tensor t = fixture::zeroTensor(shape);
+      learned::Tensor t = fixture::zeroTensor(shape);
       for (float& v : t.data) v = n(rng);
       return t;
     };
@@ -376,20 +379,20 @@ struct LargeLearnedFixture {
     path = tmpl;
     std::ofstream(path) << R"({"format":"dynamiccl-profile","version":2,"name":"bench-learned-3x1024","rules":[],)"
                         << R"("fingerprint":{"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":25},)"
-                        << R"("policy":)" << policy::policyWeightsToJson(w, encoding) << "}";
+                        << R"("policy":)" << learned::policyWeightsToJson(w, encoding) << "}";
     if (!policy::loadProfileFile(path)) std::abort();
   }
   ~LargeLearnedFixture() { std::remove(path.c_str()); }
 };
 
 void BM_LargeLearnedProfileFirstInit(benchmark::State& state) {
-  static LargeLearnedFixture f(policy::WeightEncoding::Base64);
+  static LargeLearnedFixture f(learned::WeightEncoding::Base64);
   timeFirstInit(state, f.path, "a 3 x 1024 learned profile (GRU 256), base64 weights");
 }
 BENCHMARK(BM_LargeLearnedProfileFirstInit)->Unit(benchmark::kMillisecond)->Iterations(3)->UseManualTime();
 
 void BM_LargeLearnedProfileNumbersFirstInit(benchmark::State& state) {
-  static LargeLearnedFixture f(policy::WeightEncoding::Numbers);
+  static LargeLearnedFixture f(learned::WeightEncoding::Numbers);
   timeFirstInit(state, f.path, "a 3 x 1024 learned profile (GRU 256), weights as JSON numbers");
 }
 BENCHMARK(BM_LargeLearnedProfileNumbersFirstInit)->Unit(benchmark::kMillisecond)->Iterations(1)->UseManualTime();

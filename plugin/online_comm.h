@@ -17,6 +17,7 @@
 #include "coord/coord.h"
 #include "abi/abi.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 
@@ -35,7 +36,7 @@ struct VerdictScope {
 // What a boundary's record says, parsed once (the same bytes give the same result on every rank).
 struct StagedRecord {
   uint64_t boundary = 0;
-  const policy::OnlineTable* table = nullptr;
+  const learner::OnlineTable* table = nullptr;
   bool frozen = false;
 };
 
@@ -54,9 +55,9 @@ struct OnlineComm {
   // Hot-path thread only (NCCL calls one communicator's tuner from one thread at a time).
   uint64_t callIndex = 0;
   bool frozen = false;  // a frozen record was adopted: this version stays for good, on every rank
-  std::atomic<const policy::OnlineTable*> current{nullptr};  // nullptr: the static table answers
+  std::atomic<const learner::OnlineTable*> current{nullptr};  // nullptr: the static table answers
   // Before the first published table: the share of calls the leader measures (its cost priced).
-  uint32_t initialMeasureThreshold = policy::kMeasureEveryCall;
+  uint32_t initialMeasureThreshold = learner::kMeasureEveryCall;
 
   // Prepared by the epoch agent, consumed at the boundary.
   std::atomic<uint64_t> callsSeen{0};
@@ -71,23 +72,23 @@ struct OnlineComm {
   std::atomic<uint64_t> votedNone{0};          // the first boundary this rank voted "none" at
   std::mutex publishMutex;                     // the leader's publish against its own vote
   std::atomic<bool> measured{false};           // the profiler saw any rank of this commId here
-  std::array<std::atomic<uint8_t>, policy::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
+  std::array<std::atomic<uint8_t>, learner::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
   // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
-  std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, policy::kOnlineKeys> modelled_us{};
-  std::array<std::atomic<bool>, policy::kOnlineKeys> modelledKnown{};
+  std::array<std::array<std::atomic<float>, kNumAlgos * kNumProtos>, learner::kOnlineKeys> modelled_us{};
+  std::array<std::atomic<bool>, learner::kOnlineKeys> modelledKnown{};
   // Calls per key so far, measured or not: what a search must repay its measurement over.
-  std::array<std::atomic<uint64_t>, policy::kOnlineKeys> keyCalls{};
+  std::array<std::atomic<uint64_t>, learner::kOnlineKeys> keyCalls{};
   // Each key's share of calls measured is its own, but NCCL reads the mask before the tuner sees the
   // call: the leader predicts the next call's key from the last two keys that followed this one (a
   // training loop repeats its sequence; A A A B gives A two successors) and measures at the larger of
   // their shares. 1 + key; 0 unknown. Written by the hot path alone.
-  std::array<std::atomic<uint16_t>, policy::kOnlineKeys> nextKey{}, nextKey2{};
-  std::atomic<uint32_t> lastKey{policy::kOnlineKeys};
+  std::array<std::atomic<uint16_t>, learner::kOnlineKeys> nextKey{}, nextKey2{};
+  std::atomic<uint32_t> lastKey{learner::kOnlineKeys};
 
   // Agent side, under mutex: the learner (leader) and every table a version may still point to.
   std::mutex mutex;
-  std::unique_ptr<policy::OnlineLearner> learner;
-  std::vector<std::unique_ptr<policy::OnlineTable>> tables;
+  std::unique_ptr<learner::OnlineLearner> learner;
+  std::vector<std::unique_ptr<learner::OnlineTable>> tables;
   std::vector<std::unique_ptr<StagedRecord>> records;
   // Every boundary's record this rank has read (bytes as opened), ahead of its own position too: a
   // rank adopts a held record without the store and re-publishes them into a store that lost them.
@@ -114,14 +115,14 @@ void ensurePublished(OnlineComm& s, uint64_t boundary);
 // Whether the leader profiles call k: what the table in force says for the key predicted to come
 // (a key it cannot predict: the table's share; before any table, the initial share).
 inline bool measuresCall(const OnlineComm& s, uint64_t k) {
-  const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
-  if (!t) return policy::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
+  const learner::OnlineTable* t = s.current.load(std::memory_order_relaxed);
+  if (!t) return learner::measuredCall(s.commId, k, 0, s.initialMeasureThreshold);
   const uint32_t last = s.lastKey.load(std::memory_order_relaxed);
-  const uint16_t next = last < policy::kOnlineKeys ? s.nextKey[last].load(std::memory_order_relaxed) : 0;
-  const uint16_t other = last < policy::kOnlineKeys ? s.nextKey2[last].load(std::memory_order_relaxed) : 0;
-  const uint32_t share = std::max(t->measureThresholdOf(next ? next - 1u : policy::kOnlineKeys),
+  const uint16_t next = last < learner::kOnlineKeys ? s.nextKey[last].load(std::memory_order_relaxed) : 0;
+  const uint16_t other = last < learner::kOnlineKeys ? s.nextKey2[last].load(std::memory_order_relaxed) : 0;
+  const uint32_t share = std::max(t->measureThresholdOf(next ? next - 1u : learner::kOnlineKeys),
                                   other ? t->measureThresholdOf(other - 1u) : 0u);
-  return policy::measuredCall(s.commId, k, t->version(), share);
+  return learner::measuredCall(s.commId, k, t->version(), share);
 }
 
 // The hot path's online step: counts the call, crosses a boundary when due, then picks.
@@ -136,9 +137,9 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
     if ((k + 1) % s.epochCalls == 0 && s.isLeader.load(std::memory_order_relaxed)) [[unlikely]]
       ensurePublished(s, k + 1);  // before this, the last call of the epoch, is enqueued
   }
-  const uint32_t key = policy::onlineKey(coll, nBytes);
+  const uint32_t key = learner::onlineKey(coll, nBytes);
   s.keyCalls[key].store(s.keyCalls[key].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
-  if (const uint32_t last = s.lastKey.load(std::memory_order_relaxed); last < policy::kOnlineKeys) {
+  if (const uint32_t last = s.lastKey.load(std::memory_order_relaxed); last < learner::kOnlineKeys) {
     const uint16_t seen = s.nextKey[last].load(std::memory_order_relaxed);
     if (seen != key + 1) {
       s.nextKey2[last].store(seen, std::memory_order_relaxed);
@@ -153,7 +154,7 @@ inline const policy::Candidates* onlinePick(OnlineComm& s, int coll, uint64_t nB
     }
     s.ncclDefault[key].store(static_cast<uint8_t>(abi::ncclChoice(costTable, rule) + 1), std::memory_order_relaxed);
   }
-  const policy::OnlineTable* t = s.current.load(std::memory_order_relaxed);
+  const learner::OnlineTable* t = s.current.load(std::memory_order_relaxed);
   return t ? t->pick(coll, nBytes, s.commId, k) : nullptr;
 }
 

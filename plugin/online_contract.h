@@ -8,10 +8,12 @@
 #include <string>
 
 #include "features/features.h"
+#include "plugin/learned_network.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online_comm.h"
 #include "plugin/settings/settings.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 
@@ -44,12 +46,13 @@ InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDi
 
 // nullptr when neither online updates nor in-job verification run for this communicator (the reason
 // is logged once). unverified: the candidates verification tests against NCCL's default; profile:
-// its hardware is part of the scope verdicts are stored under, and its learned network is
-// re-evaluated with the leader's recent timings (online/online_start.cpp).
+// its hardware is part of the scope verdicts are stored under; network: its learned network (or
+// nullptr), re-evaluated with the leader's recent timings (online/online_start.cpp).
 // firstCall: the communicator's call from which it decides (OnlineComm::firstCall).
-// ncclVersionCode prices measurement (policy::MeasurementCost) unless DYNAMICCL_MEASUREMENT_COST names a calibration.
+// ncclVersionCode prices measurement (learner::MeasurementCost) unless DYNAMICCL_MEASUREMENT_COST names a calibration.
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
+                                        const NetworkPtr& network,
                                         const Settings& settings, int ncclVersionCode, const std::string& epochKey,
                                         uint64_t firstCall);
 // The leader stores its verdicts and publishes them through the backend by `by` (finalize's bound):

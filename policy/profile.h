@@ -72,14 +72,14 @@ struct Rule {
   std::string evidenceProblem;           // why the file's "evidence" was not usable (the rule is unverified)
 };
 
-class PolicyNetwork;  // policy/network_eval.h
-
 struct Profile {
   int version = kProfileVersion;
   std::string name;
   std::string source;                    // path it was read from, if any
   std::vector<Rule> rules;
-  std::shared_ptr<const PolicyNetwork> network;  // the "policy" section's learned network, if any
+  // The "policy" section as read, as JSON text: a learned network that learned/ reads (readNetwork);
+  // this module keeps it opaque. Empty: none.
+  std::string policySection;
   // The "fingerprint" section: the cluster's hardware, the only source of those facts for learned
   // rules of multi-node communicators (a host probe may differ between nodes; policy_rules.h).
   std::optional<ClusterHardware> hardware;

@@ -13,8 +13,6 @@
 #include "abi/abi.h"
 #include "features/features.h"
 #include "policy/json_limits.h"
-#include "policy/network_eval.h"
-#include "policy/network_weights_json.h"
 #include "policy/profile.h"
 #include "policy/profile_json_reader.h"
 
@@ -400,11 +398,9 @@ Expected<Profile> profileFromDocument(FlatValue doc, const json* policy, RulesRe
     if (!top["name"].is_string()) return makeError("\"name\" must be a string");
     profile.name = top["name"].get<std::string>();
   }
-  if (policy) {  // learned weights: bad ones make the whole profile unusable
-    auto weights = parsePolicyWeights(*policy);
-    auto network = weights ? PolicyNetwork::create(std::move(*weights)) : Error{weights.error()};
-    if (!network) return makeError("policy: " + network.error());
-    profile.network = *network;
+  if (policy) {  // learned weights, kept opaque: learned/ reads them (a bad one refuses the profile there)
+    if (!policy->is_object()) return makeError("policy: must be a JSON object");
+    profile.policySection = policy->dump();
   }
   if (top.contains("fingerprint")) {
     try {
@@ -491,8 +487,10 @@ std::string profileToJson(const Profile& profile) {
     rules.push_back(std::move(j));
   }
   doc["rules"] = std::move(rules);
-  if (profile.network)  // export keeps it, in the encoding that reads fast
-    doc["policy"] = json::parse(policyWeightsToJson(profile.network->weights(), WeightEncoding::Base64));
+  if (!profile.policySection.empty()) {  // kept as read (learned/ writes it in the encoding that reads fast)
+    json section = json::parse(profile.policySection, nullptr, false);
+    if (!section.is_discarded()) doc["policy"] = std::move(section);
+  }
   // Indented for people; a profile of many rules compact, so it stays within the size the plugin reads
   // (two merged 200k-rule profiles indented come to 106 MB, past kMaxProfileBytes).
   constexpr size_t kIndentedRules = 10000;

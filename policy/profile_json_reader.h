@@ -1,5 +1,5 @@
 // One pass of nlohmann's SAX tokenizer over a profile: its top-level members as flat values, the
-// "policy" member as a tree (parsePolicyWeights reads it), and each element of "rules" handed over as
+// "policy" member as a tree (kept as text; learned/ reads it), and each element of "rules" handed over as
 // soon as it closes, read into a buffer reused for the next one. A 60k-rule profile so builds no tree
 // of millions of heap nodes (its first init waits for the parse), and nothing scans the text twice.
 #pragma once

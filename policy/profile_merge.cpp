@@ -197,7 +197,7 @@ Expected<Profile> mergeProfiles(const std::vector<Profile>& profiles) {
   out.name = "merged";
   for (const Profile& p : profiles) {
     const std::string name = p.source.empty() ? p.name : p.source;
-    if (p.network) return makeError(name + ": a learned profile's network cannot be merged (merge rules profiles)");
+    if (!p.policySection.empty()) return makeError(name + ": a learned profile's network cannot be merged (merge rules profiles)");
     if (p.userRules) return makeError(name + ": NVIDIA CSV rules are the user's own: write them into one file by hand");
     if (p.hardware && out.hardware && policy::clusterHardwareToJson(*p.hardware) != policy::clusterHardwareToJson(*out.hardware))
       return makeError(name + " declares another cluster (" + clusterHardwareToJson(*p.hardware) + ") than an earlier "

@@ -29,6 +29,8 @@
 #include "offline/jobreplay/jobreplay.h"
 #include "tests/policy_weights_fixture.h"
 #include "tests/test_support.h"
+#include "learner/learner.h"
+#include "learned/learned.h"
 
 namespace dynamiccl {
 namespace {
@@ -56,8 +58,8 @@ bool same(const sim::Config& c, Algo a, Proto p) { return c.algo == a && c.proto
 //     (about the recent mean of tanh(log(observed / usual))), so ring loses to tree once h > 0.13.
 // A third hidden unit, tree's own, has output weight 0: it changes no prediction, but the in-job
 // model's prior is uncertain along it, so the job measures tree early (calm) and finds it slower.
-policy::PolicyWeights congestionAwareWeights() {
-  policy::PolicyWeights w;
+learned::PolicyWeights congestionAwareWeights() {
+  learned::PolicyWeights w;
   w.mlpHidden = {3};
   fixture::zeroGru(w);
   const int h = w.gruHidden;
@@ -65,7 +67,7 @@ policy::PolicyWeights congestionAwareWeights() {
   w.tensors["gru.weight_ih"].data[2 * h + 0] = 1.0f;
   const int in = w.mlpInputs(), cfg = kContextFeatures, gru = kContextFeatures + kConfigFeatures;
   const int tree = static_cast<int>(Algo::Tree), ring = static_cast<int>(Algo::Ring);
-  policy::Tensor first = fixture::zeroTensor({3, in});
+  learned::Tensor first = fixture::zeroTensor({3, in});
   constexpr float kLift = 20.0f;  // keeps unit 0 in ReLU's linear part at every size; the output takes it off
   first.data[0] = static_cast<float>(32 * std::log(2.0));  // context 0 = log2(bytes) / 32
   first.data[cfg + tree] = 0.1f;
@@ -77,9 +79,9 @@ policy::PolicyWeights congestionAwareWeights() {
   congestion[cfg + ring] = 10.0f;  // ring: 3h - 0.3; anything else: 3h - 10.3, never positive
   first.data[2 * in + cfg + tree] = 1.0f;
   w.tensors["mlp.0.weight"] = first;
-  w.tensors["mlp.0.bias"] = policy::Tensor{{3}, {kLift - 9.23f, -10.3f, 0.0f}};
-  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 3}, {1.0f, 1.0f, 0.0f}};
-  w.tensors["mlp.1.bias"] = policy::Tensor{{1}, {-kLift}};
+  w.tensors["mlp.0.bias"] = learned::Tensor{{3}, {kLift - 9.23f, -10.3f, 0.0f}};
+  w.tensors["mlp.1.weight"] = learned::Tensor{{1, 3}, {1.0f, 1.0f, 0.0f}};
+  w.tensors["mlp.1.bias"] = learned::Tensor{{1}, {-kLift}};
   w.targetMean = 0.0f;
   w.targetStd = 1.0f;
   return w;
@@ -132,7 +134,7 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
   std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"congestion-aware","rules":[],)"
                          << R"("fingerprint":{"gpu_cc":)" << t.computeCap << R"(,"nvlink_GBps":0,"nics_per_node":)"
                          << t.nicsPerNode << R"(,"nic_GBps":)" << t.nicBw_GBps << R"(},"policy":)"
-                         << policy::policyWeightsToJson(congestionAwareWeights()) << "}";
+                         << learned::policyWeightsToJson(congestionAwareWeights()) << "}";
 
   constexpr uint64_t kEpochs = 110, kFrom = 40, kTo = 56;  // the episode: epochs [kFrom, kTo)
   jobreplay::JobOptions o;
@@ -173,7 +175,7 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
     const jobreplay::PublishedTable& p = (*tables)[epoch - 1];
     EXPECT_FALSE(p.frozen) << "epoch " << epoch;
     if (p.frozen) return Decision{};
-    const policy::OnlineEntry& e = p.table->entry(policy::onlineKey(int(key.coll), key.bytes));
+    const learner::OnlineEntry& e = p.table->entry(learner::onlineKey(int(key.coll), key.bytes));
     return e.exploit.count ? e.exploit.decisions[0] : Decision{Algo::Ring, Proto::Simple, 0, 0};  // empty: NCCL's
   };
   const Decision ringSimple{Algo::Ring, Proto::Simple, 0, 0}, treeSimple{Algo::Tree, Proto::Simple, 0, 0};
@@ -214,7 +216,7 @@ TEST(CongestionJob, AnEpisodeChangesWhatTheLeaderPublishesAndItsEndChangesItBack
     auto treeIsAnArm = [&](uint64_t epoch) {
       const auto& table = (*tables)[epoch - 1].table;
       if (!table) return false;
-      const policy::OnlineEntry& e = table->entry(policy::onlineKey(int(key.coll), key.bytes));
+      const learner::OnlineEntry& e = table->entry(learner::onlineKey(int(key.coll), key.bytes));
       for (int i = 0; i < e.nArms; ++i)
         if (algoProto(e.arms[i].decisions[0]) == treeSimple) return true;
       return false;

@@ -16,7 +16,7 @@
 #include <random>
 #include <thread>
 
-#include "policy/online_schedule.h"
+#include "learner/online_schedule.h"
 #include "tests/etcd_fixture.h"
 #include "tests/profiled_call.h"
 #include "tests/test_support.h"
@@ -107,7 +107,7 @@ bool waitForFile(const std::string& path, int seconds) {
     }
     const uint64_t bytes = kSizes[i % 4];
     const Choice c = (*comm)->decide(4, bytes, table);
-    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
+    r.hash = learner::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.calls * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
     r.ncclChoices += c.algo == 1 && c.proto == 2 && c.nChannels == 0;

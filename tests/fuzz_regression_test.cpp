@@ -11,6 +11,7 @@
 #include "offline/measurements/measurements.h"
 #include "policy/profile.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace {
 
@@ -81,7 +82,7 @@ TEST(FuzzRegression, DeepNestingIsRefusedByEveryReader) {
       R"({"format":"dynamiccl-profile","version":1,"rules":[],"policy":)" + deep + "}");
   ASSERT_FALSE(profile.ok());
   EXPECT_NE(profile.error().find("nests deeper than 64"), std::string::npos) << profile.error();
-  auto weights = dynamiccl::policy::parsePolicyWeights(R"({"format":"x","tensors":)" + deep + "}");
+  auto weights = dynamiccl::learned::parsePolicyWeights(R"({"format":"x","tensors":)" + deep + "}");
   ASSERT_FALSE(weights.ok());
   EXPECT_NE(weights.error().find("nests deeper than 64"), std::string::npos) << weights.error();
   // At the bound, strings holding brackets do not count.

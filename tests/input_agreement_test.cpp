@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "plugin/online_contract.h"
-#include "policy/online_schedule.h"
-#include "policy/online_table.h"
+#include "learner/online_schedule.h"
+#include "learner/online_table.h"
 #include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
@@ -114,7 +114,7 @@ struct RankResult {
   for (uint64_t i = 0; i < kCalls; ++i) {
     const uint64_t bytes = kSizes[i % 4];
     const Choice ch = (*comm)->decide(4, bytes, table);
-    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(ch.algo + 1) << 8 | static_cast<uint64_t>(ch.proto + 1)) ^
+    r.hash = learner::mix64(r.hash ^ (static_cast<uint64_t>(ch.algo + 1) << 8 | static_cast<uint64_t>(ch.proto + 1)) ^
                            (static_cast<uint64_t>(ch.nChannels) << 16));
     r.ncclChoices += ch.algo == 1 && ch.proto == 2 && ch.nChannels == 0;
     r.treeLL128 += ch.algo == 0 && ch.proto == 1;
@@ -375,10 +375,10 @@ TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
   // adopted, every rank would run it from call 500 on.
   Case c;
   c.before = [](const std::string& dir) {
-    policy::OnlineTable forged;
+    learner::OnlineTable forged;
     forged.setVersion(1);
     for (uint64_t bytes : kSizes) {
-      policy::OnlineEntry& e = forged.entry(policy::onlineKey(4, bytes));
+      learner::OnlineEntry& e = forged.entry(learner::onlineKey(4, bytes));
       e.exploit.count = 1;
       e.exploit.decisions[0] = policy::Decision{Algo::Tree, Proto::LL128, 0, 0};
     }
@@ -398,9 +398,9 @@ TEST(InputAgreement, AForgedEpochTableIsAdoptedByNoRank) {
 TEST(InputAgreement, AForgedTableIsSaidOncePerCommunicator) {
   char tmpl[] = "/tmp/dynamiccl-inputs-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  policy::OnlineTable forged;
+  learner::OnlineTable forged;
   forged.setVersion(1);
-  forged.entry(policy::onlineKey(4, 4096)).exploit.count = 1;
+  forged.entry(learner::onlineKey(4, 4096)).exploit.count = 1;
   const uint64_t ids[] = {0xf0e1, 0xf0e2};
   for (uint64_t id : ids) std::ofstream(recordPath(dir, kEpochCalls, id)) << forged.serialize();
   testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));

@@ -8,9 +8,11 @@
 #include <random>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
+#include "learner/learner.h"
 #include "tests/policy_weights_fixture.h"
 
-namespace dynamiccl::policy {
+namespace dynamiccl::learned {
 namespace {
 
 TEST(LastLayerPosterior, StartsAtThePriorAndMovesToWhatIsMeasured) {
@@ -63,8 +65,7 @@ TEST(OnlineLearner, TheArmModelsProposalsAreMeasuredOneAtATimeAndTheMeasurementD
   constexpr int kAllReduce = static_cast<int>(Collective::AllReduce);
   constexpr uint64_t kBytes = 1 << 20;
   OnlineConfig config;
-  config.candidatesOnly = true;  // verification: the arms are what runs, NCCL's default and the candidate
-  config.modelRunnerUp = false;
+  config.mode = learner::LearnerMode::Verify;  // the arms are what runs, NCCL's default and the candidate
   OnlineLearner l(config, [](int, int) { return Candidates{}; }, [](int, int) { return Candidates{}; });
   const int bucket = SizeBucket::of(kBytes);
   l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
@@ -156,4 +157,4 @@ TEST(LearnedArmModel, MeasurementsMoveItsBeliefAtKeysItDidNotMeasure) {
 }
 
 }  // namespace
-}  // namespace dynamiccl::policy
+}  // namespace dynamiccl::learned

@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "tests/policy_weights_fixture.h"
 #include "test_support.h"
 #include "trust_opt_in.h"
 
 namespace dynamiccl::policy {
+using namespace dynamiccl::learned;
 // Readable failures: "ring/ll ch0" instead of bytes.
 void PrintTo(const Decision& d, std::ostream* os) {
   *os << algoName(d.algo) << "/" << protoName(d.proto) << " ch" << d.nChannels;
@@ -35,23 +37,23 @@ constexpr int kTree = 0, kRing = 1, kLL = 0, kSimple = 2;
 // channel counts tie, so the first configuration of each algorithm (LL, NCCL's channels) is chosen.
 //   hidden u = relu(10 x + 2.5 ring - 8 + batchWeight b), hidden w = ring; score = 10 + u - 2 w
 // where b is the workload's batch feature (log2(batch)/10).
-policy::PolicyWeights nicBandwidthWeights(float batchWeight = 0.0f) {
-  policy::PolicyWeights w;
+learned::PolicyWeights nicBandwidthWeights(float batchWeight = 0.0f) {
+  learned::PolicyWeights w;
   w.mlpHidden = {2};
   w.guardMargin = std::nullopt;
   const int in = w.mlpInputs();
   const auto zeros = fixture::zeroTensor;
   fixture::zeroGru(w);
-  policy::Tensor first = zeros({2, in});
+  learned::Tensor first = zeros({2, in});
   const int ring = kContextFeatures + kRing;  // the configuration's algo one-hot follows the context
   first.data[12] = 10.0f;
   first.data[16] = batchWeight;
   first.data[ring] = 2.5f;
   first.data[in + ring] = 1.0f;
   w.tensors["mlp.0.weight"] = first;
-  w.tensors["mlp.0.bias"] = policy::Tensor{{2}, {-8.0f, 0.0f}};
-  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 2}, {1.0f, -2.0f}};
-  w.tensors["mlp.1.bias"] = policy::Tensor{{1}, {10.0f}};
+  w.tensors["mlp.0.bias"] = learned::Tensor{{2}, {-8.0f, 0.0f}};
+  w.tensors["mlp.1.weight"] = learned::Tensor{{1, 2}, {1.0f, -2.0f}};
+  w.tensors["mlp.1.bias"] = learned::Tensor{{1}, {10.0f}};
   w.targetMean = 0.0f;
   w.targetStd = 1.0f;
   return w;
@@ -64,7 +66,7 @@ std::string learnedProfileJson(const char* fingerprint, float batchWeight = 0.0f
   std::string text = R"({"format":"dynamiccl-profile","version":1,"name":"learned",)";
   if (fingerprint) text += std::string(R"("fingerprint":)") + fingerprint + ",";
   return text + R"("rules":[{"collective":"allgather","algo":"ring","proto":"simple"}],"policy":)" +
-         policy::policyWeightsToJson(nicBandwidthWeights(batchWeight)) + "}";
+         learned::policyWeightsToJson(nicBandwidthWeights(batchWeight)) + "}";
 }
 
 policy::Profile learnedProfile(const char* fingerprint, float batchWeight = 0.0f) {
@@ -94,8 +96,8 @@ const CommShape kOneNode{.commId = 8, .nRanks = 8, .nNodes = 1, .minRanksPerNode
 std::vector<std::string> decisionsOf(const policy::DecisionTable& t) {
   std::vector<std::string> out;
   for (int c = 0; c < kNumCollectives; ++c)
-    for (int b = policy::kPolicyMinBucket; b <= policy::kPolicyMaxBucket; ++b) {
-      const policy::Candidates& k = t.lookup(c, policy::policyProbeBytes(b), 1, 0);
+    for (int b = learned::kPolicyMinBucket; b <= learned::kPolicyMaxBucket; ++b) {
+      const policy::Candidates& k = t.lookup(c, learned::policyProbeBytes(b), 1, 0);
       std::string line = std::to_string(c) + "/" + std::to_string(b) + ":";
       for (int i = 0; i < k.count; ++i) {
         char item[64];
@@ -120,16 +122,16 @@ TEST(LearnedFingerprint, TheTestNetworkFollowsNicBandwidth) {
   // The premise of the tests below: the two probes lead to different rules when they are used.
   const policy::Profile p = learnedProfile(nullptr);
   const HostSources healthy = healthyHost(), degraded = degradedHost();
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(p, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(p, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
 }
 
 TEST(LearnedFingerprint, MultiNodeRulesAreTheSameWhateverTheHostProbes) {
   const policy::Profile p = learnedProfile(kDeclared);
   const HostSources healthy = healthyHost(), degraded = degradedHost(), nothing;
-  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
-  const policy::PolicyTable b = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
-  const policy::PolicyTable c = policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All});
+  const policy::PolicyTable a = learned::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
+  const policy::PolicyTable b = learned::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
+  const policy::PolicyTable c = learned::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All});
   EXPECT_TRUE(a.learnedRulesOff.empty()) << a.learnedRulesOff;
   EXPECT_GT(a.table.ruleCount(), p.rules.size());  // the network's rules are there
   EXPECT_EQ(decisionsOf(a.table), decisionsOf(b.table));
@@ -145,7 +147,7 @@ TEST(LearnedFingerprint, MultiNodeRulesAreTheSameWhateverTheHostProbes) {
 TEST(LearnedFingerprint, MultiNodeWithoutDeclaredHardwareHasOnlyTheProfilesRules) {
   const policy::Profile p = learnedProfile(nullptr);
   const HostSources healthy = healthyHost();
-  const policy::PolicyTable t = policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
+  const policy::PolicyTable t = learned::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All});
   EXPECT_EQ(t.table.ruleCount(), p.rules.size());
   EXPECT_EQ(t.table.lookup(static_cast<int>(Collective::AllReduce), 1 << 20, 1, 0).count, 0);
   EXPECT_EQ(t.table.lookup(static_cast<int>(Collective::AllGather), 1 << 20, 1, 0).decisions[0],
@@ -157,13 +159,13 @@ TEST(LearnedFingerprint, MultiNodeWithoutDeclaredHardwareHasOnlyTheProfilesRules
 TEST(LearnedFingerprint, SingleNodeUsesTheProbeUnlessTheProfileDeclaresTheHardware) {
   const HostSources healthy = healthyHost(), degraded = degradedHost();
   const policy::Profile undeclared = learnedProfile(nullptr);
-  const policy::PolicyTable probed = policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All});
+  const policy::PolicyTable probed = learned::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All});
   EXPECT_TRUE(probed.learnedRulesOff.empty());
   EXPECT_EQ(firstAllReduceChoice(probed.table), kRingLL);  // this host's 4 x 25 GB/s
   const policy::Profile declared = learnedProfile(kDeclared);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kTreeLL);
-  EXPECT_EQ(decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table),
-            decisionsOf(policy::compileWithPolicy(declared, kOneNode, {&healthy, {}, policy::Trust::All}).table));
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(decisionsOf(learned::compileWithPolicy(declared, kOneNode, {&degraded, {}, policy::Trust::All}).table),
+            decisionsOf(learned::compileWithPolicy(declared, kOneNode, {&healthy, {}, policy::Trust::All}).table));
 }
 
 TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplete) {
@@ -171,7 +173,7 @@ TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplet
   HostSources partial = healthyHost();
   partial.overrides.computeCap = 90;
   partial.overrides.nics = 8;
-  const policy::PolicyTable off = policy::compileWithPolicy(p, kTwoNodes, {&partial, {}, policy::Trust::All});
+  const policy::PolicyTable off = learned::compileWithPolicy(p, kTwoNodes, {&partial, {}, policy::Trust::All});
   EXPECT_EQ(off.table.ruleCount(), p.rules.size());
   EXPECT_NE(off.learnedRulesOff.find("DYNAMICCL_TOPO lacks nvlink_GBps, nic_GBps"), std::string::npos)
       << off.learnedRulesOff;
@@ -184,17 +186,17 @@ TEST(LearnedFingerprint, TopoEnvironmentStandsInForTheDeclarationOnlyWhenComplet
     h->overrides.nics = 8;
     h->overrides.nicSpeed_GBps = 50.0;
   }
-  const policy::PolicyTable a = policy::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
+  const policy::PolicyTable a = learned::compileWithPolicy(p, kTwoNodes, {&degraded, {}, policy::Trust::All});
   EXPECT_TRUE(a.learnedRulesOff.empty()) << a.learnedRulesOff;
   EXPECT_EQ(firstAllReduceChoice(a.table), kTreeLL);
-  EXPECT_EQ(decisionsOf(a.table), decisionsOf(policy::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All}).table));
+  EXPECT_EQ(decisionsOf(a.table), decisionsOf(learned::compileWithPolicy(p, kTwoNodes, {&healthy, {}, policy::Trust::All}).table));
 
   // They also beat the profile's declaration (the operator's word for this job).
   const policy::Profile declared = learnedProfile(kDeclared);
   HostSources slower = healthyHost();
   slower.overrides.nics = 4;
   slower.overrides.nicSpeed_GBps = 25.0;
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(declared, kTwoNodes, {&slower, {}, policy::Trust::All}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(declared, kTwoNodes, {&slower, {}, policy::Trust::All}).table), kRingLL);
 }
 
 TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
@@ -204,13 +206,13 @@ TEST(LearnedFingerprint, CachedRulesAreKeyedOnEveryInput) {
   const HostSources nothing;
   WorkloadContext batch8;
   batch8.batch = 8;  // u drops by 3: Ring wins at 8 x 50 GB/s too
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, batch8, policy::Trust::All}).table), kRingLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(p, kTwoNodes, {&nothing, batch8, policy::Trust::All}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(p, kTwoNodes, {&nothing, {}, policy::Trust::All}).table), kTreeLL);
   const policy::Profile undeclared = learnedProfile(nullptr, -10.0f);
   const HostSources healthy = healthyHost(), degraded = degradedHost();
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
-  EXPECT_EQ(firstAllReduceChoice(policy::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(undeclared, kOneNode, {&healthy, {}, policy::Trust::All}).table), kTreeLL);
+  EXPECT_EQ(firstAllReduceChoice(learned::compileWithPolicy(undeclared, kOneNode, {&degraded, {}, policy::Trust::All}).table), kRingLL);
 }
 
 TEST(LearnedFingerprint, PluginSaysOnceWhyMultiNodeCommunicatorsGetNoLearnedRules) {

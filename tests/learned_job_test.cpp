@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "tests/policy_weights_fixture.h"
 #include "tests/test_support.h"
+#include "learned/learned.h"
 
 namespace dynamiccl {
 namespace {
@@ -40,12 +41,12 @@ TEST(LearnedJob, TheNetworkProposesWhatTheJobVerifiesAndOnlyMeasuredWinnersRun) 
   ASSERT_EQ(job->nRanks, 8);
 
   // A network of random weights whose margin (x1000 predicted gain) leaves no rule at init.
-  policy::PolicyWeights w = fixture::randomPolicyWeights(4);
+  learned::PolicyWeights w = fixture::randomPolicyWeights(4);
   w.guardMargin = 0.999f;
   const std::string profile = dir + "/learned.json";
   std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],)"
                          << R"("fingerprint":{"gpu_cc":90,"nvlink_GBps":450,"nics_per_node":8,"nic_GBps":50},"policy":)"
-                         << policy::policyWeightsToJson(w) << "}";
+                         << learned::policyWeightsToJson(w) << "}";
   jobreplay::JobOptions o;
   o.pluginPath = harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR);
   o.iterations = 3000;

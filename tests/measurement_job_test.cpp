@@ -11,6 +11,7 @@
 #include "offline/jobreplay/jobreplay.h"
 #include "tests/shipped_data.h"
 #include "tests/test_support.h"
+#include "learner/learner.h"
 
 namespace dynamiccl {
 namespace {
@@ -55,7 +56,7 @@ class MeasuredJob : public ::testing::Test {
     o.workDir = dir_ + "/" + tag;
     o.timeout_s = 300;
     o.processes = 2;
-    o.measurementCost = std::make_shared<policy::MeasurementCost>(policy::MeasurementCost::published(release));
+    o.measurementCost = std::make_shared<learner::MeasurementCost>(learner::MeasurementCost::published(release));
     o.env = {{"DYNAMICCL_VERIFY", "1"}, {"DYNAMICCL_DB", dir_ + "/" + tag + ".db"}};
     o.env.insert(o.env.end(), env.begin(), env.end());
     auto r = jobreplay::replayJob(job, o);

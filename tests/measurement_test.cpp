@@ -6,8 +6,9 @@
 #include <cmath>
 
 #include "policy/policy.h"
+#include "learner/learner.h"
 
-namespace dynamiccl::policy {
+namespace dynamiccl::learner {
 namespace {
 
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
@@ -183,4 +184,4 @@ TEST(OnlineTableMeasure, AKeyMeasuresAtItsOwnShareAndItTravelsInTheRecord) {
 }
 
 }  // namespace
-}  // namespace dynamiccl::policy
+}  // namespace dynamiccl::learner

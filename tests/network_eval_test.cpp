@@ -7,15 +7,15 @@
 #include <cstring>
 #include <random>
 
-#include "policy/dense_kernel.h"
+#include "learned/dense_kernel.h"
 #include "policy/policy.h"
 #include "tests/policy_weights_fixture.h"
 
 namespace dynamiccl {
 namespace {
 
-policy::PolicyWeights randomWeights(uint64_t seed, std::vector<int> hidden = {64, 64}) {
-  policy::PolicyWeights w = fixture::randomPolicyWeights(seed, std::move(hidden));
+learned::PolicyWeights randomWeights(uint64_t seed, std::vector<int> hidden = {64, 64}) {
+  learned::PolicyWeights w = fixture::randomPolicyWeights(seed, std::move(hidden));
   w.targetStd = 2.0f;
   return w;
 }
@@ -47,8 +47,8 @@ TEST(DenseKernel, EveryPathGivesTheSameBitsAsTheScalarOrder) {
           for (float& v : b) v = n(rng);
           const std::vector<float> want = referenceLayer(x, rows, in, wT, b, out, relu);
           std::vector<float> got(want.size(), NAN), baseline(want.size(), NAN);
-          policy::denseLayer(x.data(), rows, in, wT.data(), b.data(), out, relu, got.data());
-          policy::denseLayerBaseline(x.data(), rows, in, wT.data(), b.data(), out, relu, baseline.data());
+          learned::denseLayer(x.data(), rows, in, wT.data(), b.data(), out, relu, got.data());
+          learned::denseLayerBaseline(x.data(), rows, in, wT.data(), b.data(), out, relu, baseline.data());
           ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
               << rows << "x" << in << "->" << out << " relu " << relu;
           ASSERT_EQ(0, std::memcmp(baseline.data(), want.data(), want.size() * sizeof(float)))
@@ -58,11 +58,11 @@ TEST(DenseKernel, EveryPathGivesTheSameBitsAsTheScalarOrder) {
 
 struct Grid {
   std::vector<float> keyRows, configRows;
-  std::vector<policy::PairIndex> pairs;
+  std::vector<learned::PairIndex> pairs;
   int nKeys = 0, nConfigs = 0;
 };
 
-Grid randomGrid(const policy::PolicyNetwork& net, int nKeys, int nConfigs, uint64_t seed) {
+Grid randomGrid(const learned::PolicyNetwork& net, int nKeys, int nConfigs, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   Grid g;
@@ -79,9 +79,9 @@ Grid randomGrid(const policy::PolicyNetwork& net, int nKeys, int nConfigs, uint6
 
 TEST(PairEvaluation, AgreesWithThePerRowForwardPass) {
   for (std::vector<int> hidden : {std::vector<int>{64, 64}, std::vector<int>{16}, std::vector<int>{24, 9, 33}}) {
-    auto net = policy::PolicyNetwork::create(randomWeights(5, hidden));
+    auto net = learned::PolicyNetwork::create(randomWeights(5, hidden));
     ASSERT_TRUE(net.ok()) << net.error();
-    const policy::PolicyNetwork& n = **net;
+    const learned::PolicyNetwork& n = **net;
     const Grid g = randomGrid(n, 37, 11, 6);  // 407 pairs: more than one block of 256
     std::vector<float> pairs(g.pairs.size());
     n.predictPairsLogLatency_us(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs, g.pairs, pairs.data());
@@ -100,20 +100,20 @@ TEST(PairEvaluation, AgreesWithThePerRowForwardPass) {
 }
 
 TEST(PairEvaluation, APairsResultDoesNotDependOnItsBatch) {
-  auto net = policy::PolicyNetwork::create(randomWeights(7));
+  auto net = learned::PolicyNetwork::create(randomWeights(7));
   ASSERT_TRUE(net.ok());
-  const policy::PolicyNetwork& n = **net;
+  const learned::PolicyNetwork& n = **net;
   const Grid g = randomGrid(n, 29, 13, 8);
   std::vector<float> all(g.pairs.size());
   n.predictPairsLogLatency_us(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs, g.pairs, all.data());
   // Alone, or in a reversed batch, each pair passes through other tiles and blocks: same bits.
-  std::vector<policy::PairIndex> reversed(g.pairs.rbegin(), g.pairs.rend());
+  std::vector<learned::PairIndex> reversed(g.pairs.rbegin(), g.pairs.rend());
   std::vector<float> back(reversed.size());
   n.predictPairsLogLatency_us(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs, reversed, back.data());
   for (size_t i = 0; i < g.pairs.size(); ++i) {
     float alone = NAN;
     n.predictPairsLogLatency_us(g.keyRows.data(), g.nKeys, g.configRows.data(), g.nConfigs,
-                                std::span<const policy::PairIndex>(&g.pairs[i], 1), &alone);
+                                std::span<const learned::PairIndex>(&g.pairs[i], 1), &alone);
     ASSERT_EQ(0, std::memcmp(&alone, &all[i], sizeof(float))) << "pair " << i;
     ASSERT_EQ(0, std::memcmp(&back[g.pairs.size() - 1 - i], &all[i], sizeof(float))) << "pair " << i;
   }
@@ -121,9 +121,9 @@ TEST(PairEvaluation, APairsResultDoesNotDependOnItsBatch) {
 
 TEST(PairEvaluation, TheOutputLayerIsLinearInTheEmbedding) {
   for (std::vector<int> hidden : {std::vector<int>{64, 64}, std::vector<int>{16}, std::vector<int>{24, 9, 33}}) {
-    auto net = policy::PolicyNetwork::create(randomWeights(11, hidden));
+    auto net = learned::PolicyNetwork::create(randomWeights(11, hidden));
     ASSERT_TRUE(net.ok()) << net.error();
-    const policy::PolicyNetwork& n = **net;
+    const learned::PolicyNetwork& n = **net;
     ASSERT_EQ(n.embeddingSize(), hidden.back());
     const Grid g = randomGrid(n, 23, 12, 4);
     std::vector<float> scores(g.pairs.size()), emb(g.pairs.size() * n.embeddingSize());

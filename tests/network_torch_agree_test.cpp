@@ -5,6 +5,7 @@
 #include <random>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/train/train.h"
 
 namespace dynamiccl {
@@ -17,7 +18,7 @@ TEST(EigenMatchesLibTorch, SameWeightsSameOutputs) {
   ASSERT_TRUE(weights.ok()) << weights.error();
   weights->targetMean = 2.5f;
   weights->targetStd = 1.7f;
-  auto net = policy::PolicyNetwork::create(*weights);
+  auto net = learned::PolicyNetwork::create(*weights);
   ASSERT_TRUE(net.ok()) << net.error();
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -49,7 +50,7 @@ TEST(EigenMatchesLibTorch, AfterAShortTrainingRun) {
   o.epochs = 2;
   auto weights = train::trainPolicyNetwork(rows, rows, {}, o, nullptr);
   ASSERT_TRUE(weights.ok()) << weights.error();
-  auto net = policy::PolicyNetwork::create(*weights);
+  auto net = learned::PolicyNetwork::create(*weights);
   ASSERT_TRUE(net.ok());
   const train::Sample& s = rows[5];
   float eigen = 0;

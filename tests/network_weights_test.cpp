@@ -8,6 +8,7 @@
 #include <random>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "tests/policy_weights_fixture.h"
 #include "test_support.h"
 #include "trust_opt_in.h"
@@ -20,15 +21,15 @@ using harness::ScopedEnv;
 using testing::TempFile;
 
 // Valid weights of the default dimensions with small seeded values.
-policy::PolicyWeights randomWeights(uint64_t seed) { return fixture::randomPolicyWeights(seed); }
+learned::PolicyWeights randomWeights(uint64_t seed) { return fixture::randomPolicyWeights(seed); }
 
 std::string profileWithPolicy(const std::string& policyJson) {
   return R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)" + policyJson + "}";
 }
 
 TEST(PolicyWeights, RoundTripsThroughJson) {
-  const policy::PolicyWeights w = randomWeights(1);
-  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  const learned::PolicyWeights w = randomWeights(1);
+  auto back = learned::parsePolicyWeights(learned::policyWeightsToJson(w));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->tensors.size(), w.tensors.size());
   EXPECT_EQ(back->tensors.at("mlp.1.weight").data, w.tensors.at("mlp.1.weight").data);
@@ -36,9 +37,9 @@ TEST(PolicyWeights, RoundTripsThroughJson) {
 
 TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
   auto mutate = [](auto edit) {
-    nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(2)));
+    nlohmann::json j = nlohmann::json::parse(learned::policyWeightsToJson(randomWeights(2)));
     edit(j);
-    return policy::parsePolicyWeights(j.dump());
+    return learned::parsePolicyWeights(j.dump());
   };
   auto wrongShape = mutate([](auto& j) { j["tensors"]["mlp.0.weight"]["shape"][1] = 37; });
   ASSERT_FALSE(wrongShape.ok());
@@ -53,23 +54,23 @@ TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
   EXPECT_FALSE(mutate([](auto& j) { j["context_features"] = 17; }).ok());
   EXPECT_FALSE(mutate([](auto& j) { j["version"] = 2; }).ok());
   EXPECT_FALSE(mutate([](auto& j) { j["target_std"] = 0; }).ok());
-  EXPECT_FALSE(policy::parsePolicyWeights("[1,2]").ok());
+  EXPECT_FALSE(learned::parsePolicyWeights("[1,2]").ok());
   EXPECT_FALSE(policy::parseProfileJson(profileWithPolicy("{\"format\":\"x\"}")).ok());
 }
 
 // Base64 float32 (what train and export write) reads back to the same bits as JSON numbers, and the
 // numbers written before it still read.
 TEST(PolicyWeights, Base64WeightsReadBackToTheSameBitsAsNumbers) {
-  policy::PolicyWeights w = randomWeights(11);
+  learned::PolicyWeights w = randomWeights(11);
   w.lastLayerCovariance.assign(static_cast<size_t>(w.embeddingSize() + 1) * (w.embeddingSize() + 1), 0.0f);
   for (int i = 0; i <= w.embeddingSize(); ++i) w.lastLayerCovariance[i * (w.embeddingSize() + 2)] = 0.1f + i * 1e-7f;
   w.tensors["gru.bias_ih"].data[0] = -0.0f;
   w.tensors["gru.bias_ih"].data[1] = 1e-40f;  // a subnormal
-  const std::string base64 = policy::policyWeightsToJson(w, policy::WeightEncoding::Base64);
-  const std::string numbers = policy::policyWeightsToJson(w, policy::WeightEncoding::Numbers);
+  const std::string base64 = learned::policyWeightsToJson(w, learned::WeightEncoding::Base64);
+  const std::string numbers = learned::policyWeightsToJson(w, learned::WeightEncoding::Numbers);
   EXPECT_TRUE(nlohmann::json::parse(base64)["tensors"]["mlp.0.weight"]["data"].is_string());
   EXPECT_LT(base64.size() * 2, numbers.size());
-  auto a = policy::parsePolicyWeights(base64), b = policy::parsePolicyWeights(numbers);
+  auto a = learned::parsePolicyWeights(base64), b = learned::parsePolicyWeights(numbers);
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
   EXPECT_EQ(a->lastLayerCovariance, w.lastLayerCovariance);
@@ -79,46 +80,48 @@ TEST(PolicyWeights, Base64WeightsReadBackToTheSameBitsAsNumbers) {
     EXPECT_EQ(std::memcmp(b->tensors.at(name).data.data(), t.data.data(), t.data.size() * sizeof(float)), 0) << name;
   }
   // A learned profile as export writes it holds base64 and reads back to the same network.
-  auto net = policy::PolicyNetwork::create(w);
+  auto net = learned::PolicyNetwork::create(w);
   ASSERT_TRUE(net.ok());
   policy::Profile profile;
-  profile.network = *net;
+  learned::setNetwork(profile, (*net)->weights());
   const std::string text = policy::profileToJson(profile);
   EXPECT_TRUE(nlohmann::json::parse(text)["policy"]["tensors"]["gru.weight_hh"]["data"].is_string());
   auto back = policy::parseProfileJson(text);
   ASSERT_TRUE(back.ok()) << back.error();
-  EXPECT_EQ(back->network->weights().tensors.at("mlp.1.weight").data, w.tensors.at("mlp.1.weight").data);
+  auto read = learned::readNetwork(*back);
+  ASSERT_TRUE(read.ok() && *read) << (read ? "no network" : read.error());
+  EXPECT_EQ((*read)->weights().tensors.at("mlp.1.weight").data, w.tensors.at("mlp.1.weight").data);
 }
 
 TEST(PolicyWeights, RefusesAStringThatIsNotBase64OfFloats) {
-  const nlohmann::json good = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(12), policy::WeightEncoding::Base64));
+  const nlohmann::json good = nlohmann::json::parse(learned::policyWeightsToJson(randomWeights(12), learned::WeightEncoding::Base64));
   const std::string bias = good["tensors"]["mlp.2.bias"]["data"];  // one float: 4 bytes, "xxxxxw=="
   for (const std::string& data : {std::string(""), bias.substr(0, 4), bias + "AAAA", "!!!!" + bias.substr(4),
                                   bias.substr(0, 6) + "A=", std::string("AAA="), std::string("AA==AAAA")}) {
     nlohmann::json j = good;
     j["tensors"]["mlp.2.bias"]["data"] = data;
-    auto w = policy::parsePolicyWeights(j.dump());
+    auto w = learned::parsePolicyWeights(j.dump());
     EXPECT_FALSE(w.ok()) << data;
   }
   nlohmann::json j = good;
   j["tensors"]["mlp.2.bias"]["data"] = "AACAfw==";  // +inf
-  auto inf = policy::parsePolicyWeights(j.dump());
+  auto inf = learned::parsePolicyWeights(j.dump());
   ASSERT_FALSE(inf.ok());
   EXPECT_NE(inf.error().find("NaN or infinite"), std::string::npos) << inf.error();
 }
 
 TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
-  policy::PolicyWeights unguarded = randomWeights(3);
+  learned::PolicyWeights unguarded = randomWeights(3);
   unguarded.guardMargin = std::nullopt;  // three candidates for every key (the guard is policy_guard_test's)
-  auto net = policy::PolicyNetwork::create(unguarded);
+  auto net = learned::PolicyNetwork::create(unguarded);
   ASSERT_TRUE(net.ok());
   TopologyFingerprint fp;
   fp.nRanks = 16;
   fp.nNodes = 2;
   fp.ranksPerNode = 8;
   fp.computeCap = 90;
-  const std::vector<policy::Rule> rules = policy::policyRules(**net, fp, {});
-  EXPECT_EQ(rules.size(), size_t{kNumCollectives} * (policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1) * 3);
+  const std::vector<policy::Rule> rules = learned::policyRules(**net, fp, {});
+  EXPECT_EQ(rules.size(), size_t{kNumCollectives} * (learned::kPolicyMaxBucket - learned::kPolicyMinBucket + 1) * 3);
   for (const policy::Rule& r : rules) {
     EXPECT_TRUE(policy::validateDecision(r.decision).ok());
     if (*r.collective != Collective::AllReduce) {
@@ -127,8 +130,8 @@ TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
     EXPECT_NE(r.decision.algo, Algo::Pat);  // 8 ranks per node: no PAT
   }
   // The first candidate of a key is the network's argmin among its configurations.
-  const uint64_t probe = policy::policyProbeBytes(20);
-  const auto configs = policy::policyConfigurations(Collective::AllReduce, fp);
+  const uint64_t probe = learned::policyProbeBytes(20);
+  const auto configs = learned::policyConfigurations(Collective::AllReduce, fp);
   std::vector<float> rows(configs.size() * (*net)->inputs()), scores(configs.size()), hidden((*net)->gruHidden());
   for (size_t i = 0; i < configs.size(); ++i) {
     float* row = rows.data() + i * (*net)->inputs();
@@ -147,7 +150,7 @@ TEST(PolicyRules, EveryKeyGetsFeasibleCandidatesBestFirst) {
 }
 
 TEST(PolicyRules, TimingWindowChangesTheInputOfTheNetwork) {
-  auto net = policy::PolicyNetwork::create(randomWeights(4));
+  auto net = learned::PolicyNetwork::create(randomWeights(4));
   ASSERT_TRUE(net.ok());
   float calm[kTimingWindowLength] = {}, congested[kTimingWindowLength];
   std::fill(congested, congested + kTimingWindowLength, 0.7f);
@@ -158,7 +161,7 @@ TEST(PolicyRules, TimingWindowChangesTheInputOfTheNetwork) {
 }
 
 TEST(PluginWithPolicy, InitBuildsRulesFromTheNetwork) {
-  TempFile file(profileWithPolicy(policy::policyWeightsToJson(randomWeights(5))));
+  TempFile file(profileWithPolicy(learned::policyWeightsToJson(randomWeights(5))));
   ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
   ScopedEnv strict("DYNAMICCL_STRICT", "1");
   auto lib = testing::openPlugin();
@@ -177,7 +180,7 @@ TEST(PluginWithPolicy, InitBuildsRulesFromTheNetwork) {
 }
 
 TEST(PluginWithPolicy, BadWeightsLogOneLineAndKeepNcclDefault) {
-  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(randomWeights(6)));
+  nlohmann::json j = nlohmann::json::parse(learned::policyWeightsToJson(randomWeights(6)));
   j["tensors"]["mlp.1.weight"]["shape"] = {3, 3};
   TempFile file(profileWithPolicy(j.dump()));
   ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
@@ -232,37 +235,37 @@ std::vector<std::string> unusableProfileKeepsNcclsChoices(const std::string& pol
 }
 
 TEST(PluginWithPolicy, HugeButFiniteWeightsSayTheProfileIsNotUsedInOneLine) {
-  policy::PolicyWeights w = randomWeights(8);
+  learned::PolicyWeights w = randomWeights(8);
   for (auto& [name, t] : w.tensors) std::fill(t.data.begin(), t.data.end(), 3e38f);
-  const auto lines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(w));
+  const auto lines = unusableProfileKeepsNcclsChoices(learned::policyWeightsToJson(w));
   ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_NE(lines[0].find("values out of range"), std::string::npos) << lines[0];
 
-  policy::PolicyWeights target = randomWeights(8);
+  learned::PolicyWeights target = randomWeights(8);
   target.targetMean = 3e38f;
-  const auto targetLines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(target));
+  const auto targetLines = unusableProfileKeepsNcclsChoices(learned::policyWeightsToJson(target));
   ASSERT_EQ(targetLines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_NE(targetLines[0].find("values out of range"), std::string::npos) << targetLines[0];
 }
 
 TEST(PluginWithPolicy, AHugeCovarianceSaysTheProfileIsNotUsedInOneLine) {
-  policy::PolicyWeights w = randomWeights(9);
+  learned::PolicyWeights w = randomWeights(9);
   const size_t n = static_cast<size_t>(w.embeddingSize()) + 1;
   w.lastLayerCovariance.assign(n * n, 0.0f);
   for (size_t i = 0; i < n; ++i) w.lastLayerCovariance[i * n + i] = 3e38f;
-  const auto lines = unusableProfileKeepsNcclsChoices(policy::policyWeightsToJson(w));
+  const auto lines = unusableProfileKeepsNcclsChoices(learned::policyWeightsToJson(w));
   ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(LogCapture::lines());
   EXPECT_NE(lines[0].find("covariance unusable"), std::string::npos) << lines[0];
 }
 
 // Each value within bounds, but a deep wide network multiplies them past float's range.
 TEST(PolicyWeights, ValuesInRangeThatOverflowTogetherAreRefused) {
-  policy::PolicyWeights w = fixture::randomPolicyWeights(10, {1024, 1024, 1024, 1024, 1024, 1024});
+  learned::PolicyWeights w = fixture::randomPolicyWeights(10, {1024, 1024, 1024, 1024, 1024, 1024});
   for (auto& [name, t] : w.tensors) std::fill(t.data.begin(), t.data.end(), 9000.0f);
-  auto net = policy::PolicyNetwork::create(w);
+  auto net = learned::PolicyNetwork::create(w);
   ASSERT_FALSE(net.ok());
   EXPECT_NE(net.error().find("values out of range"), std::string::npos) << net.error();
-  EXPECT_TRUE(policy::PolicyNetwork::create(fixture::randomPolicyWeights(10, {64, 64})).ok());
+  EXPECT_TRUE(learned::PolicyNetwork::create(fixture::randomPolicyWeights(10, {64, 64})).ok());
 }
 
 }  // namespace

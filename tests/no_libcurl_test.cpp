@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "policy/online_schedule.h"
+#include "learner/online_schedule.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
 
@@ -47,7 +47,7 @@ constexpr uint64_t kCalls = 2000;
   uint64_t hash = 0, nccl = 0, lines = 0;
   for (uint64_t i = 0; i < kCalls; ++i) {
     const harness::Choice c = (*comm)->decide(4, uint64_t{1} << (10 + i % 14), table);
-    hash = policy::mix64(hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)));
+    hash = learner::mix64(hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)));
     nccl += c.algo == 1 && c.proto == 2 && c.nChannels == 0;
   }
   for (const std::string& l : harness::LogCapture::lines()) lines += l.find("libcurl") != std::string::npos;

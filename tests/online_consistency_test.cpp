@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "plugin/online_contract.h"
-#include "policy/online_schedule.h"
+#include "learner/online_schedule.h"
 #include "tests/profiled_call.h"
 #include "tests/test_support.h"
 #include "trust_opt_in.h"
@@ -89,7 +89,7 @@ double trueLatency_us(int algo, int proto, uint64_t bytes) {
     if (rank == 0 && static_cast<int64_t>(i) == s.leaderDiesAt) _exit(0);  // the leader dies mid-epoch
     const uint64_t bytes = kSizes[i % 4];
     const Choice c = (*comm)->decide(4, bytes, table);
-    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
+    r.hash = learner::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.callsPerRank * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
     // The input check runs off NCCL's init path: NCCL's choices until its switch, then the first epoch.

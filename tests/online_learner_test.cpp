@@ -9,8 +9,9 @@
 #include <tuple>
 
 #include "policy/policy.h"
+#include "learner/learner.h"
 
-namespace dynamiccl::policy {
+namespace dynamiccl::learner {
 namespace {
 
 constexpr int kAllReduce = 4;
@@ -182,7 +183,7 @@ TEST(OnlineLearner, ScheduleIsAPureFunctionOfItsInputs) {
 // tree/ll) change the candidate the published table tests, and change back after the episode.
 TEST(OnlineLearner, RecentTimingsReachTheLearnedRulesAndAnEpisodeEndsAsItCame) {
   OnlineConfig config;
-  config.candidatesOnly = true;
+  config.mode = learner::LearnerMode::Search;
   OnlineLearner l(config, [](int, int) { return Candidates{}; });
   uint64_t refreshes = 0;
   l.setLearnedRefresh([&](const TimingWindows& w) {
@@ -255,7 +256,7 @@ TEST(OnlineLearner, VerificationTestsNcclsRunnerUpWhereTheProfileSaysNothing) {
   struct Case { float modelled_us; double measured_us; };  // NCCL's choice: 10 modelled, 100 measured
   for (const Case c : {Case{12.0f, 90.0}, Case{25.0f, 90.0}, Case{35.0f, 90.0}, Case{50.0f, 400.0}}) {
     OnlineConfig config;
-    config.candidatesOnly = true;
+    config.mode = learner::LearnerMode::Search;
     OnlineLearner l(config, [](int, int) { return Candidates{}; }, [](int, int) { return Candidates{}; });
     const int bucket = SizeBucket::of(kBytes);
     l.setNcclDefault(kAllReduce, bucket, Algo::Ring, Proto::Simple);
@@ -296,7 +297,7 @@ void setNcclTable(OnlineLearner& l, std::initializer_list<std::tuple<Algo, Proto
 // (Testing only the runner-up, the key kept NCCL's choice.)
 TEST(OnlineLearner, VerificationSearchesEveryAllowedArmInCostOrder) {
   OnlineConfig config;
-  config.candidatesOnly = true;
+  config.mode = learner::LearnerMode::Search;
   OnlineLearner l(config, [](int, int) { return Candidates{}; }, [](int, int) { return Candidates{}; });
   setNcclTable(l, {{Algo::Ring, Proto::Simple, 10.0f},   // NCCL's choice
                    {Algo::Tree, Proto::Simple, 12.0f},   // the runner-up: measures 10% slower
@@ -320,7 +321,7 @@ TEST(OnlineLearner, VerificationSearchesEveryAllowedArmInCostOrder) {
 // pick in that algorithm's row: the learner measures it as that arm and promotes it where it wins.
 TEST(OnlineLearner, ACandidateLeavingTheProtocolToNcclIsTheArmNcclsCostsPickInItsRow) {
   OnlineConfig config;
-  config.candidatesOnly = true;
+  config.mode = learner::LearnerMode::Search;
   const Decision treeAlone{Algo::Tree, Proto::Default, 0, 0};
   OnlineLearner l(config, [](int, int) { return Candidates{}; }, [&](int, int) {
     Candidates c;
@@ -351,4 +352,4 @@ TEST(OnlineLearner, ACandidateLeavingTheProtocolToNcclIsTheArmNcclsCostsPickInIt
 }
 
 }  // namespace
-}  // namespace dynamiccl::policy
+}  // namespace dynamiccl::learner

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "tests/policy_weights_fixture.h"
 #include "test_support.h"
 #include "trust_opt_in.h"
@@ -22,21 +23,21 @@ constexpr int kTree = 0, kRing = 1, kLL = 0, kLL128 = 1, kSimple = 2;
 // A network whose prediction depends only on (algo, proto), in log us: Ring/LL128 9.00,
 // Ring/Simple 9.02 (within 5% of it), Ring/LL and Tree/LL128 9.50, Tree/Simple 9.52, Tree/LL and
 // every other algorithm 10.0 and up. One hidden unit, kept positive, so the output is its input.
-policy::PolicyWeights handMadeWeights(std::optional<float> margin) {
-  policy::PolicyWeights w;
+learned::PolicyWeights handMadeWeights(std::optional<float> margin) {
+  learned::PolicyWeights w;
   w.mlpHidden = {1};
   w.guardMargin = margin;
   const int in = w.mlpInputs();
   const auto zeros = fixture::zeroTensor;
   fixture::zeroGru(w);
-  policy::Tensor first = zeros({1, in});
+  learned::Tensor first = zeros({1, in});
   const int config = kContextFeatures;  // algo one-hot at config + algo, proto one-hot at config + 7 + proto
   first.data[config + kRing] = -0.5f;
   first.data[config + 7 + kLL128] = -0.5f;
   first.data[config + 7 + kSimple] = -0.48f;
   w.tensors["mlp.0.weight"] = first;
-  w.tensors["mlp.0.bias"] = policy::Tensor{{1}, {10.0f}};
-  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 1}, {1.0f}};
+  w.tensors["mlp.0.bias"] = learned::Tensor{{1}, {10.0f}};
+  w.tensors["mlp.1.weight"] = learned::Tensor{{1, 1}, {1.0f}};
   w.tensors["mlp.1.bias"] = zeros({1});
   w.targetMean = 0.0f;
   w.targetStd = 1.0f;
@@ -47,26 +48,26 @@ policy::PolicyWeights handMadeWeights(std::optional<float> margin) {
 // relu(Ring + AllReduce - 1.5) is 0.5 for Ring configurations of an AllReduce and 0 elsewhere, so
 // with variance v on it the network is unsure of Ring against Tree at AllReduce keys only (sd of
 // that difference 0.5 sqrt(v) in log), and sure of everything else.
-policy::PolicyWeights unsureOfRingAgainstTree(std::optional<float> margin, float v) {
-  policy::PolicyWeights w = handMadeWeights(margin);
+learned::PolicyWeights unsureOfRingAgainstTree(std::optional<float> margin, float v) {
+  learned::PolicyWeights w = handMadeWeights(margin);
   w.mlpHidden = {2};
   const int in = w.mlpInputs();
-  policy::Tensor first = fixture::zeroTensor({2, in});
+  learned::Tensor first = fixture::zeroTensor({2, in});
   std::copy(w.tensors["mlp.0.weight"].data.begin(), w.tensors["mlp.0.weight"].data.end(), first.data.begin());
   first.data[in + kContextFeatures + kRing] = 1.0f;
   first.data[in + 2 + static_cast<int>(Collective::AllReduce)] = 1.0f;
   w.tensors["mlp.0.weight"] = first;
-  w.tensors["mlp.0.bias"] = policy::Tensor{{2}, {10.0f, -1.5f}};
-  w.tensors["mlp.1.weight"] = policy::Tensor{{1, 2}, {1.0f, 0.0f}};
+  w.tensors["mlp.0.bias"] = learned::Tensor{{2}, {10.0f, -1.5f}};
+  w.tensors["mlp.1.weight"] = learned::Tensor{{1, 2}, {1.0f, 0.0f}};
   w.lastLayerCovariance = {0, 0, 0, 0, v, 0, 0, 0, 0};  // [unit 1, unit 2, bias]^2
   return w;
 }
 
 // Declares the cluster (A100-like, no NVLS): multi-node communicators get learned rules only then.
-std::string profileWithPolicy(const policy::PolicyWeights& w) {
+std::string profileWithPolicy(const learned::PolicyWeights& w) {
   return R"({"format":"dynamiccl-profile","version":1,"name":"guarded","rules":[],)"
          R"("fingerprint":{"gpu_cc":80,"nvlink_GBps":300,"nics_per_node":8,"nic_GBps":25},"policy":)" +
-         policy::policyWeightsToJson(w) + "}";
+         learned::policyWeightsToJson(w) + "}";
 }
 
 using harness::ncclPicks;
@@ -81,36 +82,36 @@ TopologyFingerprint twoNodesOfEight() {
 }
 
 TEST(PolicyGuard, MarginIsReadWrittenAndChecked) {
-  policy::PolicyWeights w = handMadeWeights(0.1f);
-  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  learned::PolicyWeights w = handMadeWeights(0.1f);
+  auto back = learned::parsePolicyWeights(learned::policyWeightsToJson(w));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->guardMargin, std::optional<float>(0.1f));
 
-  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  nlohmann::json j = nlohmann::json::parse(learned::policyWeightsToJson(w));
   j.erase("guard_margin");  // weights written before the guard existed
-  back = policy::parsePolicyWeights(j.dump());
+  back = learned::parsePolicyWeights(j.dump());
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_FALSE(back->guardMargin.has_value());  // absent: no guard
 
   j["guard_margin"] = nullptr;
-  back = policy::parsePolicyWeights(j.dump());
+  back = learned::parsePolicyWeights(j.dump());
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_FALSE(back->guardMargin.has_value());
-  EXPECT_EQ(nlohmann::json::parse(policy::policyWeightsToJson(*back))["guard_margin"], nullptr);
+  EXPECT_EQ(nlohmann::json::parse(learned::policyWeightsToJson(*back))["guard_margin"], nullptr);
 
   for (double bad : {-0.01, 1.0, 3.0}) {
     j["guard_margin"] = bad;
-    EXPECT_FALSE(policy::parsePolicyWeights(j.dump()).ok()) << bad;
+    EXPECT_FALSE(learned::parsePolicyWeights(j.dump()).ok()) << bad;
   }
   j["guard_margin"] = "5%";
-  EXPECT_FALSE(policy::parsePolicyWeights(j.dump()).ok());
+  EXPECT_FALSE(learned::parsePolicyWeights(j.dump()).ok());
 }
 
 TEST(PolicyGuard, RulesAdmitOnlyTheNcclChoicesTheyBeatByTheMargin) {
-  auto net = policy::PolicyNetwork::create(handMadeWeights(0.05f));
+  auto net = learned::PolicyNetwork::create(handMadeWeights(0.05f));
   ASSERT_TRUE(net.ok()) << net.error();
-  const std::vector<policy::Rule> rules = policy::policyRules(**net, twoNodesOfEight(), {});
-  const uint64_t probe = policy::policyProbeBytes(20);
+  const std::vector<policy::Rule> rules = learned::policyRules(**net, twoNodesOfEight(), {});
+  const uint64_t probe = learned::policyProbeBytes(20);
   std::vector<const policy::Rule*> key;
   for (const policy::Rule& r : rules)
     if (r.collective == Collective::AllReduce && r.minBytes <= probe && probe <= r.maxBytes) key.push_back(&r);
@@ -135,9 +136,9 @@ TEST(PolicyGuard, RulesAdmitOnlyTheNcclChoicesTheyBeatByTheMargin) {
 
   // A wider margin admits less: at 45% (log 0.55 = -0.60) only Tree/LL (10.0) is beaten, by Ring/LL128
   // and Ring/Simple; Ring/LL (9.50) beats nothing and gets no rule.
-  auto wide = policy::PolicyNetwork::create(handMadeWeights(0.45f));
+  auto wide = learned::PolicyNetwork::create(handMadeWeights(0.45f));
   ASSERT_TRUE(wide.ok());
-  const std::vector<policy::Rule> fewer = policy::policyRules(**wide, twoNodesOfEight(), {});
+  const std::vector<policy::Rule> fewer = learned::policyRules(**wide, twoNodesOfEight(), {});
   EXPECT_LT(fewer.size(), rules.size());
   std::vector<const policy::Rule*> wideKey;
   for (const policy::Rule& r : fewer)
@@ -148,30 +149,30 @@ TEST(PolicyGuard, RulesAdmitOnlyTheNcclChoicesTheyBeatByTheMargin) {
   for (const policy::Rule* r : wideKey) EXPECT_EQ(r->admits, policy::GuardMask{1} << slot(kTree, kLL));
 
   // No guard: every key gets its three candidates, admitted whatever NCCL would have chosen.
-  auto open = policy::PolicyNetwork::create(handMadeWeights(std::nullopt));
+  auto open = learned::PolicyNetwork::create(handMadeWeights(std::nullopt));
   ASSERT_TRUE(open.ok());
-  const std::vector<policy::Rule> all = policy::policyRules(**open, twoNodesOfEight(), {});
-  EXPECT_EQ(all.size(), size_t{kNumCollectives} * (policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1) * 3);
+  const std::vector<policy::Rule> all = learned::policyRules(**open, twoNodesOfEight(), {});
+  EXPECT_EQ(all.size(), size_t{kNumCollectives} * (learned::kPolicyMaxBucket - learned::kPolicyMinBucket + 1) * 3);
   for (const policy::Rule& r : all) EXPECT_EQ(r.admits, policy::kAdmitsAny);
 }
 
 TEST(PolicyGuard, CovarianceIsReadWrittenAndChecked) {
-  policy::PolicyWeights w = unsureOfRingAgainstTree(0.05f, 4.0f);
-  auto back = policy::parsePolicyWeights(policy::policyWeightsToJson(w));
+  learned::PolicyWeights w = unsureOfRingAgainstTree(0.05f, 4.0f);
+  auto back = learned::parsePolicyWeights(learned::policyWeightsToJson(w));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->lastLayerCovariance, w.lastLayerCovariance);
   EXPECT_FLOAT_EQ(back->keyErrorSigmas, w.keyErrorSigmas);
 
-  nlohmann::json j = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  nlohmann::json j = nlohmann::json::parse(learned::policyWeightsToJson(w));
   j.erase("last_layer_covariance");  // weights written before the covariance existed: no per-key confidence
-  back = policy::parsePolicyWeights(j.dump());
+  back = learned::parsePolicyWeights(j.dump());
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_TRUE(back->lastLayerCovariance.empty());
-  auto net = policy::PolicyNetwork::create(*back);
+  auto net = learned::PolicyNetwork::create(*back);
   ASSERT_TRUE(net.ok());
   EXPECT_EQ((*net)->covariance(), nullptr);
 
-  const nlohmann::json good = nlohmann::json::parse(policy::policyWeightsToJson(w));
+  const nlohmann::json good = nlohmann::json::parse(learned::policyWeightsToJson(w));
   const std::vector<std::pair<std::string, nlohmann::json>> bad = {
       {"last_layer_covariance", nlohmann::json::array({0, 0, 0, 0})},                 // not (2 + 1)^2
       {"last_layer_covariance", nlohmann::json::array({0, 0, 0, 0, -1, 0, 0, 0, 0})},  // a negative variance
@@ -183,18 +184,18 @@ TEST(PolicyGuard, CovarianceIsReadWrittenAndChecked) {
   for (const auto& [key, value] : bad) {
     nlohmann::json b = good;
     b[key] = value;
-    EXPECT_FALSE(policy::parsePolicyWeights(b.dump()).ok()) << key << " = " << value.dump();
+    EXPECT_FALSE(learned::parsePolicyWeights(b.dump()).ok()) << key << " = " << value.dump();
   }
 }
 
 TEST(PolicyGuard, ARuleNeedsAGainBeyondTheKeysOwnError) {
   auto slot = [](int a, int p) { return policy::ncclChoiceSlot(Algo(a), Proto(p)); };
-  const uint64_t probe = policy::policyProbeBytes(20);
-  auto firstRule = [&](const policy::PolicyWeights& w, Collective coll) -> std::optional<policy::Rule> {
-    auto net = policy::PolicyNetwork::create(w);
+  const uint64_t probe = learned::policyProbeBytes(20);
+  auto firstRule = [&](const learned::PolicyWeights& w, Collective coll) -> std::optional<policy::Rule> {
+    auto net = learned::PolicyNetwork::create(w);
     EXPECT_TRUE(net.ok()) << net.error();
     if (!net.ok()) return std::nullopt;
-    for (const policy::Rule& r : policy::policyRules(**net, twoNodesOfEight(), {}))
+    for (const policy::Rule& r : learned::policyRules(**net, twoNodesOfEight(), {}))
       if (r.collective == coll && r.minBytes <= probe && probe <= r.maxBytes) return r;
     return std::nullopt;
   };
@@ -251,7 +252,7 @@ TEST(PolicyGuard, TableKeepsGuardsAndDropsOnlyRedundantRepeats) {
 }
 
 // Through the real library: what NCCL ends up running for an AllReduce of 1 MiB on 2 x 8 ranks.
-harness::Choice runsWith(const policy::PolicyWeights& w, const harness::CostTable& table, int maxVersion = 6) {
+harness::Choice runsWith(const learned::PolicyWeights& w, const harness::CostTable& table, int maxVersion = 6) {
   TempFile file(profileWithPolicy(w));
   ScopedEnv env("DYNAMICCL_PROFILE", file.path().c_str());
   ScopedEnv strict("DYNAMICCL_STRICT", "1");
@@ -311,7 +312,7 @@ TEST(PolicyGuard, V2WithoutACostTableKeepsNcclsChoiceForGuardedRules) {
 // The per-key spread is sqrt(d' S d) x the target's scale, S the weights' block of the covariance, for
 // an embedding width that is not a multiple of the kernel's vector lanes.
 TEST(PolicyGuard, PredictionSpreadIsTheCovariancesQuadraticForm) {
-  policy::PolicyWeights w = fixture::randomPolicyWeights(3, {16, 13});
+  learned::PolicyWeights w = fixture::randomPolicyWeights(3, {16, 13});
   w.targetStd = 0.7f;
   const int e = w.embeddingSize(), n = e + 1;
   ASSERT_EQ(e, 13);
@@ -326,7 +327,7 @@ TEST(PolicyGuard, PredictionSpreadIsTheCovariancesQuadraticForm) {
       cov[i * n + j] = s;
     }
   w.lastLayerCovariance.assign(cov.begin(), cov.end());
-  const auto c = policy::PredictionCovariance::of(w);
+  const auto c = learned::PredictionCovariance::of(w);
   ASSERT_TRUE(c);
   ASSERT_EQ(c->width(), e);
   std::vector<float> a(e), b(e);

@@ -8,17 +8,18 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::fixture {
 
-inline policy::Tensor zeroTensor(std::vector<int> shape) {
+inline learned::Tensor zeroTensor(std::vector<int> shape) {
   size_t n = 1;
   for (int d : shape) n *= d;
-  return policy::Tensor{shape, std::vector<float>(n, 0.0f)};
+  return learned::Tensor{shape, std::vector<float>(n, 0.0f)};
 }
 
 // A GRU that contributes nothing: hand-made networks then depend on the MLP alone.
-inline void zeroGru(policy::PolicyWeights& w) {
+inline void zeroGru(learned::PolicyWeights& w) {
   const int h = w.gruHidden;
   w.tensors["gru.weight_ih"] = zeroTensor({3 * h, 1});
   w.tensors["gru.weight_hh"] = zeroTensor({3 * h, h});
@@ -27,13 +28,13 @@ inline void zeroGru(policy::PolicyWeights& w) {
 }
 
 // Valid weights with small seeded values; `hidden` empty keeps the default MLP dimensions.
-inline policy::PolicyWeights randomPolicyWeights(uint64_t seed, std::vector<int> hidden = {}) {
-  policy::PolicyWeights w;
+inline learned::PolicyWeights randomPolicyWeights(uint64_t seed, std::vector<int> hidden = {}) {
+  learned::PolicyWeights w;
   if (!hidden.empty()) w.mlpHidden = std::move(hidden);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> n(0.0f, 0.3f);
   auto tensor = [&](std::vector<int> shape) {
-    policy::Tensor t = zeroTensor(shape);
+    learned::Tensor t = zeroTensor(shape);
     for (float& v : t.data) v = n(rng);
     return t;
   };

@@ -464,10 +464,11 @@ TEST(ProfileEvidence, UnverifiedRulesStayCompiledAsCandidates) {
   auto p = parseProfileJson(withEvidence(R"({"provenance":"simulated"})"));
   ASSERT_TRUE(p.ok()) << p.error();
   const HostSources nothing;
-  const PolicyTable t = compileWithPolicy(*p, CommShape{.nRanks = 8, .nNodes = 1}, {&nothing, {}, Trust::Verified});
+  const CommShape shape{.nRanks = 8, .nNodes = 1};
+  const PolicyTable t = compileProfile(*p, shape, StandingInputs::of(shape, std::nullopt, nothing, false, Trust::Verified), nullptr);
   EXPECT_TRUE(t.table.empty());
   EXPECT_EQ(t.unverified.ruleCount(), 1u);
-  const PolicyTable all = compileWithPolicy(*p, CommShape{.nRanks = 8, .nNodes = 1}, {&nothing, {}, Trust::All});
+  const PolicyTable all = compileProfile(*p, shape, StandingInputs::of(shape, std::nullopt, nothing, false, Trust::All), nullptr);
   EXPECT_EQ(all.table.ruleCount(), 1u);
   EXPECT_EQ(all.unverified.ruleCount(), 1u);
 }

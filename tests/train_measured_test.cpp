@@ -13,6 +13,7 @@
 #include "offline/train/policy_eval.h"
 #include "policy_weights_fixture.h"
 #include "store/store.h"
+#include "learned/learned.h"
 
 namespace dynamiccl {
 namespace {
@@ -142,7 +143,7 @@ TEST(Confidence, ErrorQuantileAndMargin) {
 TEST(Confidence, MeasuredMarginSendsConfidentlyWrongKeysBackToNccl) {
   auto sys = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
   ASSERT_TRUE(sys.ok()) << sys.error();
-  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  learned::PolicyWeights w = fixture::randomPolicyWeights(7);
   auto conf = train::measureConfidence(w, {*sys}, {}, 0.9);
   ASSERT_TRUE(conf.ok()) << conf.error();
   EXPECT_FALSE(conf->gains.empty());
@@ -150,9 +151,9 @@ TEST(Confidence, MeasuredMarginSendsConfidentlyWrongKeysBackToNccl) {
   // A random network's errors are large: with its margin, a key keeps the unguarded choice or NCCL's,
   // and the worst keys (confidently wrong choices) go back to NCCL.
   w.guardMargin = conf->margin;
-  auto guarded = policy::PolicyNetwork::create(w);
+  auto guarded = learned::PolicyNetwork::create(w);
   w.guardMargin.reset();
-  auto unguarded = policy::PolicyNetwork::create(w);
+  auto unguarded = learned::PolicyNetwork::create(w);
   ASSERT_TRUE(guarded.ok() && unguarded.ok());
   const train::RatioSummary on = train::ratioToBest(**guarded, *sys, 0.0);
   const train::RatioSummary off = train::ratioToBest(**unguarded, *sys, 0.0);
@@ -168,7 +169,7 @@ TEST(Confidence, MeasuredMarginSendsConfidentlyWrongKeysBackToNccl) {
 TEST(Confidence, LastLayerCovarianceShrinksWithTheData) {
   auto sys = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
   ASSERT_TRUE(sys.ok()) << sys.error();
-  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  learned::PolicyWeights w = fixture::randomPolicyWeights(7);
   const std::vector<train::Sample> rows = train::simulatorRollouts({*sys}, {.keysPerSystem = 60});
   ASSERT_GT(rows.size(), 500u);
   std::vector<train::Sample> fourTimes;
@@ -184,9 +185,9 @@ TEST(Confidence, LastLayerCovarianceShrinksWithTheData) {
   // machine the rows come from the predicted gains' standard deviations shrink, by at most half (the
   // part the unit prior holds does not).
   auto sdAtKeys = [&](const std::vector<float>& covariance) {
-    policy::PolicyWeights with = w;
+    learned::PolicyWeights with = w;
     with.lastLayerCovariance = covariance;
-    auto net = policy::PolicyNetwork::create(with);
+    auto net = learned::PolicyNetwork::create(with);
     EXPECT_TRUE(net.ok()) << net.error();
     std::vector<double> sd;
     if (!net.ok()) return sd;
@@ -210,7 +211,7 @@ TEST(Confidence, TheKeysErrorIsScaledToTheHeldOutQuantile) {
   auto trainedOn = train::SimSystem::make(*train::findPreset("dgx-h100x2"));
   auto heldOut = train::SimSystem::make(*train::findPreset("h800x4"));
   ASSERT_TRUE(trainedOn.ok() && heldOut.ok());
-  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  learned::PolicyWeights w = fixture::randomPolicyWeights(7);
   auto cov = train::fitLastLayerCovariance(w, train::simulatorRollouts({*trainedOn}, {.keysPerSystem = 60}));
   ASSERT_TRUE(cov.ok()) << cov.error();
   w.lastLayerCovariance = *cov;
@@ -245,7 +246,7 @@ TEST(Confidence, TheKeysErrorIsScaledToTheHeldOutQuantile) {
   // Nothing measurable: the covariance is dropped rather than left unscaled.
   train::Confidence none = *conf;
   none.covarianceScale = 0;
-  policy::PolicyWeights dropped = w;
+  learned::PolicyWeights dropped = w;
   train::applyConfidence(dropped, none);
   EXPECT_TRUE(dropped.lastLayerCovariance.empty());
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "policy_weights_fixture.h"
 #include "test_support.h"
 
@@ -103,10 +104,10 @@ TEST(Trust, TrustAllAppliesSimulatedAndLearnedRules) {
 // The network's generated rules are learned, so unverified: with its declared fingerprint and no
 // guard, its rules change choices only when trusted.
 TEST(Trust, LearnedNetworkRulesNeedTrustAll) {
-  policy::PolicyWeights w = fixture::randomPolicyWeights(7);
+  learned::PolicyWeights w = fixture::randomPolicyWeights(7);
   w.guardMargin = std::nullopt;
   const std::string text = std::string(R"({"format":"dynamiccl-profile","version":2,"fingerprint":)") + kHere +
-                           R"(,"rules":[],"policy":)" + policy::policyWeightsToJson(w) + "}";
+                           R"(,"rules":[],"policy":)" + learned::policyWeightsToJson(w) + "}";
   for (const auto& spec : {kOneNode, kTwoNodes}) {
     EXPECT_EQ(withProfile(text, nullptr, spec).untouched, kPoints);
     EXPECT_GT(withProfile(text, "all", spec).changed, 0);
@@ -216,14 +217,14 @@ TEST(Trust, ARuleMeasuredUnderAnotherReleasesSelectionRulesIsUnverifiedThere) {
   host.overrides.nics = 8;
   host.overrides.nicSpeed_GBps = 50;
   const CommShape shape{.nRanks = 8, .nNodes = 1};
-  const auto under231 = policy::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 23100});
+  const auto under231 = learned::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 23100});
   EXPECT_TRUE(under231.table.empty());
   EXPECT_EQ(under231.unverified.ruleCount(), 1u);
-  const auto under228 = policy::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 22809});
+  const auto under228 = learned::compileWithPolicy(*profile, shape, {&host, {}, policy::Trust::Verified, 22809});
   EXPECT_EQ(under228.table.ruleCount(), 1u);
   auto refuted = policy::parseProfileJson(profileWithEvidence(measuredHere(R"("gain":-0.5,"gain_ci":[-0.6,-0.4])")));
   ASSERT_TRUE(refuted.ok()) << refuted.error();
-  const auto none = policy::compileWithPolicy(*refuted, shape, {&host, {}, policy::Trust::All, 22809});
+  const auto none = learned::compileWithPolicy(*refuted, shape, {&host, {}, policy::Trust::All, 22809});
   EXPECT_TRUE(none.table.empty());
   EXPECT_TRUE(none.unverified.empty());
   EXPECT_NE(none.refutedRules.find("no gain beyond its interval"), std::string::npos) << none.refutedRules;

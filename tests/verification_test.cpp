@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "offline/verdicts/verdicts.h"
-#include "policy/online_schedule.h"
+#include "learner/online_schedule.h"
 #include "store/store.h"
 #include "tests/profiled_call.h"
 #include "tests/stored_verdicts.h"
@@ -134,7 +134,7 @@ struct Job {
     const uint64_t bytes = kSizes[s];
     const Choice c = (*comm)->decide(4, bytes, table);
     const int slot = c.algo * 3 + c.proto;
-    r.hash = policy::mix64(r.hash ^ (static_cast<uint64_t>(slot + 1) << 8) ^ (static_cast<uint64_t>(c.nChannels) << 16));
+    r.hash = learner::mix64(r.hash ^ (static_cast<uint64_t>(slot + 1) << 8) ^ (static_cast<uint64_t>(c.nChannels) << 16));
     if (i < kEpochCalls) ++r.sizes[s].firstEpoch[slot];
     else if (i < 3 * kEpochCalls) ++r.sizes[s].early[slot];
     if (i >= job.callsPerRank * 9 / 10) ++r.sizes[s].late[slot];

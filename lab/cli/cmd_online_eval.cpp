@@ -19,6 +19,7 @@
 #include "offline/files/files.h"
 #include "lab/eval/eval.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"
 
@@ -46,7 +47,7 @@ void printTable(const std::vector<KeyWorld>& keys, const OnlineEvalOptions& o, s
                 r.staticFinalRatio, r.defaultFinalRatio, static_cast<long long>(r.recoveryCalls));
   }
   std::printf("worst exploration cost %.3f%% of collective time (target <= %.0f%%)\n", 100 * worst,
-              100 * policy::OnlineConfig{}.exploreTimeShare);
+              100 * learner::OnlineConfig{}.exploreTimeShare);
 }
 
 int run(const OnlineEvalOptions& o) {

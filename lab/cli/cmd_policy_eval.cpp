@@ -21,6 +21,7 @@
 #include "offline/cli/cli.h"
 #include "offline/files/files.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/platforms/platforms.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"
@@ -43,15 +44,15 @@ struct PolicyEvalOptions {
 };
 
 // The network with the guard margin this run asks for (the profile's own unless overridden).
-Expected<std::shared_ptr<const policy::PolicyNetwork>> withGuard(const std::shared_ptr<const policy::PolicyNetwork>& net,
+Expected<std::shared_ptr<const learned::PolicyNetwork>> withGuard(const std::shared_ptr<const learned::PolicyNetwork>& net,
                                                                  const PolicyEvalOptions& o) {
   if (!o.noGuard && !o.guardMargin) return net;
-  policy::PolicyWeights w = net->weights();
+  learned::PolicyWeights w = net->weights();
   w.guardMargin = o.noGuard ? std::nullopt : o.guardMargin;
-  return policy::PolicyNetwork::create(std::move(w));
+  return learned::PolicyNetwork::create(std::move(w));
 }
 
-std::string guardText(const policy::PolicyNetwork& net) {
+std::string guardText(const learned::PolicyNetwork& net) {
   const std::optional<float> m = net.weights().guardMargin;
   if (!m) return "guard: off (the network's choice applies wherever NCCL can run it)";
   char text[160];
@@ -78,7 +79,7 @@ Expected<std::vector<std::string>> datasets(const PolicyEvalOptions& o) {
 
 // Predicted against observed gain over NCCL's choice where the network's first choice changes it
 // (before the guard), and what the guard keeps.
-void printCalibration(const std::string& what, const std::vector<train::GainPair>& gains, const policy::PolicyNetwork& net) {
+void printCalibration(const std::string& what, const std::vector<train::GainPair>& gains, const learned::PolicyNetwork& net) {
   std::printf("-- calibration of predicted gains (%s; gain = NCCL default's time / the network's first choice's):\n",
               what.c_str());
   std::printf("%s", train::formatCalibration(train::calibrationBins(gains), "   ").c_str());
@@ -104,7 +105,7 @@ void printCalibration(const std::string& what, const std::vector<train::GainPair
               kept ? std::exp(keptObserved / kept) : 1.0, keptSlower);
 }
 
-void printSimulated(const PolicyEvalOptions& o, const policy::PolicyNetwork& net) {
+void printSimulated(const PolicyEvalOptions& o, const learned::PolicyNetwork& net) {
   auto systems = train::presetsMatching(o.presets, true);
   std::printf("== calibrated simulator, held-out machines (ratio = latency run / best of the policy's configurations;\n"
               "   geometric mean over 5 collectives x 29 sizes 16 B..4 GiB; worst = largest; wins = keys > 1%% faster than NCCL;\n"
@@ -159,7 +160,7 @@ std::string machinesOf(const measurements::ReplayData& data, const std::vector<s
   return s;
 }
 
-void printReplay(const std::vector<std::string>& files, const PolicyEvalOptions& o, const policy::PolicyNetwork& net,
+void printReplay(const std::vector<std::string>& files, const PolicyEvalOptions& o, const learned::PolicyNetwork& net,
                  const std::vector<std::string>& trainedOnMeasured) {
   std::printf("== measured datasets replayed (measured time of the decision / best measured config at the point; only\n"
               "   points whose decision was measured are judged; datasets without forced sweeps can only judge NCCL's pick;\n"
@@ -229,7 +230,8 @@ void trainHeldOutNetwork(const std::string& csv, const std::vector<std::string>&
   const train::TrainReport r = train::runTrainPlan(train::heldOutPlan(std::move(heldOut), std::move(others), dir.string()));
   if (auto p = r.failure == train::TrainFailure::None ? policy::loadProfileFile(r.profilePath)
                                                       : Expected<policy::Profile>(makeError(r.error)))
-    in.network = p->network, in.networkMissing = p->network ? "" : "no network";
+    if (auto net = learned::readNetwork(*p); net && *net) in.network = *net;
+    else in.networkMissing = net ? "no network" : net.error();
   else
     in.networkMissing = p.error();
   std::error_code ec;
@@ -301,17 +303,22 @@ int run(const PolicyEvalOptions& o) {
     std::cerr << "invalid profile: " << profile.error() << "\n";
     return 1;
   }
-  if (!profile->network) {
+  auto read = learned::readNetwork(*profile);
+  if (!read) {
+    std::cerr << "invalid profile: " << read.error() << "\n";
+    return 1;
+  }
+  if (!*read) {
     std::cerr << o.profile << " has no \"policy\" section (train one with `dynamiccl train`)\n";
     return 1;
   }
-  auto guarded = withGuard(profile->network, o);
+  auto guarded = withGuard(*read, o);
   if (!guarded) {
     std::cerr << "invalid guard margin: " << guarded.error() << "\n";
     return 1;
   }
-  profile->network = *guarded;
-  const policy::PolicyNetwork& net = *profile->network;
+  const std::shared_ptr<const learned::PolicyNetwork> network = *guarded;
+  const learned::PolicyNetwork& net = *network;
   std::printf("%s\n", guardText(net).c_str());
   if (train::presetsMatching(o.presets, true).empty()) {
     std::cerr << "no preset matches\n";
@@ -324,7 +331,7 @@ int run(const PolicyEvalOptions& o) {
   if (!profile->hardware) profile->hardware = model::clusterHardwareOf(train::presetsMatching(o.presets, true).front());
   auto timedInit_us = [&](const CommShape& shape, size_t* rules) {
     const auto start = std::chrono::steady_clock::now();
-    const policy::PolicyTable compiled = policy::compileWithPolicy(*profile, shape, {&localHostSources(), {}});
+    const policy::PolicyTable compiled = learned::compileWithPolicy(*profile, network, shape, {&localHostSources(), {}});
     *rules = compiled.table.ruleCount();
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   };
@@ -335,7 +342,7 @@ int run(const PolicyEvalOptions& o) {
       timedInit_us(CommShape{.commId = 1, .nRanks = 24, .nNodes = 3, .minRanksPerNode = 8, .maxRanksPerNode = 8}, &rules);
   std::printf("DecisionTable rebuild, plugin init path (compileWithPolicy, 24 ranks / 3 nodes, uncached, %d buckets x 5 "
               "collectives): %.0f us, %zu rules (first init of the process, probing the host: %.0f us)\n",
-              policy::kPolicyMaxBucket - policy::kPolicyMinBucket + 1, init_us, rules, first_us);
+              learned::kPolicyMaxBucket - learned::kPolicyMinBucket + 1, init_us, rules, first_us);
   if (!o.noReplay) printReplay(*files, o, net, measuredTrainedOn(o.profile));
   return 0;
 }

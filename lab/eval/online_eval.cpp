@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::eval {
 
@@ -36,9 +37,9 @@ KeyResult evalKey(const KeyWorld& w, const OnlineLoop& o, std::ostream& trace) {
     for (const auto& c : w.arms) b = std::min(b, truth(c, k));
     return b;
   };
-  policy::OnlineConfig config;
+  learner::OnlineConfig config;
   config.epochCalls = o.epoch;
-  policy::OnlineLearner learner(config, [&](int, int) {
+  learner::OnlineLearner learner(config, [&](int, int) {
     policy::Candidates c;
     c.count = 1;
     c.decisions[0] = {staticBest.algo, staticBest.proto, 0, 0};
@@ -47,13 +48,13 @@ KeyResult evalKey(const KeyWorld& w, const OnlineLoop& o, std::ostream& trace) {
   const int coll = static_cast<int>(w.coll), bucket = SizeBucket::of(w.bytes);
   learner.setNcclDefault(coll, bucket, w.ncclDefault.algo, w.ncclDefault.proto);
   if (!o.noModelPrior) learner.setModelledCost(coll, bucket, &w.costTable[0][0]);
-  std::unique_ptr<policy::OnlineTable> table;
+  std::unique_ptr<learner::OnlineTable> table;
   double total = 0, exploreExtra = 0, lastOnline = 0, lastStatic = 0, lastDefault = 0, lastBest = 0;
   KeyResult r;
   for (uint64_t k = 0; k < o.calls; ++k) {
     if (k % o.epoch == 0) table = learner.build(k / o.epoch);
     const policy::Candidates* picked = table->pick(coll, w.bytes, 0xc0ffee, k);
-    const policy::OnlineEntry& e = table->entry(policy::onlineKey(coll, w.bytes));
+    const learner::OnlineEntry& e = table->entry(learner::onlineKey(coll, w.bytes));
     // Nothing learned yet for the key: the static profile answers, as in the plugin.
     const sim::Config exploit = e.exploit.count ? toConfig(e.exploit.decisions[0], w) : staticBest;
     // The plugin's fall-through: a candidate NCCL cannot run (IGNORE) yields to the next one.

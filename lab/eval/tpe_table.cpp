@@ -9,6 +9,7 @@
 #include "offline/files/files.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/tune.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::eval {
 
@@ -23,7 +24,7 @@ Expected<policy::DecisionTable> tpeTable(const train::SimSystem& sys, int budget
   tune::TuneRequest req;
   req.collectives = {Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter,
                      Collective::AllReduce};
-  for (int b = train::kEvalMinBucket; b <= train::kEvalMaxBucket; ++b) req.sizes.push_back(policy::policyProbeBytes(b));
+  for (int b = train::kEvalMinBucket; b <= train::kEvalMaxBucket; ++b) req.sizes.push_back(learned::policyProbeBytes(b));
   req.search.budgetIterations = budget;
   auto result = tune::tune(**backend, req);
   if (!result) return makeError(result.error());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "tests/policy_weights_fixture.h"
 #include "tests/test_support.h"
 
@@ -67,7 +68,7 @@ TEST(LabCli, PolicyEvalReplaysTheDataDirItIsGivenOrTheShippedDatasets) {
   fs::copy_file(shipped, dir.path / "data" / "my-cluster" / "normalized.csv");
   const std::string profile = (dir.path / "learned.json").string();
   std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)"
-                         << dynamiccl::policy::policyWeightsToJson(dynamiccl::fixture::randomPolicyWeights(1)) << "}";
+                         << dynamiccl::learned::policyWeightsToJson(dynamiccl::fixture::randomPolicyWeights(1)) << "}";
   const std::string eval = "policy-eval '" + profile + "' --presets l40s-pcie-4x1 --no-tpe";
   const Result given = lab(eval + " --data-dir '" + (dir.path / "data").string() + "'");
   ASSERT_EQ(given.rc, 0) << given.output;
@@ -94,7 +95,7 @@ TEST(LabCli, PolicyEvalEvaluatesOnAPlatformFileByName) {
                  "pcieBw_GBps": 50.0, "nicsPerNode": 4, "nicBw_GBps": 50.0}})";
   const std::string profile = (dir.path / "learned.json").string();
   std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":1,"name":"learned","rules":[],"policy":)"
-                         << dynamiccl::policy::policyWeightsToJson(dynamiccl::fixture::randomPolicyWeights(1)) << "}";
+                         << dynamiccl::learned::policyWeightsToJson(dynamiccl::fixture::randomPolicyWeights(1)) << "}";
   const Result given = lab("policy-eval '" + profile + "' --platform '" + file + "' --presets test-t9 --no-tpe --no-replay");
   ASSERT_EQ(given.rc, 0) << given.output;
   EXPECT_NE(given.output.find("test-t9x2"), std::string::npos) << given.output;

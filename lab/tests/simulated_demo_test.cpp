@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "tests/command_run.h"
 
 namespace fs = std::filesystem;
@@ -82,7 +83,8 @@ TEST_F(DemoTest, ProfilesValidate) {
   if (learnedReplayed) {
     auto learned = loadProfileFile((*out_ / "learned.json").string());
     ASSERT_TRUE(learned) << learned.error();
-    EXPECT_TRUE(learned->network != nullptr);
+    auto network = dynamiccl::learned::readNetwork(*learned);
+    EXPECT_TRUE(network.ok() && *network != nullptr);
   }
 }
 

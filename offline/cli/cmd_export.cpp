@@ -89,7 +89,7 @@ int run(const ExportCmdOptions& o) {
                 << " rules left out: the NVIDIA CSV cannot say them (bytes per rank, node or rank ranges, an "
                    "algorithm without its protocol, or NCCL's algorithm and protocol kept)\n";
     std::cerr << "wrote " << o.out << " (" << said << " rules"
-              << (json && p.network ? ", learned policy" : "") << (json && p.hardware ? ", fingerprint" : "") << ", "
+              << (json && !p.policySection.empty() ? ", learned policy" : "") << (json && p.hardware ? ", fingerprint" : "") << ", "
               << o.format << ")\n";
   }
   return 0;

@@ -12,6 +12,7 @@
 #include "abi/abi.h"
 #include "offline/ingest/ingest.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -33,7 +34,7 @@ Expected<std::vector<std::pair<uint64_t, double>>> timesOf(const std::string& pa
   return std::vector<std::pair<uint64_t, double>>(bySize.begin(), bySize.end());
 }
 
-void print(const policy::MeasurementCost& m) {
+void print(const learner::MeasurementCost& m) {
   std::cout << "measurement cost (" << m.source() << "): share of a profiled call's time\n";
   for (const auto& p : m.points()) {
     char line[96];
@@ -48,14 +49,14 @@ int run(const MeasurementCostOptions& o) {
   if (o.off.empty()) {
     auto code = abi::parseNcclVersion(o.ncclVersion);
     if (!code) return std::cerr << "measurement-cost: --nccl " << o.ncclVersion << ": not a release such as 2.31\n", 2;
-    print(policy::MeasurementCost::published(*code));
+    print(learner::MeasurementCost::published(*code));
     return 0;
   }
   auto off = timesOf(o.off);
   if (!off) return std::cerr << "measurement-cost: " << off.error() << "\n", 1;
   auto on = timesOf(o.on);
   if (!on) return std::cerr << "measurement-cost: " << on.error() << "\n", 1;
-  auto m = policy::MeasurementCost::fromRuns(*off, *on, "measured: " + o.off + " (profiler off) vs " + o.on + " (on)");
+  auto m = learner::MeasurementCost::fromRuns(*off, *on, "measured: " + o.off + " (profiler off) vs " + o.on + " (on)");
   if (!m) return std::cerr << "measurement-cost: " << m.error() << "\n", 1;
   print(*m);
   if (o.out.empty()) return 0;

@@ -86,7 +86,7 @@ void run(const ShowOptions& o) {
   if (profile->userRules) std::cout << "NVIDIA CSV: the user's own rules, applied as opted in\n";
   for (const policy::Rule& r : profile->rules)
     std::cout << "  " << ruleEvidenceLine(r, policy::ruleStanding(r.evidence, standing)) << "\n";
-  if (profile->network)
+  if (!profile->policySection.empty())
     std::cout << "  learned policy: its generated rules are learned, unverified"
               << (trustLevel == policy::Trust::All ? ", applied (opted in)" : ", NCCL's choice stands") << "\n";
   for (int c = 0; c < kNumCollectives; ++c) {

@@ -10,6 +10,7 @@
 #include "offline/cli/commands.h"
 #include "offline/cli/rule_evidence.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::cli {
 namespace {
@@ -49,6 +50,10 @@ void addValidateCommand(CLI::App& app) {
       std::cerr << "invalid: " << profile.error() << "\n";
       throw CLI::RuntimeError(1);
     }
+    if (auto network = learned::readNetwork(*profile); !network) {  // the plugin refuses the profile for it
+      std::cerr << "invalid: " << network.error() << "\n";
+      throw CLI::RuntimeError(1);
+    }
     size_t perRank = 0, keep = 0;
     for (const auto& r : profile->rules) {
       perRank += r.sizeKey == policy::SizeKey::BytesPerRank;
@@ -61,9 +66,9 @@ void addValidateCommand(CLI::App& app) {
     else std::cout << "evidence (schema version " << profile->version << "):\n";
     for (const auto& r : profile->rules)
       if (!profile->userRules) std::cout << "  " << ruleEvidenceLine(r, std::nullopt) << "\n";
-    if (profile->network)
+    if (!profile->policySection.empty())
       std::cout << "learned policy: its generated rules are learned, unverified (applied only with DYNAMICCL_TRUST=all)\n";
-    if (profile->network && !profile->hardware)
+    if (!profile->policySection.empty() && !profile->hardware)
       std::cout << "note: learned policy without a \"fingerprint\": multi-node communicators get only the rules "
                    "(declare the cluster: dynamiccl export " << *path << " --preset NAME | --probe-host -o OUT)\n";
   });

@@ -23,6 +23,7 @@
 #include "offline/model/model.h"
 #include "offline/sim/sim.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::jobreplay {
 
@@ -124,13 +125,13 @@ double congestionFactor(const std::vector<CongestionEpisode>& episodes, uint64_t
 
 // What the replayed job charges a profiled call, and the plugin prices, unless JobOptions names
 // another: the published figures of the release the harness emulates (2.28.9: priced as 2.29's).
-policy::MeasurementCost defaultMeasurementCost();
+learner::MeasurementCost defaultMeasurementCost();
 
 struct JobOptions {
   std::string pluginPath;      // the plugin library (tuner and profiler roles)
   // The price of a profiled call: charged on every call the rank's mask profiled, and handed to the
   // plugin (DYNAMICCL_MEASUREMENT_COST) so it prices the same; nullptr: defaultMeasurementCost().
-  std::shared_ptr<const policy::MeasurementCost> measurementCost;
+  std::shared_ptr<const learner::MeasurementCost> measurementCost;
   uint64_t iterations = 1000;  // passes over the keys; calls per rank are rounded up to whole epochs
   uint64_t epochCalls = 1000;  // DYNAMICCL_EPOCH_CALLS in every rank, and the epoch of the accounting
   uint64_t seed = 1;           // latency draws
@@ -276,7 +277,7 @@ Expected<ProfileJudgement> judgeProfile(const ProfileJudgingPlan& plan);
 struct PublishedTable {
   uint64_t boundary = 0;
   bool frozen = false;                          // the FROZEN record: no more versions
-  std::shared_ptr<const policy::OnlineTable> table;  // nullptr when frozen
+  std::shared_ptr<const learner::OnlineTable> table;  // nullptr when frozen
 };
 // Every record of the job's coordination directory, by boundary, up to the first missing one; read
 // after the job. Errors when a record cannot be read or does not parse.

@@ -4,6 +4,7 @@
 
 #include "coord/coord.h"
 #include "offline/jobreplay/jobreplay.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::jobreplay {
 
@@ -22,7 +23,7 @@ Expected<std::vector<PublishedTable>> publishedTables(const JobResult& result) {
     if (bytes == coord::kFrozenRecord) {
       t.frozen = true;
     } else {
-      auto table = policy::OnlineTable::deserialize(bytes);
+      auto table = learner::OnlineTable::deserialize(bytes);
       if (!table) return makeError("the record of boundary " + std::to_string(boundary) + ": " + table.error());
       t.table = std::move(table.value());
     }

@@ -17,6 +17,7 @@
 #include "offline/files/files.h"
 #include "offline/harness/harness.h"
 #include "offline/jobreplay/rank.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::jobreplay {
 namespace {
@@ -101,8 +102,8 @@ void writeLog(const std::string& path) {
 
 }  // namespace
 
-policy::MeasurementCost defaultMeasurementCost() {
-  return policy::MeasurementCost::published(harness::OpenOptions{}.ncclVersion);
+learner::MeasurementCost defaultMeasurementCost() {
+  return learner::MeasurementCost::published(harness::OpenOptions{}.ncclVersion);
 }
 
 void runRank(const RankPlan& plan) {
@@ -139,7 +140,7 @@ void runRank(const RankPlan& plan) {
   r.keyProfiled.assign(job.keys.size(), 0);
   // NCCL profiles a call only when the mask holds the profiler's bits as the call is enqueued.
   const int bits = (*prof)->version() >= 4 ? int(ncclProfileColl | ncclProfileKernelCh) : int(ncclProfileColl);
-  const policy::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
+  const learner::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
   EpochAccount account(job);
   uint64_t epochProfiled = 0;
   uint64_t clock_ns = 1'000'000;

@@ -16,6 +16,7 @@
 
 #include "offline/files/files.h"
 #include "offline/jobreplay/rank.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::jobreplay {
 namespace {
@@ -126,7 +127,7 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   result.commId = commId;
   result.epochCalls = o.epochCalls;
   const std::string pricePath = (dir / "measurement_cost.json").string();
-  const policy::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
+  const learner::MeasurementCost price = o.measurementCost ? *o.measurementCost : defaultMeasurementCost();
   if (Status st = files::writeFile(pricePath, price.toJson()); !st) return makeError(st.error());
   const Env env = defaultEnv(job, o, coord.string(), pricePath);
 

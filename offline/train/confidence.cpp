@@ -7,6 +7,7 @@
 
 #include "offline/platforms/platforms.h"
 #include "offline/train/policy_eval.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -19,27 +20,27 @@ struct KeyScores {
   int width = 0;
 
   // The predicted log gain's standard deviation of configuration a against b; 0 without a covariance.
-  double sd(const policy::PolicyNetwork& net, size_t a, size_t b) const {
+  double sd(const learned::PolicyNetwork& net, size_t a, size_t b) const {
     if (!width) return 0.0;
     return net.covariance()->differenceSd_log(projected.data() + a * width, projected.data() + b * width);
   }
 };
 
-KeyScores scoreKey(const policy::PolicyNetwork& net, const TopologyFingerprint& fp, Collective coll, uint64_t bytes,
+KeyScores scoreKey(const learned::PolicyNetwork& net, const TopologyFingerprint& fp, Collective coll, uint64_t bytes,
                    const std::vector<policy::Decision>& configs, const float* window) {
   std::vector<float> key(net.keyInputs());
   encodeContext(fp, coll, bytes, {}, std::span<float, kContextFeatures>(key.data(), kContextFeatures));
   net.encodeWindow(window, key.data() + kContextFeatures);
   std::vector<float> configRows(configs.size() * kConfigFeatures);
-  std::vector<policy::PairIndex> pairs;
+  std::vector<learned::PairIndex> pairs;
   for (size_t i = 0; i < configs.size(); ++i) {
     encodeConfig(configs[i].algo, configs[i].proto, configs[i].nChannels,
                  std::span<float, kConfigFeatures>(configRows.data() + i * kConfigFeatures, kConfigFeatures));
-    pairs.push_back(policy::PairIndex{0, static_cast<int>(i)});
+    pairs.push_back(learned::PairIndex{0, static_cast<int>(i)});
   }
   KeyScores out;
   out.scores.resize(configs.size());
-  const policy::PredictionCovariance* cov = net.covariance();
+  const learned::PredictionCovariance* cov = net.covariance();
   if (!cov) {
     net.predictPairsLogLatency_us(key.data(), 1, configRows.data(), static_cast<int>(configs.size()), pairs,
                                   out.scores.data());
@@ -71,14 +72,14 @@ std::optional<size_t> ownIndex(const std::vector<policy::Decision>& configs, con
 
 }  // namespace
 
-std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion) {
+std::vector<GainPair> simulatedGains(const learned::PolicyNetwork& net, const SimSystem& sys, double congestion) {
   std::vector<GainPair> out;
   const TopologyFingerprint& fp = sys.fingerprint();
   for (int c = 0; c < kNumCollectives; ++c) {
     const Collective coll = static_cast<Collective>(c);
-    const std::vector<policy::Decision> configs = policy::policyConfigurations(coll, fp);
+    const std::vector<policy::Decision> configs = learned::policyConfigurations(coll, fp);
     for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
-      const uint64_t bytes = policy::policyProbeBytes(b);
+      const uint64_t bytes = learned::policyProbeBytes(b);
       const policy::Decision own = sys.ncclDefault(coll, bytes);
       const auto ncclTime = sys.trueLatency_us(coll, bytes, own, congestion);
       if (!ncclTime || own.keepsAlgoProto()) continue;
@@ -108,7 +109,7 @@ std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const Sim
   return out;
 }
 
-std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
+std::vector<GainPair> measuredGains(const learned::PolicyNetwork& net, const measurements::ReplayData& data) {
   std::vector<GainPair> out;
   const float window[kTimingWindowLength] = {};
   for (const measurements::ReplayPoint& p : data.points) {
@@ -118,12 +119,12 @@ std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const meas
     const TopologyFingerprint fp = fingerprintOf(p.shape->topology);
     // Only configurations measured at the point can be judged: NCCL's channel count, measured arms.
     std::vector<policy::Decision> configs;
-    for (const policy::Decision& d : policy::policyConfigurations(p.coll, fp))
+    for (const policy::Decision& d : learned::policyConfigurations(p.coll, fp))
       if (d.nChannels == 0 && (p.forced_us.count({d.algo, d.proto}) || (d.algo == own.algo && d.proto == own.proto)))
         configs.push_back(d);
     if (configs.size() < 2) continue;
     // The plugin scores a bucket at its probe size.
-    const uint64_t probe = policy::policyProbeBytes(SizeBucket::of(p.bytes));
+    const uint64_t probe = learned::policyProbeBytes(SizeBucket::of(p.bytes));
     const KeyScores key = scoreKey(net, fp, p.coll, probe, configs, window);
     const std::vector<float>& scores = key.scores;
     const auto ownAt = ownIndex(configs, scores, own.algo, own.proto);
@@ -242,11 +243,11 @@ std::vector<std::string> defaultCalibrationPrefixes() {
   return names;
 }
 
-Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
+Expected<Confidence> measureConfidence(const learned::PolicyWeights& weights, const std::vector<SimSystem>& systems,
                                        const std::vector<const measurements::ReplayData*>& measured, double quantile) {
-  policy::PolicyWeights unguarded = weights;
+  learned::PolicyWeights unguarded = weights;
   unguarded.guardMargin.reset();
-  auto net = policy::PolicyNetwork::create(std::move(unguarded));
+  auto net = learned::PolicyNetwork::create(std::move(unguarded));
   if (!net) return makeError(net.error());
   Confidence c;
   c.quantile = quantile;
@@ -275,7 +276,7 @@ Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, con
   return c;
 }
 
-void applyConfidence(policy::PolicyWeights& weights, Confidence& confidence) {
+void applyConfidence(learned::PolicyWeights& weights, Confidence& confidence) {
   weights.guardMargin = confidence.margin;
   const double scale = confidence.covarianceScale;
   if (!(scale > 0)) {

@@ -11,6 +11,7 @@
 #include "offline/train/dataset.h"
 #include "offline/train/sim_adapter.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
@@ -24,10 +25,10 @@ struct GainPair {
 
 // The network's first choice (no guard) at every key of the evaluation grid; congestion > 0 fills the
 // timing windows as ratioToBest does. Keys where NCCL's choice or the chosen one cannot run are left out.
-std::vector<GainPair> simulatedGains(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion);
+std::vector<GainPair> simulatedGains(const learned::PolicyNetwork& net, const SimSystem& sys, double congestion);
 // The same on replayed measurements: the network's best configuration with NCCL's channel count among
 // those measured at the point, against NCCL's own measured pick.
-std::vector<GainPair> measuredGains(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
+std::vector<GainPair> measuredGains(const learned::PolicyNetwork& net, const measurements::ReplayData& data);
 
 // The quantile (0..1) of |log predicted - log observed| over pairs where the choice changes NCCL's.
 double gainError(const std::vector<GainPair>& pairs, double quantile);
@@ -63,7 +64,7 @@ std::vector<std::string> defaultCalibrationPrefixes();
 // posterior covariance in standardized units, s2 (Phi^T W Phi + s2 I)^-1 with Phi the embeddings plus
 // a 1, W the rows' weights, s2 the trained network's weighted residual variance and a unit prior.
 // Unscaled: measureConfidence scales it to the error on held-out machines.
-Expected<std::vector<float>> fitLastLayerCovariance(const policy::PolicyWeights& weights,
+Expected<std::vector<float>> fitLastLayerCovariance(const learned::PolicyWeights& weights,
                                                     const std::vector<Sample>& rows, size_t maxRows = 20000);
 
 struct Confidence {
@@ -77,10 +78,10 @@ struct Confidence {
 };
 // The network's error on calibration machines (simulated) and calibration measurements; with a
 // covariance in the weights, also its per-key scale.
-Expected<Confidence> measureConfidence(const policy::PolicyWeights& weights, const std::vector<SimSystem>& systems,
+Expected<Confidence> measureConfidence(const learned::PolicyWeights& weights, const std::vector<SimSystem>& systems,
                                        const std::vector<const measurements::ReplayData*>& measured, double quantile);
 // Sets the guard margin and scales the covariance (or drops it when no scale was measured); the
 // calibration pairs' sdLog are scaled with it.
-void applyConfidence(policy::PolicyWeights& weights, Confidence& confidence);
+void applyConfidence(learned::PolicyWeights& weights, Confidence& confidence);
 
 }  // namespace dynamiccl::train

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/sim/sim.h"
 #include "store/store.h"
 
@@ -47,7 +48,7 @@ std::vector<Sample> simulatorRollouts(const std::vector<SimSystem>& systems, con
         const auto t = sys.trueLatency_us(coll, bytes, dflt, c);
         window[i] = t && predicted > 0 ? static_cast<float>(std::log(*t * measurementNoise(rng) / predicted)) : 0.0f;
       }
-      for (const policy::Decision& d : policy::policyConfigurations(coll, sys.fingerprint())) {
+      for (const policy::Decision& d : learned::policyConfigurations(coll, sys.fingerprint())) {
         const auto t = sys.trueLatency_us(coll, bytes, d, level);
         if (!t) continue;  // NCCL would mark it IGNORE here
         Sample s;

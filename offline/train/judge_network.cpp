@@ -4,18 +4,19 @@
 #include <map>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/train/sim_adapter.h"
 
 namespace dynamiccl::train {
 
-JudgedFigures judgeNetwork(const policy::PolicyNetwork& net, const measurements::ReplayData& data) {
+JudgedFigures judgeNetwork(const learned::PolicyNetwork& net, const measurements::ReplayData& data) {
   // One generated table per communicator shape, as the plugin builds one per communicator.
   std::map<const measurements::Shape*, policy::DecisionTable> tables;
   const sim::DecisionFn decide = [&](const measurements::ReplayPoint& p, const model::CostTable& cost) {
     auto it = tables.find(p.shape);
     if (it == tables.end()) {
       policy::Profile generated;
-      generated.rules = policy::policyRules(net, fingerprintOf(p.shape->topology), {});
+      generated.rules = learned::policyRules(net, fingerprintOf(p.shape->topology), {});
       const CommShape shape{.commId = 0, .nRanks = p.shape->nRanks, .nNodes = p.shape->nNodes};
       it = tables.emplace(p.shape, policy::DecisionTable::compile(generated, shape)).first;
     }

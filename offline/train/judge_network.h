@@ -4,6 +4,7 @@
 #pragma once
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/sim/sim.h"
 
 namespace dynamiccl::train {
@@ -13,6 +14,6 @@ struct JudgedFigures {
   sim::ReplaySummary nccl;    // NCCL's default (the baseline replay judges against)
 };
 
-JudgedFigures judgeNetwork(const policy::PolicyNetwork& net, const measurements::ReplayData& data);
+JudgedFigures judgeNetwork(const learned::PolicyNetwork& net, const measurements::ReplayData& data);
 
 }  // namespace dynamiccl::train

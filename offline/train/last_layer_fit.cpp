@@ -5,21 +5,22 @@
 #include <cmath>
 
 #include "offline/train/confidence.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
-Expected<std::vector<float>> fitLastLayerCovariance(const policy::PolicyWeights& weights,
+Expected<std::vector<float>> fitLastLayerCovariance(const learned::PolicyWeights& weights,
                                                     const std::vector<Sample>& rows, size_t maxRows) {
-  policy::PolicyWeights plain = weights;
+  learned::PolicyWeights plain = weights;
   plain.lastLayerCovariance.clear();
-  auto net = policy::PolicyNetwork::create(std::move(plain));
+  auto net = learned::PolicyNetwork::create(std::move(plain));
   if (!net) return makeError(net.error());
   if (rows.empty()) return makeError("no training rows for the last layer's covariance");
   const size_t n = std::min(rows.size(), std::max<size_t>(1, maxRows));
   const int e = (*net)->embeddingSize(), keyWidth = (*net)->keyInputs(), d = e + 1;
   // Each row is its own key (its context and window) and its own configuration.
   std::vector<float> keyRows(n * keyWidth), configRows(n * kConfigFeatures);
-  std::vector<policy::PairIndex> pairs(n);
+  std::vector<learned::PairIndex> pairs(n);
   std::vector<const Sample*> picked(n);
   for (size_t i = 0; i < n; ++i) {
     const Sample& s = rows[i * rows.size() / n];
@@ -28,7 +29,7 @@ Expected<std::vector<float>> fitLastLayerCovariance(const policy::PolicyWeights&
     (*net)->encodeWindow(s.window, keyRows.data() + i * keyWidth + kContextFeatures);
     std::copy(s.inputs + kContextFeatures, s.inputs + kContextFeatures + kConfigFeatures,
               configRows.begin() + i * kConfigFeatures);
-    pairs[i] = policy::PairIndex{static_cast<int>(i), static_cast<int>(i)};
+    pairs[i] = learned::PairIndex{static_cast<int>(i), static_cast<int>(i)};
   }
   std::vector<float> scores(n), embeddings(n * e);
   (*net)->predictAndEmbedPairs(keyRows.data(), static_cast<int>(n), configRows.data(), static_cast<int>(n), pairs,

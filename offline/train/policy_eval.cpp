@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
@@ -16,9 +17,9 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
   for (int c = 0; c < kNumCollectives; ++c)
     for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
       const Collective coll = static_cast<Collective>(c);
-      const uint64_t bytes = policy::policyProbeBytes(b);
+      const uint64_t bytes = learned::policyProbeBytes(b);
       double best = INFINITY;
-      for (const policy::Decision& d : policy::policyConfigurations(coll, sys.fingerprint()))
+      for (const policy::Decision& d : learned::policyConfigurations(coll, sys.fingerprint()))
         if (auto t = sys.trueLatency_us(coll, bytes, d, congestion)) best = std::min(best, *t);
       const policy::Decision own = sys.ncclDefault(coll, bytes);
       const auto nccl = sys.trueLatency_us(coll, bytes, own, congestion);
@@ -55,22 +56,22 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
   return s;
 }
 
-RatioSummary ratioToBest(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion) {
+RatioSummary ratioToBest(const learned::PolicyNetwork& net, const SimSystem& sys, double congestion) {
   TimingWindows windows;
   if (congestion > 0)
     for (int c = 0; c < kNumCollectives; ++c)
       for (int b = kEvalMinBucket; b <= kEvalMaxBucket; ++b) {
         const Collective coll = static_cast<Collective>(c);
-        const uint64_t bytes = policy::policyProbeBytes(b);
+        const uint64_t bytes = learned::policyProbeBytes(b);
         const policy::Decision d = sys.ncclDefault(coll, bytes);
         if (const auto t = sys.trueLatency_us(coll, bytes, d, congestion))
           for (int i = 0; i < kTimingWindowLength; ++i) windows.at(coll, bytes).push(*t, sys.predicted_us(coll, bytes, d));
       }
   const auto start = std::chrono::steady_clock::now();
-  policy::PolicyRuleOptions options;
+  learned::PolicyRuleOptions options;
   options.windows = &windows;
   policy::Profile generated;
-  generated.rules = policy::policyRules(net, sys.fingerprint(), options);
+  generated.rules = learned::policyRules(net, sys.fingerprint(), options);
   const CommShape shape{.commId = 0, .nRanks = sys.fingerprint().nRanks, .nNodes = sys.fingerprint().nNodes};
   const policy::DecisionTable table = policy::DecisionTable::compile(generated, shape);
   const double rebuild_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/train/sim_adapter.h"
 
 namespace dynamiccl::train {
@@ -27,6 +28,6 @@ RatioSummary ratioToBest(const policy::DecisionTable& table, const SimSystem& sy
 
 // The network's rules compiled for the machine; congestion > 0 also fills the timing windows with
 // what NCCL's default measured under it, as the plugin would have observed.
-RatioSummary ratioToBest(const policy::PolicyNetwork& net, const SimSystem& sys, double congestion);
+RatioSummary ratioToBest(const learned::PolicyNetwork& net, const SimSystem& sys, double congestion);
 
 }  // namespace dynamiccl::train

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "offline/train/sim_adapter.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -80,21 +81,21 @@ ArmOrder simulatorOrder(std::function<const sim::Simulator*(const measurements::
   };
 }
 
-ArmOrder networkOrder(std::shared_ptr<const policy::PolicyNetwork> guarded) {
+ArmOrder networkOrder(std::shared_ptr<const learned::PolicyNetwork> guarded) {
   // Its order, not its guard: every key gets the network's candidates.
-  policy::PolicyWeights w = guarded->weights();
+  learned::PolicyWeights w = guarded->weights();
   w.guardMargin = std::nullopt;
   w.lastLayerCovariance.clear();
-  auto unguarded = policy::PolicyNetwork::create(std::move(w));
-  std::shared_ptr<const policy::PolicyNetwork> net = unguarded ? *unguarded : guarded;
+  auto unguarded = learned::PolicyNetwork::create(std::move(w));
+  std::shared_ptr<const learned::PolicyNetwork> net = unguarded ? *unguarded : guarded;
   auto tables = std::make_shared<std::map<const measurements::Shape*, policy::DecisionTable>>();
   return [net, tables](const measurements::ReplayPoint& p) {
     auto it = tables->find(p.shape);
     if (it == tables->end()) {
       policy::Profile generated;
-      policy::PolicyRuleOptions ro;
+      learned::PolicyRuleOptions ro;
       ro.candidatesPerKey = policy::Candidates::kMax;
-      generated.rules = policy::policyRules(*net, fingerprintOf(p.shape->topology), ro);
+      generated.rules = learned::policyRules(*net, fingerprintOf(p.shape->topology), ro);
       const CommShape shape{.commId = 0, .nRanks = p.shape->nRanks, .nNodes = p.shape->nNodes};
       it = tables->emplace(p.shape, policy::DecisionTable::compile(generated, shape)).first;
     }

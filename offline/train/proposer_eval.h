@@ -9,6 +9,7 @@
 
 #include "offline/sim/sim.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
@@ -32,7 +33,7 @@ ArmOrder ncclCostOrder();
 // The calibrated simulator's predicted times for the shape (nullptr: none for it, NCCL's order).
 ArmOrder simulatorOrder(std::function<const sim::Simulator*(const measurements::Shape&)> simulatorFor);
 // The network's unguarded candidates for the shape's fingerprint, its first choice first.
-ArmOrder networkOrder(std::shared_ptr<const policy::PolicyNetwork> net);
+ArmOrder networkOrder(std::shared_ptr<const learned::PolicyNetwork> net);
 
 // "network     14 keys (3 with a gain): top-1 2/3, top-3 3/3, trials to best 4 (every arm 9)".
 std::string describeProposer(const ProposerFigures& f);

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "offline/train/proposer_eval.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
 // What a kind may draw on at one held-out dataset: the network trained without that dataset's machine
 // (null: none trained) and a calibrated simulator per shape (null: no calibrated platform for it).
 struct ProposerInputs {
-  std::shared_ptr<const policy::PolicyNetwork> network;
+  std::shared_ptr<const learned::PolicyNetwork> network;
   std::string networkMissing;  // why there is none
   std::function<const sim::Simulator*(const measurements::Shape&)> simulatorFor;
 };

@@ -6,6 +6,7 @@
 
 #include "offline/platforms/platforms.h"
 #include "offline/train/torch_module.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -41,7 +42,7 @@ Expected<const TorchModuleApi*> open() {
     auto entry = reinterpret_cast<Entry>(dlsym(handle, kTorchModuleEntry));
     const TorchModuleApi* api = entry ? entry() : nullptr;
     if (!api || api->abi != kTorchModuleAbi || api->sampleSize != sizeof(Sample) ||
-        api->optionsSize != sizeof(TrainOptions) || api->weightsSize != sizeof(policy::PolicyWeights))
+        api->optionsSize != sizeof(TrainOptions) || api->weightsSize != sizeof(learned::PolicyWeights))
       return makeError(path + " is a training module of another dynamiccl build");
     return api;
   }
@@ -63,7 +64,7 @@ Status loadTorchModule() {
 }
 
 
-Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
+Expected<learned::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
                                                    const std::vector<Sample>& validationRows,
                                                    const std::vector<Sample>& heldOutRows, const TrainOptions& options,
                                                    const std::function<void(const EpochStats&)>& onEpoch) {
@@ -71,13 +72,13 @@ Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& tr
   return (*module())->train(trainRows, validationRows, heldOutRows, options, onEpoch);
 }
 
-Expected<std::vector<float>> torchPredictLogLatency_us(const policy::PolicyWeights& weights, const float* rows, int n,
+Expected<std::vector<float>> torchPredictLogLatency_us(const learned::PolicyWeights& weights, const float* rows, int n,
                                                        const float* window) {
   if (!module()) return makeError(module().error());
   return (*module())->predict(weights, rows, n, window);
 }
 
-Expected<policy::PolicyWeights> torchInitialWeights(const TrainOptions& options) {
+Expected<learned::PolicyWeights> torchInitialWeights(const TrainOptions& options) {
   if (!module()) return makeError(module().error());
   return (*module())->initialWeights(options);
 }

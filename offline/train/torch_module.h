@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "offline/train/train.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 
@@ -15,20 +16,20 @@ struct TorchModuleApi {
   int abi;
   // A module built from other headers than the loader's is refused (its types would not match).
   size_t sampleSize, optionsSize, weightsSize;
-  Expected<policy::PolicyWeights> (*train)(const std::vector<Sample>&, const std::vector<Sample>&,
+  Expected<learned::PolicyWeights> (*train)(const std::vector<Sample>&, const std::vector<Sample>&,
                                            const std::vector<Sample>&, const TrainOptions&,
                                            const std::function<void(const EpochStats&)>&);
-  Expected<std::vector<float>> (*predict)(const policy::PolicyWeights&, const float*, int, const float*);
-  Expected<policy::PolicyWeights> (*initialWeights)(const TrainOptions&);
+  Expected<std::vector<float>> (*predict)(const learned::PolicyWeights&, const float*, int, const float*);
+  Expected<learned::PolicyWeights> (*initialWeights)(const TrainOptions&);
 };
 
 // trainer.cpp's functions, defined in the module only (train.h's are the loader's, which forward here).
-Expected<policy::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows, const std::vector<Sample>& validationRows,
+Expected<learned::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows, const std::vector<Sample>& validationRows,
                                            const std::vector<Sample>& heldOutRows, const TrainOptions& options,
                                            const std::function<void(const EpochStats&)>& onEpoch);
-Expected<std::vector<float>> torchPredict(const policy::PolicyWeights& weights, const float* rows, int n,
+Expected<std::vector<float>> torchPredict(const learned::PolicyWeights& weights, const float* rows, int n,
                                           const float* window);
-Expected<policy::PolicyWeights> torchInitial(const TrainOptions& options);
+Expected<learned::PolicyWeights> torchInitial(const TrainOptions& options);
 
 inline constexpr const char* kTorchModuleEntry = "dynamiccl_train_module";
 inline constexpr const char* kTorchModuleFile = "libdynamiccl-train.so";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "learned/learned.h"
 #include "offline/train/confidence.h"
 #include "offline/train/dataset.h"
 #include "offline/train/measured_data.h"
@@ -26,16 +27,16 @@ namespace dynamiccl::train {
 Status loadTorchModule();
 
 // Log-latency regression with importance weights; returns the weights ready to export.
-Expected<policy::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
+Expected<learned::PolicyWeights> trainPolicyNetwork(const std::vector<Sample>& trainRows,
                                                    const std::vector<Sample>& validationRows,
                                                    const std::vector<Sample>& heldOutRows, const TrainOptions& options,
                                                    const std::function<void(const EpochStats&)>& onEpoch);
 
 // LibTorch's forward pass on given weights (for the Eigen agreement test): n rows of
 // [context | config], one window shared by all rows.
-Expected<std::vector<float>> torchPredictLogLatency_us(const policy::PolicyWeights& weights, const float* rows, int n,
+Expected<std::vector<float>> torchPredictLogLatency_us(const learned::PolicyWeights& weights, const float* rows, int n,
                                                        const float* window);
 // Weights as LibTorch initializes a fresh network.
-Expected<policy::PolicyWeights> torchInitialWeights(const TrainOptions& options);
+Expected<learned::PolicyWeights> torchInitialWeights(const TrainOptions& options);
 
 }  // namespace dynamiccl::train

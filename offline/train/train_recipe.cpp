@@ -11,6 +11,7 @@
 #include "offline/files/files.h"
 #include "offline/train/train.h"
 #include "policy/policy.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -126,7 +127,7 @@ void addRows(const TrainPlan& plan, const Machines& m, Rows& rows, TrainReport& 
 }
 
 // The fit, with the learning curve written as it goes.
-Expected<policy::PolicyWeights> fit(const TrainPlan& plan, const std::vector<Sample>& rows,
+Expected<learned::PolicyWeights> fit(const TrainPlan& plan, const std::vector<Sample>& rows,
                                     const std::vector<Sample>& validation, const std::vector<Sample>& heldOut,
                                     TrainFailure& failure) {
   failure = TrainFailure::Output;
@@ -147,7 +148,7 @@ Expected<policy::PolicyWeights> fit(const TrainPlan& plan, const std::vector<Sam
 
 // The last-layer covariance and the guard margin from the error on the calibration machines.
 void calibrate(const TrainPlan& plan, const Machines& m, const Rows& rows, const std::vector<Sample>& trainRows,
-               policy::PolicyWeights& weights, TrainReport& r) {
+               learned::PolicyWeights& weights, TrainReport& r) {
   if (!plan.confidence) return;
   if (auto cov = fitLastLayerCovariance(weights, trainRows))
     weights.lastLayerCovariance = std::move(*cov);
@@ -178,7 +179,7 @@ std::optional<ClusterHardware> fingerprintOf(const TrainPlan& plan, const Rows& 
 
 // The learned profile: no rules (the network generates them per communicator), the weights, the
 // fingerprint of the cluster it is for and what it was trained on.
-std::string learnedProfileJson(const TrainPlan& plan, const TrainReport& r, const policy::PolicyWeights& weights) {
+std::string learnedProfileJson(const TrainPlan& plan, const TrainReport& r, const learned::PolicyWeights& weights) {
   nlohmann::json doc;
   doc["format"] = "dynamiccl-profile";
   doc["version"] = policy::kProfileVersion;
@@ -186,7 +187,7 @@ std::string learnedProfileJson(const TrainPlan& plan, const TrainReport& r, cons
   doc["description"] = plan.profileDescription;
   if (r.fingerprint) doc["fingerprint"] = nlohmann::json::parse(policy::clusterHardwareToJson(*r.fingerprint));
   doc["rules"] = nlohmann::json::array();
-  doc["policy"] = nlohmann::json::parse(policy::policyWeightsToJson(weights, policy::WeightEncoding::Base64));
+  doc["policy"] = nlohmann::json::parse(learned::policyWeightsToJson(weights, learned::WeightEncoding::Base64));
   doc["meta"] = {{"trained_on", machineList(r.trained)},
                  {"held_out", machineList(r.heldOut)},
                  {"epochs", plan.options.epochs},
@@ -255,11 +256,11 @@ TrainReport runTrainPlan(const TrainPlan& plan) {
   auto weights = fit(plan, trainRows, validation, rows.heldOut, failure);
   if (!weights) return fail(failure, weights.error());
   weights->description = "GRU(8) over log(observed/predicted) + MLP; trained on " + machineList(r.trained);
-  auto net = policy::PolicyNetwork::create(*weights);
+  auto net = learned::PolicyNetwork::create(*weights);
   if (!net) return fail(TrainFailure::Training, "exported weights rejected: " + net.error());
   calibrate(plan, m, rows, trainRows, *weights, r);
   r.keyErrorSigmas = weights->keyErrorSigmas;
-  if (r.confidence) net = policy::PolicyNetwork::create(*weights);
+  if (r.confidence) net = learned::PolicyNetwork::create(*weights);
   if (!net) return fail(TrainFailure::Training, "exported weights rejected: " + net.error());
   for (size_t i = 0; i < m.heldOut.size(); ++i)
     for (double congestion : {0.0, 1.0})

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "offline/train/torch_module.h"
+#include "learned/learned.h"
 
 namespace dynamiccl::train {
 namespace {
@@ -39,16 +40,16 @@ struct PolicyNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(PolicyNet);
 
-policy::Tensor toTensor(const torch::Tensor& t) {
+learned::Tensor toTensor(const torch::Tensor& t) {
   auto c = t.detach().contiguous().to(torch::kFloat32);
-  policy::Tensor out;
+  learned::Tensor out;
   for (int64_t d : c.sizes()) out.shape.push_back(static_cast<int>(d));
   out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   return out;
 }
 
-policy::PolicyWeights exportWeights(PolicyNet& net, const TrainOptions& o, float mean, float stdev) {
-  policy::PolicyWeights w;
+learned::PolicyWeights exportWeights(PolicyNet& net, const TrainOptions& o, float mean, float stdev) {
+  learned::PolicyWeights w;
   w.gruHidden = o.gruHidden;
   w.mlpHidden = o.mlpHidden;
   w.targetMean = mean;
@@ -64,9 +65,9 @@ policy::PolicyWeights exportWeights(PolicyNet& net, const TrainOptions& o, float
   return w;
 }
 
-void importWeights(PolicyNet& net, const policy::PolicyWeights& w) {
+void importWeights(PolicyNet& net, const learned::PolicyWeights& w) {
   torch::NoGradGuard guard;
-  auto set = [](torch::Tensor param, const policy::Tensor& t) {
+  auto set = [](torch::Tensor param, const learned::Tensor& t) {
     std::vector<int64_t> shape(t.shape.begin(), t.shape.end());
     param.copy_(torch::from_blob(const_cast<float*>(t.data.data()), shape, torch::kFloat32));
   };
@@ -110,7 +111,7 @@ double weightedLoss(PolicyNet& net, const Tensors& t) {
 
 }  // namespace
 
-Expected<policy::PolicyWeights> torchInitial(const TrainOptions& o) {
+Expected<learned::PolicyWeights> torchInitial(const TrainOptions& o) {
   try {
     torch::manual_seed(o.seed);
     PolicyNet net(o.gruHidden, o.mlpHidden);
@@ -120,7 +121,7 @@ Expected<policy::PolicyWeights> torchInitial(const TrainOptions& o) {
   }
 }
 
-Expected<std::vector<float>> torchPredict(const policy::PolicyWeights& w, const float* rows, int n, const float* window) {
+Expected<std::vector<float>> torchPredict(const learned::PolicyWeights& w, const float* rows, int n, const float* window) {
   try {
     TrainOptions o;
     o.gruHidden = w.gruHidden;
@@ -137,7 +138,7 @@ Expected<std::vector<float>> torchPredict(const policy::PolicyWeights& w, const 
   }
 }
 
-Expected<policy::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows, const std::vector<Sample>& validationRows,
+Expected<learned::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows, const std::vector<Sample>& validationRows,
                                            const std::vector<Sample>& heldOutRows, const TrainOptions& o,
                                            const std::function<void(const EpochStats&)>& onEpoch) {
   if (trainRows.empty()) return makeError("no training rows");
@@ -185,8 +186,8 @@ Expected<policy::PolicyWeights> torchTrain(const std::vector<Sample>& trainRows,
       st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (onEpoch) onEpoch(st);
     }
-    policy::PolicyWeights w = exportWeights(net, o, mean, stdev);
-    if (auto s = policy::validatePolicyWeights(w); !s) return makeError("trained weights invalid: " + s.error());
+    learned::PolicyWeights w = exportWeights(net, o, mean, stdev);
+    if (auto s = learned::validatePolicyWeights(w); !s) return makeError("trained weights invalid: " + s.error());
     return w;
   } catch (const std::exception& e) {
     return makeError(std::string("libtorch: ") + e.what());

@@ -10,6 +10,7 @@
 
 #include "plugin/log.h"
 #include "plugin/observation.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -113,7 +114,7 @@ class Agent {
   }
 
   // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).
-  static void sayWhenMeasuringStops(OnlineComm& c, const policy::MeasurementPlan& plan) {
+  static void sayWhenMeasuringStops(OnlineComm& c, const learner::MeasurementPlan& plan) {
     if (plan.stopped == c.saidMeasuringStopped) return;
     c.saidMeasuringStopped = plan.stopped;
     if (plan.stopped)
@@ -132,7 +133,7 @@ class Agent {
     {
       std::lock_guard lock(c.mutex);
       if (!c.learner) return;
-      for (uint32_t k = 0; k < policy::kOnlineKeys; ++k) {
+      for (uint32_t k = 0; k < learner::kOnlineKeys; ++k) {
         const int coll = static_cast<int>(k / SizeBucket::kCount), bucket = static_cast<int>(k % SizeBucket::kCount);
         if (const uint8_t d = c.ncclDefault[k].load(std::memory_order_relaxed))
           c.learner->setNcclDefault(coll, bucket, static_cast<Algo>((d - 1) / kNumProtos),

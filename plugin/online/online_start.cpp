@@ -10,6 +10,8 @@
 #include "plugin/inputs/inputs_check.h"
 #include "plugin/online_backend.h"
 #include "plugin/online/verdict_store.h"
+#include "learner/learner.h"
+#include "plugin/learned_network.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -21,8 +23,8 @@ std::atomic<bool> gLoggedVerify{false};
 std::atomic<bool> gLoggedPrice{false};
 
 // What profiling a call costs here: the user's calibration, else the published figures for the release.
-policy::MeasurementCost measurementCost(const Settings& settings, int ncclVersionCode) {
-  policy::MeasurementCost published = policy::MeasurementCost::published(ncclVersionCode);
+learner::MeasurementCost measurementCost(const Settings& settings, int ncclVersionCode) {
+  learner::MeasurementCost published = learner::MeasurementCost::published(ncclVersionCode);
   if (settings.measurementCost.empty()) {
     if (firstTime(gLoggedPrice))
       logInfo("measurement priced at %.1f%%-%.1f%% of a profiled call's time (%s; DYNAMICCL_MEASUREMENT_COST names a "
@@ -32,7 +34,7 @@ policy::MeasurementCost measurementCost(const Settings& settings, int ncclVersio
   }
   constexpr uint64_t kMaxCalibrationBytes = 1 << 20;
   auto text = readRegularFile(settings.measurementCost, kMaxCalibrationBytes);
-  auto model = text ? policy::MeasurementCost::fromJson(*text) : Expected<policy::MeasurementCost>(makeError(text.error()));
+  auto model = text ? learner::MeasurementCost::fromJson(*text) : Expected<learner::MeasurementCost>(makeError(text.error()));
   if (!model) {
     if (firstTime(gLoggedPrice))
       logWarn("DYNAMICCL_MEASUREMENT_COST=%s not used (%s); measurement priced by %s", settings.measurementCost.c_str(),
@@ -49,40 +51,21 @@ namespace {
 
 // The fingerprint a learned network's rules are generated for, where the profile has a network.
 std::optional<TopologyFingerprint> networkFingerprint(const CommShape& shape, const policy::Profile& profile,
-                                                      const Settings& settings) {
-  if (!profile.network) return std::nullopt;
+                                                      const NetworkPtr& network, const Settings& settings) {
+  if (!network) return std::nullopt;
   return fingerprintForRules(shape, profile.hardware, localHostSources(settings.topo)).fingerprint;
 }
 
-policy::OnlineConfig learnerConfig(const Settings& settings, bool learn, int ncclVersionCode) {
-  policy::OnlineConfig config;
+learner::OnlineConfig learnerConfig(const Settings& settings, learner::LearnerMode mode, int ncclVersionCode) {
+  learner::OnlineConfig config;
   config.epochCalls = settings.epochCalls;
   config.exploreTimeShare = settings.budget.explore;
-  config.candidatesOnly = !learn;
+  config.mode = mode;
   config.learnedRulesApply = settings.trust == policy::Trust::All;
-  const policy::MeasurementCost price = measurementCost(settings, ncclVersionCode);
+  const learner::MeasurementCost price = measurementCost(settings, ncclVersionCode);
   for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
   config.settledMeasureShare = settings.budget.measure;
   return config;
-}
-
-// The network's rules are unverified: candidates (verification) or, opted in, the prior. It learns
-// in the job too: its belief, refit on the measurements, proposes what to measure.
-void attachNetwork(policy::OnlineLearner& learner, const policy::Profile& profile, const TopologyFingerprint& fp,
-                   const Settings& settings, const CommShape& shape) {
-  policy::ArmModelOptions armOptions;
-  armOptions.workload = settings.workload;
-  if (const auto margin = profile.network->weights().guardMargin; margin && *margin > 0)
-    armOptions.priorErrorLog = -std::log1p(-static_cast<double>(*margin));
-  learner.setArmModel(std::make_unique<policy::LearnedArmModel>(profile.network, fp, armOptions));
-  learner.setLearnedRefresh([net = profile.network, fp, workload = settings.workload, shape](const TimingWindows& windows) {
-    policy::PolicyRuleOptions options;
-    options.windows = &windows;
-    options.workload = workload;
-    policy::Profile rules;
-    rules.rules = policy::policyRules(*net, fp, options);
-    return policy::DecisionTable::compile(rules, shape);
-  });
 }
 
 void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, double budget) {
@@ -98,6 +81,7 @@ void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, d
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
                                         const policy::DecisionTable& unverified, const policy::Profile& profile,
+                                        const NetworkPtr& network,
                                         const Settings& settings, int ncclVersionCode, const std::string& epochKey,
                                         uint64_t firstCall) {
   // No profile: nothing changes. A profile of unverified rules only is a prior to learn from.
@@ -106,7 +90,7 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   // DYNAMICCL_VERIFY=0; with DYNAMICCL_TRUST=all they already apply and there is nothing to verify.
   // A learned network proposes candidates in the job even where its init-time rules are none (its
   // confidence margin keeps them out until measured): it needs a fingerprint every rank shares.
-  const std::optional<TopologyFingerprint> networkFp = networkFingerprint(shape, profile, settings);
+  const std::optional<TopologyFingerprint> networkFp = networkFingerprint(shape, profile, network, settings);
   // DYNAMICCL_VERIFY=1 asks for the search even without a profile: the job then tries what NCCL's own
   // cost table allows at every key (hardware no profile describes yet, on day one).
   const bool searchAsked = settings.verify == VerifySwitch::On;
@@ -136,7 +120,11 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
               backend.error().c_str());
     return nullptr;
   }
-  const policy::OnlineConfig config = learnerConfig(settings, learn, ncclVersionCode);
+  const learner::OnlineConfig config = learnerConfig(
+      settings,
+      // Verifying with a learned network: its arm model ranks what the search measures.
+      learn ? learner::LearnerMode::Learn : networkFp ? learner::LearnerMode::RankedSearch : learner::LearnerMode::Search,
+      ncclVersionCode);
   auto c = std::make_shared<OnlineComm>();
   c->commId = shape.commId;
   c->epochCalls = config.epochCalls;
@@ -158,16 +146,16 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
                                             static_cast<unsigned long long>(boundary),
                                             static_cast<unsigned long long>(commId));
                                 });
-  policy::CandidateFn candidate;
+  learner::CandidateFn candidate;
   if (verify)
     candidate = [table = unverified](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); };
-  c->learner = std::make_unique<policy::OnlineLearner>(
+  c->learner = std::make_unique<learner::OnlineLearner>(
       config,
       [table = staticTable](int coll, int bucket) { return table.lookup(coll, SizeBucket::lowest(bucket), 1, 0); },
       std::move(candidate));
   // Before any table: the share the learner's first plan starts from (one formula, the learner's).
-  c->initialMeasureThreshold = policy::rateThreshold(c->learner->measurementPlan().rate);
-  if (networkFp && (verify || learn)) attachNetwork(*c->learner, profile, *networkFp, settings, shape);
+  c->initialMeasureThreshold = learner::rateThreshold(c->learner->measurementPlan().rate);
+  if (networkFp && (verify || learn)) attachNetwork(*c->learner, network, *networkFp, settings.workload, shape);
   if (verify) {
     c->verifying = true;
     c->verdictScope = verdictScope(shape, profile.hardware, settings);
@@ -191,9 +179,9 @@ void stopOnline(const std::shared_ptr<OnlineComm>& comm, coord::Deadline by) {
             static_cast<unsigned long long>(comm->commId), static_cast<unsigned long long>(foreign),
             static_cast<unsigned long long>(other));
   if (!comm->isLeader.load(std::memory_order_relaxed)) return;
-  std::vector<policy::Verdict> verdicts;
+  std::vector<learner::Verdict> verdicts;
   uint64_t refreshes = 0, refits = 0, measured = 0;
-  policy::MeasurementPlan plan;
+  learner::MeasurementPlan plan;
   {
     std::lock_guard lock(comm->mutex);
     if (comm->learner) {

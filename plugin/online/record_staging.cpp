@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "plugin/online/epoch_agent.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -11,15 +12,15 @@ namespace {
 // Records and tables 3+ boundaries older than the newest are past use, except the one in force.
 void reclaim(OnlineComm& c, uint64_t newest) {
   auto& recs = c.records;
-  const policy::OnlineTable* current = c.current.load();
+  const learner::OnlineTable* current = c.current.load();
   const uint64_t horizon = newest > 3 * c.epochCalls ? newest - 3 * c.epochCalls : 0;
-  std::vector<const policy::OnlineTable*> dropped;
+  std::vector<const learner::OnlineTable*> dropped;
   std::erase_if(recs, [&](const std::unique_ptr<StagedRecord>& r) {
     if (r->boundary >= horizon || r->table == current) return false;
     if (r->table) dropped.push_back(r->table);
     return true;
   });
-  std::erase_if(c.tables, [&](const std::unique_ptr<policy::OnlineTable>& t) {
+  std::erase_if(c.tables, [&](const std::unique_ptr<learner::OnlineTable>& t) {
     return std::find(dropped.begin(), dropped.end(), t.get()) != dropped.end();
   });
 }
@@ -31,7 +32,7 @@ const StagedRecord* stageRecord(OnlineComm& c, uint64_t boundary, const std::str
   rec->boundary = boundary;
   if (bytes == coord::kFrozenRecord) {
     rec->frozen = true;
-  } else if (auto t = policy::OnlineTable::deserialize(bytes); t.ok()) {
+  } else if (auto t = learner::OnlineTable::deserialize(bytes); t.ok()) {
     rec->table = t->get();
     std::lock_guard lock(c.mutex);
     c.tables.push_back(std::move(t.value()));

@@ -15,6 +15,7 @@
 #include "plugin/log.h"
 #include "plugin/online/verdict_record.h"
 #include "store/store.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -192,7 +193,7 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
   return s;
 }
 
-size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope) {
+size_t resumeVerdicts(learner::OnlineLearner& learner, const VerdictScope& scope) {
   if (!scope.record) return 0;
   const std::string path = databasePath(scope);
   std::vector<store::VerdictRow> rows = localVerdicts(scope, path);
@@ -216,10 +217,10 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope)
     if (!r.problem.empty() || !coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
     const int bucket = SizeBucket::of(r.min_bytes);
     learner.seed(static_cast<int>(*coll), bucket,
-                 policy::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us},
-                 r.state == policy::verdictStateName(policy::VerdictState::Promoted));
+                 learner::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us},
+                 r.state == learner::verdictStateName(learner::VerdictState::Promoted));
     learner.seed(static_cast<int>(*coll), bucket,
-                 policy::ArmSummary{*ba, *bp, static_cast<uint64_t>(r.base_n), r.base_mean_log_us, r.base_var_log_us});
+                 learner::ArmSummary{*ba, *bp, static_cast<uint64_t>(r.base_n), r.base_mean_log_us, r.base_var_log_us});
     ++resumed;
   }
   if (resumed)
@@ -228,13 +229,13 @@ size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope)
   return resumed;
 }
 
-void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope, coord::Deadline by) {
+void saveVerdicts(const std::vector<learner::Verdict>& verdicts, const VerdictScope& scope, coord::Deadline by) {
   if (verdicts.empty()) return;
   size_t promoted = 0, dropped = 0;
   std::vector<store::VerdictRow> rows;
-  for (const policy::Verdict& v : verdicts) {
-    promoted += v.state == policy::VerdictState::Promoted;
-    dropped += v.state == policy::VerdictState::Dropped;
+  for (const learner::Verdict& v : verdicts) {
+    promoted += v.state == learner::VerdictState::Promoted;
+    dropped += v.state == learner::VerdictState::Dropped;
     store::VerdictRow r;
     r.fingerprint = scope.fingerprint;
     r.nccl_version = scope.ncclVersion;
@@ -258,7 +259,7 @@ void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictSco
     r.gain = v.gain;
     r.gain_low = v.gainLow;
     r.gain_high = v.gainHigh;
-    r.state = std::string(policy::verdictStateName(v.state));
+    r.state = std::string(learner::verdictStateName(v.state));
     rows.push_back(std::move(r));
   }
   const size_t testing = verdicts.size() - promoted - dropped;

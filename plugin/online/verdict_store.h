@@ -11,6 +11,7 @@
 #include "plugin/online_comm.h"
 #include "plugin/settings/settings.h"
 #include "policy/policy.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 
@@ -20,11 +21,11 @@ VerdictScope verdictScope(const CommShape& shape, const std::optional<ClusterHar
 
 // Seeds the learner with the latest verdicts of this scope, from the store and through the backend
 // (the newer per candidate); returns how many candidates were resumed.
-size_t resumeVerdicts(policy::OnlineLearner& learner, const VerdictScope& scope);
+size_t resumeVerdicts(learner::OnlineLearner& learner, const VerdictScope& scope);
 // Appends this job's verdicts to the store, then publishes them through the backend with what is left
 // until `by` (what the backend did not take by then stays in the store: the next job on this node
 // resumes from it and publishes it with its own verdicts); says in one line what was promoted,
 // dropped and still testing.
-void saveVerdicts(const std::vector<policy::Verdict>& verdicts, const VerdictScope& scope, coord::Deadline by);
+void saveVerdicts(const std::vector<learner::Verdict>& verdicts, const VerdictScope& scope, coord::Deadline by);
 
 }  // namespace dynamiccl::plugin

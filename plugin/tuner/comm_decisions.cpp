@@ -38,7 +38,7 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
   // Tuner v2-v4 give no commId: 0 would be every such communicator's, and another job's records
   // for it in a shared store would be adopted. No id, no online updates (the static table stands).
   if (setup.shape.commId == 0) return;
-  d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, *setup.settings, setup.rules.versionCode,
+  d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, loaded.network, *setup.settings, setup.rules.versionCode,
                          setup.inputs.epochKey, setup.firstCall);
   if (!d.online || setup.rules.versionCode <= 0) return;
   try {  // the NCCL release verdicts were measured under

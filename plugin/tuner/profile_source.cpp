@@ -19,16 +19,6 @@
 namespace dynamiccl::plugin {
 namespace {
 
-// ", learned policy (guard margin 0.05)" when the profile carries a network, so logs say what decides.
-std::string learnedPolicyText(const policy::Profile& p) {
-  if (!p.network) return "";
-  const std::optional<float> margin = p.network->weights().guardMargin;
-  if (!margin) return ", learned policy (no guard: its choices replace NCCL's everywhere)";
-  char text[64];
-  std::snprintf(text, sizeof text, ", learned policy (guard margin %.3g)", *margin);
-  return text;
-}
-
 // " (2 measured-offline, 5 simulated, 1 without evidence)": what the rules rest on.
 std::string evidenceSummary(const policy::Profile& p) {
   if (p.userRules) return " (NVIDIA CSV: the user's own rules)";
@@ -125,6 +115,8 @@ double msSince(std::chrono::steady_clock::time_point t) {
 void parseInto(LoadedProfile& out, std::string_view bytes, const std::string& path, policy::ProfileFormat format,
                std::chrono::steady_clock::time_point started, bool inBackground) {
   auto profile = policy::parseProfileText(bytes, format, path);
+  auto network = profile ? readLearnedNetwork(*profile) : Expected<NetworkPtr>(NetworkPtr());
+  if (profile && !network) profile = makeError(network.error());  // a bad network makes the profile unusable
   const double ms = msSince(started);
   if (!profile) {
     out.bad = true;
@@ -144,9 +136,13 @@ void parseInto(LoadedProfile& out, std::string_view bytes, const std::string& pa
     std::snprintf(cost, sizeof cost, "read in %.0f ms%s", ms,
                   ms > kFirstReadBudget_ms ? ", over the 50 ms budget: the first communicator's init waited for it" : "");
   logInfo("profile %s loaded from %s: %zu rules%s%s; %s", profile->name.empty() ? "(unnamed)" : profile->name.c_str(),
-          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(*profile).c_str(),
+          path.c_str(), profile->rules.size(), evidenceSummary(*profile).c_str(), learnedPolicyText(network->get()).c_str(),
           cost);
   logEvidenceProblems(*profile);
+  if (!profile->policySection.empty() && !buildHasLearnedNetwork())
+    logInfo("profile %s: its learned policy is not used (this build has no learned network: DYNAMICCL_LEARNED=OFF); "
+            "its rules stand alone", path.c_str());
+  out.network = std::move(*network);
   out.profile = std::make_shared<policy::Profile>(std::move(profile.value()));
 }
 
@@ -264,15 +260,15 @@ policy::PolicyTable compileForShape(const LoadedProfile& loaded, const CommShape
                                     int ncclVersionCode) {
   HostSources host = localHostSources();
   host.overrides = settings.topo;  // the operator's word beats every probe
-  const policy::PolicyInputs inputs{&host, settings.workload, settings.trust, ncclVersionCode};
+  const CompileContext context{&host, settings.workload, settings.trust, ncclVersionCode};
   // With a learned "policy" section, Eigen scores configurations here, off the hot path.
-  if (loaded.profile->network) return policy::compileWithPolicy(*loaded.profile, shape, inputs);
+  if (loaded.network) return compileWithNetwork(*loaded.profile, loaded.network, shape, context);
   const auto key = std::make_tuple(shape.nNodes, shape.nRanks, shape.minRanksPerNode, shape.maxRanksPerNode,
                                    static_cast<int>(settings.trust), ncclVersionCode);
   std::lock_guard lock(loaded.compiledMutex);
   auto it = loaded.compiledByShape.find(key);
   if (it == loaded.compiledByShape.end()) {
-    auto tables = std::make_shared<const policy::PolicyTable>(policy::compileWithPolicy(*loaded.profile, shape, inputs));
+    auto tables = std::make_shared<const policy::PolicyTable>(compileWithNetwork(*loaded.profile, nullptr, shape, context));
     if (loaded.compiledByShape.size() >= kMaxCachedShapes) return *tables;
     it = loaded.compiledByShape.emplace(key, std::move(tables)).first;
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/learned_network.h"
 #include "plugin/settings/settings.h"
 #include "policy/policy.h"
 
@@ -39,6 +40,7 @@ struct LoadedProfile {
   ProfileSettings settings;
   // profile, bad and error are final once parsed (at once, or when the background parse ends).
   std::shared_ptr<const policy::Profile> profile;  // never null: empty when none or bad
+  NetworkPtr network;                              // its "policy" section read; nullptr: none
   bool bad = false;                                // the named file could not be used
   std::string error;
   uint64_t firstCall = 0;  // the call of each communicator from which the profile's rules apply

@@ -14,6 +14,7 @@
 #include "plugin/tuner/background_work.h"
 #include "plugin/tuner/cost_table_edit.h"
 #include "plugin/tuner/tuner_context.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::plugin {
 namespace {
@@ -51,7 +52,7 @@ void steerMeasurement(TunerContext& c) {
   if (!on && c.recordThreshold) {
     uint64_t calls = 0;
     for (int k = 0; k < kNumCollectives; ++k) calls += c.view.decisions->callsSoFar(k);
-    on = policy::measuredCall(c.view.shape.commId, calls, 0, c.recordThreshold);
+    on = learner::measuredCall(c.view.shape.commId, calls, 0, c.recordThreshold);
   }
   if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
 }
@@ -123,7 +124,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
       c->pending = prepareWhenParsed(c->loaded, std::move(setup));
     }
   }
-  c->recordThreshold = policy::rateThreshold(settings->budget.record);
+  c->recordThreshold = learner::rateThreshold(settings->budget.record);
   registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;
