@@ -55,7 +55,11 @@ TEST(PolicyWeights, RejectsWrongShapesNanMissingAndForeignEncodings) {
   EXPECT_FALSE(mutate([](auto& j) { j["version"] = 2; }).ok());
   EXPECT_FALSE(mutate([](auto& j) { j["target_std"] = 0; }).ok());
   EXPECT_FALSE(learned::parsePolicyWeights("[1,2]").ok());
-  EXPECT_FALSE(policy::parseProfileJson(profileWithPolicy("{\"format\":\"x\"}")).ok());
+  // The rule table keeps the section as read; the network's reader refuses it (and the plugin the profile).
+  auto kept = policy::parseProfileJson(profileWithPolicy("{\"format\":\"x\"}"));
+  ASSERT_TRUE(kept.ok()) << kept.error();
+  EXPECT_FALSE(learned::readNetwork(*kept).ok());
+  EXPECT_FALSE(policy::parseProfileJson(profileWithPolicy("[1,2]")).ok());  // not an object: refused unread
 }
 
 // Base64 float32 (what train and export write) reads back to the same bits as JSON numbers, and the

@@ -6,7 +6,8 @@ the .so; abi/, NCCL's interface, is a leaf like any other; offline/X and lab/X a
 Outside tests/, bench/, fuzz/ and lab/tests/:
   1. another module is included only through its X/X.h;
   2. dependencies point one way: nothing includes plugin, offline or lab from outside (the lab may
-     include the product's offline modules: it judges them); the module graph has no cycle;
+     include the product's offline modules: it judges them); the module graph has no cycle; on the
+     decision side learned -> learner -> policy -> features, never upward;
   3. no file includes itself through a chain of other headers (no include cycle);
   4. the plugin's rooms (tuner/, profiler/, online/, inputs/) include the plugin's root headers (the
      contracts they share: the decision log, the observation, the online record and the online room's
@@ -23,6 +24,9 @@ EXEMPT_DIRS = ("lab/tests",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ROOMS = ("tuner", "profiler", "online", "inputs")
 ROOM_ARROWS = {("online", "inputs")}  # the epoch records are sealed under the key the input check agreed
+# The decision side in layers, lowest first: a module includes only those below it (the rule table,
+# the in-job learner over it, the learned network that proposes to the learner).
+LAYERS = ("features", "policy", "learner", "learned")
 
 
 def module(path):
@@ -112,6 +116,8 @@ def check(root):
             mods.setdefault(m, set()).add(n)
             if inc != umbrella(n):
                 errors.append(f"{f}: includes {inc}; outside {n} include only {umbrella(n)}")
+            if m in LAYERS and n in LAYERS and LAYERS.index(n) > LAYERS.index(m):
+                errors.append(f"{f}: includes {inc}; {m} sits below {n} ({' -> '.join(reversed(LAYERS))})")
             if n == "plugin" or (n.startswith("lab") and not m.startswith("lab")) or (
                     n.startswith("offline") and not m.startswith(("offline", "lab"))):
                 errors.append(f"{f}: module {m} depends on {n} (nothing depends on plugin, offline or lab)")

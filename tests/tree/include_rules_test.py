@@ -77,6 +77,21 @@ class TheLab(unittest.TestCase):
         self.assertGreater(n, 100)
 
 
+class DecisionLayers(unittest.TestCase):
+    def test_a_layer_including_one_above_it_is_reported(self):
+        for path, header in [("policy/x.cpp", "learner/learner.h"), ("policy/x.cpp", "learned/learned.h"),
+                             ("learner/x.cpp", "learned/learned.h"), ("features/x.cpp", "policy/policy.h")]:
+            with self.subTest(path=path, header=header):
+                errors = including(path, header)
+                self.assertTrue(any("sits below" in e for e in errors), errors)
+
+    def test_a_layer_including_one_below_it_passes(self):
+        for path, header in [("learned/x.cpp", "learner/learner.h"), ("learner/x.cpp", "policy/policy.h"),
+                             ("learned/x.cpp", "policy/policy.h")]:
+            with self.subTest(path=path, header=header):
+                self.assertEqual(including(path, header), [])
+
+
 if __name__ == "__main__":
     SOURCE_DIR = sys.argv.pop(1) if len(sys.argv) > 1 else "."
     unittest.main()
