@@ -35,12 +35,11 @@ bool ChannelSearch::done(const KeyState& k, int pair, int nChannels, int runs) c
   if (isChannelSlot(slot) && k.channelArms[slot - kPairSlots].trimmed) return true;
   // One measured ahead of what runs is not done: as the candidate, the build promotes it.
   if (stats_.trusted(k, slot) && stats_.trusted(k, runs) && stats_.compare(k.arms[slot], k.arms[runs]).faster) return false;
-  return verifier_.decided(k, slot, runs) || stats_.settled(k, slot) ||
-         k.arms[slot].n >= static_cast<uint64_t>(config_.proposalSamples);
+  return verifier_.decided(k, slot, runs) || stats_.settled(k, slot) || roundDone(k, slot);
 }
 
 int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
-  if (runs < 0 || (!isChannelSlot(runs) && running.nChannels > 0)) return -1;
+  if (!config_.searchChannels || runs < 0 || (!isChannelSlot(runs) && running.nChannels > 0)) return -1;
   const int pair = k.pairOf(runs);
   if (pair < 0 || k.forbidden(pair)) return -1;
   const int own = k.ncclChannels[pair];
@@ -55,8 +54,14 @@ int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
   const int up = ranAs(at * 2), down = ranAs(at / 2);
   if (!onLadder(own, at)) return -1;  // the midpoint won: the search has ended
   int step = -1;
+  // From NCCL's own count, a step up that ties (no loss beyond noise) says the response is flat here:
+  // the step down is not worth its trials.
+  const int upSlot = findChannelSlot(k, pair, up);
+  const bool upTied = at == own && upSlot >= 0 && !k.channelArms[upSlot - kPairSlots].trimmed &&
+                      stats_.trusted(k, upSlot) && stats_.trusted(k, runs) &&
+                      !stats_.compare(k.arms[upSlot], k.arms[runs]).slower;
   if (at >= own && !done(k, pair, up, runs)) step = up;
-  else if (at <= own && !done(k, pair, down, runs)) step = down;
+  else if (at <= own && !upTied && !done(k, pair, down, runs)) step = down;
   // A step won and the next lost: once between the best and its better neighbour.
   if (step < 0 && at != own) {
     auto meanAt = [&](int c) {
@@ -69,6 +74,12 @@ int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
     if (between > 0 && between != at && between != neighbour && !done(k, pair, between, runs)) step = between;
   }
   return step < 0 ? -1 : channelSlot(k, pair, step, true);
+}
+
+bool ChannelSearch::roundDone(const KeyState& k, int slot) const {
+  // A step's round is minSamples of this job's: the gains channels give where they matter (2x and
+  // more) show within it; one that shows none has tied, and a tie ends the search cheaply.
+  return isChannelSlot(slot) && k.arms[slot].n - k.arms[slot].seededN >= static_cast<uint64_t>(config_.minSamples);
 }
 
 double ChannelSearch::untriedRatio(const KeyState& k, int slot) const {

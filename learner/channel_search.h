@@ -20,6 +20,8 @@ class ChannelSearch {
   // The next channel arm to try against `runs` (taking a slot for it); -1 when the search has ended,
   // NCCL's count for the pair is unknown, or the decision that runs names its own count.
   int next(KeyState& k, int runs, const Decision& running) const;
+  // A channel step measured its round (minSamples) without winning: it has its answer.
+  bool roundDone(const KeyState& k, int slot) const;
   // Expected time of an untried channel arm relative to what runs (fewer channels may be slower in proportion).
   double untriedRatio(const KeyState& k, int slot) const;
 

@@ -74,6 +74,7 @@ struct OnlineConfig {
   // communicator. Searching (LearnerMode::Search, RankedSearch), a settled key searches its channel count.
   bool channelsCapOnly = true;
   int maxChannels = 0;
+  bool searchChannels = true;  // the plugin's DYNAMICCL_SEARCH_CHANNELS (off there by default)
 };
 
 }  // namespace dynamiccl::learner

@@ -179,7 +179,7 @@ int Search::runnerUp(const KeyState& k, int priorSlot) const {
 bool Search::candidateDone(const KeyState& k, int runs) const {
   if (k.candidate < 0) return true;
   const bool roundDone = k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples) ||
-                         stats_.settled(k, k.candidate);
+                         stats_.settled(k, k.candidate) || channels_.roundDone(k, k.candidate);
   return roundDone || verifier_.decided(k, k.candidate, runs);
 }
 
@@ -215,13 +215,16 @@ void Search::pickCandidate(int coll, int bucket, KeyState& k, const PriorArm& pr
     // A channel arm under test stays the candidate until decided; else the ranked search's, and where
     // its candidate has its answer, the channel search's next count.
     if (isChannelSlot(previous) && k.candidate < 0) {
-      k.candidate = previous;
-      if (candidateDone(k, runs)) k.candidate = -1;
+      k.candidate = previous;  // kept while undecided, and where it won, so this build promotes it
+      const bool won = stats_.trusted(k, previous) && stats_.trusted(k, runs) &&
+                       stats_.compare(k.arms[previous], k.arms[runs]).faster;
+      if (candidateDone(k, runs) && !won) k.candidate = -1;
       else k.candidateDecision = decisionAt(k, previous);
     }
     if (k.candidate < 0)
       if (const int r = runnerUp(k, priorSlot); r >= 0) setCandidate(k, r, decisionAt(r));
-    if (candidateDone(k, runs)) channelStep(k, prior, runs);
+    if (k.candidate != previous || !isChannelSlot(previous))
+      if (candidateDone(k, runs)) channelStep(k, prior, runs);
   }
   if (config_.mode == LearnerMode::Search) searchNext(k, prior, runs);
   if (k.candidate >= 0) {

@@ -69,6 +69,7 @@ learner::OnlineConfig learnerConfig(const Settings& settings, learner::LearnerMo
   // The channel search asks above NCCL's own count only where the release lets a tuner raise it
   // (before 2.31); an unknown release is taken at its newest rules, where the count is a cap.
   config.channelsCapOnly = ncclVersionCode <= 0 || abi::channelsAreCap(abi::pickRuleFor(ncclVersionCode));
+  config.searchChannels = settings.searchChannels;
   return config;
 }
 
