@@ -39,9 +39,9 @@ bool ArmStatistics::observe(KeyState& k, int slot, double latency_us, RatioRing&
   return pushed;
 }
 
-void ArmStatistics::seed(KeyState& k, const ArmSummary& arm, bool promoted) const {
-  ArmStats& a = k.arms[slotOf(arm.algo, arm.proto)];
-  if (promoted) k.seededPromoted |= uint32_t{1} << slotOf(arm.algo, arm.proto);
+void ArmStatistics::seed(KeyState& k, int slot, const ArmSummary& arm, bool promoted) const {
+  ArmStats& a = k.arms[slot];
+  if (promoted) k.seededPromoted |= uint32_t{1} << slot;
   const double w = std::min(static_cast<double>(arm.n), config_.seedWeightCap);
   a.w = w;
   a.s = w * arm.meanLog;
@@ -88,8 +88,9 @@ ArmSummary ArmStatistics::summary(const KeyState& k, int slot) const {
   ArmSummary s;
   if (slot < 0) return s;
   const ArmStats& a = k.arms[slot];
-  s.algo = algoOf(slot);
-  s.proto = protoOf(slot);
+  s.algo = algoOf(k.pairOf(slot));
+  s.proto = protoOf(k.pairOf(slot));
+  s.nChannels = k.channelsOf(slot);
   s.n = a.n;
   if (a.w > 0) {
     s.meanLog = a.s / a.w;

@@ -14,8 +14,8 @@ class ArmStatistics {
   // One timing of `slot` at the key; windows: the recent timings, pushed once the arm has a usual
   // latency (returns whether it was).
   bool observe(KeyState& k, int slot, double latency_us, RatioRing& window) const;
-  // A previous job's measurements of one arm (at most seedWeightCap calls' weight).
-  void seed(KeyState& k, const ArmSummary& arm, bool promoted) const;
+  // A previous job's measurements of one arm in `slot` (at most seedWeightCap calls' weight).
+  void seed(KeyState& k, int slot, const ArmSummary& arm, bool promoted) const;
   void decay(KeyState& k, ArmStats& a) const;
 
   double varOfMean(const ArmStats& a) const;  // of the mean log-latency, with the noise floor

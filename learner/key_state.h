@@ -12,12 +12,27 @@
 
 namespace dynamiccl::learner {
 
-inline constexpr int kArmSlots = kNumAlgos * kNumProtos;
+// An arm is a configuration. Slots below kPairSlots are (algo, proto) at the channel count its
+// decision leaves to NCCL (or the rule's own); the kChannelSlots after them are the channel search's:
+// an (algo, proto) slot at a count the learner asks for (KeyState::channelArms says which).
+inline constexpr int kPairSlots = kNumAlgos * kNumProtos;
+inline constexpr int kChannelSlots = 10;
+inline constexpr int kArmSlots = kPairSlots + kChannelSlots;
+static_assert(kArmSlots <= 32, "tested and seededPromoted are bit sets of slots");
 
 constexpr int slotOf(Algo a, Proto p) { return static_cast<int>(a) * kNumProtos + static_cast<int>(p); }
 constexpr Algo algoOf(int slot) { return static_cast<Algo>(slot / kNumProtos); }
 constexpr Proto protoOf(int slot) { return static_cast<Proto>(slot % kNumProtos); }
 inline Decision decisionAt(int slot) { return Decision{algoOf(slot), protoOf(slot), 0, 0}; }
+constexpr bool isChannelSlot(int slot) { return slot >= kPairSlots && slot < kArmSlots; }
+
+// A channel slot's configuration: the (algo, proto) slot and the channel count asked for.
+struct ChannelArm {
+  int8_t pair = -1;      // -1: the slot is free
+  int16_t nChannels = 0;
+  bool trimmed = false;  // the host ran another count when asked for this one: no arm of its own
+  int16_t ranAs = 0;     // trimmed: the count it ran as
+};
 
 struct ArmStats {
   double w = 0, s = 0, ss = 0;  // discounted weight, sum and sum of squares of log-latency
@@ -41,7 +56,7 @@ struct KeyState {
   bool modelled = false;  // modelled_us holds NCCL's cost table
   double bestScale = 0;   // lowest measured/modelled time of a trusted arm seen so far (0: none)
   std::array<double, kArmSlots> usualLog{}, usualW{};  // slow average of log-latency per arm
-  std::array<float, kArmSlots> modelled_us{};
+  std::array<float, kPairSlots> modelled_us{};
   const float* ncclTable() const { return modelled ? modelled_us.data() : nullptr; }  // nullptr: unknown
   std::array<ArmStats, kArmSlots> arms{};
   double measureCost = 0;  // what profiling one of its calls costs (share of the call's time)
@@ -51,9 +66,26 @@ struct KeyState {
   std::array<double, kArmSlots> offered{}, offeredShare{};
   uint64_t offeredAt = 0;  // jobCalls when offeredShare was last counted
   std::array<int8_t, kOnlineMaxArms> entrySlot{};  // the arm slot of each exploration arm of its entry
+  std::array<ChannelArm, kChannelSlots> channelArms{};
+  // The channel count NCCL ran for each (algo, proto) when asked for none (the most seen); 0 unknown.
+  std::array<int16_t, kPairSlots> ncclChannels{};
+  // The (algo, proto) slot an arm runs; -1 for a free channel slot.
+  int pairOf(int slot) const { return isChannelSlot(slot) ? channelArms[slot - kPairSlots].pair : slot; }
+  // The channel count an arm asks for; 0: the pair's own (NCCL's, or its rule's).
+  int channelsOf(int slot) const { return isChannelSlot(slot) ? channelArms[slot - kPairSlots].nChannels : 0; }
   // NCCL's cost table forbids the arm here (IGNORE): nothing to measure.
-  bool forbidden(int slot) const { return modelled && !(modelled_us[slot] >= 0); }
+  bool forbidden(int slot) const {
+    const int p = pairOf(slot);
+    return p < 0 || (modelled && !(modelled_us[p] >= 0));
+  }
 };
+
+// The decision an arm runs when nothing else names it: its (algo, proto) and channel count.
+inline Decision decisionAt(const KeyState& k, int slot) {
+  Decision d = decisionAt(k.pairOf(slot));
+  d.nChannels = k.channelsOf(slot);
+  return d;
+}
 
 // A key's prior: the static answer, and its arm (the profile's full (algo, proto); NCCL's own when
 // no rule; -1 when only partial).
@@ -66,7 +98,7 @@ struct PriorArm {
 // The decision an arm of the key runs: the candidate's own, the prior's rule, else the bare arm.
 inline Decision decisionOf(const KeyState& k, const PriorArm& prior, int slot) {
   if (slot == k.candidate) return k.candidateDecision;
-  return slot == prior.slot && prior.full ? prior.rules.decisions[0] : decisionAt(slot);
+  return slot == prior.slot && prior.full ? prior.rules.decisions[0] : decisionAt(k, slot);
 }
 
 // Measured so precisely that its interval is narrower than the rule's bar yet not "faster": what it

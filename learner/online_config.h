@@ -68,6 +68,13 @@ struct OnlineConfig {
   std::array<double, SizeBucket::kCount> measureCostShare{};
   double settledMeasureShare = 1.0;
   double plausibleGain = 0.1;
+  // The host's channel rule (the plugin's, from the release): whether a tuner's count only lowers NCCL's
+  // own (NCCL 2.31+), so the channel search never asks above it; else a raise is asked for up to the
+  // channels the host built: maxChannels where the plugin knows them, else the most seen run in the
+  // communicator. Searching (LearnerMode::Search, RankedSearch), a settled key searches its channel count.
+  bool channelsCapOnly = true;
+  int maxChannels = 0;
+  bool searchChannels = true;  // the plugin's DYNAMICCL_SEARCH_CHANNELS (off there by default)
 };
 
 }  // namespace dynamiccl::learner

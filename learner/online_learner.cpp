@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "learner/channel_arms.h"
 #include "learner/exploration_budget.h"
 
 namespace dynamiccl::learner {
@@ -15,7 +16,8 @@ OnlineLearner::OnlineLearner(OnlineConfig config, PriorFn prior, CandidateFn can
       keys_(kOnlineKeys),
       stats_(std::make_unique<ArmStatistics>(config_)),
       verifier_(std::make_unique<Verifier>(config_, *stats_)),
-      search_(std::make_unique<Search>(config_, *stats_, *verifier_, std::move(candidate))),
+      channels_(std::make_unique<ChannelSearch>(config_, *stats_, *verifier_)),
+      search_(std::make_unique<Search>(config_, *stats_, *verifier_, *channels_, std::move(candidate))),
       budget_(std::make_unique<ExplorationBudget>(config_, *stats_, *search_)) {
   search_->setLearnedRules(&learned_);
 }
@@ -38,7 +40,7 @@ void OnlineLearner::setNcclDefault(int coll, int bucket, Algo algo, Proto proto)
 void OnlineLearner::setModelledCost(int coll, int bucket, const float* costTable) {
   if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount || !costTable) return;
   KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
-  for (int i = 0; i < kArmSlots; ++i) k.modelled_us[i] = std::isfinite(costTable[i]) ? costTable[i] : -1.0f;
+  for (int i = 0; i < kPairSlots; ++i) k.modelled_us[i] = std::isfinite(costTable[i]) ? costTable[i] : -1.0f;
   k.modelled = true;
 }
 
@@ -50,10 +52,18 @@ void OnlineLearner::setCallsSoFar(int coll, int bucket, uint64_t calls) {
 }
 
 void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us) {
+  observe(coll, nBytes, algo, proto, 0, latency_us, 0);
+}
+
+void OnlineLearner::observe(int coll, uint64_t nBytes, Algo algo, Proto proto, int nChannels, double latency_us,
+                            int askedChannels) {
   if (coll < 0 || coll >= kNumCollectives || algo == Algo::Default || proto == Proto::Default) return;
   if (!(latency_us > 0) || !std::isfinite(latency_us)) return;
   KeyState& k = keys_[onlineKey(coll, nBytes)];
-  if (stats_->observe(k, slotOf(algo, proto), latency_us, windows_.at(static_cast<Collective>(coll), nBytes)))
+  if (nChannels > 0) channels_->noteRan(nChannels);
+  const int slot = armOfRun(k, slotOf(algo, proto), nChannels, askedChannels);
+  if (slot < 0) return;  // a count no arm stands for: no arm's evidence
+  if (stats_->observe(k, slot, latency_us, windows_.at(static_cast<Collective>(coll), nBytes)))
     windowsChanged_ = true;
   ++counters_.observations;
 }
@@ -62,7 +72,11 @@ void OnlineLearner::seed(int coll, int bucket, const ArmSummary& arm, bool promo
   if (coll < 0 || coll >= kNumCollectives || bucket < 0 || bucket >= SizeBucket::kCount) return;
   if (arm.algo == Algo::Default || arm.proto == Proto::Default || arm.n == 0) return;
   if (!std::isfinite(arm.meanLog) || !std::isfinite(arm.varLog) || arm.varLog < 0) return;
-  stats_->seed(keys_[coll * SizeBucket::kCount + bucket], arm, promoted);
+  KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
+  const int pair = slotOf(arm.algo, arm.proto);
+  // A channel count is its own arm (a slot for it, while one is free); none: the pair's.
+  const int slot = arm.nChannels > 0 ? channelSlot(k, pair, arm.nChannels, true) : pair;
+  if (slot >= 0) stats_->seed(k, slot, arm, promoted);
 }
 
 std::vector<Verdict> OnlineLearner::verdicts() const { return verifier_->verdicts(keys_); }
@@ -76,7 +90,7 @@ void OnlineLearner::refitModel() {
   for (uint32_t key = 0; key < kOnlineKeys; ++key) {
     KeyState& k = keys_[key];
     if (!k.active) continue;
-    for (int s = 0; s < kArmSlots; ++s) {
+    for (int s = 0; s < kPairSlots; ++s) {  // the model knows (algo, proto) at NCCL's count
       ArmStats& a = k.arms[s];
       if (a.n == 0) continue;
       stats_->decay(k, a);
@@ -126,7 +140,7 @@ std::unique_ptr<OnlineTable> OnlineLearner::build(uint64_t version) {
     ExplorationBudget::countOffered(k);
     k.entrySlot.fill(-1);
     const PriorArm prior = priorArm(coll, bucket, k);
-    search_->pickCandidate(coll, bucket, k, prior.slot);
+    search_->pickCandidate(coll, bucket, k, prior);
     const std::vector<int> slots = search_->armSlots(coll, k, prior);
     k.measureCost = config_.measureCostShare[bucket];
     measuredKeys.push_back(key);

@@ -22,6 +22,7 @@ struct KeyState;
 struct PriorArm;
 class ArmStatistics;
 class Verifier;
+class ChannelSearch;
 class Search;
 class ExplorationBudget;
 
@@ -45,6 +46,9 @@ class OnlineLearner {
   void setCallsSoFar(int coll, int bucket, uint64_t calls);
   // One measured call: what actually ran and how long it took.
   void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, double latency_us);
+  // With the channels it ran (the profiler's count; 0 unknown) and those its decision asked for (0
+  // none: NCCL's own count, which the channel search starts from; < 0 unknown).
+  void observe(int coll, uint64_t nBytes, Algo algo, Proto proto, int nChannels, double latency_us, int askedChannels);
   // The next version: exploit choices and exploration rates from everything observed so far.
   std::unique_ptr<OnlineTable> build(uint64_t version);
   // The learned network, re-evaluated with windows() at each build where they changed.
@@ -88,9 +92,10 @@ class OnlineLearner {
   uint64_t modelRefits_ = 0;
   std::vector<KeyState> keys_;
   Counters counters_;
-  // The four jobs, each its own class (they refer to config_ and to each other: built in this order).
+  // The five jobs, each its own class (they refer to config_ and to each other: built in this order).
   std::unique_ptr<ArmStatistics> stats_;
   std::unique_ptr<Verifier> verifier_;
+  std::unique_ptr<ChannelSearch> channels_;
   std::unique_ptr<Search> search_;
   std::unique_ptr<ExplorationBudget> budget_;
 };

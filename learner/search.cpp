@@ -36,6 +36,7 @@ Candidates Search::learnedOr(const Candidates& fallback, int coll, int bucket) c
 
 std::optional<double> Search::untriedRatio(const KeyState& k, int slot,
                                                   std::optional<double> incumbentMean) const {
+  if (isChannelSlot(slot)) return channels_.untriedRatio(k, slot);
   if (!k.modelled) return config_.unknownRatio;
   const float arm = k.modelled_us[slot];
   if (!(arm >= 0)) return std::nullopt;  // IGNORE: NCCL would not run it
@@ -86,7 +87,7 @@ int Search::nextArm(const KeyState& k, int priorSlot, int runs) const {
   // undecided survivors, fastest measured first.
   int fresh = -1, survivor = -1;
   auto measuredMean = [&](int s) { return k.arms[s].w > 0 ? k.arms[s].s / k.arms[s].w : 0.0; };
-  for (int s = 0; s < kArmSlots; ++s) {
+  for (int s = 0; s < kPairSlots; ++s) {
     if (s == k.ncclDefault || s == priorSlot || s == k.incumbent || !(k.modelled_us[s] >= 0)) continue;
     if (verifier_.decided(k, s, runs) || stats_.settled(k, s)) continue;
     if (k.arms[s].n < static_cast<uint64_t>(config_.proposalSamples)) {
@@ -113,7 +114,7 @@ int Search::proposal(int coll, int bucket, KeyState& k, int priorSlot) const {
   // job's promotion seeded from the store) is the candidate, so the build promotes it now.
   if (stats_.trusted(k, runs)) {
     int winner = -1;
-    for (int s = 0; s < kArmSlots; ++s) {
+    for (int s = 0; s < kPairSlots; ++s) {
       if (s == runs || s == k.ncclDefault || s == priorSlot || !stats_.trusted(k, s) || !stats_.mayRun(k, s) ||
           k.forbidden(s))
         continue;
@@ -135,9 +136,9 @@ int Search::proposal(int coll, int bucket, KeyState& k, int priorSlot) const {
   };
   int best = -1;
   double bestScore = -std::log1p(config_.minProposedGain);
-  for (int s = 0; s < kArmSlots; ++s) {
+  for (int s = 0; s < kPairSlots; ++s) {
     if (!eligible(s)) continue;
-    const auto d = model_->difference(coll, bucket, algoOf(s), protoOf(s), algoOf(runs), protoOf(runs));
+    const auto d = model_->difference(coll, bucket, algoOf(s), protoOf(s), algoOf(k.pairOf(runs)), protoOf(k.pairOf(runs)));
     if (!d) continue;
     const double optimistic = d->meanLog - config_.proposalSigmas * d->sdLog;  // log(its time / what runs')
     if (optimistic < bestScore) {
@@ -167,7 +168,7 @@ void Search::staticCandidate(int coll, int bucket, KeyState& k, int priorSlot) c
 int Search::runnerUp(const KeyState& k, int priorSlot) const {
   if (!k.modelled || k.ncclDefault < 0 || !(k.modelled_us[k.ncclDefault] > 0)) return -1;
   int best = -1;
-  for (int s = 0; s < kArmSlots; ++s)
+  for (int s = 0; s < kPairSlots; ++s)
     if (s != k.ncclDefault && s != priorSlot && k.modelled_us[s] >= 0 &&
         (best < 0 || k.modelled_us[s] < k.modelled_us[best]))
       best = s;
@@ -175,19 +176,31 @@ int Search::runnerUp(const KeyState& k, int priorSlot) const {
   return best;
 }
 
-void Search::searchNext(KeyState& k, int priorSlot, int runs) const {
-  // An arm measured ahead of what runs beyond noise stays the candidate, so this build promotes it.
-  if (const int winner = aheadOf(k, runs); winner >= 0) {
-    setCandidate(k, winner, k.tested >> winner & 1 ? k.testedDecision[winner] : decisionAt(winner));
-    return;
-  }
-  const bool roundDone = k.candidate >= 0 && (k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples) ||
-                                              stats_.settled(k, k.candidate));
-  if (k.candidate >= 0 && !roundDone && !verifier_.decided(k, k.candidate, runs)) return;
-  if (const int next = nextArm(k, priorSlot, runs); next >= 0) setCandidate(k, next, decisionAt(next));
+bool Search::candidateDone(const KeyState& k, int runs) const {
+  if (k.candidate < 0) return true;
+  const bool roundDone = k.arms[k.candidate].n >= static_cast<uint64_t>(config_.proposalSamples) ||
+                         stats_.settled(k, k.candidate) || channels_.roundDone(k, k.candidate);
+  return roundDone || verifier_.decided(k, k.candidate, runs);
 }
 
-void Search::pickCandidate(int coll, int bucket, KeyState& k, int priorSlot) const {
+void Search::channelStep(KeyState& k, const PriorArm& prior, int runs) const {
+  if (const int c = channels_.next(k, runs, decisionOf(k, prior, runs)); c >= 0) setCandidate(k, c, decisionAt(k, c));
+}
+
+void Search::searchNext(KeyState& k, const PriorArm& prior, int runs) const {
+  // An arm measured ahead of what runs beyond noise stays the candidate, so this build promotes it.
+  if (const int winner = aheadOf(k, runs); winner >= 0) {
+    setCandidate(k, winner, k.tested >> winner & 1 ? k.testedDecision[winner] : decisionAt(k, winner));
+    return;
+  }
+  if (!candidateDone(k, runs)) return;
+  if (const int next = nextArm(k, prior.slot, runs); next >= 0) setCandidate(k, next, decisionAt(next));
+  else channelStep(k, prior, runs);  // the (algo, proto) search has settled: its channel count next
+}
+
+void Search::pickCandidate(int coll, int bucket, KeyState& k, const PriorArm& prior) const {
+  const int priorSlot = prior.slot;
+  const int previous = k.candidate;
   staticCandidate(coll, bucket, k, priorSlot);
   // The learned policy in the job proposes first: its belief, updated by what was measured, picks
   // what to measure next; the profile's candidate and NCCL's runner-up remain for where it has none.
@@ -197,10 +210,23 @@ void Search::pickCandidate(int coll, int bucket, KeyState& k, int priorSlot) con
   // every other configuration NCCL's table allows is tried in turn, cheapest by NCCL's own cost first:
   // the model orders what to measure, the measurement decides. With the learned arm model in the
   // job, it ranks instead, and NCCL's runner-up stands in only where it proposes nothing.
-  const int runs = k.incumbent >= 0 ? k.incumbent : (priorSlot >= 0 ? priorSlot : k.ncclDefault);
-  if (config_.mode == LearnerMode::RankedSearch && k.candidate < 0)
-    if (const int r = runnerUp(k, priorSlot); r >= 0) setCandidate(k, r, decisionAt(r));
-  if (config_.mode == LearnerMode::Search) searchNext(k, priorSlot, runs);
+  const int runs = runningArm(k, priorSlot);
+  if (config_.mode == LearnerMode::RankedSearch) {
+    // A channel arm under test stays the candidate until decided; else the ranked search's, and where
+    // its candidate has its answer, the channel search's next count.
+    if (isChannelSlot(previous) && k.candidate < 0) {
+      k.candidate = previous;  // kept while undecided, and where it won, so this build promotes it
+      const bool won = stats_.trusted(k, previous) && stats_.trusted(k, runs) &&
+                       stats_.compare(k.arms[previous], k.arms[runs]).faster;
+      if (candidateDone(k, runs) && !won) k.candidate = -1;
+      else k.candidateDecision = decisionAt(k, previous);
+    }
+    if (k.candidate < 0)
+      if (const int r = runnerUp(k, priorSlot); r >= 0) setCandidate(k, r, decisionAt(r));
+    if (k.candidate != previous || !isChannelSlot(previous))
+      if (candidateDone(k, runs)) channelStep(k, prior, runs);
+  }
+  if (config_.mode == LearnerMode::Search) searchNext(k, prior, runs);
   if (k.candidate >= 0) {
     k.tested |= uint32_t{1} << k.candidate;
     k.testedDecision[k.candidate] = k.candidateDecision;

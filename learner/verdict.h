@@ -22,6 +22,7 @@ struct ArmSummary {
   uint64_t n = 0;        // samples
   double meanLog = 0;    // mean of log(latency_us)
   double varLog = 0;     // variance of log(latency_us)
+  int nChannels = 0;     // the channel count the arm asks for; 0: NCCL's own (or its rule's)
 };
 
 struct Verdict {

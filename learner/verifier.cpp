@@ -39,7 +39,7 @@ bool Verifier::switchToBest(KeyState& k, const std::vector<int>& slots) const {
   // An arm online learning switched to gets its verdict like a candidate, so the job's gain is exported.
   if (!(k.tested >> best & 1)) {
     k.tested |= uint32_t{1} << best;
-    k.testedDecision[best] = decisionAt(best);
+    k.testedDecision[best] = decisionAt(k, best);
   }
   return true;
 }
@@ -69,6 +69,7 @@ std::vector<Verdict> Verifier::verdicts(const std::vector<KeyState>& keys) const
     const int base = k.ncclDefault >= 0 ? k.ncclDefault : k.incumbent;
     for (int slot = 0; slot < kArmSlots; ++slot) {
       if (!(k.tested >> slot & 1) || base < 0 || base == slot) continue;
+      if (isChannelSlot(slot) && k.channelArms[slot - kPairSlots].trimmed) continue;  // no arm of its own
       Verdict v;
       v.coll = static_cast<int>(key / SizeBucket::kCount);
       v.bucket = static_cast<int>(key % SizeBucket::kCount);

@@ -106,7 +106,7 @@ Expected<std::vector<VerdictRow>> Store::latestVerdicts(const std::string& finge
       std::string("SELECT ") + kColumns +
       " FROM verdicts v WHERE id = (SELECT max(id) FROM verdicts w WHERE w.fingerprint = v.fingerprint AND "
       "w.n_ranks = v.n_ranks AND w.n_nodes = v.n_nodes AND w.collective = v.collective AND w.min_bytes = v.min_bytes "
-      "AND w.algo = v.algo AND w.proto = v.proto) AND (?1 = '' OR fingerprint = ?1) AND (?2 = 0 OR "
+      "AND w.algo = v.algo AND w.proto = v.proto AND coalesce(w.n_channels, -1) = coalesce(v.n_channels, -1)) AND (?1 = '' OR fingerprint = ?1) AND (?2 = 0 OR "
       "(n_ranks = ?2 AND n_nodes = ?3)) ORDER BY fingerprint, n_ranks, n_nodes, collective, min_bytes, id";
   Statement st(db, sql.c_str());
   if (!st.ok()) return makeError(sqliteError(db, "prepare verdicts query"));

@@ -74,7 +74,14 @@ class Agent {
         if (!o[i].gpuTiming && o[i].profilerVersion >= 4) continue;
         const double latency_us = o[i].gpuTiming ? o[i].gpu_us : o[i].cpu_us;
         std::lock_guard comm(c->mutex);
-        if (c->learner) c->learner->observe(static_cast<int>(o[i].coll), o[i].bytes, o[i].algo, o[i].proto, latency_us);
+        // The channels that ran (v4+; before, the profiler names only the most it may use) and those the
+        // call's decision asked for (unknown where the call was not joined to it at its start).
+        const int ran = o[i].profilerVersion >= 4 ? o[i].nChannels : 0;
+        const int asked = o[i].join == DecisionJoin::Joined
+                              ? DecisionLog::unpack(o[i].decisionPacked, o[i].seq, o[i].bytes, o[i].decisionChunkBytes).nChannels
+                              : -1;
+        if (c->learner)
+          c->learner->observe(static_cast<int>(o[i].coll), o[i].bytes, o[i].algo, o[i].proto, ran, latency_us, asked);
       }
     }
   }

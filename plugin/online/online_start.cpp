@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "abi/abi.h"
 #include "plugin/log.h"
 #include "plugin/online/epoch_agent.h"
 #include "plugin/inputs/inputs_check.h"
@@ -65,6 +66,10 @@ learner::OnlineConfig learnerConfig(const Settings& settings, learner::LearnerMo
   const learner::MeasurementCost price = measurementCost(settings, ncclVersionCode);
   for (int b = 0; b < SizeBucket::kCount; ++b) config.measureCostShare[b] = price.share(SizeBucket::lowest(b));
   config.settledMeasureShare = settings.budget.measure;
+  // The channel search asks above NCCL's own count only where the release lets a tuner raise it
+  // (before 2.31); an unknown release is taken at its newest rules, where the count is a cap.
+  config.channelsCapOnly = ncclVersionCode <= 0 || abi::channelsAreCap(abi::pickRuleFor(ncclVersionCode));
+  config.searchChannels = settings.searchChannels;
   return config;
 }
 

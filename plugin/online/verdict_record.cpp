@@ -154,7 +154,8 @@ Expected<Ring> readRing(coord::RecordStore& backend, const VerdictScope& scope, 
 std::vector<store::VerdictRow> folded(std::vector<store::VerdictRow> older, const std::vector<store::VerdictRow>& rows) {
   for (const store::VerdictRow& r : rows) {
     auto same = std::find_if(older.begin(), older.end(), [&](const store::VerdictRow& o) {
-      return o.collective == r.collective && o.min_bytes == r.min_bytes && o.algo == r.algo && o.proto == r.proto;
+      return o.collective == r.collective && o.min_bytes == r.min_bytes && o.algo == r.algo && o.proto == r.proto &&
+             o.n_channels == r.n_channels;  // a channel count is its own candidate
     });
     if (same == older.end()) older.push_back(r);
     else if (r.ts_ns >= same->ts_ns) *same = r;

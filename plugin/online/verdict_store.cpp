@@ -202,7 +202,8 @@ size_t resumeVerdicts(learner::OnlineLearner& learner, const VerdictScope& scope
   if (scope.backend)  // the newer of the two wins per candidate: the store is this node's, the backend the cluster's
     for (store::VerdictRow& t : readTravelledVerdicts(*scope.backend, scope)) {
       auto same = std::find_if(rows.begin(), rows.end(), [&](const store::VerdictRow& r) {
-        return r.collective == t.collective && r.min_bytes == t.min_bytes && r.algo == t.algo && r.proto == t.proto;
+        return r.collective == t.collective && r.min_bytes == t.min_bytes && r.algo == t.algo && r.proto == t.proto &&
+               r.n_channels == t.n_channels;
       });
       if (same != rows.end() && same->ts_ns >= t.ts_ns) continue;
       ++travelled;
@@ -217,7 +218,8 @@ size_t resumeVerdicts(learner::OnlineLearner& learner, const VerdictScope& scope
     if (!r.problem.empty() || !coll || !a || !p || !ba || !bp || r.n < 0 || r.base_n < 0) continue;
     const int bucket = SizeBucket::of(r.min_bytes);
     learner.seed(static_cast<int>(*coll), bucket,
-                 learner::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us},
+                 learner::ArmSummary{*a, *p, static_cast<uint64_t>(r.n), r.mean_log_us, r.var_log_us,
+                                     r.n_channels > 0 ? static_cast<int>(r.n_channels) : 0},
                  r.state == learner::verdictStateName(learner::VerdictState::Promoted));
     learner.seed(static_cast<int>(*coll), bucket,
                  learner::ArmSummary{*ba, *bp, static_cast<uint64_t>(r.base_n), r.base_mean_log_us, r.base_var_log_us});

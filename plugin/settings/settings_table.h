@@ -93,6 +93,7 @@ void eachVariable(V& v, S& s) {
   v.path("DYNAMICCL_MEASUREMENT_COST", s.measurementCost, "the published figures");
   v.template coded<OnlineCodec>("DYNAMICCL_ONLINE", s.online);
   v.template coded<VerifyCodec>("DYNAMICCL_VERIFY", s.verify);
+  v.flag("DYNAMICCL_SEARCH_CHANNELS", s.searchChannels);
   v.nccl("NCCL_ALGO", s.ncclAlgo);
   v.nccl("NCCL_PROTO", s.ncclProto);
   v.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
