@@ -45,6 +45,10 @@ int ncclVersionInForce(const Settings& settings) {
   return settings.ncclVersionCode > 0 ? settings.ncclVersionCode : detectNcclVersion();
 }
 
+abi::Host hostInForce(const Settings& settings) {
+  return settings.host ? *settings.host : rcclInProcess() ? abi::Host::Rccl : abi::Host::Nccl;
+}
+
 int detectNcclVersion() {
   if (int code = callGetVersion(dlsym(RTLD_DEFAULT, "ncclGetVersion"))) return code;
   if (int code = versionOfLoaded("libnccl.so.2")) return code;

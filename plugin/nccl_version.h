@@ -31,6 +31,8 @@ bool rcclInProcess();
 int detectNcclVersion();
 // The version NCCL's rules are read from without logging: DYNAMICCL_NCCL_VERSION, else detected; 0 unknown.
 int ncclVersionInForce(const Settings& settings);
+// The host the rules are read from without logging: DYNAMICCL_HOST, else the one seen in the process.
+abi::Host hostInForce(const Settings& settings);
 // "2.28.9" for 22809.
 std::string ncclVersionText(int versionCode);
 
