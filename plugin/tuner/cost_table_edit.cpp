@@ -36,6 +36,11 @@ const float* CostCells::ours(float (&scratch)[kNumAlgos * kNumProtos]) const {
 }
 
 TableVerdict inspectCostTable(const CostCells& table) {
+  if (table.ncclShape()) {  // NCCL's contiguous 21: one pass the compiler vectorizes (the hot path's figure)
+    bool finite = true;
+    for (int k = 0; k < kOurCells; ++k) finite &= std::isfinite(table.cells[k]);
+    return finite ? TableVerdict::Usable : TableVerdict::NonFinite;
+  }
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p)
       if (!std::isfinite(table.at(a, p))) return TableVerdict::NonFinite;
@@ -82,9 +87,14 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, co
     // RCCL takes the tuner's choice only when the minimum is exactly 0.0: ours is the only 0 there.
     const int chosen = a * kNumProtos + p;
     const int last = rule == abi::PickRule::Nccl2_31 || limits.uniqueZero ? kOurCells : chosen;
-    for (int k = 0; k < last; ++k) {
-      float& e = table.at(k / kNumProtos, k % kNumProtos);
-      if (k != chosen && e == 0.0f) e = FLT_MIN;
+    if (table.ncclShape()) {  // NCCL's slot k is cell k
+      for (int k = 0; k < last; ++k)
+        if (k != chosen && table.cells[k] == 0.0f) table.cells[k] = FLT_MIN;
+    } else {
+      for (int k = 0; k < last; ++k) {
+        float& e = table.at(k / kNumProtos, k % kNumProtos);
+        if (k != chosen && e == 0.0f) e = FLT_MIN;
+      }
     }
     table.at(a, p) = 0.0f;
     if (applied->nChannels > 0) *nChannels = applied->nChannels;
