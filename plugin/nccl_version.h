@@ -22,12 +22,12 @@ struct NcclRules {
   const abi::HostRules& hostRules() const { return abi::rulesOf(host); }
 };
 
-// RCCL is in the process: librccl loaded (RTLD_NOLOAD, so also when loaded RTLD_LOCAL), or RCCL-only
+// RCCL is in the process: a librccl.so* in the loader's list (also one loaded RTLD_LOCAL), or RCCL-only
 // exports (mscclLoadAlgo with ncclAllToAllv) in the global scope.
 bool rcclInProcess();
 
-// ncclGetVersion from the global scope, else from an already loaded libnccl.so.2 or librccl.so.1
-// (RTLD_NOLOAD: a PyTorch wheel loads it RTLD_LOCAL); 0 when none answers (static NCCL, no NCCL at all).
+// ncclGetVersion from the global scope, else from an already loaded libnccl.so.2 or librccl (RTLD_NOLOAD:
+// a PyTorch wheel loads it RTLD_LOCAL); 0 when none answers (static NCCL, no NCCL at all).
 int detectNcclVersion();
 // The version NCCL's rules are read from without logging: DYNAMICCL_NCCL_VERSION, else detected; 0 unknown.
 int ncclVersionInForce(const Settings& settings);
