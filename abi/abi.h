@@ -6,3 +6,4 @@
 #include "abi/nccl_profiler_abi.h"
 #include "abi/chunk_limits.h"
 #include "abi/pick_rule.h"
+#include "abi/host_rules.h"

@@ -483,6 +483,32 @@ TEST(Profiler, ObservationsReachTheStore) {
   EXPECT_EQ(measured, 10);
 }
 
+// A run's row says which host ran it and what the user fixed (env_json); NCCL's rows read as before.
+TEST(Profiler, AStoreRunSaysWhichHostRanAndWhatTheUserFixed) {
+  auto envJson = [](const std::string& path) {
+    sqlite3* db = nullptr;
+    std::string out;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "SELECT env_json FROM runs", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return out;
+  };
+  {
+    ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+    ScopedEnv host("DYNAMICCL_HOST", "rccl"), fixed("NCCL_MAX_NCHANNELS", "16"), proto("RCCL_OVERRIDE_PROTO", "LL");
+    ASSERT_NO_FATAL_FAILURE(profileTenCalls());
+    EXPECT_EQ(envJson(env.db.path()), R"({"NCCL_MAX_NCHANNELS":"16","RCCL_OVERRIDE_PROTO":"LL","host":"rccl"})");
+  }
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  ScopedEnv host("DYNAMICCL_HOST", "nccl"), proto("RCCL_OVERRIDE_PROTO", "LL");
+  ASSERT_NO_FATAL_FAILURE(profileTenCalls());
+  EXPECT_EQ(envJson(env.db.path()), "{}");
+}
+
 // The ranks of a node share its store file: one records, the others record nothing and say why.
 TEST(Profiler, OneProcessPerStoreFileRecordsTheOthersSayWhy) {
   ChannelEnv env("4096", "65536", "2000", /*store=*/true);

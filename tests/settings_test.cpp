@@ -35,6 +35,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_ENABLE", "1", false},
     {"DYNAMICCL_TRUST", "verified", false},
     {"DYNAMICCL_NCCL_VERSION", "(unset)", false},
+    {"DYNAMICCL_HOST", "(unset)", false},
     {"DYNAMICCL_DB", "(unset)", true},
     {"DYNAMICCL_DB_MAX_MB", "(unset)", false},
     {"DYNAMICCL_RECORD", "1", false},

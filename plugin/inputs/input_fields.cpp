@@ -32,7 +32,7 @@ std::vector<InputField> decisionInputs(const Settings& s, const std::string& pro
   const char* online = s.online == OnlineSwitch::On ? "1" : s.online == OnlineSwitch::Off ? "0" : "unset";
   const char* verify = s.verify == VerifySwitch::On ? "1" : s.verify == VerifySwitch::Off ? "0" : "auto";
   // Switches first: a rank with DYNAMICCL_ENABLE=0 reads no profile, and the line should say why.
-  return {
+  std::vector<InputField> fields = {
       {"plugin", DYNAMICCL_PLUGIN_VERSION},
       {"nccl_rules", rules.versionCode > 0 ? ncclVersionText(rules.versionCode) + " rule " +
                                                  std::to_string(static_cast<int>(rules.rule))
@@ -48,6 +48,13 @@ std::vector<InputField> decisionInputs(const Settings& s, const std::string& pro
       {"topology", buildFingerprint(shape, host).text()},
       {"DYNAMICCL_WORKLOAD", workload(s.workload)},
   };
+  // Only where they differ from NCCL's defaults, so that NCCL's records read as they always did.
+  if (rules.host != abi::Host::Nccl) fields[1].value = std::string(rules.hostRules().name) + " " + fields[1].value;
+  const std::string fixed = (s.ncclMinChannels.empty() && s.ncclMaxChannels.empty() ? "" : "channels ") +
+                            std::string(rules.hostRules().overridesAfterTuner && !s.rcclOverrideAlgo.empty() ? "algo " : "") +
+                            (rules.hostRules().overridesAfterTuner && !s.rcclOverrideProto.empty() ? "proto" : "");
+  if (!fixed.empty()) fields.push_back({"user_fixed", fixed});
+  return fields;
 }
 
 std::string inputsRecord(const std::vector<InputField>& fields, const std::string& who) {

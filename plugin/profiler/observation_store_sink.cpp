@@ -50,6 +50,12 @@ class StoreSink final : public WorkerSink {
       : ncclAlgo_(settings.ncclAlgo), ncclProto_(settings.ncclProto) {
     // Whose channel semantics the applied report reads these rows under (the worker thread: dlopen is fine).
     if (const int code = ncclVersionInForce(settings)) ncclVersion_ = ncclVersionText(code);
+    rccl_ = hostInForce(settings) == abi::Host::Rccl;
+    fixed_ = {{"NCCL_MIN_NCHANNELS", settings.ncclMinChannels}, {"NCCL_MAX_NCHANNELS", settings.ncclMaxChannels}};
+    if (rccl_) {
+      fixed_.push_back({"RCCL_OVERRIDE_ALGO", settings.rcclOverrideAlgo});
+      fixed_.push_back({"RCCL_OVERRIDE_PROTO", settings.rcclOverrideProto});
+    }
     options_.path = settings.dbPath;
     options_.max_bytes = settings.dbMaxBytes;
     options_.give_up = giveUp;
@@ -270,11 +276,16 @@ class StoreSink final : public WorkerSink {
     std::string json = "{";
     if (!ncclAlgo_.empty()) json += "\"NCCL_ALGO\":" + quoted(ncclAlgo_);
     if (!ncclProto_.empty()) json += std::string(json.size() > 1 ? "," : "") + "\"NCCL_PROTO\":" + quoted(ncclProto_);
+    for (const auto& [name, value] : fixed_)  // knobs the user fixed (the plugin left them alone)
+      if (!value.empty()) json += std::string(json.size() > 1 ? "," : "") + "\"" + name + "\":" + quoted(value);
+    if (rccl_) json += std::string(json.size() > 1 ? "," : "") + "\"host\":\"rccl\"";  // NCCL: no key, as before
     return json + "}";
   }
 
   store::StoreOptions options_;
   std::string ncclAlgo_, ncclProto_, ncclVersion_;
+  bool rccl_ = false;
+  std::vector<std::pair<const char*, std::string>> fixed_;
   int64_t wallMinusSteady_ns_ = 0;
 
   std::mutex mutex_;  // pending_, stopping_, unusable_

@@ -103,6 +103,13 @@ std::optional<std::string> NcclVersionCodec::parse(const char* v, int& code) {
   return std::nullopt;
 }
 
+std::optional<std::string> HostCodec::parse(const char* v, std::optional<abi::Host>& host) {
+  auto h = abi::parseHost(v);
+  if (!h) return "expected nccl or rccl";
+  host = *h;
+  return std::nullopt;
+}
+
 std::optional<std::string> DbMaxCodec::parse(const char* v, int64_t& bytes) {
   auto cap = store::maxBytesFromMegabytes(v);  // the store's rule, the tools' too
   if (!cap) return "expected a number of MB in (0, 1e9)";

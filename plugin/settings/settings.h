@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "abi/abi.h"
 #include "features/features.h"
 #include "policy/policy.h"
 
@@ -64,6 +66,8 @@ struct Settings {
   // DYNAMICCL_NCCL_VERSION=2.28|2.30|2.31[.patch] or a code such as 23102: whose selection rules the
   // plugin follows (tests, the harness, a libnccl it cannot see); 0: read NCCL's version at init.
   int ncclVersionCode = 0;
+  // DYNAMICCL_HOST=nccl|rccl: which library loaded the plugin (abi/host_rules.h); unset: looked up at init.
+  std::optional<abi::Host> host;
 
   // Profiler role: the measurement channel and its sinks.
   std::string dbPath;               // DYNAMICCL_DB; empty: the store's per-host default
@@ -81,6 +85,9 @@ struct Settings {
   bool profilerIsUs = false;                  // NCCL_PROFILER_PLUGIN (NCCL's) names this library
   // NCCL's own selection knobs, recorded with each run in the store (they override the tuner); never acted on.
   std::string ncclAlgo, ncclProto;            // NCCL_ALGO, NCCL_PROTO as set; empty: unset
+  // Knobs the user fixed, which the plugin then leaves alone (one INFO line): NCCL_MIN/MAX_NCHANNELS
+  // (both hosts), RCCL_OVERRIDE_ALGO/PROTO (RCCL applies them after the tuner). Empty: unset.
+  std::string ncclMinChannels, ncclMaxChannels, rcclOverrideAlgo, rcclOverrideProto;
   uint64_t epochCalls = 1000;                 // DYNAMICCL_EPOCH_CALLS, 10..1e9
   int64_t epochTimeout_ms = 60000;            // DYNAMICCL_EPOCH_TIMEOUT_MS, 1..86400000
   std::string coordDir;                       // DYNAMICCL_COORD_DIR

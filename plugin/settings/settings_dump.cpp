@@ -50,6 +50,10 @@ std::string NcclVersionCodec::show(int code) {
   return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
 }
 
+std::string HostCodec::show(const std::optional<abi::Host>& host) {
+  return host ? (*host == abi::Host::Rccl ? "rccl" : "nccl") : "";
+}
+
 std::string DbMaxCodec::show(int64_t bytes) {
   return bytes > 0 ? numberText(static_cast<double>(bytes) / (1024 * 1024)) : "";
 }

@@ -22,6 +22,11 @@ struct NcclVersionCodec {
   static std::optional<std::string> parse(const char* v, int& code);
   static std::string show(int code);
 };
+struct HostCodec {
+  static constexpr const char* kDefault = "the library in the process";
+  static std::optional<std::string> parse(const char* v, std::optional<abi::Host>& host);
+  static std::string show(const std::optional<abi::Host>& host);
+};
 struct DbMaxCodec {
   static constexpr const char* kDefault = "no cap";
   static std::optional<std::string> parse(const char* v, int64_t& bytes);
@@ -84,6 +89,7 @@ void eachVariable(V& v, S& s) {
   v.flag("DYNAMICCL_ENABLE", s.enabled);
   v.template coded<TrustCodec>("DYNAMICCL_TRUST", s.trust);
   v.template coded<NcclVersionCodec>("DYNAMICCL_NCCL_VERSION", s.ncclVersionCode);
+  v.template coded<HostCodec>("DYNAMICCL_HOST", s.host);
   v.path("DYNAMICCL_DB", s.dbPath, "the per-host default");
   v.template coded<DbMaxCodec>("DYNAMICCL_DB_MAX_MB", s.dbMaxBytes);
   v.flag("DYNAMICCL_RECORD", s.record);
@@ -96,6 +102,10 @@ void eachVariable(V& v, S& s) {
   v.flag("DYNAMICCL_SEARCH_CHANNELS", s.searchChannels);
   v.nccl("NCCL_ALGO", s.ncclAlgo);
   v.nccl("NCCL_PROTO", s.ncclProto);
+  v.nccl("NCCL_MIN_NCHANNELS", s.ncclMinChannels);
+  v.nccl("NCCL_MAX_NCHANNELS", s.ncclMaxChannels);
+  v.nccl("RCCL_OVERRIDE_ALGO", s.rcclOverrideAlgo);
+  v.nccl("RCCL_OVERRIDE_PROTO", s.rcclOverrideProto);
   v.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
   v.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
   v.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");

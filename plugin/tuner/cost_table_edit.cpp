@@ -4,21 +4,61 @@
 #include <cmath>
 
 namespace dynamiccl::plugin {
+namespace {
 
-TableVerdict inspectCostTable(abi::CostTable table) {
+constexpr int kOurCells = kNumAlgos * kNumProtos;
+
+bool isOurs(int a, int p) { return a < kNumAlgos && p < kNumProtos; }
+
+// A cell outside NCCL's 7x3 the host could run at `cost` or less (or at all, when cost < 0): then
+// the host's own pick may not be one of ours.
+bool outsiderCompetes(const CostCells& t, float cost) {
+  for (int a = 0; a < t.numAlgo; ++a)
+    for (int p = 0; p < t.numProto; ++p)
+      if (!isOurs(a, p) && t.at(a, p) >= 0.0f && (cost < 0.0f || t.at(a, p) <= cost)) return true;
+  return false;
+}
+
+bool outsiderHoldsZero(const CostCells& t) {
+  for (int a = 0; a < t.numAlgo; ++a)
+    for (int p = 0; p < t.numProto; ++p)
+      if (!isOurs(a, p) && t.at(a, p) == 0.0f) return true;
+  return false;
+}
+
+}  // namespace
+
+const float* CostCells::ours(float (&scratch)[kNumAlgos * kNumProtos]) const {
+  if (ncclShape()) return cells;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) scratch[a * kNumProtos + p] = at(a, p);
+  return scratch;
+}
+
+TableVerdict inspectCostTable(const CostCells& table) {
+  if (table.ncclShape()) {  // NCCL's contiguous 21: one pass the compiler vectorizes (the hot path's figure)
+    bool finite = true;
+    for (int k = 0; k < kOurCells; ++k) finite &= std::isfinite(table.cells[k]);
+    return finite ? TableVerdict::Usable : TableVerdict::NonFinite;
+  }
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p)
-      if (!std::isfinite(table[a][p])) return TableVerdict::NonFinite;
+      if (!std::isfinite(table.at(a, p))) return TableVerdict::NonFinite;
   return TableVerdict::Usable;
 }
 
-int ncclOwnChoice(abi::CostTable table, abi::PickRule rule) {
-  const int slot = abi::ncclChoice(table[0], rule);  // float[7][3] is contiguous; untouched: as NCCL filled it
+int ncclOwnChoice(const CostCells& table, abi::PickRule rule) {
+  float scratch[kOurCells];
+  const float* cells = table.ours(scratch);
+  const int slot = abi::ncclChoice(cells, rule);  // untouched: as NCCL filled it
+  if (!table.ncclShape() && outsiderCompetes(table, slot == abi::kNoPick ? -1.0f : cells[slot]))
+    return policy::kNcclChoiceUnknown;
   return slot == abi::kNoPick ? policy::kNcclChoiceUnknown : slot;
 }
 
-const policy::Decision* applyCandidates(const policy::Candidates& candidates, abi::CostTable table, int* nChannels,
-                                        abi::PickRule rule) {
+const policy::Decision* applyCandidates(const policy::Candidates& candidates, const CostCells& table, int* nChannels,
+                                        abi::PickRule rule, const EditLimits& limits, policy::Decision* applied) {
+  if (!table.ncclShape() && outsiderHoldsZero(table)) return nullptr;  // a 0 we may not move would tie ours
   int ncclSlot = -1;  // NCCL's own choice, found once and only for guarded candidates
   for (int i = 0; i < candidates.count; ++i) {
     const policy::Decision& d = candidates.decisions[i];
@@ -26,28 +66,38 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, ab
       if (ncclSlot < 0) ncclSlot = ncclOwnChoice(table, rule);
       if (!candidates.admitted(i, ncclSlot)) continue;
     }
+    *applied = d;
+    if (limits.keepChannels) applied->nChannels = 0;
     if (d.keepsAlgoProto()) {
-      if (d.nChannels > 0) *nChannels = d.nChannels;
+      if (applied->nChannels > 0) *nChannels = applied->nChannels;
       return &d;
     }
     const int a = static_cast<int>(d.algo);
     int p = static_cast<int>(d.proto);
-    if (d.leavesProtoToNccl()) {  // the protocol NCCL's own costs pick in that algorithm's row
-      const int slot = abi::ncclChoiceWithin(table[0], rule, a);
+    if (d.leavesProtoToNccl() || limits.keepProto) {  // the protocol NCCL's own costs pick in that algorithm's row
+      float scratch[kOurCells];
+      const int slot = abi::ncclChoiceWithin(table.ours(scratch), rule, a);
       if (slot == abi::kNoPick) continue;
       p = slot % kNumProtos;
+      applied->proto = Proto::Default;
     }
-    if (!(table[a][p] >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
+    if (!(table.at(a, p) >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
     // The strict minimum wins; ties go to the lowest slot before 2.31 (no earlier entry may also be
     // 0) and to the highest from 2.31 (no other entry may be 0). Entries NCCL fills in 2.31 are > 0.
+    // RCCL takes the tuner's choice only when the minimum is exactly 0.0: ours is the only 0 there.
     const int chosen = a * kNumProtos + p;
-    const int last = rule == abi::PickRule::Nccl2_31 ? kNumAlgos * kNumProtos : chosen;
-    for (int k = 0; k < last; ++k) {
-      float& e = table[k / kNumProtos][k % kNumProtos];
-      if (k != chosen && e == 0.0f) e = FLT_MIN;
+    const int last = rule == abi::PickRule::Nccl2_31 || limits.uniqueZero ? kOurCells : chosen;
+    if (table.ncclShape()) {  // NCCL's slot k is cell k
+      for (int k = 0; k < last; ++k)
+        if (k != chosen && table.cells[k] == 0.0f) table.cells[k] = FLT_MIN;
+    } else {
+      for (int k = 0; k < last; ++k) {
+        float& e = table.at(k / kNumProtos, k % kNumProtos);
+        if (k != chosen && e == 0.0f) e = FLT_MIN;
+      }
     }
-    table[a][p] = 0.0f;
-    if (d.nChannels > 0) *nChannels = d.nChannels;
+    table.at(a, p) = 0.0f;
+    if (applied->nChannels > 0) *nChannels = applied->nChannels;
     return &d;
   }
   return nullptr;

@@ -91,6 +91,8 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   c->abiVersion = abiVersion;
   const NcclRules rules = resolveNcclRules(*settings);
   c->pickRule = rules.rule;
+  c->host = &rules.hostRules();
+  c->fixed = userFixed(*settings, rules);
   c->view.shape.commId = commId;
   c->view.shape.nRanks = static_cast<int>(nRanks);
   c->view.shape.nNodes = static_cast<int>(nNodes);
@@ -141,29 +143,44 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
     steerMeasurement(*c);
     return ncclSuccess;
   }
-  if (numAlgo != kNumAlgos || numProto != kNumProtos || !collCostTable || !nChannels) {
-    if (firstTime(gWarnedBadTableShape))
-      logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
-              kNumAlgos, kNumProtos);
+  const abi::HostRules& host = *c->host;
+  if (!abi::acceptsShape(host, numAlgo, numProto) || !collCostTable || !nChannels) {
+    if (firstTime(gWarnedBadTableShape)) {
+      if (host.minAlgos == host.maxAlgos && host.minProtos == host.maxProtos)
+        logWarn("cost table of %dx%d (expected %dx%d) or null argument; NCCL's own choices stand", numAlgo, numProto,
+                host.minAlgos, host.minProtos);
+      else
+        logWarn("cost table of %dx%d (%s hands %d-%d x %d-%d) or null argument; %s's own choices stand", numAlgo,
+                numProto, host.name, host.minAlgos, host.maxAlgos, host.minProtos, host.maxProtos, host.name);
+    }
     rememberChunk(*c, coll, nullptr);
     logDecision(*c, coll, nBytes, nullptr, false);
     return ncclSuccess;
   }
+  if (c->fixed.keepAlgo) {  // RCCL_OVERRIDE_ALGO: RCCL runs the user's algorithm whatever the table says
+    rememberChunk(*c, coll, nullptr);
+    logDecision(*c, coll, nBytes, nullptr, false);
+    steerMeasurement(*c);
+    return ncclSuccess;
+  }
+  const CostCells cells{reinterpret_cast<float*>(collCostTable), numAlgo, numProto};
+  float scratch[kNumAlgos * kNumProtos];
   const policy::Candidates* learned =
-      c->online ? onlinePick(*c->online, coll, nBytes, reinterpret_cast<const float*>(collCostTable), c->pickRule) : nullptr;
+      c->online ? onlinePick(*c->online, coll, nBytes, cells.ours(scratch), c->pickRule) : nullptr;
   const policy::Candidates& candidates = learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, regBuff);
+  policy::Decision ran;  // what the host is told: the decision less what the user or the host keeps
   const policy::Decision* applied = nullptr;
   if (candidates.count) {
-    abi::CostTable table = abi::asCostTable(collCostTable);
-    if (inspectCostTable(table) == TableVerdict::Usable) {
-      applied = applyCandidates(candidates, table, nChannels, c->pickRule);
+    if (inspectCostTable(cells) == TableVerdict::Usable) {
+      applied = applyCandidates(candidates, cells, nChannels, c->pickRule, c->fixed.limits, &ran);
     } else if (firstTime(gWarnedOddTable)) {
       logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
               collectiveName(Collective(coll)).data());
     }
   }
-  rememberChunk(*c, coll, applied);
-  logDecision(*c, coll, nBytes, applied, learned != nullptr);
+  if (applied && !host.callsGetChunkSize) ran.chunkBytes = 0;  // never asked: no chunk is ours to claim
+  rememberChunk(*c, coll, applied ? &ran : nullptr);
+  logDecision(*c, coll, nBytes, applied ? &ran : nullptr, learned != nullptr);
   steerMeasurement(*c);
   return ncclSuccess;
 }
@@ -178,17 +195,23 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
     return logDecision(*c, coll, nBytes, nullptr, false), ncclSuccess;
   const policy::Candidates* learned = c->online ? onlinePick(*c->online, coll, nBytes, nullptr, c->pickRule) : nullptr;
   const policy::Decision* d =
-      firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0), nvlsSupport != 0,
-                      collNetSupport != 0, c->view.shape.nNodes);
+      c->fixed.keepAlgo ? nullptr
+                        : firstFeasibleV2(learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, 0),
+                                          nvlsSupport != 0, collNetSupport != 0, c->view.shape.nNodes);
+  policy::Decision ran;
   if (d) {
+    ran = *d;
+    if (c->fixed.limits.keepChannels) ran.nChannels = 0;
+    if (!c->host->callsGetChunkSize) ran.chunkBytes = 0;
     if (!d->keepsAlgoProto()) {
       *algorithm = static_cast<int>(d->algo);
-      *protocol = static_cast<int>(d->proto);
+      if (c->fixed.limits.keepProto) ran.proto = Proto::Default;
+      else *protocol = static_cast<int>(d->proto);
     }
-    if (d->nChannels > 0) *nChannels = d->nChannels;
+    if (ran.nChannels > 0) *nChannels = ran.nChannels;
   }
-  rememberChunk(*c, coll, d);
-  logDecision(*c, coll, nBytes, d, learned != nullptr);
+  rememberChunk(*c, coll, d ? &ran : nullptr);
+  logDecision(*c, coll, nBytes, d ? &ran : nullptr, learned != nullptr);
   steerMeasurement(*c);
   return ncclSuccess;
 }
@@ -196,7 +219,7 @@ ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nByte
 ncclResult_t tunerGetChunkSize(void* context, ncclFunc_t collType, size_t, int algo, int proto, int,
                                size_t* chunkSize) {
   TunerContext* c = TunerContext::from(context);
-  if (!c || !chunkSize || !isTunable(collType) || proto < 0 || proto >= kNumProtos || algo < 0 || algo >= kNumAlgos)
+  if (!c || !chunkSize || !c->host->callsGetChunkSize || !isTunable(collType) || proto < 0 || proto >= kNumProtos || algo < 0 || algo >= kNumAlgos)
     return ncclSuccess;
   const TunerContext::ChunkMemory& m = c->lastChunk[static_cast<int>(collType)];
   if (!m.valid) return ncclSuccess;

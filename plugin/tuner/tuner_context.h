@@ -11,6 +11,7 @@
 #include "plugin/online_comm.h"
 #include "plugin/tuner/comm_decisions.h"
 #include "plugin/tuner/profile_source.h"
+#include "plugin/tuner/user_fixed.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::plugin {
@@ -20,6 +21,8 @@ struct TunerContext {
   uint64_t magic = kMagic;
   int abiVersion = 0;
   abi::PickRule pickRule = abi::kNewestPickRule;  // NCCL's selection rules for this process (nccl_version.h)
+  const abi::HostRules* host = &abi::kNcclRules;  // which library loaded us and its rules (abi/host_rules.h)
+  UserFixed fixed;                                 // knobs the user fixed, left alone (user_fixed.h)
   TunerView view;  // the communicator's shape and the decision log per call, what the other roles read
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
   policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST
