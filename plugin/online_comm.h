@@ -103,6 +103,7 @@ struct OnlineComm {
   // The agent's own: when it last read ahead, and whether a store that lost records awaits ours.
   std::chrono::steady_clock::time_point lastReadAhead{};
   bool republishing = false;
+  bool catchingUp = false;  // its last read-ahead found every boundary it asked for: the next one comes soon
   bool keptClaimed = false;  // FROZEN (or the record found there) settled where this rank kept its version
   // What the store held that this rank did not write or adopt, by cause: said at the first, counted
   // after, and the count said when the communicator ends (a store answering every poll with it must
