@@ -52,8 +52,8 @@ bool everyRankVotedNone(OnlineComm& s, uint64_t boundary) {
 // The bound passed without a record: this rank keeps the version it runs, for good (no boundary is
 // crossed again, so the fault costs the bound once), publishes nothing from here (a leader), and its
 // agent claims FROZEN here once the store answers, so a rank reaching this boundary later runs what
-// this one runs. Ranks that read the boundary's table before the store went adopt it: the one window
-// where ranks may differ (docs/ONLINE.md, "The guarantee and its cost").
+// this one runs. Ranks that read the boundary's table before the store went adopt it: where ranks may
+// differ (docs/ONLINE.md, "When the leader is late, dead or the backend slow").
 // False (nothing kept) where this rank's own publish of the boundary landed meanwhile (a leader whose
 // agent was late) and `unlessPublished`: its table is in the store, and the caller reads it instead.
 bool keepVersion(OnlineComm& s, uint64_t boundary, int64_t waited_ms, bool answering, bool unlessPublished) {
@@ -83,7 +83,6 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   // The same end as the followers', who reached the boundary about when the leader began that wait: a
   // leader reading on past it could adopt a table that landed after they kept their version.
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
-  const int64_t bound_ms = timeout_ms;
   bool answering = false;                      // the store answers "none yet" without a failure...
   Clock::time_point answeringSince{};          // ...since then
   Clock::time_point lastRead{};                // this wait's own reads: one per kNearBoundaryPoll at most
@@ -109,15 +108,15 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
     }
     const auto now = Clock::now();
     const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
-    // A vote, and FROZEN, only once the store has answered "no record" for a share of the bound without a failure.
+    // A vote, and FROZEN, only once the store has answered "no record" for a share of the bound, no failure between.
     const int64_t answered_ms =
         answering ? std::chrono::duration_cast<std::chrono::milliseconds>(now - answeringSince).count() : 0;
-    const bool mayVote = answering && answered_ms >= kVoteAfter * static_cast<double>(bound_ms);
+    const bool mayVote = answering && answered_ms >= kVoteAfter * static_cast<double>(timeout_ms);
     if (mayVote && now - lastVote >= kNearBoundaryPoll) {
       lastVote = now;
       everyVote = everyRankVotedNone(s, boundary);
     }
-    if (mayVote && (everyVote || waited_ms >= kClaimWithoutEveryVoteAfter * static_cast<double>(bound_ms))) {
+    if (mayVote && (everyVote || waited_ms >= kClaimWithoutEveryVoteAfter * static_cast<double>(timeout_ms))) {
       // Claim the boundary for "frozen": the store keeps whichever record came first, and every
       // rank (leader included) adopts that one, so a late leader and a timed-out follower agree. A
       // rank whose vote is still missing this late is taken for dead.
@@ -149,7 +148,7 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
       logged = true;
       logInfo("online: waiting for the leader's version at boundary %llu of communicator %016llx (%s), at most %lld ms",
               static_cast<unsigned long long>(boundary), static_cast<unsigned long long>(s.commId),
-              s.store->describe().c_str(), static_cast<long long>(bound_ms));
+              s.store->describe().c_str(), static_cast<long long>(timeout_ms));
     }
     wakeEpochAgent();
     std::this_thread::sleep_for(std::chrono::microseconds(attempt < 20 ? 50 : 1000));
