@@ -54,13 +54,12 @@ bool everyRankVotedNone(OnlineComm& s, uint64_t boundary) {
 // agent claims FROZEN here once the store answers, so a rank reaching this boundary later runs what
 // this one runs. Ranks that read the boundary's table before the store went adopt it: where ranks may
 // differ (docs/ONLINE.md, "When the leader is late, dead or the backend slow").
-// False (nothing kept) where this rank's own publish of the boundary landed meanwhile (a leader whose
-// agent was late) and `unlessPublished`: its table is in the store, and the caller reads it instead.
-bool keepVersion(OnlineComm& s, uint64_t boundary, int64_t waited_ms, bool answering, bool unlessPublished) {
+// A leader keeps too when its own publish lands as the bound ends: the followers, who reached the
+// boundary about when the leader began waiting for that publish, are as likely to have kept theirs.
+void keepVersion(OnlineComm& s, uint64_t boundary, int64_t waited_ms, bool answering) {
   {
     std::lock_guard lock(s.publishMutex);  // a publish in flight ends first: none starts after the vote
     if (uint64_t voted = s.votedNone.load(); voted == 0 || voted > boundary) s.votedNone.store(boundary);
-    if (unlessPublished && s.publishedBoundary.load() >= boundary) return false;
   }
   s.keptAt.store(boundary);
   s.frozen = true;
@@ -71,7 +70,6 @@ bool keepVersion(OnlineComm& s, uint64_t boundary, int64_t waited_ms, bool answe
           static_cast<long long>(waited_ms),
           answering ? "the store answers but could not settle the boundary" : "the store does not answer");
   wakeEpochAgent();
-  return true;
 }
 
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
@@ -133,17 +131,7 @@ void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
         }
       }
     }
-    if (now >= deadline) {
-      if (keepVersion(s, boundary, waited_ms, answering, true)) return;
-      // Its own table landed as the bound ended (the followers read it): read it too, in one request.
-      auto rec = s.store->readMany(s.commId, {boundary}, 0, Clock::now() + 10 * kNearBoundaryPoll);
-      if (rec.ok() && rec->size() == 1 && (*rec)[0]) {
-        holdRecord(s, boundary, *(*rec)[0]);
-        return adopt(s, stageRecord(s, boundary, *(*rec)[0]));
-      }
-      keepVersion(s, boundary, waited_ms, false, false);
-      return;
-    }
+    if (now >= deadline) return keepVersion(s, boundary, waited_ms, answering);
     if (waited_ms >= 1000 && !logged) {
       logged = true;
       logInfo("online: waiting for the leader's version at boundary %llu of communicator %016llx (%s), at most %lld ms",
