@@ -29,28 +29,47 @@ Status ensureDir(const std::string& path, bool privateDir) {
   return Ok{};
 }
 
-// Non-blocking: a FIFO planted under a record's name is refused, not waited on. nullopt: no such file.
+// Never blocks and never follows: a FIFO, a device, a directory, a symlink or a file over the size
+// limit under a record's name reads as kNotARecord (alike on every rank: they all see the same thing
+// there), not as an error a rank would wait on. nullopt: no such file.
 Expected<std::optional<std::string>> readRecordFile(const std::string& name) {
-  const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  const int fd = open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     if (errno == ENOENT) return std::optional<std::string>{};
+    // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket or a FIFO's other end; ENOTDIR: a file where the
+    // communicator's directory goes. What sits there, not a failure of the store.
+    if (errno == ELOOP || errno == ENXIO || errno == ENOTDIR || errno == EISDIR)
+      return std::optional<std::string>{kNotARecord};
     return makeError("cannot open " + name + ": " + std::strerror(errno));
   }
   struct stat st {};
-  std::string out;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxRecordBytes)) {
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
     close(fd);
-    return makeError(name + " is not a record (type or size)");
+    return makeError("cannot stat " + name + ": " + std::strerror(e));
   }
-  out.resize(static_cast<size_t>(st.st_size));
+  if (!S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxRecordBytes)) {
+    close(fd);
+    return std::optional<std::string>{kNotARecord};
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < out.size()) {
     const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
-    if (r <= 0) break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int e = errno;
+      close(fd);
+      return makeError("cannot read " + name + ": " + std::strerror(e));
+    }
+    if (r == 0) break;
     got += static_cast<size_t>(r);
   }
+  // A file that shrank or grew while read is not a record either: ours never change once linked.
+  char extra = 0;
+  const bool changed = got != out.size() || ::read(fd, &extra, 1) > 0;
   close(fd);
-  if (got != out.size()) return makeError("short read of " + name);
+  if (changed) return std::optional<std::string>{kNotARecord};
   return std::optional<std::string>{std::move(out)};
 }
 

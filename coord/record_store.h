@@ -16,6 +16,10 @@
 namespace dynamiccl::coord {
 
 inline constexpr size_t kMaxRecordBytes = 1u << 20;
+// What a backend reads where something that cannot be a record sits under a record's name (a FIFO, a
+// directory, a symlink, a file over kMaxRecordBytes: a stale job's leftovers, or planted): the same
+// bytes on every rank, at once, which open and parse as no record of this job's (a boundary freezes).
+inline constexpr const char* kNotARecord = "DYNAMICCL-NOT-A-RECORD";
 // The record a follower writes when the leader's did not come in time: "no more versions".
 inline constexpr const char* kFrozenRecord = "DYNAMICCL-FROZEN-1";
 

@@ -54,7 +54,10 @@ struct OnlineComm {
 
   // Hot-path thread only (NCCL calls one communicator's tuner from one thread at a time).
   uint64_t callIndex = 0;
-  bool frozen = false;  // a frozen record was adopted: this version stays for good, on every rank
+  bool frozen = false;  // a frozen record was adopted (or the version kept, below): this version stays for good
+  // The leader's wait for its own publish before a boundary: part of that boundary's one bounded wait.
+  uint64_t publishWaitBoundary = 0;
+  std::chrono::steady_clock::time_point publishWaitStart{};
   std::atomic<const learner::OnlineTable*> current{nullptr};  // nullptr: the static table answers
   // Before the first published table: the share of calls the leader measures (its cost priced).
   uint32_t initialMeasureThreshold = learner::kMeasureEveryCall;
@@ -71,6 +74,10 @@ struct OnlineComm {
   std::string voter;                           // this rank's name in a boundary's vote set: random
   std::atomic<uint64_t> votedNone{0};          // the first boundary this rank voted "none" at
   std::mutex publishMutex;                     // the leader's publish against its own vote
+  // The boundary where this rank kept its version for good without a record (the store silent for
+  // the whole bound): its agent claims FROZEN there once the store answers, so that a rank reaching it
+  // later adopts what this one runs. 0: none.
+  std::atomic<uint64_t> keptAt{0};
   std::atomic<bool> measured{false};           // the profiler saw any rank of this commId here
   std::array<std::atomic<uint8_t>, learner::kOnlineKeys> ncclDefault{};  // 1 + algo*3 + proto; 0 unknown
   // NCCL's cost table per key, captured at the key's first call (the learner's prior per arm).
@@ -97,6 +104,8 @@ struct OnlineComm {
   // The agent's own: when it last read ahead, and whether a store that lost records awaits ours.
   std::chrono::steady_clock::time_point lastReadAhead{};
   bool republishing = false;
+  bool catchingUp = false;  // its last read-ahead found every boundary it asked for: the next one comes soon
+  bool keptClaimed = false;  // FROZEN (or the record found there) settled where this rank kept its version
   // What the store held that this rank did not write or adopt, by cause: said at the first, counted
   // after, and the count said when the communicator ends (a store answering every poll with it must
   // not flood the log). Shared with the sealed store's callback.

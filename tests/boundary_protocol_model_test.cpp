@@ -169,8 +169,12 @@ TEST(BoundaryProtocolModel, FrozenClaimedWithoutEveryRanksVoteSplitsWhenTheStore
   EXPECT_TRUE(anyInterleavingSplits({.stall = false, .wipe = true, .cutOff = false, .budget = 1}, nullptr, false));
 }
 
-// The rule the code dropped: a rank that could not reach the store for a while froze on its own. The
-// model with that rule splits on a stall alone, as the etcd tests did (EtcdJob.*SplitsNoRank).
+// A rank that could not reach the store for a whole bound keeps its version on its own (the code's
+// rule again since the waits are bounded, boundary_wait.cpp's keepVersion): the model with that rule
+// splits on a stall alone: the stall fell after the leader's publish and before every rank read it, or
+// ended before a late leader published (the model has no claim of FROZEN on the store's return, which
+// the code adds). Those windows are what bounded waits cost (docs/ONLINE.md, "The guarantee and its
+// cost"); this model leaves time out, so it finds the windows, not their length.
 TEST(BoundaryProtocolModel, FreezingAloneOnASilentStoreWouldSplitTheRanks) {
   State start;
   start.faultsLeft = 2;

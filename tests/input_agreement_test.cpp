@@ -3,6 +3,9 @@
 // as a real cluster's does (a failed mount, a degraded node, a variable not exported to it). Every
 // rank must then make the same decision on every call, NCCL's own, and say once which rank differs.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -540,6 +543,52 @@ TEST(InputAgreement, InitReturnsWithoutWaitingForTheOtherRanks) {
   EXPECT_EQ(said, 1u);
   comm.value().reset();
   std::filesystem::remove_all(dir);
+}
+
+// A store that refuses this process's inputs (here an etcd endpoint nobody listens on): the first
+// communicator's check concludes within a second (its retries), and the next ones within the
+// process's memo of that failure conclude at once, each with one line, every call NCCL's choice.
+// Before, each communicator paid the whole retry, and a silent store each one's request timeouts.
+TEST(InputAgreement, AStoreThatFailedThisProcessIsNotWaitedOnAgainByItsNextCommunicators) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);  // nobody listens there: every connection is refused at once
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  testing::TempFile profile(testing::profileJson(R"({"collective":"allreduce","algo":"ring","proto":"ll"})"));
+  harness::ScopedEnv p("DYNAMICCL_PROFILE", profile.path().c_str()), etcd("DYNAMICCL_ETCD", endpoint.c_str()),
+      client("DYNAMICCL_ETCD_CLIENT", "timeout_ms=300"), check("DYNAMICCL_INPUTS_CHECK", "1"),
+      timeout("DYNAMICCL_INPUTS_TIMEOUT_MS", "10000"), record("DYNAMICCL_RECORD", "0");
+  auto lib = testing::openPlugin();
+  ASSERT_TRUE(lib);
+  harness::LogCapture::clear();
+  const harness::CostTable table = harness::ncclPicks(1, 2);
+  std::vector<double> took_s;
+  for (uint64_t id : {0x5707e001ull, 0x5707e002ull, 0x5707e003ull, 0x5707e004ull}) {
+    harness::CommSpec spec;
+    spec.commId = id;
+    spec.nRanks = kRanks;
+    spec.nNodes = 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto comm = lib->init(spec);
+    ASSERT_TRUE(comm.ok());
+    for (uint64_t i = 0; i <= plugin::kCheckedFirstCall + 10; ++i)
+      ASSERT_EQ((*comm)->decide(4, 4096, table), (Choice{1, 2, 0})) << "communicator " << id << ", call " << i;
+    took_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  EXPECT_LT(took_s[0], 1.5) << "the first communicator waited past its retries";
+  for (size_t i = 1; i < took_s.size(); ++i) EXPECT_LT(took_s[i], 0.2) << "communicator " << i << " asked the store again";
+  size_t refused = 0, memo = 0;
+  for (const std::string& l : harness::LogCapture::lines()) {
+    refused += l.find("refused this rank's inputs") != std::string::npos;
+    memo += l.find("not asked again") != std::string::npos;
+  }
+  EXPECT_EQ(refused, 1u);
+  EXPECT_EQ(memo, 3u);
 }
 
 // One process holding every rank of a communicator (one thread per GPU): the ranks' inits run

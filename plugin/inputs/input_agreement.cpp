@@ -45,6 +45,8 @@ constexpr double kFurthestAhead = 2;
 // at every second it cost 1,024 ranks arriving over 4 s on etcd 1.9 requests each (1 re-join, and a
 // proposal from most once the count was whole).
 constexpr auto kRejoinEvery = std::chrono::seconds(1);
+// A store that failed this rank's first read is asked again only this long from the check's start.
+constexpr auto kRetryUnanswered = std::chrono::seconds(1);
 
 // The communicators this process checks at once: their ranks' joins share the store, so each
 // arrives that many times slower (8 communicators of a job's process groups, checked together).
@@ -254,22 +256,27 @@ class InputCheck {
  private:
   // Joins the set of input records (write-once under this rank's name, so a failed join is tried
   // again): until the deadline where the store answered this rank's first read (a request timed out on
-  // a loaded store: 71 of 1,024 threads' joins on one 2-core machine), for a second where it did not (a
-  // store that is down or refuses is not waited on longer). After that the others miss ours and settle
-  // on "missing". An agreement settled before this rank joined is "missing" for it, never an "agree" (it
+  // a loaded store: 71 of 1,024 threads' joins on one 2-core machine); where it did not, only within a
+  // second of the check's start (a store that is down, refuses or answers garbage is not waited on:
+  // without this rank's inputs no rank can agree, so it concludes then, and later communicators of the
+  // process do not ask again for a while: input_gate.cpp). The others miss ours and settle on
+  // "missing". An agreement settled before this rank joined is "missing" for it, never an "agree" (it
   // confirmed nothing).
   std::optional<InputsAgreement> join() {
     const auto settled = store_.read(commId_, coord::kInputsAgreementKey);
     if (settled.ok() && settled->has_value()) return agreementFor(**settled, me_, commId_, store_.describe());
     joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
-    const auto retryUntil = settled.ok() ? deadline_ : std::min(deadline_, Clock::now() + std::chrono::seconds(1));
+    const auto retryUntil = settled.ok() ? deadline_ : std::min(deadline_, start_ + kRetryUnanswered);
     for (auto pause = std::chrono::milliseconds(10); !joined_.ok() && Clock::now() + pause < retryUntil; pause *= 2) {
       std::this_thread::sleep_for(pause);
       joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
     }
-    if (!joined_.ok())
-      return refused("the store (" + store_.describe() + ") refused this rank's inputs (" + joined_.error() +
-                     "); it keeps NCCL's choices");
+    if (!joined_.ok()) {
+      InputsAgreement v = refused("the store (" + store_.describe() + ") refused this rank's inputs (" +
+                                  joined_.error() + "); it keeps NCCL's choices");
+      v.storeFailed = true;
+      return v;
+    }
     return afterJoin(*joined_);
   }
 

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <string>
 
 #include "plugin/log.h"
 #include "plugin/inputs/inputs_check.h"
@@ -22,6 +24,23 @@ std::atomic<bool> gSaidToken{false};
 // it out. Safe: whichever agreement is written first holds for every rank.
 std::atomic<bool> gSawMissing{false};
 constexpr int64_t kAfterMissing_ms = 1000;
+// Once the store failed to take this process's inputs, later communicators on the same backend
+// within this window do not try again: each would pay the store's own timeouts to learn what the
+// first one did, and without this rank's inputs no rank agrees anyway (the others settle on "missing").
+constexpr auto kStoreFailedMemo = std::chrono::seconds(30);
+std::mutex gStoreFailedMutex;
+std::string gStoreFailedWhere;  // the backend, as it describes itself
+std::chrono::steady_clock::time_point gStoreFailedAt{};
+
+bool storeFailedRecently(const std::string& where) {
+  std::lock_guard lock(gStoreFailedMutex);
+  return where == gStoreFailedWhere && std::chrono::steady_clock::now() - gStoreFailedAt < kStoreFailedMemo;
+}
+void rememberStoreFailed(const std::string& where) {
+  std::lock_guard lock(gStoreFailedMutex);
+  gStoreFailedWhere = where;
+  gStoreFailedAt = std::chrono::steady_clock::now();
+}
 
 // Who the record is from, with a random nonce: no two records of any job are alike, so an agreement
 // names exactly the ranks it judged (not compared between ranks).
@@ -78,6 +97,13 @@ InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDi
             id, store.error().c_str());
     return {};
   }
+  if (storeFailedRecently((*store)->describe())) {
+    logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s failed this process's inputs "
+            "less than %lld s ago: not asked again); NCCL's own choices stand on every rank and online updates are off",
+            id, shape.nRanks, (*store)->describe().c_str(),
+            static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(kStoreFailedMemo).count()));
+    return {};
+  }
   const JobToken token = jobToken(s);
   std::vector<InputField> fields = decisionInputs(s, profileDigest, shape, rules);
   fields.push_back({"DYNAMICCL_COORD_TOKEN_FILE", token.state});  // the token itself only in the key
@@ -88,6 +114,7 @@ InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDi
   const InputsAgreement v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
                                         membersKey(shape.commId, token.secret), stop);
   if (v.missing) gSawMissing.store(true, std::memory_order_relaxed);
+  if (v.storeFailed) rememberStoreFailed((*store)->describe());
   if (!v.agree) {
     logWarn("communicator %016llx: inputs not known to be alike on all %d ranks (%s); NCCL's own choices stand on "
             "every rank and online updates are off",

@@ -37,6 +37,7 @@ struct InputsAgreement {
   std::string why;       // when not agreed: the first differing rank and field, or who is missing
   std::string proposal;  // "agree": the proposal every rank confirmed (a random name)
   std::string recordDigest;  // SHA-256 (hex) of the agreement's record as stored, once adopted
+  bool storeFailed = false;  // the store did not take this rank's own inputs: no rank can agree
 };
 
 // Why the ranks' inputs differ, from one rank's view: its record and how many of nRanks hold its

@@ -111,6 +111,7 @@ class Agent {
     }
     // A frozen rank still watches the store: a straggler may need the records it holds re-published.
     if (stagedFrozen) return readAhead(c, calls, 0);
+    if (c.keptAt.load() != 0) return claimWhereKept(c, calls);
     const uint64_t first = c.firstBoundary();
     const uint64_t upcoming = std::max(first, (calls + E - 1) / E * E);
     // The boundary the hot path is at or heading to (callsSeen is bumped before it waits at one).
@@ -118,6 +119,33 @@ class Agent {
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
     if (auto rec = followAhead(c, calls, upcoming, haveStaged && stagedBoundary >= upcoming))
       stageRecord(c, upcoming, *rec);
+  }
+
+  // A rank that kept its version where the store gave it no record claims FROZEN there once the store
+  // answers (at the near-boundary pace), so a rank reaching that boundary later runs the same version.
+  // The store holding the leader's table there instead is said in one line: ranks that read it run it.
+  static void claimWhereKept(OnlineComm& c, uint64_t calls) {
+    const uint64_t at = c.keptAt.load();
+    if (c.keptClaimed) return readAhead(c, calls, 0);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < c.lastReadAhead + kNearBoundaryPoll) return;
+    c.lastReadAhead = now;
+    const coord::PublishResult p = c.store->publish(c.commId, at, coord::kFrozenRecord);
+    if (p == coord::PublishResult::Failed) return;
+    if (p == coord::PublishResult::Won) {
+      c.keptClaimed = true;
+      holdRecord(c, at, coord::kFrozenRecord);
+      return;
+    }
+    auto there = c.store->read(c.commId, at);
+    if (!there.ok() || !there->has_value()) return;
+    c.keptClaimed = true;
+    holdRecord(c, at, **there);
+    if (**there != coord::kFrozenRecord && c.otherRecords.fetch_add(1, std::memory_order_relaxed) == 0)
+      logWarn("online: %s holds a version at boundary %llu of communicator %016llx that this rank did not adopt (it "
+              "kept its own when the store did not answer in time): a rank that read it runs another version",
+              c.store->describe().c_str(), static_cast<unsigned long long>(at),
+              static_cast<unsigned long long>(c.commId));
   }
 
   // One line when a settled job's gain no longer repays re-testing: it stops measuring (comm mutex held).

@@ -62,7 +62,7 @@ std::optional<std::string> followAhead(OnlineComm& c, uint64_t calls, uint64_t u
 
 void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   const auto now = std::chrono::steady_clock::now();
-  if (now < (need ? c.lastReadAhead + kNearBoundaryPoll : c.lastReadAhead + kReadAheadPoll)) return;
+  if (now < (need || c.catchingUp ? c.lastReadAhead + kNearBoundaryPoll : c.lastReadAhead + kReadAheadPoll)) return;
   c.lastReadAhead = now;
   const uint64_t E = c.epochCalls;
   uint64_t newest = 0;
@@ -83,8 +83,13 @@ void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   if (ask.empty()) return;
   auto recs = c.store->readMany(c.commId, ask, newest ? 1 : 0);  // the newest: only whether it is still there
   if (!recs.ok()) return;
+  size_t found = 0;
   for (size_t i = newest ? 1 : 0; i < ask.size(); ++i)
-    if ((*recs)[i]) holdRecord(c, ask[i], *(*recs)[i]);
+    if ((*recs)[i]) holdRecord(c, ask[i], *(*recs)[i]), ++found;
+  // Every boundary asked was there: more may follow (a rank epochs behind catching up on what the others
+  // adopted), so the next poll comes at the near pace, until one finds a boundary not there yet. A rank
+  // k epochs behind holds what they adopted within k/2 near polls, not k/2 seconds.
+  c.catchingUp = found == ask.size() - (newest ? 1 : 0) && found > 0;
   if (newest && !(*recs)[0] && !c.republishing) {
     c.republishing = true;
     logWarn("online: %s lost records of communicator %016llx (boundary %llu, read here before, is gone: restarted "
