@@ -461,9 +461,9 @@ TEST_F(JobReplay, AProfilesChannelCountIsJudgedAtItsOwnRows) {
   std::string body = std::string(measurements::kInterchangeHeader) + "\n";
   for (uint64_t bytes : {uint64_t{1} << 16, uint64_t{1} << 17}) {
     const std::string head = sys + ",allreduce,4,1," + std::to_string(bytes) + ",";
-    body += head + "default,default,,,100,0,default; median of 3 runs, 3-run spread 1.0%\n";
-    body += head + "RING,LL,2,,150,0," + forced + "2; median of 3 runs, 3-run spread 1.0%\n";
-    body += head + "RING,LL,16,,70,0," + forced + "16; median of 3 runs, 3-run spread 1.0%\n";
+    body += head + "default,default,,,100,0,\"default; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,2,,150,0,\"" + forced + "2; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,16,,70,0,\"" + forced + "16; median of 3 runs, 3-run spread 1.0%\"\n";
   }
   const std::string csv = dir_ + "/channels.csv", profile = dir_ + "/channels.json";
   std::ofstream(csv) << body;

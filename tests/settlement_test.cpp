@@ -159,7 +159,7 @@ std::string channelRow(uint64_t bytes, const std::string& algo, const std::strin
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3f", us);
   return std::string(kSystem) + ",allreduce,4,1," + std::to_string(bytes) + "," + algo + "," + proto + "," + nchannels +
-         ",," + buf + ",0," + note + "\n";
+         ",," + buf + ",0,\"" + note + "\"\n";
 }
 }  // namespace
 

@@ -309,9 +309,9 @@ std::string channelSweep() {
   std::string body;
   for (uint64_t bytes : {uint64_t{1} << 16, uint64_t{1} << 17, uint64_t{1} << 18}) {
     const std::string head = sys + ",allreduce,2,1," + std::to_string(bytes) + ",";
-    body += head + "default,default,,,100,0,default; median of 3 runs, 3-run spread 1.0%\n";
-    body += head + "RING,LL,2,,150,0," + forced + "2; median of 3 runs, 3-run spread 1.5%\n";
-    body += head + "RING,LL,16,,70,0," + forced + "16; median of 3 runs, 3-run spread 0.8%\n";
+    body += head + "default,default,,,100,0,\"default; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,2,,150,0,\"" + forced + "2; median of 3 runs, 3-run spread 1.5%\"\n";
+    body += head + "RING,LL,16,,70,0,\"" + forced + "16; median of 3 runs, 3-run spread 0.8%\"\n";
   }
   return body;
 }
