@@ -58,7 +58,8 @@ Config ReplayPoint::judgedAs(const Config& decision) const {
 }
 
 bool ReplayPoint::isDefaultConfig(const Config& decision) const {
-  return judgedAs(decision) == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
+  // ncclDefault itself (with the model's channel count, as a caller that keeps it passes it) is the default too.
+  return decision == ncclDefault || judgedAs(decision) == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
 }
 
 bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }

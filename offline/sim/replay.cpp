@@ -23,8 +23,8 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     // Judged per configuration: at the channel count the decision set where the rows force counts here,
     // else at NCCL's own (rows that state no count cannot tell counts apart).
     const Config arm = p.judgedAs(c);
-    if (c.nChannels > 0) ++(arm.nChannels > 0 ? s.channelsJudged : s.channelOverrides);
     const bool isDefault = p.isDefaultConfig(c);
+    if (c.nChannels > 0 && !isDefault) ++(arm.nChannels > 0 ? s.channelsJudged : s.channelOverrides);
     const auto forcedRow = p.forced_us.find(arm);
     double chosen = -1;
     // A forced choice is judged by the rows that forced it: the default rows ran what NCCL chose, which
