@@ -52,13 +52,37 @@ def judge(judge_py, lib, data, system, profile, trust, env, out):
     return json.load(open(out)), []
 
 
-def compare(ours, theirs):
-    """Points the judge judged (default and another arm measured): same decision and chosen/default."""
+def channel_points(data, system):
+    """Points whose forced rows force a channel count (NCCL_MIN_NCHANNELS=... in the note): replay judges
+    a decision there at its own count, the judge (its README: channels are not judged) pools the counts."""
+    out = set()
+    for r in csv.DictReader(open(data)):
+        if system in r["system"] and r["algo"] != "default" and r["nchannels"] and \
+                re.search(r"NCCL_(MIN_|MAX_)?NCHANNELS=", r["source_note"]):
+            out.add((r["collective"], int(r["nranks"]), int(r["nnodes"]), int(r["bytes"])))
+    return out
+
+
+def compare(ours, theirs, channels=frozenset()):
+    """Points the judge judged (default and another arm measured): same decision and chosen/default.
+    At `channels` points only the decision is compared (the judge's figure pools channel counts)."""
     mine = {(r["coll"], r["nranks"], r["nnodes"], r["bytes"]): r for r in ours}
     agree, differ, approx = 0, [], []
+    pooled = 0
     for t in theirs:
         k = (t["coll"], t["nranks"], t["nnodes"], t["bytes"])
         m = mine.get(k)
+        if k in channels:
+            # Replay leaves a decision at NCCL's own count unjudged where rows force counts; the judge
+            # reads its pair's pooled rows. Same decision is all the two can agree on.
+            same = m is None or ((t["choice"] == "(NCCL's own)") == (not m["forced"]) and
+                                 (not m["forced"] or t["choice"] == m["choice"].split(" ")[0]))
+            if same:
+                pooled += 1
+            else:
+                differ.append(f"{t['coll']} {t['nranks']}r/{t['nnodes']}n {t['bytes']} B: judge {t['choice']}; "
+                              f"replay {m['choice']}{' forced' if m['forced'] else ''}")
+            continue
         if "chosen_us" not in t:
             # The choice was never measured there: agreement only if replay did not judge it either.
             if m is not None and "chosen_us" in m and m["choice"] == t["choice"]:
@@ -87,7 +111,7 @@ def compare(ours, theirs):
     for k, m in mine.items():
         if k not in judged and m.get("arms", 0) >= 2 and "default_us" in m:
             differ.append(f"{k}: replay judged a point with {m['arms']} arms the judge did not")
-    return agree, differ, approx
+    return agree, differ, approx, pooled
 
 
 def main():
@@ -134,12 +158,14 @@ def main():
                 if ours is None:
                     print(f"DISAGREE {tag}: replay failed: {env}"); failures += 1; continue
                 theirs, note = judge(judge_py, lib, data, system, profile, trust, env, base + ".judge.json")
-                agree, differ, approx = compare(ours, theirs)
+                agree, differ, approx, pooled = compare(ours, theirs, channel_points(data, system))
                 forced = sum(1 for r in ours if r["forced"])
                 verdict = "agree" if not differ else "DISAGREE"
                 failures += bool(differ)
                 what = f"{agree + len(approx)} points judged by both, same decision at all" + \
-                       (f"; {len(approx)} of them through half-forced rows, figure approximate in the judge" if approx else "") \
+                       (f"; {len(approx)} of them through half-forced rows, figure approximate in the judge" if approx else "") + \
+                       (f"; {pooled} more where the rows force channel counts: same decision (the judge pools the "
+                        f"counts, replay judges each)" if pooled else "") \
                        if theirs else "no point with NCCL's default and another arm (" + \
                        (note[0] if note else "judge judged none") + ")"
                 print(f"{verdict:8} {tag}: {what}; replay forced {forced} of {len(ours)} points")

@@ -384,8 +384,8 @@ TEST(Ingest, EveryRealNcclTestsLogMatchesNormalizedCounts) {
     const std::string name = folder.path().filename().string();
     const int64_t normalized = csvRows((folder.path() / "normalized.csv").string());
     SCOPED_TRACE(name);
-    if (name == "xla-collective-perf-table") {
-      EXPECT_EQ(files, 0);  // a protobuf table, not an nccl-tests log
+    if (name == "xla-collective-perf-table" || name == "mi355x-rccl-1node") {
+      EXPECT_EQ(files, 0);  // a protobuf table, a sweep's merged medians: not nccl-tests logs
     } else if (name == "h100-ib-cluster-xxrjun") {
       EXPECT_EQ(outOfPlace + wrongOutOfPlace, normalized + 10);  // + the smoke run normalized.csv leaves out
     } else if (name == "h100-8gpu-together") {  // its ring rows stand under both of its systems in normalized.csv
@@ -515,6 +515,55 @@ TEST(InterchangeCsv, RoundTripThroughTheStoreKeepsEveryField) {
   EXPECT_EQ((*parsed)[0].system, tricky.system);
   EXPECT_EQ((*parsed)[0].time_us, 1.25);
   EXPECT_TRUE(std::isnan((*parsed)[0].busbw_gbps));
+}
+
+// A forced channel count from a sweep's log (both bounds in one line, or NCCL's INFO echo of a single
+// NCCL_NCHANNELS) reaches the interchange rows as a configuration of its own; where NCCL's TUNING
+// line says it ran fewer channels than asked, the row is what ran.
+TEST(IngestChannels, ForcedChannelCountsBecomeArmsOfTheirOwn) {
+  TempDb db;
+  const std::string eight = "NCCL_ALGO=Ring\nNCCL_PROTO=LL\nNCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8\n" + kAllReduceBody;
+  const std::string four = "NCCL_ALGO=Ring\nNCCL_PROTO=LL\nhostA:1:1 [0] NCCL INFO NCCL_NCHANNELS set by environment to 4\n" +
+                           kAllReduceBody;
+  // Asked for 8, NCCL ran 2 at 1 KiB (its TUNING line), 8 at 1 MiB (no line: the request stands).
+  const std::string trimmed = "NCCL_ALGO=Ring\nNCCL_PROTO=LL\nNCCL_MIN_NCHANNELS=8\nNCCL_MAX_NCHANNELS=8\n"
+                              "h:1:1 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}\n" +
+                              kAllReduceBody;
+  const Detection d = detectOnly(eight, "/logs/ch8.txt");
+  EXPECT_EQ(d.config, "forced RING/LL, forced 8 channels");
+  EXPECT_NE(d.from.find("NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8"), std::string::npos) << d.from;
+  EXPECT_EQ(parseNcclTestsLog(four, "/logs/ch4.txt").sections.at(0).forced_channels, 4);
+  { std::ofstream(db.dir + "/ch8.log") << eight; }
+  { std::ofstream(db.dir + "/ch4.log") << four; }
+  { std::ofstream(db.dir + "/ch8-trimmed.log") << trimmed; }
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  for (const char* f : {"/ch8.log", "/ch4.log", "/ch8-trimmed.log"}) {
+    auto report = ingestFile(**store, **writer, db.dir + f);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_EQ(report->observations, 4) << f;
+  }
+  std::ostringstream out;
+  ASSERT_TRUE(exportInterchangeCsv(**store, out).ok());
+  const std::string csv = db.dir + "/out.csv";
+  { std::ofstream(csv) << out.str(); }
+  auto rows = measurements::loadMeasurements(csv);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  std::multiset<std::pair<uint64_t, int>> forced;
+  for (const measurements::Measurement& m : rows->rows) {
+    EXPECT_EQ(m.forcedAlgo, Algo::Ring);
+    forced.insert({m.bytes, m.forcedChannels});
+  }
+  EXPECT_EQ(forced, (std::multiset<std::pair<uint64_t, int>>{{1024, 2}, {1024, 4}, {1024, 8}, {1048576, 4}, {1048576, 8},
+                                                             {1048576, 8}}));
+  // Two counts at one size are two arms; the same count from two files is two repeats of one.
+  for (const measurements::MeasuredPoint& p : measurements::groupRepeats(rows->rows)) {
+    ASSERT_EQ(p.arms.size(), p.bytes == 1024 ? 3u : 2u) << p.bytes;
+    for (const measurements::MeasuredArm& a : p.arms)
+      EXPECT_EQ(a.samples_us.size(), p.bytes == 1048576 && a.forcedChannels == 8 ? 2u : 1u);
+  }
 }
 
 TEST(InterchangeCsv, RejectsMalformedRows) {

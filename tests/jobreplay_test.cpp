@@ -452,5 +452,33 @@ TEST_F(JobReplay, ARankThatCannotLoadThePluginSaysSo) {
     EXPECT_NE(rank.failure.find("could not open the tuner role"), std::string::npos) << rank.failure;
 }
 
+
+// `dynamiccl replay`'s judge through the real plugin on rows forced at two channel counts: a rule's
+// channel count reaches NCCL (the tuner's nChannels) and the point is judged at that count's row.
+TEST_F(JobReplay, AProfilesChannelCountIsJudgedAtItsOwnRows) {
+  const std::string sys = "L40S-48GB x4 PCIe";
+  const std::string forced = "forced by env NCCL_ALGO=RING NCCL_PROTO=LL NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=";
+  std::string body = std::string(measurements::kInterchangeHeader) + "\n";
+  for (uint64_t bytes : {uint64_t{1} << 16, uint64_t{1} << 17}) {
+    const std::string head = sys + ",allreduce,4,1," + std::to_string(bytes) + ",";
+    body += head + "default,default,,,100,0,\"default; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,2,,150,0,\"" + forced + "2; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,16,,70,0,\"" + forced + "16; median of 3 runs, 3-run spread 1.0%\"\n";
+  }
+  const std::string csv = dir_ + "/channels.csv", profile = dir_ + "/channels.json";
+  std::ofstream(csv) << body;
+  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":2,"name":"channels","rules":[)"
+                         << R"({"collective":"allreduce","bytes":[65536,131072],"algo":"ring","proto":"ll","channels":16}]})";
+  auto r = jobreplay::judgeProfile({csv, "", profile, harness::builtPluginPath(DYNAMICCL_PLUGIN_DIR), "all", "", true});
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->summary.judged, 2);
+  EXPECT_EQ(r->summary.channelsJudged, 2);
+  for (const auto& j : r->summary.perPoint) {
+    EXPECT_EQ(j.choice.nChannels, 16);
+    EXPECT_DOUBLE_EQ(j.chosen_us, 70) << "the 16-channel row, not the pair's two counts pooled";
+  }
+  EXPECT_NEAR(r->summary.geomeanVsBest, 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace dynamiccl

@@ -152,3 +152,84 @@ TEST(Settlement, NcclSettingsTheDataStatesRuleOutWhatTheyDisable) {
   EXPECT_FALSE(statedNcclSettings("NCCL_ALGO/PROTO forced (auto_ll)").algo);
   EXPECT_FALSE(statedNcclSettings("MY_NVLS_ENABLE=0").nvlsOff);
 }
+
+namespace {
+std::string channelRow(uint64_t bytes, const std::string& algo, const std::string& proto, const std::string& nchannels,
+                       double us, const std::string& note) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", us);
+  return std::string(kSystem) + ",allreduce,4,1," + std::to_string(bytes) + "," + algo + "," + proto + "," + nchannels +
+         ",," + buf + ",0,\"" + note + "\"\n";
+}
+}  // namespace
+
+// Rows forced at two channel counts of one (algo, proto) are two arms: two configurations, each with
+// its own time, never two repeats of one whose gap reads as noise.
+TEST(Settlement, TwoForcedChannelCountsOfOnePairAreTwoArms) {
+  const uint64_t bytes = 1 << 20;
+  const std::string forced = "forced by env NCCL_ALGO=RING NCCL_PROTO=LL NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=";
+  const std::string body = channelRow(bytes, "default", "default", "", 100, "RCCL default; median of 3 runs, 3-run spread 1.0%") +
+                           channelRow(bytes, "RING", "LL", "2", 300, forced + "2; median of 3 runs, 3-run spread 0.0%") +
+                           channelRow(bytes, "RING", "LL", "16", 60, forced + "16; median of 3 runs, 3-run spread 2.0%");
+  auto data = settle(body);
+  ASSERT_TRUE(data.ok()) << data.error();
+  const ReplayPoint* p = at(*data, Collective::AllReduce, bytes);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->forced_us.size(), 2u);
+  EXPECT_DOUBLE_EQ(p->forced_us.at(Config{Algo::Ring, Proto::LL, 2, 0}), 300);
+  EXPECT_DOUBLE_EQ(p->forced_us.at(Config{Algo::Ring, Proto::LL, 16, 0}), 60);
+  EXPECT_EQ(p->forced_samples_us.at(Config{Algo::Ring, Proto::LL, 16, 0}).size(), 1u) << "no repeats pooled across counts";
+  EXPECT_TRUE(p->statesChannels());
+  EXPECT_DOUBLE_EQ(p->best_us(), 60);
+  // A decision is judged at its own count; one at NCCL's own count has no row here.
+  EXPECT_EQ(p->judgedAs(Config{Algo::Ring, Proto::LL, 16, 0}), (Config{Algo::Ring, Proto::LL, 16, 0}));
+  EXPECT_FALSE(p->forced_us.count(p->judgedAs(Config{Algo::Ring, Proto::LL, 0, 0})));
+
+  // groupRepeats keeps them apart too, with the runs each row states behind it.
+  const std::string csv = (std::filesystem::temp_directory_path() /
+                           ("dynamiccl-settlement-ch-" + std::to_string(::getpid()) + ".csv")).string();
+  std::ofstream(csv) << kInterchangeHeader << "\n" << body;
+  auto rows = loadMeasurements(csv);
+  std::filesystem::remove(csv);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  const std::vector<MeasuredPoint> points = groupRepeats(rows->rows);
+  ASSERT_EQ(points.size(), 1u);
+  ASSERT_EQ(points[0].arms.size(), 3u);
+  EXPECT_EQ(points[0].arms[1].forcedChannels, 2);
+  EXPECT_EQ(points[0].arms[2].forcedChannels, 16);
+  EXPECT_EQ(points[0].arms[2].label(), "NCCL_ALGO=RING NCCL_PROTO=LL NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=16");
+  EXPECT_EQ(points[0].arms[2].statedDof, 2);
+  EXPECT_NEAR(std::sqrt(points[0].arms[2].statedSumSquares / 2), std::log1p(0.02) / 1.693, 1e-9);
+}
+
+// A channel count NCCL reported choosing (its TUNING log) is NCCL's own count, not a forced arm: those
+// rows stay repeats of the arm that states none.
+TEST(Settlement, AReportedChannelCountIsNcclsOwnNotAnArm) {
+  const uint64_t bytes = 1 << 20;
+  auto data = settle(channelRow(bytes, "default", "default", "24", 100, "TUNING log: Algo RING proto SIMPLE channels 24") +
+                     channelRow(bytes, "RING", "SIMPLE", "24", 101, "TUNING log: Algo RING proto SIMPLE channels 24") +
+                     channelRow(bytes, "RING", "SIMPLE", "", 102, "forced by env NCCL_ALGO=RING NCCL_PROTO=SIMPLE"));
+  ASSERT_TRUE(data.ok()) << data.error();
+  const ReplayPoint* p = at(*data, Collective::AllReduce, bytes);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->forced_us.size(), 1u);
+  EXPECT_EQ(p->forced_samples_us.begin()->first.nChannels, 0);
+  EXPECT_EQ(p->forced_samples_us.begin()->second.size(), 2u);
+  EXPECT_FALSE(p->statesChannels()) << "channels: not stated";
+  // A decision's channel count cannot be judged on such rows: it is judged at NCCL's own.
+  EXPECT_EQ(p->judgedAs(Config{Algo::Ring, Proto::Simple, 8, 0}).nChannels, 0);
+}
+
+TEST(Settlement, ForcedChannelSettingsAndStatedRunsAreRead) {
+  EXPECT_EQ(statedNcclSettings("NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8").channels, 8);
+  EXPECT_EQ(statedNcclSettings("NCCL_MIN_NCHANNELS=4 NCCL_MAX_NCHANNELS=4").channels, 4);
+  EXPECT_EQ(statedNcclSettings("NCCL_MIN_NCHANNELS=4 NCCL_MAX_NCHANNELS=16").channels, 0) << "bounds force no count";
+  EXPECT_EQ(statedNcclSettings("NCCL_MAX_NCHANNELS=16").channels, 0);
+  EXPECT_EQ(statedNcclSettings("env NCCL_NCHANNELS=12;").channels, 12);
+  EXPECT_EQ(statedNcclSettings("MY_NCCL_NCHANNELS=12").channels, 0);
+  EXPECT_EQ(statedRunsOf("median of 3 runs, 3-run spread 3.2%"), (std::pair<int, double>{3, 0.032}));
+  EXPECT_EQ(statedRunsOf("median of 3 runs").first, 0) << "no spread: nothing to estimate noise from";
+  EXPECT_EQ(statedRunsOf("mean over 20 iterations").first, 0);
+  EXPECT_DOUBLE_EQ(logSdOfSpread(1, 0.1), 0);
+  EXPECT_NEAR(logSdOfSpread(3, 0.0338), std::log1p(0.0338) / 1.693, 1e-12);
+}

@@ -300,5 +300,87 @@ TEST(ReplayRepeats, TheForcedTwinOfNcclsChoiceIsMoreRunsOfTheDefault) {
     EXPECT_NE(e.finding, Finding::Faster) << describe(e);
 }
 
+
+// A sweep of channel counts (as shared/data/mi355x-rccl-1node): at each size NCCL's default and one
+// (algo, proto) forced at 2 and at 16 channels, one row each, a median of 3 runs with its spread.
+std::string channelSweep() {
+  const std::string sys = "L40S-48GB x2 PCIe";
+  const std::string forced = "forced by env NCCL_ALGO=RING NCCL_PROTO=LL NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=";
+  std::string body;
+  for (uint64_t bytes : {uint64_t{1} << 16, uint64_t{1} << 17, uint64_t{1} << 18}) {
+    const std::string head = sys + ",allreduce,2,1," + std::to_string(bytes) + ",";
+    body += head + "default,default,,,100,0,\"default; median of 3 runs, 3-run spread 1.0%\"\n";
+    body += head + "RING,LL,2,,150,0,\"" + forced + "2; median of 3 runs, 3-run spread 1.5%\"\n";
+    body += head + "RING,LL,16,,70,0,\"" + forced + "16; median of 3 runs, 3-run spread 0.8%\"\n";
+  }
+  return body;
+}
+
+TEST(ChannelArms, TwoChannelCountsOfOnePairAreTwoArmsAndTheRuleCarriesTheCount) {
+  const TempCsv csv(channelSweep());
+  auto b = makeReplayBackend({csv.path.string(), "", 2, 1, "", std::nullopt});
+  ASSERT_TRUE(b.ok()) << b.error();
+  auto arms = (*b)->recordedArms(MeasureKey{Collective::AllReduce, 1 << 17, 2, 1});
+  ASSERT_TRUE(arms.ok()) << arms.error();
+  ASSERT_EQ(arms->size(), 3u) << "NCCL's default and two configurations, not one arm with two repeats";
+  std::set<int> counts;
+  for (size_t i = 1; i < arms->size(); ++i) {
+    EXPECT_EQ((*arms)[i].count(), 1);
+    EXPECT_GT((*arms)[i].statedDof, 0) << "the runs each row states give its noise";
+    counts.insert((*arms)[i].config.nChannels);
+  }
+  EXPECT_EQ(counts, (std::set<int>{2, 16}));
+  bool said = false;
+  for (const std::string& n : (*b)->dataNotes()) said = said || n.find("channels: rows force 2 counts (2,16)") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  auto r = tune(**b, TuneRequest{});
+  ASSERT_TRUE(r.ok()) << r.error();
+  const SmoothedResult smoothed = smoothAll(*r, SmoothingOptions{});
+  ASSERT_EQ(smoothed.intervals.size(), 1u);
+  EXPECT_EQ(smoothed.intervals[0].config, (Config{Algo::Ring, Proto::LL, 16, 0}));
+  const policy::Profile profile = toProfile(smoothed.intervals, "channels", 2, 1, r->evidence);
+  ASSERT_EQ(profile.rules.size(), 1u);
+  EXPECT_EQ(profile.rules[0].decision.nChannels, 16);
+  EXPECT_NE(policy::profileToJson(profile).find("\"channels\": 16"), std::string::npos);
+}
+
+// Where no row states a channel count, the data say so, and a count is no arm.
+TEST(ChannelArms, DataStatingNoChannelCountSaySo) {
+  auto b = makeReplayBackend({l40s(), "L40S", 2, 1, "", std::nullopt});
+  ASSERT_TRUE(b.ok()) << b.error();
+  bool said = false;
+  for (const std::string& n : (*b)->dataNotes()) said = said || n.find("channels: not stated") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE((*b)->available(Config{Algo::Ring, Proto::LL, 16, 0}, MeasureKey{Collective::AllReduce, 4096, 2, 1}));
+}
+
+// The replay judges a decision by the rows of its own channel count; one at NCCL's own count, where the
+// rows force counts, is not measured there and is not judged by another count's rows.
+TEST(ChannelArms, ReplayJudgesAtTheDecisionsChannelCount) {
+  const TempCsv csv(channelSweep());
+  auto rows = measurements::loadMeasurements(csv.path.string());
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  auto data = measurements::buildReplayData(rows->rows);
+  ASSERT_TRUE(data.ok()) << data.error();
+  const auto forced = [](const measurements::ReplayPoint&) { return true; };
+  for (int channels : {16, 2}) {
+    const sim::ReplaySummary s = sim::replay(
+        *data, [&](const measurements::ReplayPoint&, const model::CostTable&) { return sim::Config{Algo::Ring, Proto::LL, channels, 0}; },
+        false, forced);
+    ASSERT_EQ(s.judged, 3);
+    EXPECT_EQ(s.channelsJudged, 3);
+    EXPECT_EQ(s.channelOverrides, 0);
+    for (const auto& j : s.perPoint) EXPECT_DOUBLE_EQ(j.chosen_us, channels == 16 ? 70 : 150);
+    EXPECT_NEAR(s.geomeanVsDefault, channels == 16 ? 0.70 : 1.50, 1e-9);
+  }
+  const sim::ReplaySummary own = sim::replay(
+      *data, [&](const measurements::ReplayPoint&, const model::CostTable&) { return sim::Config{Algo::Ring, Proto::LL, 0, 0}; },
+      false, forced);
+  EXPECT_EQ(own.judged, 0);
+  ASSERT_EQ(own.unjudged.size(), 3u);
+  EXPECT_NE(own.unjudged[0].find("at NCCL's own channel count"), std::string::npos) << own.unjudged[0];
+}
+
 }  // namespace
 }  // namespace dynamiccl::tune

@@ -125,7 +125,7 @@ std::vector<KeyWorld> simulatedKeys(const sim::Simulator& s, const model::NcclRe
 std::vector<KeyWorld> measuredKeys(const measurements::ReplayData& data) {
   std::map<const measurements::Shape*, std::vector<const measurements::ReplayPoint*>> byShape;
   for (const measurements::ReplayPoint& p : data.points)
-    if (p.forced_us.size() + (p.default_us > 0 && !p.forced_us.count({p.ncclDefault.algo, p.ncclDefault.proto})) >= 3)
+    if (p.forced_us.size() + (p.default_us > 0 && !p.forced_us.count(sim::Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0})) >= 3)
       byShape[p.shape].push_back(&p);
   std::vector<KeyWorld> out;
   for (auto& [shape, points] : byShape) {
@@ -144,7 +144,10 @@ std::vector<KeyWorld> measuredKeys(const measurements::ReplayData& data) {
       w.bytes = p->bytes;
       w.ncclDefault = p->ncclDefault;
       w.costTable = p->costTable();
-      std::map<std::pair<Algo, Proto>, double> measured = p->forced_us;
+      // Arms at NCCL's own channel count: a forced count is a configuration these worlds do not offer.
+      std::map<std::pair<Algo, Proto>, double> measured;
+      for (const auto& [c, t] : p->forced_us)
+        if (c.nChannels == 0 && c.chunkBytes == 0) measured[{c.algo, c.proto}] = t;
       if (p->default_us > 0) measured[{p->ncclDefault.algo, p->ncclDefault.proto}] = p->default_us;
       for (int a = 0; a < kNumAlgos; ++a)
         for (int q = 0; q < kNumProtos; ++q)

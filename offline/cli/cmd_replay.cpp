@@ -3,11 +3,13 @@
 // reproduce NCCL's default and the simulator's best per size bucket (--make-profiles DIR).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +31,7 @@ struct ReplayCmdOptions {
   std::string ncclVersion;  // "": the release the data names (every row alike), else 2.28.9
   int maxUnjudged = 8;
   bool asMeasured = true;
+  bool points = false;  // one line per judged point
 };
 
 std::string slug(const std::string& s) {
@@ -75,10 +78,11 @@ Status writePoints(const std::string& path, const jobreplay::ProfileJudgement& r
   nlohmann::json points = nlohmann::json::array();
   for (const sim::ReplaySummary::Judged& j : r.summary.perPoint) {
     const measurements::ReplayPoint& p = *j.point;
-    const bool kept = j.choice.algo == p.ncclDefault.algo && j.choice.proto == p.ncclDefault.proto;
+    const bool kept = p.isDefaultConfig(j.choice);
     nlohmann::json e{{"coll", collectiveName(p.coll)}, {"nranks", p.shape->nRanks}, {"nnodes", p.shape->nNodes},
                      {"bytes", p.bytes}, {"system", p.shape->system}, {"group", p.group},
                      {"choice", std::string(algoNcclName(j.choice.algo)) + "/" + std::string(protoNcclName(j.choice.proto))},
+                     {"channels", p.judgedAs(j.choice).nChannels}, {"channels_stated", p.statesChannels()},
                      {"kept_default", kept}, {"forced", r.forced.count(&p) > 0}, {"chosen_us", j.chosen_us},
                      {"best_us", p.best_us()}, {"arms", p.forced_us.size() + (p.default_us > 0)}};
     if (p.default_us > 0) e["default_us"] = p.default_us, e["vs_default"] = j.chosen_us / p.default_us;
@@ -121,7 +125,34 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
   if (s.vsDefaultPoints)
     std::printf("  chosen/default: geomean %.3f  worst %.3f  (%d points with a default measurement)\n",
                 s.geomeanVsDefault, s.worstVsDefault, s.vsDefaultPoints);
-  if (s.channelOverrides) std::printf("  %d decisions set channels (not judged: no data sweeps channels)\n", s.channelOverrides);
+  if (s.judged) {  // what ran, per configuration (its channel count where the rows force counts)
+    std::map<std::string, int> ran;
+    for (const sim::ReplaySummary::Judged& j : s.perPoint) {
+      const measurements::ReplayPoint& p = *j.point;
+      const std::string label = p.isDefaultConfig(j.choice) ? "nccl-default" : decisionLabel(p.judgedAs(j.choice));
+      ++ran[label + (p.statesChannels() || label == "nccl-default" ? "" : " (channels: not stated)")];
+    }
+    std::vector<std::pair<int, std::string>> byPoints;
+    for (const auto& [label, n] : ran) byPoints.emplace_back(-n, label);
+    std::sort(byPoints.begin(), byPoints.end());
+    std::printf("  configurations run:");
+    for (size_t i = 0; i < byPoints.size() && i < 8; ++i)
+      std::printf("%s %s x%d", i ? "," : "", byPoints[i].second.c_str(), -byPoints[i].first);
+    std::printf("%s\n", byPoints.size() > 8 ? (", ... " + std::to_string(byPoints.size() - 8) + " more").c_str() : "");
+  }
+  if (o.points)
+    for (const sim::ReplaySummary::Judged& j : s.perPoint) {
+      const measurements::ReplayPoint& p = *j.point;
+      std::printf("  %-13s %2dr/%dn %8s  %-28s chosen %10.2f us  default %10.2f  best %10.2f  chosen/best %.3f\n",
+                  std::string(collectiveName(p.coll)).c_str(), p.shape->nRanks, p.shape->nNodes, sizeText(p.bytes).c_str(),
+                  (p.isDefaultConfig(j.choice) ? std::string("nccl-default") : decisionLabel(p.judgedAs(j.choice))).c_str(),
+                  j.chosen_us, p.default_us, p.best_us(), j.chosen_us / p.best_us());
+    }
+  if (s.channelsJudged)
+    std::printf("  %d decisions set channels, judged at that count's rows\n", s.channelsJudged);
+  if (s.channelOverrides)
+    std::printf("  %d decisions set channels where the rows force no count (channels: not stated): judged at NCCL's "
+                "own count\n", s.channelOverrides);
   for (size_t i = 0; i < s.unjudged.size() && int(i) < o.maxUnjudged; ++i) std::printf("  not judged: %s\n", s.unjudged[i].c_str());
   if (int(s.unjudged.size()) > o.maxUnjudged) std::printf("  ... and %zu more\n", s.unjudged.size() - o.maxUnjudged);
 }
@@ -165,6 +196,7 @@ void addReplayCommand(CLI::App& app) {
                   "the NCCL release to load the plugin as (default: the one the data names, else 2.28.9)")
       ->check(ncclVersionCheck());
   cmd->add_option("--json", o->json, "write every judged point (decision, chosen/default/best times) here");
+  cmd->add_flag("--points", o->points, "print every judged point: the configuration run (with its channel count), its time");
   cmd->callback([o] {
     if (const int rc = run(*o)) throw CLI::RuntimeError(rc);
   });

@@ -200,8 +200,9 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
     w[0] = std::max(w[0], defaultLabel(r.job).size());
     w[1] = std::max(w[1], r.simRule.size());
     w[2] = std::max(w[2], r.verdict.size());
-    w[3] = std::max(w[3], armLabel(r.job.finalConfig).size());
-    w[4] = std::max(w[4], armLabel(r.job.best).size());
+    // Configurations with their channel count where the rows forced one ("ring/ll ch=56").
+    w[3] = std::max(w[3], decisionLabel(r.job.finalConfig).size());
+    w[4] = std::max(w[4], decisionLabel(r.job.best).size());
   }
   const int b[5] = {int(w[0]) + 9, int(w[1]) + 8, int(w[2]) + 8, int(w[3]) + 9, int(w[4]) + 17};
   std::printf("  %-9s %-9s | %-*s | %-*s | %-*s | %-*s | %-*s\n", "", "", b[0], "NCCL default", b[1], "simulator's rule",
@@ -215,8 +216,8 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
                 std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(), int(w[0]),
                 defaultLabel(k).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
                 pct(r.simGain).c_str(), int(w[2]), r.verdict.c_str(), pct(r.verdictGain).c_str(), int(w[3]),
-                armLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
-                armLabel(k.best).c_str(), k.best_us, k.vsBest());
+                decisionLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
+                decisionLabel(k.best).c_str(), k.best_us, k.vsBest());
   }
   if (job.keysSettled(measurements::DefaultSettledBy::Matched) + job.keysSettled(measurements::DefaultSettledBy::Unforced) > 0)
     std::printf("  * NCCL's choice inferred from the runs: the forced runs of the configuration NCCL's model picks "

@@ -94,8 +94,8 @@ Expected<JudgedProfiles> judgeOnData(const std::string& csvPath, const std::vect
           else if (d->algo != Algo::Default) c = d.value();
         }
         // The row for the CSVs, judged as sim::replay judges it.
-        const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
-        const auto forced = p.forced_us.find({c.algo, c.proto});
+        const bool isDefault = p.isDefaultConfig(c);
+        const auto forced = p.forced_us.find(p.judgedAs(c));
         const double chosen = isDefault && p.default_us > 0 ? p.default_us : forced != p.forced_us.end() ? forced->second : -1;
         if (chosen > 0 && p.default_us > 0)
           r.points.push_back({prof.label, coll, p.bytes, decisionLabel(c), chosen, p.default_us, p.best_us(), c,

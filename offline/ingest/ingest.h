@@ -54,7 +54,8 @@ struct NcclTestsSection {
   std::map<std::string, std::string> env_from;  // NCCL_* knob -> the line kind that set it ("env line", ...)
   Algo forced_algo = Algo::Default;
   Proto forced_proto = Proto::Default;
-  int forced_channels = -1;
+  int forced_channels = -1;   // NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS, or NCCL_NCHANNELS; -1: not forced
+  std::string channels_from;  // the setting that forced it, as the interchange note states it ("NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8")
   // Where forced_algo/forced_proto came from, e.g. "env line NCCL_ALGO=Ring; directory ring_ll128";
   // empty when nothing forced them.
   std::string forced_from;

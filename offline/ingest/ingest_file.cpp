@@ -100,16 +100,25 @@ Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log,
         o.algo = s.forced_algo;
         o.proto = s.forced_proto;
         o.n_channels = s.forced_channels;
+        // What ran: NCCL's TUNING line where it says (a count NCCL trimmed is the count that ran).
+        int ranChannels = -1;
         if (auto t = agreedChoice(log.tuning, s.collective, tuningBytesOf(s.collective, r.bytes, s.n_ranks))) {
           o.algo = t->algo;
           o.proto = t->proto;
-          o.n_channels = t->nChannels();
+          o.n_channels = ranChannels = t->nChannels();
         }
         o.cpu_us = time;
         o.timing = store::TimingSource::Host;
         o.in_place = inPlace;
         o.busbw_gbps = inPlace ? r.ip_busbw_gbps : r.oop_busbw_gbps;
         o.note = path + (inPlace ? "; in-place" : "; out-of-place");
+        // A forced channel count is an arm of its own (measurements::Measurement::forcedChannels reads this).
+        if (s.forced_channels > 0)
+          o.note += "; forced by env " + s.channels_from +
+                    (ranChannels > 0 && ranChannels != s.forced_channels
+                         ? " (NCCL ran " + std::to_string(ranChannels) + ": its TUNING line)" : "");
+        else if (ranChannels > 0)
+          o.note += "; TUNING log: channels " + std::to_string(ranChannels) + " (NCCL's own count)";
         batch.observations.push_back(std::move(o));
         report.observations += 1;
       }
@@ -212,9 +221,10 @@ Detection detect(const NcclTestsSection& s, const std::vector<TuningChoice>& tun
               (s.forced_proto != Proto::Default && t->proto != s.forced_proto);
   }
   const std::string tuningFrom = "TUNING lines at " + std::to_string(told) + " of " + std::to_string(s.rows.size()) + " sizes";
-  if (forced) {
-    d.config = "forced " + configName(s.forced_algo, s.forced_proto);
-    d.from = s.forced_from;
+  if (forced || s.forced_channels > 0) {
+    d.config = (forced ? "forced " + configName(s.forced_algo, s.forced_proto) : "NCCL's algorithm and protocol") +
+               (s.forced_channels > 0 ? ", forced " + std::to_string(s.forced_channels) + " channels" : "");
+    d.from = s.forced_from + (s.forced_channels > 0 ? (s.forced_from.empty() ? "" : "; ") + s.channels_from : "");
     if (told > 0)
       d.from += "; " + tuningFrom + (differ == 0 ? " agree" : ", " + std::to_string(differ) + " naming another (NCCL ran that)");
   } else if (told > 0) {

@@ -345,12 +345,34 @@ void applyForcedSettings(NcclTestsSection& s) {
     if (auto a = parseAlgo(forcedListEntry(it->second, s.collective))) s.forced_algo = *a;
   if (auto it = s.env.find("NCCL_PROTO"); it != s.env.end())
     if (auto p = parseProto(forcedListEntry(it->second, s.collective))) s.forced_proto = *p;
+  // "NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8" (one line setting both, as sweep drivers print it) sets
+  // each name in the chain to the last value.
+  std::vector<std::pair<std::string, std::string>> chained;
+  for (auto& [name, value] : s.env)
+    if (value.starts_with("NCCL_") && value.find('=') != std::string::npos) {
+      std::string_view chain = value;
+      const std::string last(chain.substr(chain.rfind('=') + 1));
+      for (size_t eq = chain.find('='); eq != std::string_view::npos; chain.remove_prefix(eq + 1), eq = chain.find('='))
+        if (chain.starts_with("NCCL_") && !s.env.contains(std::string(chain.substr(0, eq))))
+          chained.emplace_back(std::string(chain.substr(0, eq)), last);
+      value = last;
+    }
+  for (auto& [name, value] : chained) s.env.try_emplace(name, value);
   for (auto [minKey, maxKey] : {std::pair{"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"},
                                 std::pair{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}}) {
     auto lo = s.env.find(minKey), hi = s.env.find(maxKey);
     int n = 0;
-    if (lo != s.env.end() && hi != s.env.end() && lo->second == hi->second && parseNumber(std::string_view(lo->second), n))
+    if (lo != s.env.end() && hi != s.env.end() && lo->second == hi->second && parseNumber(std::string_view(lo->second), n) &&
+        n > 0) {
       s.forced_channels = n;
+      s.channels_from = std::string(minKey) + "=" + std::string(maxKey) + "=" + lo->second;
+    }
+  }
+  // One setting naming the count (RCCL's and older scripts' NCCL_NCHANNELS): the same forcing.
+  if (auto it = s.env.find("NCCL_NCHANNELS"); s.forced_channels < 0 && it != s.env.end()) {
+    int n = 0;
+    if (parseNumber(std::string_view(it->second), n) && n > 0)
+      s.forced_channels = n, s.channels_from = "NCCL_NCHANNELS=" + it->second;
   }
 }
 

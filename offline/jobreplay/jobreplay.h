@@ -29,7 +29,7 @@ namespace dynamiccl::jobreplay {
 
 // One configuration measured at a key, every repeat kept.
 struct MeasuredConfig {
-  sim::Config config;              // (algo, proto) NCCL ran; the data sweep neither channels nor chunk
+  sim::Config config;              // what ran: (algo, proto), and the channel count its rows forced (0: NCCL's own)
   std::vector<double> samples_us;  // the rows' times, in row order
   double mean_us = 0;              // their median: what sim::replay and `dynamiccl replay` judge by
   int ncclChannels = 0;            // NCCL's own channel count for it at this size (the platform's model: simulated)
@@ -53,9 +53,9 @@ struct JobKey {
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
-  // The arm of (algo, proto): the forced one when the tuner forced it, else NCCL's default arm when
+  // The arm of (algo, proto) at `nChannels` (0: NCCL's own count): the forced one when the tuner forced it, else NCCL's default arm when
   // that is the configuration (else whichever exists); nullptr: never measured here.
-  const MeasuredConfig* find(Algo algo, Proto proto, bool forcedByTuner = false) const;
+  const MeasuredConfig* find(Algo algo, Proto proto, bool forcedByTuner = false, int nChannels = 0) const;
   const MeasuredConfig& best() const;                        // lowest mean
   // Lowest mean among the arms a job can choose: a forced run of NCCL's own (algo, proto) is the same
   // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.

@@ -14,7 +14,9 @@ namespace {
 
 using ShapeKey = std::tuple<std::string, int, int>;                  // group, ranks, nodes
 
-bool sameArm(const sim::Config& a, Algo algo, Proto proto) { return a.algo == algo && a.proto == proto; }
+bool sameArm(const sim::Config& a, Algo algo, Proto proto, int nChannels = 0) {
+  return a.algo == algo && a.proto == proto && a.nChannels == nChannels && a.chunkBytes == 0;
+}
 
 // The key of one replay point: its measured configurations with their repeats; nullopt (and a
 // note) when NCCL's default was not measured there. Only default rows are NCCL's default; a forced
@@ -42,20 +44,21 @@ std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::
     if (p.isDefaultsTwin(arm)) continue;  // the default's arm again
     // NCCL's table marks what it would never run here (e.g. LL128 over PCIe); a forced run may have
     // measured it, but no tuner can choose it: it stays out of the key.
-    if (!(k.costTable[int(arm.first)][int(arm.second)] >= 0)) {
+    if (!(k.costTable[int(arm.algo)][int(arm.proto)] >= 0)) {
       ++unused["measured configurations NCCL's cost table marks IGNORE (only forcing runs them)"];
       continue;
     }
     MeasuredConfig mc;
-    mc.config = sim::Config{arm.first, arm.second, 0, 0};
+    mc.config = arm;  // at the channel count its rows forced (0: NCCL's own), never pooled with another
     mc.forced = true;
     mc.mean_us = t;
     mc.samples_us = p.forced_samples_us.at(arm);
     mc.sigma = p.forced_sigma.at(arm);
-    mc.ncclChannels = p.shape->nccl->channels(arm.first, arm.second, p.bytes);
+    mc.ncclChannels = p.shape->nccl->channels(arm.algo, arm.proto, p.bytes);
     k.measured.push_back(mc);
   }
-  // Configurations never measured are IGNORE: the tuner can only pick what the data can time.
+  // Configurations never measured at NCCL's own channel count are IGNORE: the tuner can only pick what
+  // the data can time (a pair measured only at forced counts is timed at those counts alone).
   for (int a = 0; a < kNumAlgos; ++a)
     for (int q = 0; q < kNumProtos; ++q)
       if (!k.find(Algo(a), Proto(q), false)) k.costTable[a][q] = -1.0f;
@@ -69,10 +72,10 @@ int MeasuredJob::keysSettled(measurements::DefaultSettledBy c) const {
       std::count_if(keys.begin(), keys.end(), [c](const JobKey& k) { return k.defaultSettledBy == c; }));
 }
 
-const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner) const {
+const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner, int nChannels) const {
   const MeasuredConfig* any = nullptr;
   for (const MeasuredConfig& m : measured)
-    if (sameArm(m.config, algo, proto)) {
+    if (sameArm(m.config, algo, proto, nChannels)) {
       if (m.forced == forcedByTuner) return &m;
       if (!any) any = &m;
     }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "offline/platforms/platforms.h"
 
@@ -70,6 +71,14 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
     if (*p != Proto::Default) m.forcedProto = *p;
     m.note = std::move(r.source_note);
     m.ncclVersion = ncclVersionFromNote(m.note);
+    // A channel count is an arm of its own only where the row's text says it was forced; otherwise the
+    // column is what NCCL reported running at its own choice (a TUNING log), NCCL's own count.
+    if (const int stated = statedNcclSettings(m.system).with(statedNcclSettings(m.note)).channels; stated > 0)
+      m.forcedChannels = r.n_channels > 0 ? r.n_channels : stated;
+    else if (r.n_channels > 0)
+      m.reportedChannels = r.n_channels;
+    if (m.forced() && r.chunk > 0) m.forcedChunk = static_cast<uint64_t>(r.chunk);
+    std::tie(m.statedRuns, m.statedSpread) = statedRunsOf(m.note);
     if (!m.forced()) m.ncclRan = ncclChoiceFromNote(m.note);
     const std::string v = variantOf(m.note);
     m.group = v.empty() ? m.system : m.system + " | " + v;
@@ -90,6 +99,28 @@ int ncclVersionFromNote(const std::string& note) {
       return major * 10000 + minor * 100 + patch;
   }
   return 0;
+}
+
+std::pair<int, double> statedRunsOf(std::string_view note) {
+  const std::string text(note);
+  int runs = 0;
+  double spreadPct = 0;
+  for (size_t at = text.find("median of "); at != std::string::npos && runs == 0; at = text.find("median of ", at + 1))
+    if (std::sscanf(text.c_str() + at, "median of %d runs", &runs) != 1) runs = 0;
+  if (runs < 2) return {0, 0};
+  const std::string spreadWord = std::to_string(runs) + "-run spread ";
+  const size_t at = text.find(spreadWord);
+  if (at == std::string::npos || std::sscanf(text.c_str() + at + spreadWord.size(), "%lf%%", &spreadPct) != 1 ||
+      !(spreadPct >= 0) || spreadPct > 1000)
+    return {0, 0};
+  return {runs, spreadPct / 100};
+}
+
+double logSdOfSpread(int runs, double spread) {
+  // d2(n): the mean range of n standard normal draws.
+  static constexpr double kD2[] = {0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078};
+  if (runs < 2 || !(spread >= 0)) return 0;
+  return std::log1p(spread) / kD2[std::min(runs, 10)];
 }
 
 std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note) {
@@ -121,6 +152,31 @@ std::string statedValue(std::string_view text, std::string_view name, bool bareT
   return "";
 }
 
+// A forced channel count a text states: "NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8", both bounds equal
+// (or NCCL_MIN_CTAS and NCCL_MAX_CTAS), or "NCCL_NCHANNELS=8"; 0 where none (a bound alone forces no count).
+int statedChannels(std::string_view text) {
+  const auto count = [&](std::string_view name) {
+    for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_')) continue;
+      size_t v = at + name.size();
+      if (v >= text.size() || text[v] != '=') continue;
+      ++v;
+      // A chain "NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8" sets both to the last value.
+      while (v < text.size() && text.substr(v).starts_with("NCCL_")) {
+        const size_t eq = text.find('=', v);
+        if (eq == std::string_view::npos) return 0;
+        v = eq + 1;
+      }
+      int n = 0;
+      while (v < text.size() && std::isdigit(static_cast<unsigned char>(text[v])) && n < 100000) n = n * 10 + (text[v++] - '0');
+      if (n > 0) return n;
+    }
+    return 0;
+  };
+  for (auto [low, high] : {std::pair{"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}, std::pair{"NCCL_MIN_CTAS", "NCCL_MAX_CTAS"}})
+    if (const int lo = count(low); lo > 0 && lo == count(high)) return lo;
+  return count("NCCL_NCHANNELS");
+}
 }  // namespace
 
 bool StatedNcclSettings::allows(Algo a) const {
@@ -135,6 +191,7 @@ StatedNcclSettings StatedNcclSettings::with(const StatedNcclSettings& over) cons
   s.collnetOff = s.collnetOff || over.collnetOff;
   if (over.algo) s.algo = over.algo;
   if (over.proto) s.proto = over.proto;
+  if (over.channels > 0) s.channels = over.channels;
   return s;
 }
 
@@ -144,6 +201,7 @@ StatedNcclSettings statedNcclSettings(std::string_view text) {
   s.collnetOff = statedValue(text, "COLLNET_ENABLE", false) == "0";
   if (const auto a = parseAlgo(statedValue(text, "ALGO", false)); a && *a != Algo::Default) s.algo = *a;
   if (const auto p = parseProto(statedValue(text, "PROTO", false)); p && *p != Proto::Default) s.proto = *p;
+  s.channels = statedChannels(text);
   return s;
 }
 

@@ -34,7 +34,17 @@ struct Measurement {
   int ncclVersion = 0;  // from the note ("NCCL 2.23.4" -> 22304); 0 when the row does not say
   // What NCCL ran, where the note quotes its TUNING line ("Algo RING proto SIMPLE"); nullopt: unsaid.
   std::optional<std::pair<Algo, Proto>> ncclRan;
-  bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value(); }
+  // The channel count the row forced, where its text says so (statedNcclSettings: NCCL_MIN_NCHANNELS =
+  // NCCL_MAX_NCHANNELS, NCCL_NCHANNELS); then the nchannels column is the count asked for. 0: not forced.
+  int forcedChannels = 0;
+  uint64_t forcedChunk = 0;  // the chunk column of a row that forced its configuration; 0: not stated
+  // The nchannels column where nothing forced it: what NCCL reported running (a TUNING log); 0: unsaid.
+  int reportedChannels = 0;
+  // Where the note says the row is the median of several runs ("median of 3 runs, 3-run spread 3.2%"):
+  // how many and their range relative to the median; 0 runs: unsaid.
+  int statedRuns = 0;
+  double statedSpread = 0;
+  bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value() || forcedChannels > 0; }
 };
 
 struct LoadedMeasurements {
@@ -79,6 +89,9 @@ struct StatedNcclSettings {
   bool nvlsOff = false, collnetOff = false;
   std::optional<Algo> algo;
   std::optional<Proto> proto;
+  // A forced channel count: NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS equal (also written
+  // NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8), or NCCL_NCHANNELS=8; 0: none forced.
+  int channels = 0;
   bool operator==(const StatedNcclSettings&) const = default;
   // Whether NCCL, so set, may run `a` at all.
   bool allows(Algo a) const;
@@ -86,6 +99,12 @@ struct StatedNcclSettings {
   StatedNcclSettings with(const StatedNcclSettings& over) const;
 };
 StatedNcclSettings statedNcclSettings(std::string_view text);
+// A row's own runs as its note states them: "median of 3 runs" and "3-run spread 3.2%" -> {3, 0.032};
+// {0, 0} where it says neither.
+std::pair<int, double> statedRunsOf(std::string_view note);
+// The per-run sd of log time that `runs` runs spanning `spread` (range / median) show: the range of n
+// normal draws is d2(n) sds on average. 0 where runs < 2.
+double logSdOfSpread(int runs, double spread);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
 // NCCL's TUNING words quoted in a note ("... Algo NVLS proto SIMPLE channels 16") -> (NVLS, Simple);
@@ -96,14 +115,21 @@ std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note
 
 namespace dynamiccl::measurements {
 
-// Every repeat of one measured arm (what the row forced: nothing, the algorithm, the protocol or
-// both) at one point; rows are repeats when they agree on group, shape, collective, size and arm.
+// Every repeat of one measured arm (what the row forced: nothing, the algorithm, the protocol, the
+// channel count, the chunk) at one point; rows are repeats when they agree on group, shape,
+// collective, size and arm. Two channel counts are two arms, never repeats of one.
 struct MeasuredArm {
   std::optional<Algo> forcedAlgo;
   std::optional<Proto> forcedProto;
+  int forcedChannels = 0;    // 0: NCCL's own count
+  uint64_t forcedChunk = 0;  // 0: NCCL's own chunk
   std::vector<double> samples_us;  // in row order
-  bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value(); }
-  std::string label() const;  // "nccl-default", "NCCL_ALGO=RING", "NCCL_ALGO=RING NCCL_PROTO=LL"
+  // The runs behind the samples where the rows state them (a median of 3 with its spread): sum of
+  // squares of log time around each row's mean and its degrees of freedom (runs - 1 per row).
+  double statedSumSquares = 0, statedDof = 0;
+  bool forced() const { return forcedAlgo.has_value() || forcedProto.has_value() || forcedChannels > 0; }
+  // "nccl-default", "NCCL_ALGO=RING", "NCCL_ALGO=RING NCCL_PROTO=LL NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=8"
+  std::string label() const;
 };
 struct MeasuredPoint {
   std::string system, group;

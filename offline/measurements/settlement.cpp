@@ -40,8 +40,26 @@ std::string_view defaultSettledByName(DefaultSettledBy c) {
 bool forcedTwinIsDefault(DefaultSettledBy c) {
   return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Confirmed || c == DefaultSettledBy::Matched;
 }
-bool ReplayPoint::isDefaultsTwin(std::pair<Algo, Proto> arm) const {
-  return forcedTwinIsDefault(defaultSettledBy) && arm.first == ncclDefault.algo && arm.second == ncclDefault.proto;
+bool ReplayPoint::isDefaultsTwin(const Config& arm) const {
+  return forcedTwinIsDefault(defaultSettledBy) && arm == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
+}
+
+bool ReplayPoint::statesChannels() const {
+  for (const auto& [arm, t] : forced_us)
+    if (arm.nChannels > 0) return true;
+  return false;
+}
+
+Config ReplayPoint::judgedAs(const Config& decision) const {
+  bool chunks = false;
+  for (const auto& [arm, t] : forced_us) chunks = chunks || arm.chunkBytes > 0;
+  return Config{decision.algo, decision.proto, statesChannels() ? decision.nChannels : 0,
+                chunks ? decision.chunkBytes : 0};
+}
+
+bool ReplayPoint::isDefaultConfig(const Config& decision) const {
+  // ncclDefault itself (with the model's channel count, as a caller that keeps it passes it) is the default too.
+  return decision == ncclDefault || judgedAs(decision) == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
 }
 
 bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }
@@ -131,9 +149,9 @@ std::optional<std::pair<Algo, Proto>> cheapestAllowed(const model::CostTable& ta
 // its own that a tuner can test.
 void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
   if (p.defaultSettledBy == DefaultSettledBy::Stated || p.default_samples_us.empty()) return;
-  const std::pair<Algo, Proto> pick{p.ncclDefault.algo, p.ncclDefault.proto};
+  const Config pick{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};  // at NCCL's own channel count
   if (!p.forced_samples_us.count(pick)) return;  // no forced run of the pick to check it against
-  const auto sameAsDefault = [&](const std::pair<Algo, Proto>& arm) {
+  const auto sameAsDefault = [&](const Config& arm) {
     return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us,
                                p.default_sigma) &&
            !farBeyondRepeats(p.forced_us.at(arm), p.default_us, data, gapSds);
@@ -142,18 +160,18 @@ void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
     p.defaultSettledBy = DefaultSettledBy::Confirmed;
     return;
   }
-  std::optional<std::pair<Algo, Proto>> match;
+  std::optional<Config> match;
   for (const auto& [arm, t] : p.forced_us)
-    if (arm != pick && sameAsDefault(arm) &&
+    if (arm != pick && arm.nChannels == 0 && arm.chunkBytes == 0 && sameAsDefault(arm) &&
         (!match || std::abs(std::log(t / p.default_us)) < std::abs(std::log(p.forced_us.at(*match) / p.default_us))))
       match = arm;
   if (match) {
-    p.ncclDefault = Config{match->first, match->second, 0, 0};
+    p.ncclDefault = Config{match->algo, match->proto, 0, 0};
     p.defaultSettledBy = DefaultSettledBy::Matched;
     return;
   }
   const auto unforced = cheapestAllowed(p.shape->nccl->costTable(p.coll, p.bytes),
-                                        [&](Algo a, Proto q) { return !p.forced_us.count({a, q}); });
+                                        [&](Algo a, Proto q) { return !p.forced_us.count(Config{a, q, 0, 0}); });
   if (unforced) {
     p.ncclDefault = Config{unforced->first, unforced->second, 0, 0};
     p.defaultSettledBy = DefaultSettledBy::Unforced;
@@ -200,7 +218,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     std::set<std::pair<Algo, Proto>> stated;  // what default rows quote NCCL as running
     std::optional<StatedNcclSettings> settings;  // what every default row states it ran with
     bool settingsDiffer = false;
-    std::map<std::pair<Algo, Proto>, std::vector<double>> forced;
+    std::map<Config, std::vector<double>> forced;
   };
   std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
   for (const Measurement& m : rows) {
@@ -252,7 +270,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
       ++data.skipped["forced configuration NCCL could not run"];
       continue;
     }
-    a.forced[{c.algo, c.proto}].push_back(m.time_us);
+    a.forced[Config{c.algo, c.proto, m.forcedChannels, m.forcedChunk}].push_back(m.time_us);
   }
   for (const auto& [key, sa] : acc) {
     const auto& [shape, a] = sa;
@@ -277,7 +295,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
   fitNoise(data);
   int comparisons = 0;
   for (const ReplayPoint& p : data.points)
-    comparisons += p.forced_samples_us.count({p.ncclDefault.algo, p.ncclDefault.proto}) > 0;
+    comparisons += p.forced_samples_us.count(Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0}) > 0;
   const double gapSds = refutingGapSds(comparisons);
   for (ReplayPoint& p : data.points) settleDefault(p, data, gapSds);
   return data;

@@ -59,17 +59,28 @@ struct ReplayPoint {
   Config ncclDefault;  // what the default rows ran, as settled (defaultSettledBy)
   DefaultSettledBy defaultSettledBy = DefaultSettledBy::Model;
   double default_us = -1;                      // median of the rows where NCCL chose; -1 none
-  std::map<std::pair<Algo, Proto>, double> forced_us;  // median of forced rows, by resolved config
+  // Median of forced rows, by resolved configuration: (algo, proto) as NCCL's model resolves what
+  // the row forced, with the channel count and chunk the row forced (0: NCCL's own). Each channel
+  // count is a configuration of its own, never a repeat of another.
+  std::map<Config, double> forced_us;
   // Every repeat, and its fitted noise (sd of log time: the arm's spread shrunk toward the spread at
   // this and the neighbouring sizes, fittedSigma): what the replayed job draws from.
   std::vector<double> default_samples_us;
-  std::map<std::pair<Algo, Proto>, std::vector<double>> forced_samples_us;
+  std::map<Config, std::vector<double>> forced_samples_us;
   double default_sigma = 0;
-  std::map<std::pair<Algo, Proto>, double> forced_sigma;
+  std::map<Config, double> forced_sigma;
   double best_us() const;
   // Whether forcing `arm` ran what the default rows ran (the settled configuration, where forcing it is
   // the same arm): its runs are more runs of NCCL's default, not an alternative.
-  bool isDefaultsTwin(std::pair<Algo, Proto> arm) const;
+  bool isDefaultsTwin(const Config& arm) const;
+  // Whether a forced row here states the channel count it forced (then a configuration is judged at
+  // its own count; elsewhere every configuration runs at NCCL's own, "channels: not stated").
+  bool statesChannels() const;
+  // What a decision is judged as here: its channel count (and chunk) where the point's rows force
+  // counts (chunks), else NCCL's own, since rows that state none cannot tell counts apart.
+  Config judgedAs(const Config& decision) const;
+  // Whether a decision judged here runs NCCL's default configuration (the settled one, at NCCL's own count).
+  bool isDefaultConfig(const Config& decision) const;
   // NCCL's cost table here: the model's, with ncclDefault ranked first where the settled choice is
   // not the model's pick (what a tuner sees must lead to what the default rows ran).
   model::CostTable costTable() const;

@@ -14,9 +14,9 @@ std::optional<double> MeasuredEnvironment::latency_us(Collective coll, uint64_t 
         p.bytes != bytes)
       continue;
     double mean = -1;
-    const bool isDefault = c.algo == Algo::Default || (c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto);
+    const bool isDefault = c.algo == Algo::Default || p.isDefaultConfig(c);
     if (isDefault && p.default_us > 0) mean = p.default_us;
-    else if (auto it = p.forced_us.find({c.algo, c.proto}); it != p.forced_us.end()) mean = it->second;
+    else if (auto it = p.forced_us.find(p.judgedAs(c)); it != p.forced_us.end()) mean = it->second;
     if (mean <= 0) return std::nullopt;
     std::normal_distribution<double> normal(0.0, sigma_);
     return mean * std::exp(normal(rng_));

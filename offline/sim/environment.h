@@ -21,7 +21,8 @@ class Environment {
 
 // Serves one dataset shape from its measured points. A measured mean is resampled with the
 // spread the dataset shows between repeats of the same point (lognormal, sigma estimated from
-// the repeats; 3% where a point has none). Channels and chunk are ignored: no data sweeps them.
+// the repeats; 3% where a point has none). A configuration is served at its own channel count where the
+// point's rows force counts (ReplayPoint::judgedAs), else at NCCL's own.
 class MeasuredEnvironment : public Environment {
  public:
   MeasuredEnvironment(const measurements::ReplayData& data, std::string group, int nRanks, int nNodes, uint64_t seed,

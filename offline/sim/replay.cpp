@@ -20,9 +20,12 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     ++s.points;
     const model::CostTable table = p.costTable();
     const Config c = decide(p, table);
-    if (c.nChannels > 0) ++s.channelOverrides;
-    const bool isDefault = c.algo == p.ncclDefault.algo && c.proto == p.ncclDefault.proto;
-    const auto forcedRow = p.forced_us.find({c.algo, c.proto});
+    // Judged per configuration: at the channel count the decision set where the rows force counts here,
+    // else at NCCL's own (rows that state no count cannot tell counts apart).
+    const Config arm = p.judgedAs(c);
+    const bool isDefault = p.isDefaultConfig(c);
+    if (c.nChannels > 0 && !isDefault) ++(arm.nChannels > 0 ? s.channelsJudged : s.channelOverrides);
+    const auto forcedRow = p.forced_us.find(arm);
     double chosen = -1;
     // A forced choice is judged by the rows that forced it: the default rows ran what NCCL chose, which
     // the model's guess names but no row says, so they judge only a call the plugin left to NCCL.
@@ -31,11 +34,14 @@ ReplaySummary replay(const ReplayData& data, const DecisionFn& decide, bool prog
     else if (isDefault && p.default_us > 0 && !forced) chosen = p.default_us;
     else if (forcedRow != p.forced_us.end()) chosen = forcedRow->second;
     if (chosen <= 0) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "%s %s %dr/%dn %llu B: %s/%s not measured", p.group.substr(0, 40).c_str(),
+      char buf[240];
+      std::snprintf(buf, sizeof buf, "%s %s %dr/%dn %llu B: %s/%s%s not measured", p.group.substr(0, 40).c_str(),
                     std::string(collectiveName(p.coll)).c_str(), p.shape->nRanks, p.shape->nNodes,
                     static_cast<unsigned long long>(p.bytes), std::string(algoNcclName(c.algo)).c_str(),
-                    std::string(protoNcclName(c.proto)).c_str());
+                    std::string(protoNcclName(c.proto)).c_str(),
+                    !p.statesChannels() ? ""
+                    : arm.nChannels > 0 ? (" at " + std::to_string(arm.nChannels) + " channels").c_str()
+                                        : " at NCCL's own channel count (the rows force counts here)");
       s.unjudged.push_back(buf);
       continue;
     }

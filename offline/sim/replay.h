@@ -20,13 +20,16 @@ using DecisionFn = std::function<Config(const measurements::ReplayPoint&, const 
 struct ReplaySummary {
   int points = 0, judged = 0;
   int keptDefault = 0;       // judged points where the decision equals NCCL's default
-  int channelOverrides = 0;  // decisions that set channels (not judged: no data sweeps channels)
+  // Decisions that set channels where the point's rows force no count ("channels: not stated"): judged
+  // at NCCL's own count; and those judged at their own count's rows.
+  int channelOverrides = 0;
+  int channelsJudged = 0;
   double geomeanVsBest = 0, worstVsBest = 0, geomeanVsDefault = 0, worstVsDefault = 0;
   int vsDefaultPoints = 0;
   std::vector<std::string> unjudged;  // "allreduce 8r/1n 1048576 B: TREE/LL not measured"
   struct Judged {
     const measurements::ReplayPoint* point = nullptr;
-    Config choice;          // what NCCL runs after the decision
+    Config choice;          // what NCCL runs after the decision (its channel count as the tuner set it)
     double chosen_us = 0;   // its measured time
   };
   std::vector<Judged> perPoint;  // every judged point, in data order

@@ -120,7 +120,7 @@ std::vector<GainPair> measuredGains(const learned::PolicyNetwork& net, const mea
     // Only configurations measured at the point can be judged: NCCL's channel count, measured arms.
     std::vector<policy::Decision> configs;
     for (const policy::Decision& d : learned::policyConfigurations(p.coll, fp))
-      if (d.nChannels == 0 && (p.forced_us.count({d.algo, d.proto}) || (d.algo == own.algo && d.proto == own.proto)))
+      if (d.nChannels == 0 && (p.forced_us.count(policy::Decision{d.algo, d.proto, 0, 0}) || (d.algo == own.algo && d.proto == own.proto)))
         configs.push_back(d);
     if (configs.size() < 2) continue;
     // The plugin scores a bucket at its probe size.
@@ -133,7 +133,7 @@ std::vector<GainPair> measuredGains(const learned::PolicyNetwork& net, const mea
     const size_t best = bestFirst(scores).front();
     const policy::Decision& choice = configs[best];
     const bool same = choice.algo == own.algo && choice.proto == own.proto;
-    const auto it = p.forced_us.find({choice.algo, choice.proto});
+    const auto it = p.forced_us.find(policy::Decision{choice.algo, choice.proto, 0, 0});
     const double chosen_us = same ? p.default_us : it->second;
     GainPair g;
     g.predicted = std::exp(static_cast<double>(reference) - *std::min_element(scores.begin(), scores.end()));

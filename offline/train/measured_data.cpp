@@ -31,9 +31,11 @@ std::vector<Sample> measuredSamples(const measurements::ReplayData& data, float 
     const bool defaultKnown = p.ncclDefault.algo != Algo::Default && p.ncclDefault.proto != Proto::Default;
     if (p.default_us > 0 && defaultKnown)
       out.push_back(measuredRow(fp, p.coll, p.bytes, p.ncclDefault.algo, p.ncclDefault.proto, p.default_us, weight));
+    // A row at a forced channel count or chunk is another configuration than the network scores.
     for (const auto& [config, t] : p.forced_us)
-      if (t > 0 && config.first != Algo::Default && config.second != Proto::Default)
-        out.push_back(measuredRow(fp, p.coll, p.bytes, config.first, config.second, t, weight));
+      if (t > 0 && config.algo != Algo::Default && config.proto != Proto::Default && config.nChannels == 0 &&
+          config.chunkBytes == 0)
+        out.push_back(measuredRow(fp, p.coll, p.bytes, config.algo, config.proto, t, weight));
   }
   return out;
 }

@@ -38,7 +38,9 @@ ProposerFigures evaluateProposer(const std::string& name, const measurements::Re
   const ArmOrder fallback = ncclCostOrder();
   for (const measurements::ReplayPoint& p : data.points) {
     if (p.default_us <= 0 || p.forced_us.empty() || p.ncclDefault.algo == Algo::Default) continue;
-    std::map<Arm, double> arms(p.forced_us.begin(), p.forced_us.end());
+    std::map<Arm, double> arms;  // at NCCL's own channel count and chunk: what the proposers order
+    for (const auto& [c, t] : p.forced_us)
+      if (c.nChannels == 0 && c.chunkBytes == 0) arms[{c.algo, c.proto}] = t;
     arms[{p.ncclDefault.algo, p.ncclDefault.proto}] = p.default_us;  // NCCL's own choice is its default rows
     double best = INFINITY;
     for (const auto& [a, t] : arms) best = std::min(best, t);

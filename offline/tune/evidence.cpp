@@ -41,11 +41,18 @@ const ConfigStats* sameArm(const KeyResult& k, const ConfigStats& s) {
 struct SpreadPool {
   double ss = 0, df = 0;
   std::vector<double> medianUnbiased;
+  bool stated = false;  // some of it is the spread the data state of the runs behind a sample
   void add(const std::vector<double>& samples_us) {
     if (samples_us.size() < 2) return;
-    const double k = static_cast<double>(samples_us.size() - 1), v = logSumSquares(samples_us);
+    addSpread(logSumSquares(samples_us), static_cast<double>(samples_us.size() - 1));
+  }
+  void addSpread(double v, double k) {
     ss += v, df += k;
     medianUnbiased.push_back(v / chiSquareQuantile(0.5, k));
+  }
+  void add(const ConfigStats& s) {
+    add(s.samples_us);
+    if (s.statedDof > 0) addSpread(s.statedSumSquares, s.statedDof), stated = true;
   }
   double variance() {
     const double pooled = ss / df;
@@ -67,14 +74,14 @@ Noise noiseOf(const std::vector<KeyResult>& keys, int i, const ConfigStats& s, b
   SpreadPool own;
   for (int j = lo; j <= hi; ++j) {
     const ConfigStats* x = j == i ? &s : isDefault ? &keys[j].keep() : sameArm(keys[j], s);
-    if (x) own.add(x->samples_us);
+    if (x) own.add(*x);
   }
   if (own.df > 0)
     return {std::max(std::sqrt(own.variance()), kNoiseFloor), own.df,
-            s.count() >= 2 ? "repeats" : "repeats at neighbouring sizes"};
+            own.stated ? "runs the rows state" : s.count() >= 2 ? "repeats" : "repeats at neighbouring sizes"};
   SpreadPool every;
   for (int j = lo; j <= hi; ++j)
-    for (const ConfigStats& x : keys[j].evaluated) every.add(x.samples_us);
+    for (const ConfigStats& x : keys[j].evaluated) every.add(x);
   if (every.df > 0) return {std::max(std::sqrt(every.variance()), kNoiseFloor), every.df, "repeats of other configurations"};
   return {};
 }

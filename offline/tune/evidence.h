@@ -37,7 +37,7 @@ struct PointEvidence {
   double ratioSe = 0;           // standard error of log(ratio) at this size
   double noise = 0;             // per-sample relative noise used for the candidate (log sd)
   double defaultNoise = 0;      // the same for the default
-  std::string noiseSource;      // "repeats", "repeats at neighbouring sizes", "repeats of other configurations", "none"
+  std::string noiseSource;      // "repeats", "repeats at neighbouring sizes", "runs the rows state", "repeats of other configurations", "none"
   int pooledSizes = 1;          // sizes whose evidence the bound uses (1: this size alone)
   double pooledRatio = 1;       // chosen/default over those sizes
   double ratioLower = 1, ratioUpper = 1;  // the two one-sided bounds at the rule's confidence

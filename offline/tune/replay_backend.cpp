@@ -1,5 +1,7 @@
 // Replayed dataset: each measured (collective, bytes) point of one communicator shape answers with
-// its recorded repeats, every one a sample. Half-forced rows (only NCCL_ALGO or only NCCL_PROTO)
+// its recorded repeats, every one a sample. An arm is a configuration: rows forced at two channel
+// counts are two arms (the configuration carries the count), never repeats of one; a dataset whose
+// rows force no count says so ("channels: not stated"). Half-forced rows (only NCCL_ALGO or only NCCL_PROTO)
 // stay their own arm; the configuration a rule would write for them is what NCCL's model says
 // NCCL ran (sim/replay). A forced row is its own arm whatever a model guesses NCCL would pick, and
 // a point without a default row is undecidable: no vs-default figure is made up.
@@ -50,7 +52,7 @@ class ReplayBackend final : public MeasurementBackend {
   // line, a pick the runs cannot tell from the default rows, the forced arm they match): no candidate.
   std::optional<Config> ncclDefaultRuns(const MeasureKey& k) const override {
     const measurements::ReplayPoint* p = settled(k.coll, k.bytes);
-    if (p && p->isDefaultsTwin({p->ncclDefault.algo, p->ncclDefault.proto}))
+    if (p && p->isDefaultsTwin(Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0}))
       return Config{p->ncclDefault.algo, p->ncclDefault.proto, 0, 0};
     return std::nullopt;
   }
@@ -83,7 +85,6 @@ class ReplayBackend final : public MeasurementBackend {
   const ConfigStats* find(const Config& c, const MeasureKey& k) const {
     const auto it = arms_.find({int(k.coll), k.bytes});
     if (it == arms_.end() || !it->second) return nullptr;
-    if (c.nChannels != 0 || c.chunkBytes != 0) return nullptr;  // no public data sweeps channels or chunks
     for (const ConfigStats& s : *it->second)
       if (s.config == c) return &s;
     return nullptr;
@@ -100,16 +101,22 @@ class ReplayBackend final : public MeasurementBackend {
     for (const measurements::MeasuredArm& a : p.arms) {
       if (!a.forced()) {
         out[0] = ConfigStats{keepDefault(), a.samples_us, a.label()};
+        out[0].statedSumSquares = a.statedSumSquares;
+        out[0].statedDof = a.statedDof;
         haveDefault = true;
         continue;
       }
       const sim::Config r = shape_->nccl->restrictedConfig(p.coll, p.bytes, a.forcedAlgo, a.forcedProto);
       if (r.algo == Algo::Default) continue;  // NCCL could not run it: nothing to choose
-      if (settledPoint && settledPoint->isDefaultsTwin({r.algo, r.proto})) {
+      const Config arm{r.algo, r.proto, a.forcedChannels, a.forcedChunk};
+      if (settledPoint && settledPoint->isDefaultsTwin(arm)) {
         twinRuns.insert(twinRuns.end(), a.samples_us.begin(), a.samples_us.end());
         continue;
       }
-      out.push_back(ConfigStats{Config{r.algo, r.proto, 0, 0}, a.samples_us, a.label()});
+      ConfigStats s{arm, a.samples_us, a.label()};
+      s.statedSumSquares = a.statedSumSquares;
+      s.statedDof = a.statedDof;
+      out.push_back(std::move(s));
     }
     if (haveDefault && !twinRuns.empty()) {
       out[0].samples_us.insert(out[0].samples_us.end(), twinRuns.begin(), twinRuns.end());
@@ -189,8 +196,24 @@ std::unique_ptr<MeasurementBackend> backendOf(const LoadedReplay& l, const Candi
                     "' and no fingerprint was declared (`dynamiccl probe -o FILE` on the machine, then --fingerprint "
                     "FILE): the rules carry none, so the plugin tests them in the job before they count");
   std::vector<measurements::Measurement> kept;
+  std::set<int> counts;
+  int reported = 0;
   for (const measurements::Measurement& m : l.rows)
-    if (m.system == c.shape->system && m.group == c.group) kept.push_back(m);
+    if (m.system == c.shape->system && m.group == c.group && m.nRanks == c.shape->nRanks && m.nNodes == c.shape->nNodes) {
+      kept.push_back(m);
+      if (m.forcedChannels > 0) counts.insert(m.forcedChannels);
+      reported += m.reportedChannels > 0;
+    }
+  if (counts.empty())
+    notes.push_back("channels: not stated (no row forces a channel count" +
+                    std::string(reported ? "; " + std::to_string(reported) + " rows report the count NCCL chose" : "") +
+                    "): every arm runs at NCCL's own count");
+  else {
+    std::string list;
+    for (int n : counts) list += (list.empty() ? "" : ",") + std::to_string(n);
+    notes.push_back("channels: rows force " + std::to_string(counts.size()) + " counts (" + list +
+                    "): each count is an arm of its own, never a repeat of another");
+  }
   return std::make_unique<ReplayBackend>(l.data, c.shape, c.group, measurements::groupRepeats(kept), std::move(notes),
                                          std::move(hardware));
 }

@@ -29,6 +29,9 @@ struct ConfigStats {
   Config config;
   std::vector<double> samples_us;
   std::string arm;  // what a dataset row forced to get it ("NCCL_ALGO=RING"); empty for a search
+  // Where each sample is itself a summary of runs whose spread the data state (a median of 3, its
+  // spread): those runs' sum of squares of log time and degrees of freedom; 0: none stated.
+  double statedSumSquares = 0, statedDof = 0;
   double median_us() const { return median(samples_us); }
   int count() const { return static_cast<int>(samples_us.size()); }
 };
