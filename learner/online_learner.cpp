@@ -74,8 +74,9 @@ void OnlineLearner::seed(int coll, int bucket, const ArmSummary& arm, bool promo
   if (!std::isfinite(arm.meanLog) || !std::isfinite(arm.varLog) || arm.varLog < 0) return;
   KeyState& k = keys_[coll * SizeBucket::kCount + bucket];
   const int pair = slotOf(arm.algo, arm.proto);
-  // A channel count is its own arm (a slot for it, while one is free); none: the pair's.
-  const int slot = arm.nChannels > 0 ? channelSlot(k, pair, arm.nChannels, true) : pair;
+  // A count the channel search asked for is its own arm (a slot for it, while one is free); a rule's own
+  // count, with the search off, ran as its pair's arm in that job (armOfRun) and seeds the pair.
+  const int slot = arm.nChannels > 0 && config_.searchChannels ? channelSlot(k, pair, arm.nChannels, true) : pair;
   if (slot >= 0) stats_->seed(k, slot, arm, promoted);
 }
 

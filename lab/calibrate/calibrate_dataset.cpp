@@ -391,7 +391,7 @@ PreparedGroup prepareGroup(const std::string& name, const std::vector<measuremen
     }
     const int si = shape->second.first;
     Config c = shape->second.second->restrictedConfig(m.coll, m.bytes, m.forcedAlgo, m.forcedProto);
-    c.nChannels = m.forcedChannels;  // a row forced at a channel count is simulated at that count (0: NCCL's own)
+    if (m.forcedChannels > 0) c.nChannels = m.forcedChannels;  // a row forced at a channel count is simulated at it
     if (c.algo == Algo::Default || !g.sims[si]->feasible(m.coll, c)) {
       skip("NCCL's model finds no configuration NCCL could have run");
       continue;

@@ -34,7 +34,8 @@ std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::
     return std::nullopt;
   }
   MeasuredConfig byDefault;
-  byDefault.config = p.ncclDefault;
+  // The default rows ran NCCL's own channel count and chunk: the arm at count 0, as forced arms are keyed.
+  byDefault.config = sim::Config{p.ncclDefault.algo, p.ncclDefault.proto, 0, 0};
   byDefault.mean_us = p.default_us;
   byDefault.samples_us = p.default_samples_us;
   byDefault.sigma = p.default_sigma;
