@@ -21,8 +21,6 @@ struct TunerContext {
   uint64_t magic = kMagic;
   int abiVersion = 0;
   abi::PickRule pickRule = abi::kNewestPickRule;  // NCCL's selection rules for this process (nccl_version.h)
-  const abi::HostRules* host = &abi::kNcclRules;  // which library loaded us and its rules (abi/host_rules.h)
-  UserFixed fixed;                                 // knobs the user fixed, left alone (user_fixed.h)
   TunerView view;  // the communicator's shape and the decision log per call, what the other roles read
   std::shared_ptr<const LoadedProfile> loaded;  // keeps the profile alive while the table refers to it
   policy::DecisionTable table;       // what the hot path reads: the rules that apply under DYNAMICCL_TRUST
@@ -51,6 +49,10 @@ struct TunerContext {
 
   // DYNAMICCL_BUDGET record= as a draw threshold: calls profiled and recorded though nothing decides on them.
   uint32_t recordThreshold = 0;
+
+  // Read on the hot path after the table: kept out of the lines the lookup reads first.
+  const abi::HostRules* host = &abi::kNcclRules;  // which library loaded us and its rules (abi/host_rules.h)
+  UserFixed fixed;                                 // knobs the user fixed, left alone (user_fixed.h)
 
   static TunerContext* from(void* p) {
     auto* c = static_cast<TunerContext*>(p);
