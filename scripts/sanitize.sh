@@ -20,7 +20,7 @@ ASAN_TARGETS="dynamiccl_plugin features_test features_fingerprint_test features_
   decision_table_test plugin_abi_test bad_input_test background_profile_test settings_test pick_rule_test nccl_version_test store_test csv_test
   profiler_test network_weights_test network_eval_test policy_guard_test trust_test online_consistency_test
   input_agreement_test etcd_store_test record_seal_test no_libcurl_test verification_test verdict_travel_test
-  finalize_bound_test online_learner_test measurement_test learned_arm_model_test fuzz_regression_test rccl_conformance_test"
+  finalize_bound_test online_learner_test measurement_test learned_arm_model_test channel_search_test fuzz_regression_test rccl_conformance_test"
 # Programs not built are reported by ctest as <program>_NOT_BUILT; the scripted tests need the tool.
 # Under ASan, resident memory holds its quarantine (ProfilerBounds) and a finalize slowed several-fold
 # meets its 1 s bound before the verdicts are written (Verification, VerdictTravel): TSan and the first
