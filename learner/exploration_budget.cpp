@@ -25,8 +25,9 @@ double ExplorationBudget::callsSoFar(const KeyState& k) const {
 
 void ExplorationBudget::updateScale(KeyState& k, const std::vector<int>& slots) const {
   if (!k.modelled) return;
+  // NCCL's model prices a pair at its own channel count: a channel arm has no modelled time to fit.
   for (int s : slots)
-    if (stats_.trusted(k, s) && k.modelled_us[s] > 0) {
+    if (!isChannelSlot(s) && stats_.trusted(k, s) && k.modelled_us[s] > 0) {
       const double fit = std::exp(meanOf(k.arms[s])) / k.modelled_us[s];
       if (k.bestScale <= 0 || fit < k.bestScale) k.bestScale = fit;
     }

@@ -47,7 +47,8 @@ std::optional<double> Search::untriedRatio(const KeyState& k, int slot,
     modelled = arm * k.bestScale / std::exp(*incumbentMean);
   } else {
     // Reference: the incumbent's modelled time, else NCCL's own choice's.
-    const int ref = k.incumbent >= 0 && k.modelled_us[k.incumbent] > 0 ? k.incumbent : k.ncclDefault;
+    const bool pairRuns = k.incumbent >= 0 && !isChannelSlot(k.incumbent);
+    const int ref = pairRuns && k.modelled_us[k.incumbent] > 0 ? k.incumbent : k.ncclDefault;
     if (ref < 0 || !(k.modelled_us[ref] > 0)) return config_.unknownRatio;
     modelled = arm / k.modelled_us[ref];
   }
