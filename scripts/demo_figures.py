@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The README's figures of the main job come from the demo itself, so they cannot drift.
+"""The main job's figures in docs/DEMO.md come from the demo itself, so they cannot drift.
 
-  readme_figures.py DYNAMICCL README.md          # runs `dynamiccl demo`, rewrites the block in README.md
-  readme_figures.py DYNAMICCL README.md --check  # exits 1 when a figure differs by more than a run's spread
+  demo_figures.py DYNAMICCL docs/DEMO.md          # runs `dynamiccl demo`, rewrites the block in the file
+  demo_figures.py DYNAMICCL docs/DEMO.md --check  # exits 1 when a figure differs by more than a run's spread
 
 The block sits between the lines `<!-- demo-figures:begin -->` and `<!-- demo-figures:end -->`.
 """
@@ -31,7 +31,7 @@ FIELDS = [  # name, format, tolerance (absolute, in the printed unit)
     ("profiled2_pct", ".1f", 0.5), ("net2", ".4f", 0.002), ("searching2", "d", 0),
 ]
 TEMPLATE = (
-    "The main job on the embedded data, written by `scripts/readme_figures.py` ({ranks} ranks, {keys} keys, "
+    "The main job on the embedded data, written by `scripts/demo_figures.py` ({ranks} ranks, {keys} keys, "
     "{calls} calls per rank drawn from noise fitted to the real runs; judged on the measured medians; figures "
     "move a little from run to run, as the learner runs on its own thread): final epoch {vs_default}x NCCL's "
     "default in geomean (worst {worst_vs_default}x), {vs_best}x the measured best (worst {worst_vs_best}x), "
@@ -75,7 +75,7 @@ def render(values):
 
 
 def parse(line):
-    """The figures a README line states, or None when its words are not the template's."""
+    """The figures a line of the block states, or None when its words are not the template's."""
     pattern = re.escape(TEMPLATE)
     for name, fmt, _ in FIELDS:
         group = r"(?P<%s>yes|NO)" % name if fmt == "s" else r"(?P<%s>-?[0-9.]+)" % name
@@ -91,33 +91,33 @@ def differences(stated, now):
     for name, fmt, tol in FIELDS:
         a, b = stated[name], now[name]
         if (a != b) if tol is None else abs(float(a) - float(b)) > tol + 1e-9:
-            out.append(f"{name}: README {a}, demo now {format(b, fmt)} (allowed {tol})")
+            out.append(f"{name}: stated {a}, demo now {format(b, fmt)} (allowed {tol})")
     return out
 
 
 def main():
     if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != "--check"):
         sys.exit(__doc__)
-    binary, readme, check = sys.argv[1], sys.argv[2], len(sys.argv) == 4
-    with open(readme) as f:
+    binary, doc, check = sys.argv[1], sys.argv[2], len(sys.argv) == 4
+    with open(doc) as f:
         text = f.read().split("\n")
     try:
         a, b = text.index(BEGIN), text.index(END)
     except ValueError:
-        sys.exit(f"{readme}: no {BEGIN} ... {END} block")
+        sys.exit(f"{doc}: no {BEGIN} ... {END} block")
     now = figures(binary)
     if check:
         stated = parse("\n".join(text[a + 1 : b]))
         if stated is None:
-            sys.exit("README.md's demo figures are not in the script's words; run scripts/readme_figures.py")
+            sys.exit(f"{doc}'s demo figures are not in the script's words; run scripts/demo_figures.py")
         diff = differences(stated, now)
         if diff:
-            print("README.md's demo figures differ from what the demo prints now beyond a run's spread; "
-                  "run scripts/readme_figures.py")
+            print(f"{doc}'s demo figures differ from what the demo prints now beyond a run's spread; "
+                  "run scripts/demo_figures.py")
             print("\n".join(diff))
             sys.exit(1)
         return
-    with open(readme, "w") as f:
+    with open(doc, "w") as f:
         f.write("\n".join(text[: a + 1] + [render(now)] + text[b:]))
 
 
