@@ -33,6 +33,18 @@ void ExplorationBudget::updateScale(KeyState& k, const std::vector<int>& slots) 
     }
 }
 
+double ExplorationBudget::trialsCostVsDefault(const KeyState& k) const {
+  const int d = k.ncclDefault;
+  if (d < 0 || !stats_.trusted(k, d)) return 0;  // no measured reference: no measured cost
+  double cost = 0;
+  for (int s = 0; s < kArmSlots; ++s) {
+    if (s == d || k.arms[s].w <= 0 || !stats_.trusted(k, s)) continue;
+    const double trials = static_cast<double>(k.arms[s].n - k.arms[s].seededN);
+    cost += trials * std::max(0.0, std::exp(meanOf(k.arms[s]) - meanOf(k.arms[d])) - 1);
+  }
+  return cost;
+}
+
 // What runs is measured beside the trials until it carries this many times the most sampled trial's weight.
 constexpr double kBesideWeights = 2;
 
@@ -191,6 +203,7 @@ KeyMeasurement ExplorationBudget::keyMeasurement(const KeyState& k, const Explor
   // Weighed by its calls in the job (measured or not), at what runs costs: measured, else NCCL's own estimate.
   const double calls = static_cast<double>(k.jobCalls ? k.jobCalls : k.calls);
   m.calls = calls;
+  m.exploreShare = calls > 0 ? trialsCostVsDefault(k) / calls : 0;
   // What runs: the incumbent, else NCCL's default, else the arm measured most.
   int runs = k.incumbent >= 0 && k.arms[k.incumbent].w > 0 ? k.incumbent : k.ncclDefault;
   if (runs < 0 || k.arms[runs].w <= 0)

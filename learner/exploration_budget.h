@@ -44,6 +44,9 @@ class ExplorationBudget {
   std::optional<ArmRate> armRate(const KeyState& k, int slot, size_t nSlots) const;
   // What the trials of this job cost so far, in calls of what runs (their excess time over it).
   double trialsSpent(const KeyState& k) const;
+  // What this job's trials cost against NCCL's own choice, in calls of it: each trial of an arm slower
+  // than NCCL's default at its measured excess (a faster one costs nothing), the report's figure.
+  double trialsCostVsDefault(const KeyState& k) const;
   double callsSoFar(const KeyState& k) const;
   void updateScale(KeyState& k, const std::vector<int>& slots) const;  // the model's best fit in measured units
 

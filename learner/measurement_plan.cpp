@@ -17,7 +17,7 @@ MeasurementPlan planMeasurement(const std::vector<KeyMeasurement>& keys, double 
                             double initialRate) {
   MeasurementPlan p;
   p.keyRates.assign(keys.size(), 0.0);
-  double total = 0, cost = 0, gain = 0;
+  double total = 0, cost = 0, gain = 0, explore = 0;
   for (const KeyMeasurement& k : keys) {
     if (!(k.time_us > 0)) continue;
     ++p.keys;
@@ -25,6 +25,7 @@ MeasurementPlan planMeasurement(const std::vector<KeyMeasurement>& keys, double 
     total += k.time_us;
     cost += k.time_us * std::max(0.0, k.costShare);
     gain += k.time_us * std::clamp(k.gainShare, 0.0, 1.0);
+    explore += k.time_us * std::max(0.0, k.exploreShare);
     p.searching = p.searching || k.searching;
   }
   if (!(total > 0)) {
@@ -38,6 +39,8 @@ MeasurementPlan planMeasurement(const std::vector<KeyMeasurement>& keys, double 
   // Settled keys share the drift re-tests' rate, which may cost half the budget at most.
   const double floor = std::min(settled, perCall > 0 ? std::clamp(budget / 2 / perCall, 0.0, 1.0) : 1.0);
   p.gainShare = gain / total;
+  p.exploreShare = explore / total;
+  p.time_us = total;
   // Settled everywhere: re-tests for drift are worth their price only while what the job gained exceeds it.
   p.stopped = !p.searching && floor * perCall > 0 && p.gainShare < floor * perCall;
   double calls = 0, measured = 0;

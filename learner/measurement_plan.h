@@ -14,6 +14,7 @@ struct KeyMeasurement {
   double costShare = 0;    // what profiling one of its calls costs, share of the call's time
   bool searching = false;  // an arm is still to be decided here (not a drift re-test)
   double gainShare = 0;    // time what runs saves against NCCL's default, share of the key's time (>= 0)
+  double exploreShare = 0; // what this job's slower trials cost against NCCL's default, share of the key's time
   double trialShare = 0;   // searching: the share of the key's calls its trials take
   double calls = 0;        // its calls so far in the job (what the reported share is over)
   bool beside = true;      // searching: what runs still needs samples beside each trial's
@@ -25,6 +26,8 @@ struct MeasurementPlan {
   std::vector<double> keyRates;  // per key given, its share
   double costShare = 0;    // expected measurement cost at that rate, share of collective time
   double gainShare = 0;    // measured gain of what runs over NCCL's default, share of collective time
+  double exploreShare = 0; // what slower trials cost against NCCL's default, measured, share of collective time
+  double time_us = 0;      // the collective time of the calls so far (measured, else NCCL's estimate)
   bool searching = false;
   bool stopped = false;    // settled and the gain does not repay measuring: nothing is profiled
   int keys = 0, searchingKeys = 0;  // keys with calls, and those still searching

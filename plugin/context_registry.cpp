@@ -21,6 +21,7 @@ void link(DecisionLink& p, const TunerView& t) {
   if (p.decisionsHeld) return;
   p.decisionsHeld = t.decisions;
   if (p.rank == 0) p.decisionsHeld->setLeaderHere();
+  if (p.rank >= 0 && p.decisionsHeld->rank() < 0) p.decisionsHeld->setRank(p.rank);
   p.decisions.store(p.decisionsHeld.get(), std::memory_order_release);
 }
 }  // namespace

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "coord/coord.h"
+#include "plugin/decision_log.h"
+#include "plugin/metrics/metrics_file.h"
 #include "abi/abi.h"
 #include "policy/policy.h"
 #include "learner/learner.h"
@@ -111,6 +113,17 @@ struct OnlineComm {
   // not flood the log). Shared with the sealed store's callback.
   std::shared_ptr<std::atomic<uint64_t>> foreignRecords = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> otherRecords{0};
+
+  // The metrics file (plugin/metrics/metrics_file.h), set under mutex before the agent reads it: its
+  // directory (empty: none), what the snapshot reads beside this state; agent side, its last write.
+  struct MetricsSource {
+    MetricsTarget target;
+    std::shared_ptr<const DecisionLog> decisions;
+    CommShape shape;
+    std::string library;
+  } metricsSource;
+  std::chrono::steady_clock::time_point metricsAt{};
+  bool metricsWritten = false;
 
   // In-job verification: unverified candidates are tested; verdicts are stored at finalize.
   bool verifying = false;

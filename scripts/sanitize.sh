@@ -10,9 +10,9 @@ MODE=${1:-address}
 # TSan subset: ctest names are <Suite>.<Test>; these suites start threads (or drive the plugin's
 # worker/profiler/epoch-agent threads; Store forks processes instead, and under TSan its bounded
 # busy waits expire). Extend the regex when a new threaded suite appears.
-TSAN_DEFAULT='^(BackgroundProfile|Concurrency|Profiler|EveryVersion|EtcdStore|InputAgreement|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion)[A-Za-z/]*\.'
+TSAN_DEFAULT='^(BackgroundProfile|Concurrency|Profiler|EveryVersion|EtcdStore|InputAgreement|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion|Metrics)[A-Za-z/]*\.'
 # Only the programs holding those suites are built under TSan (the whole tree takes ~20 min on 2 cores).
-TSAN_TARGETS="dynamiccl_plugin bad_input_test background_profile_test profiler_test etcd_store_test input_agreement_test online_consistency_test verification_test learned_job_test plugin_abi_test"
+TSAN_TARGETS="dynamiccl_plugin bad_input_test background_profile_test profiler_test etcd_store_test input_agreement_test online_consistency_test verification_test learned_job_test plugin_abi_test metrics_test"
 # ASan subset: the plugin and the programs testing it and the libraries it links (features, policy,
 # store, coord), through the real .so. Every test (address-all) no longer fits CI's 90 minutes on 2
 # cores beside the first stage (its build alone passed 40 minutes); the offline tool's tests run there.
@@ -20,7 +20,7 @@ ASAN_TARGETS="dynamiccl_plugin features_test features_fingerprint_test features_
   decision_table_test plugin_abi_test bad_input_test background_profile_test settings_test pick_rule_test nccl_version_test store_test csv_test
   profiler_test network_weights_test network_eval_test policy_guard_test trust_test online_consistency_test
   input_agreement_test etcd_store_test record_seal_test no_libcurl_test verification_test verdict_travel_test
-  finalize_bound_test online_learner_test measurement_test learned_arm_model_test channel_search_test fuzz_regression_test rccl_conformance_test"
+  finalize_bound_test online_learner_test measurement_test learned_arm_model_test channel_search_test fuzz_regression_test rccl_conformance_test metrics_test"
 # Programs not built are reported by ctest as <program>_NOT_BUILT; the scripted tests need the tool.
 # Under ASan, resident memory holds its quarantine (ProfilerBounds) and a finalize slowed several-fold
 # meets its 1 s bound before the verdicts are written (Verification, VerdictTravel): TSan and the first

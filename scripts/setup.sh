@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config binutils
       libeigen3-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
 # libcurl: loaded at run time for DYNAMICCL_ETCD; etcd: its tests
-[ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev libcurl4 etcd-server etcd-client)
+[ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev libcurl4 etcd-server etcd-client
+  python3-prometheus-client)  # the metrics file's test parses it with Prometheus's own parser
 [ "${DYNAMICCL_SKIP_APT:-0}" = 1 ] && exit 0
 missing=()
 for p in "${PKGS[@]}"; do

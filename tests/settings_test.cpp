@@ -43,6 +43,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_PROFILER", "records=4096,queue=65536,grace_ms=2000", false},
     {"DYNAMICCL_BUDGET", "explore=0.01,measure=0.01,record=0", false},
     {"DYNAMICCL_MEASUREMENT_COST", "(unset)", true},
+    {"DYNAMICCL_METRICS_DIR", "(unset)", true},
     {"DYNAMICCL_ONLINE", "(unset)", false},
     {"DYNAMICCL_VERIFY", "auto", false},
     {"DYNAMICCL_SEARCH_CHANNELS", "0", false},

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "plugin/log.h"
+#include "plugin/metrics/comm_metrics.h"
+#include "plugin/metrics/metrics_file.h"
 #include "plugin/observation.h"
 #include "learner/learner.h"
 
@@ -98,6 +100,7 @@ class Agent {
   }
 
   static void tick(OnlineComm& c) {
+    noteMetricsWhenDue(c);
     const uint64_t E = c.epochCalls, calls = c.callsSeen.load(std::memory_order_relaxed);
     bool haveStaged = false, stagedFrozen = false;
     uint64_t stagedBoundary = 0;
@@ -119,6 +122,21 @@ class Agent {
     if (c.isLeader.load(std::memory_order_relaxed)) publish(c, pending, calls);
     if (auto rec = followAhead(c, calls, upcoming, haveStaged && stagedBoundary >= upcoming))
       stageRecord(c, upcoming, *rec);
+  }
+
+  // The metrics file, every kMetricsInterval from the communicator's start (finalize writes its last).
+  static void noteMetricsWhenDue(OnlineComm& c) {
+    const auto now = std::chrono::steady_clock::now();
+    if (c.metricsWritten && now - c.metricsAt < kMetricsInterval) return;
+    OnlineComm::MetricsSource source;
+    {
+      std::lock_guard lock(c.mutex);
+      if (!c.metricsSource.decisions) return;  // not set up yet
+      source = c.metricsSource;
+    }
+    c.metricsAt = now;
+    c.metricsWritten = true;
+    if (!source.target.dir.empty()) noteMetrics(source.target, snapshotMetrics(source.shape, *source.decisions, source.library, &c));
   }
 
   // A rank that kept its version where the store gave it no record claims FROZEN there once the store

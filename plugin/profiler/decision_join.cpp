@@ -48,10 +48,26 @@ std::string notHonouredBecause(const Observation& o, const LoggedDecision& d) {
   return {};
 }
 
+std::shared_ptr<DecisionLog> AppliedWatch::logOf(uint64_t commId) {
+  if (auto it = logs_.find(commId); it != logs_.end())
+    if (auto log = it->second.lock()) return log;
+  std::shared_ptr<DecisionLog> found;
+  forEachContextWithCommId(commId, [&](const TunerView& c) {
+    if (!found) found = c.decisions;
+  });
+  if (found) logs_[commId] = found;
+  else logs_.erase(commId);
+  return found;
+}
+
 void AppliedWatch::check(const Observation& o, const JoinedDecision& j) {
-  if (j.join != DecisionJoin::Joined || warned_.count(o.commId)) return;
+  if (j.join != DecisionJoin::Joined) return;
   const std::string why = notHonouredBecause(o, j.decision);
-  if (why.empty()) return;
+  if (const auto log = logOf(o.commId))
+    log->countProfiled(j.decision.source == DecisionSource::NcclDefault ? DecisionLog::Ran::NcclChoice
+                       : why.empty()                                    ? DecisionLog::Ran::Honoured
+                                                                        : DecisionLog::Ran::NotHonoured);
+  if (why.empty() || warned_.count(o.commId)) return;
   warned_.insert(o.commId);
   logWarn("communicator %llx: NCCL did not run the plugin's choice for %s of %llu B (call %llu): chose %s, ran %s: "
           "%s; reported once per communicator, `dynamiccl db applied` counts every call",

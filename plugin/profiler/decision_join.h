@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
+#include <unordered_map>
 #include <string>
 
 #include "plugin/observation.h"
@@ -19,11 +21,14 @@ std::string notHonouredBecause(const Observation& o, const LoggedDecision& d);
 
 class AppliedWatch {
  public:
-  // Logs one line the first time a communicator's decision was not honoured.
+  // Counts what NCCL ran against the decision on the communicator's decision log (the metrics'
+  // honoured share), and logs one line the first time a communicator's decision was not honoured.
   void check(const Observation& o, const JoinedDecision& j);
 
  private:
+  std::shared_ptr<DecisionLog> logOf(uint64_t commId);
   std::set<uint64_t> warned_;
+  std::unordered_map<uint64_t, std::weak_ptr<DecisionLog>> logs_;  // found once per communicator
 };
 
 }  // namespace dynamiccl::plugin

@@ -77,6 +77,8 @@ struct Settings {
   ProfilerPools profiler;           // DYNAMICCL_PROFILER
   Budget budget;                    // DYNAMICCL_BUDGET
   std::string measurementCost;      // DYNAMICCL_MEASUREMENT_COST: a calibration file; empty: the published figures
+  std::string metricsDir;           // DYNAMICCL_METRICS_DIR: a Prometheus textfile directory; empty: no metrics
+  std::string slurmJobId;           // SLURM_JOB_ID (the scheduler's): a label of the metrics
 
   // Online updates (docs/ONLINE.md).
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE

@@ -97,6 +97,7 @@ void eachVariable(V& v, S& s) {
   v.template coded<ProfilerCodec>("DYNAMICCL_PROFILER", s.profiler);
   v.template coded<BudgetCodec>("DYNAMICCL_BUDGET", s.budget);
   v.path("DYNAMICCL_MEASUREMENT_COST", s.measurementCost, "the published figures");
+  v.path("DYNAMICCL_METRICS_DIR", s.metricsDir, "none (no metrics file)");
   v.template coded<OnlineCodec>("DYNAMICCL_ONLINE", s.online);
   v.template coded<VerifyCodec>("DYNAMICCL_VERIFY", s.verify);
   v.flag("DYNAMICCL_SEARCH_CHANNELS", s.searchChannels);
@@ -106,6 +107,7 @@ void eachVariable(V& v, S& s) {
   v.nccl("NCCL_MAX_NCHANNELS", s.ncclMaxChannels);
   v.nccl("RCCL_OVERRIDE_ALGO", s.rcclOverrideAlgo);
   v.nccl("RCCL_OVERRIDE_PROTO", s.rcclOverrideProto);
+  v.nccl("SLURM_JOB_ID", s.slurmJobId);
   v.integer("DYNAMICCL_EPOCH_CALLS", s.epochCalls, 10, 1'000'000'000);
   v.integer("DYNAMICCL_EPOCH_TIMEOUT_MS", s.epochTimeout_ms, 1, 86'400'000);
   v.path("DYNAMICCL_COORD_DIR", s.coordDir, "the node-local directory");

@@ -40,7 +40,12 @@ void startOnlineFor(CommDecisions& d, const LoadedProfile& loaded, const CommSet
   if (setup.shape.commId == 0) return;
   d.online = startOnline(setup.shape, d.table, d.unverified, *loaded.profile, loaded.network, *setup.settings, setup.rules.versionCode,
                          setup.inputs.epochKey, setup.firstCall);
-  if (!d.online || setup.rules.versionCode <= 0) return;
+  if (!d.online) return;
+  {
+    std::lock_guard lock(d.online->mutex);
+    d.online->metricsSource = {{setup.settings->metricsDir, setup.settings->slurmJobId}, setup.decisions, setup.shape, setup.rules.hostRules().name};
+  }
+  if (setup.rules.versionCode <= 0) return;
   try {  // the NCCL release verdicts were measured under
     d.online->verdictScope.ncclVersion = ncclVersionText(setup.rules.versionCode);
   } catch (...) {  // a started comm is never left running unowned

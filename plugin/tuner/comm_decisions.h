@@ -31,6 +31,7 @@ struct CommSetup {
   NcclRules rules;
   InputsOutcome inputs;  // the ranks' input check (not agreed: NCCL's choices, nothing prepared)
   uint64_t firstCall = 0;  // the call the communicator decides from (NCCL's choices before it)
+  std::shared_ptr<const DecisionLog> decisions;  // the context's, for the metrics file
 };
 
 // The parsed profile's tables for the shape, logging once why rules stand aside. Init (before the

@@ -8,6 +8,8 @@
 #include "plugin/guard.h"
 #include "plugin/log.h"
 #include "plugin/measurement_gate.h"
+#include "plugin/metrics/comm_metrics.h"
+#include "plugin/metrics/metrics_file.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online_contract.h"
 #include "plugin/settings/settings.h"
@@ -105,6 +107,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   setup.shape = c->view.shape;
   setup.settings = settings;
   setup.rules = rules;
+  setup.decisions = c->view.decisions;
   // Every rank decides alike only on alike inputs: where they differ, no rank of the communicator tunes.
   // A check through the store runs off NCCL's init path; the decisions switch at a call every rank knows.
   if (inputsCheckedThroughStore(*settings, c->view.shape)) {
@@ -127,6 +130,7 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
     }
   }
   c->recordThreshold = learner::rateThreshold(settings->budget.record);
+  c->metrics = {settings->metricsDir, settings->slurmJobId};
   registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;
@@ -258,6 +262,11 @@ ncclResult_t tunerFinalize(void* context) {
   reapBackgroundWork();
   if (c->awaitingPrepared) abandonPending(*c->pending, by);
   stopOnline(c->online, by);
+  if (!c->metrics.dir.empty()) {
+    CommMetrics m = snapshotMetrics(c->view.shape, *c->view.decisions, c->host->name, c->online.get());
+    m.ended = true;
+    noteMetrics(c->metrics, m);
+  }
   return ncclSuccess;
 }
 

@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "features/features.h"
 #include "plugin/context_registry.h"
+#include "plugin/metrics/metrics_file.h"
 #include "plugin/online_comm.h"
 #include "plugin/tuner/comm_decisions.h"
 #include "plugin/tuner/profile_source.h"
@@ -53,6 +55,7 @@ struct TunerContext {
   // Read on the hot path after the table: kept out of the lines the lookup reads first.
   const abi::HostRules* host = &abi::kNcclRules;  // which library loaded us and its rules (abi/host_rules.h)
   UserFixed fixed;                                 // knobs the user fixed, left alone (user_fixed.h)
+  MetricsTarget metrics;                           // DYNAMICCL_METRICS_DIR: finalize writes the last values
 
   static TunerContext* from(void* p) {
     auto* c = static_cast<TunerContext*>(p);
