@@ -157,19 +157,8 @@ class ReportOnReplayedJobs : public ::testing::Test {
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
   }
-  std::string dir_;
-};
-
-TEST_F(ReportOnReplayedJobs, ListsEveryCommunicatorAndTheRuleThatMatchedNoCall) {
-  const std::string profile = dir_ + "/profile.json";
-  // 256K ring/simple: a real gain on the 4-GPU machine; 1 TiB: no call is that large.
-  std::ofstream(profile) << R"({"format":"dynamiccl-profile","version":2,"name":"t","rules":[)"
-                         << R"({"collective":"allreduce","bytes":[262144,262144],"algo":"ring","proto":"simple",)"
-                         << R"("evidence":{"provenance":"simulated"}},)"
-                         << R"({"collective":"allreduce","bytes":[1099511627776,2199023255552],"algo":"tree",)"
-                         << R"("proto":"ll","evidence":{"provenance":"simulated"}}]})";
-  const std::string db = dir_ + "/store.db";
-  for (const int ranks : {4, 2}) {
+  // The embedded data's machine of `ranks` GPUs replayed through the plugin, verifying `profile`, into `db`.
+  void replay(int ranks, const std::string& profile, const std::string& db) {
     auto job = jobreplay::loadMeasuredJob(kEmbedded, {ranks, 0, ""});
     ASSERT_TRUE(job) << job.error();
     jobreplay::JobOptions o;
@@ -183,6 +172,26 @@ TEST_F(ReportOnReplayedJobs, ListsEveryCommunicatorAndTheRuleThatMatchedNoCall) 
     auto r = jobreplay::replayJob(*job, o);
     ASSERT_TRUE(r) << r.error();
     ASSERT_TRUE(r->allFinished && r->ranksAgree);
+  }
+  std::string profile() {
+    const std::string path = dir_ + "/profile.json";
+    // 256K ring/simple: a real gain on the 4-GPU machine; 1 TiB: no call is that large.
+    std::ofstream(path) << R"({"format":"dynamiccl-profile","version":2,"name":"t","rules":[)"
+                        << R"({"collective":"allreduce","bytes":[262144,262144],"algo":"ring","proto":"simple",)"
+                        << R"("evidence":{"provenance":"simulated"}},)"
+                        << R"({"collective":"allreduce","bytes":[1099511627776,2199023255552],"algo":"tree",)"
+                        << R"("proto":"ll","evidence":{"provenance":"simulated"}}]})";
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(ReportOnReplayedJobs, ListsEveryCommunicatorAndTheRuleThatMatchedNoCall) {
+  const std::string profile = this->profile();
+  const std::string db = dir_ + "/store.db";
+  for (const int ranks : {4, 2}) {
+    replay(ranks, profile, db);
+    if (HasFatalFailure()) return;
   }
   auto report = report::buildReport(planFor({db}, {profile}));
   ASSERT_TRUE(report) << report.error();
@@ -212,6 +221,40 @@ TEST_F(ReportOnReplayedJobs, ListsEveryCommunicatorAndTheRuleThatMatchedNoCall) 
   EXPECT_EQ(unnamed->comms.size(), 2u);
   EXPECT_TRUE(unnamed->neverApplied.empty());
   EXPECT_NE(report::formatReport(*unnamed).find("not checked"), std::string::npos);
+}
+
+// Two nodes' stores read together, or merged first (`dynamiccl db merge`): the same communicators, the same calls.
+TEST_F(ReportOnReplayedJobs, SeveralNodesStoresReadAsOneOrMerged) {
+  const std::string profile = this->profile(), a = dir_ + "/node0.db", b = dir_ + "/node1.db", merged = dir_ + "/all.db";
+  replay(4, profile, a);
+  if (HasFatalFailure()) return;
+  replay(2, profile, b);
+  if (HasFatalFailure()) return;
+  const testing::CommandRun m = testing::runLogged(kDynamiccl, "db merge '" + merged + "' '" + a + "' '" + b + "'",
+                                                   dir_ + "/merge.log");
+  ASSERT_EQ(m.rc, 0) << m.log;
+  auto apart = report::buildReport(planFor({a, b}, {profile}));
+  ASSERT_TRUE(apart) << apart.error();
+  auto together = report::buildReport(planFor({merged}, {profile}));
+  ASSERT_TRUE(together) << together.error();
+  const std::string text = report::formatReport(*apart);
+  ASSERT_EQ(apart->comms.size(), 2u) << text;
+  ASSERT_EQ(together->comms.size(), 2u) << report::formatReport(*together);
+  EXPECT_EQ(apart->comms[0].store, a);
+  EXPECT_EQ(apart->comms[1].store, b);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(apart->comms[i].nRanks, together->comms[i].nRanks);
+    EXPECT_EQ(apart->comms[i].calls, together->comms[i].calls);
+    EXPECT_EQ(apart->comms[i].keys.size(), together->comms[i].keys.size());
+    EXPECT_DOUBLE_EQ(apart->comms[i].net_us(), together->comms[i].net_us());
+  }
+  EXPECT_EQ(apart->neverApplied.size(), 1u) << text;
+  // Through the command: --db repeated.
+  const testing::CommandRun cmd =
+      testing::runLogged(kDynamiccl, "report --no-plots --db '" + a + "' --db '" + b + "'", dir_ + "/report.log");
+  ASSERT_EQ(cmd.rc, 0) << cmd.log;
+  EXPECT_NE(cmd.log.find("communicator 2 of 2: 2 ranks"), std::string::npos) << cmd.log;
+  EXPECT_LE(widestLine(cmd.log), 120u) << cmd.log;
 }
 
 TEST(Report, AStoreThatIsNotThereIsAnError) {

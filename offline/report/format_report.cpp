@@ -17,6 +17,13 @@ std::string wrap(const std::string& text, const std::string& first = "", const s
   bool empty = true;
   while (words >> word) {
     if (!empty && line.size() + 1 + word.size() > kWidth) out += line + "\n", line = indent, empty = true;
+    // A word longer than a line (a deep store path) is cut where the line ends.
+    while (line.size() + (empty ? 0 : 1) + word.size() > kWidth) {
+      const size_t room = kWidth - line.size() - (empty ? 0 : 1);
+      out += line + (empty ? "" : " ") + word.substr(0, room) + "\n";
+      word.erase(0, room);
+      line = indent, empty = true;
+    }
     line += (empty ? "" : " ") + word;
     empty = false;
   }
@@ -83,7 +90,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
                   k.reach.chosen ? pct(k.reach.share()).c_str() : "-");
     out << line;
   }
-  std::snprintf(line, sizeof line, "  %-19s %-9s %-14s %7s  %-16s %13s %5s %10s %11s\n", "key", "verdict", "candidate",
+  std::snprintf(line, sizeof line, "  %-19s %-9s %-13s %7s  %-16s %11s %5s %10s %11s\n", "key", "verdict", "candidate",
                 "gain", "[low, high]", "samples", "runs", "saved_us", "explore_us");
   out << line;
   for (const KeyReport& k : c.keys) {
@@ -91,7 +98,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
         k.hasGain ? "[" + signedPct(k.gain.low) + ", " + signedPct(k.gain.high) + "]" : "";
     const std::string samples =
         k.hasGain ? std::to_string(k.gain.samples) + "/" + std::to_string(k.gain.baseSamples) : "";
-    std::snprintf(line, sizeof line, "  %-19s %-9s %-14s %7s  %-16s %13s %5d %10s %11.1f\n", keyText(k).c_str(),
+    std::snprintf(line, sizeof line, "  %-19s %-9s %-13s %7s  %-16s %11s %5d %10s %11.1f\n", keyText(k).c_str(),
                   k.hasGain ? k.gain.state.c_str() : "none", k.hasGain ? k.gain.candidate.label().c_str() : "-",
                   k.hasGain ? signedPct(k.gain.gain).c_str() : "", interval.c_str(), samples.c_str(), k.gain.runs,
                   std::isfinite(k.saved_us) ? fmt("%.1f", k.saved_us).c_str() : "?", k.explore_us);
