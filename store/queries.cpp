@@ -93,7 +93,8 @@ Status Store::forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn
   Statement st(db,
                "SELECT c.n_ranks, c.n_nodes, o.collective, o.bytes, o.algo, o.proto, o.n_channels, "
                "coalesce(o.is_sym_coll, 0), o.profiler_version, o.decision_join, d.id, d.algo, d.proto, d.n_channels, "
-               "d.source, r.env_json, r.nccl_version "
+               "d.source, r.env_json, r.nccl_version, r.id, c.comm_id, c.rank, o.seq, o.chunk, d.chunk, "
+               "coalesce(o.gpu_us, o.cpu_us) "
                "FROM observations o JOIN communicators c ON o.comm = c.id JOIN runs r ON c.run_id = r.id "
                "LEFT JOIN decisions d ON d.id = (SELECT min(x.id) FROM decisions x WHERE x.comm = o.comm AND "
                "x.seq = o.seq AND x.collective = o.collective) "
@@ -120,6 +121,13 @@ Status Store::forEachAppliedRow(const std::function<void(const AppliedRow&)>& fn
     row.source = columnText(s, 14);
     row.env_json = columnText(s, 15);
     row.nccl_version = columnText(s, 16);
+    row.run_id = sqlite3_column_int64(s, 17);
+    row.comm_id = static_cast<uint64_t>(sqlite3_column_int64(s, 18));
+    row.rank = static_cast<int>(columnIntOr(s, 19, -1));
+    row.seq = sqlite3_column_int64(s, 20);
+    row.chunk = columnIntOr(s, 21, -1);
+    row.chosen_chunk = columnIntOr(s, 22, -1);
+    row.time_us = sqlite3_column_type(s, 23) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 23);
     fn(row);
   }
   if (rc != SQLITE_DONE) return makeError(sqliteError(db, "applied"));

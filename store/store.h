@@ -174,6 +174,13 @@ struct AppliedRow {
   int chosen_channels = -1;
   std::string env_json;           // the run's NCCL_* knobs
   std::string nccl_version;       // the run's NCCL ("" unknown): whose channel semantics hold
+  // Which call it was and what it took (`dynamiccl report`): the run, the communicator, NCCL's seqNumber.
+  int64_t run_id = 0;
+  uint64_t comm_id = 0;           // NCCL commHash
+  int rank = -1;                  // -1 unknown
+  int64_t seq = 0;
+  int64_t chunk = -1, chosen_chunk = -1;  // -1 unknown / NCCL's
+  double time_us = NAN;           // gpu_us when known, else cpu_us
 };
 
 // How one candidate rule fared against NCCL's default in a job (in-job verification). Latencies

@@ -21,4 +21,5 @@ void addProbeCommand(CLI::App& app);
 void addMergeCommand(CLI::App& app);
 void addProfileCommand(CLI::App& app);
 void addMeasurementCostCommand(CLI::App& app);
+void addReportCommand(CLI::App& app);
 }  // namespace dynamiccl::cli

@@ -27,5 +27,6 @@ int main(int argc, char** argv) {
   dynamiccl::cli::addMergeCommand(app);
   dynamiccl::cli::addProfileCommand(app);
   dynamiccl::cli::addMeasurementCostCommand(app);
+  dynamiccl::cli::addReportCommand(app);
   return dynamiccl::cli::runCommandLine(app, argc, argv, "dynamiccl");
 }

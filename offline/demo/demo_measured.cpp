@@ -16,6 +16,7 @@
 #include "offline/files/files.h"
 #include "offline/jobreplay/jobreplay.h"
 #include "offline/platforms/platforms.h"
+#include "offline/report/report.h"
 #include "offline/sim/sim.h"
 #include "offline/train/train.h"
 #include "offline/tune/tune.h"
@@ -105,17 +106,6 @@ Expected<std::string> namedPlatform(const jobreplay::MeasuredJob& job) {
   return named->name;
 }
 
-// The rule of `profile` that answers (coll, bytes) on this shape; nullptr: none (NCCL's choice).
-const policy::Rule* ruleFor(const policy::Profile& profile, Collective coll, uint64_t bytes, int nRanks, int nNodes) {
-  for (const policy::Rule& r : profile.rules) {
-    const uint64_t key = r.sizeKey == policy::SizeKey::Bytes ? bytes : bytesPerRank(bytes, nRanks);
-    if ((!r.collective || *r.collective == coll) && key >= r.minBytes && key <= r.maxBytes && nRanks >= r.minRanks &&
-        nRanks <= r.maxRanks && nNodes >= r.minNodes && nNodes <= r.maxNodes)
-      return &r;
-  }
-  return nullptr;
-}
-
 // One row of the table and of job_keys.csv.
 struct KeyRow {
   jobreplay::KeyOutcome job;
@@ -132,18 +122,15 @@ std::vector<KeyRow> tableRows(const jobreplay::MeasuredJob& job, const jobreplay
   for (const jobreplay::KeyOutcome& k : jr.keys) {
     KeyRow row;
     row.job = k;
-    if (const policy::Rule* r = ruleFor(tuned.profile, k.coll, k.bytes, job.nRanks, job.nNodes)) {
+    if (const policy::Rule* r = report::ruleFor(tuned.profile, k.coll, k.bytes, job.nRanks, job.nNodes)) {
       row.simRule = decisionLabel(r->decision);
       if (r->evidence) row.simGain = r->evidence->gain;
     }
-    // Several arms were tried per key: show the one that decided the key (promoted, else the fastest).
-    auto rank = [](const JobVerdict& v) { return v.state == "promoted" ? 2 : v.state == "testing" ? 1 : 0; };
-    const JobVerdict* shown = nullptr;
-    for (const JobVerdict& v : verified.verdicts)
-      if (v.coll == k.coll && v.minBytes <= k.bytes && k.bytes <= v.maxBytes && v.nRanks == job.nRanks &&
-          (!shown || rank(v) > rank(*shown) || (rank(v) == rank(*shown) && v.gain > shown->gain)))
-        shown = &v;
-    if (shown) row.verdict = shown->candidate + " " + shown->state, row.verdictGain = shown->gain;
+    // Several arms were tried per key: show the one that decided the key (as `dynamiccl report` does).
+    if (const int at = report::decidingVerdict(verified.rows, k.coll, k.bytes, job.nRanks); at >= 0) {
+      const JobVerdict& shown = verified.verdicts[static_cast<size_t>(at)];
+      row.verdict = shown.candidate + " " + shown.state, row.verdictGain = shown.gain;
+    }
     for (const PointResult& p : judged.points)
       if (p.coll == k.coll && p.bytes == k.bytes) row.judgedConfig = armLabel(p.decision);
     rows.push_back(std::move(row));

@@ -22,6 +22,7 @@
 #include "offline/harness/harness.h"
 #include "offline/jobreplay/jobreplay.h"
 #include "offline/tune/tune.h"
+#include "store/store.h"
 
 namespace dynamiccl::cli::demo {
 
@@ -183,6 +184,7 @@ struct VerifiedExport {
   std::string path;
   size_t rules = 0, withoutFingerprint = 0;
   std::vector<JobVerdict> verdicts;
+  std::vector<store::VerdictRow> rows;  // the store's rows of `verdicts`, in the same order
 };
 // hardwareUnknown: the replayed host showed a stand-in's facts, not the measured machine's; the rules
 // are written without a fingerprint (a job on the machine tests them before they count).

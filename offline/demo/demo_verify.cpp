@@ -73,6 +73,7 @@ Expected<VerifiedExport> exportVerified(const std::string& storePath, const std:
     j.gain = v.gain;
     j.line = verdicts::describeVerdict(v, "replayed calls (draws, not runs)");
     out.verdicts.push_back(std::move(j));
+    out.rows.push_back(v);
   }
   return out;
 }
