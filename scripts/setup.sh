@@ -2,7 +2,7 @@
 # Installs what DynamICCL needs from Debian's packages (idempotent). DYNAMICCL_SKIP_APT=1 skips it.
 # `setup.sh demo`: only what scripts/demo.sh builds (no test, benchmark or LibTorch packages).
 set -euo pipefail
-PKGS=(build-essential cmake ccache pkg-config binutils
+PKGS=(build-essential cmake ninja-build ccache pkg-config binutils
       libeigen3-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
 # libcurl: loaded at run time for DYNAMICCL_ETCD; etcd: its tests
 [ "${1:-all}" = demo ] || PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev libcurl4 etcd-server etcd-client

@@ -77,9 +77,6 @@ Status applySizeLimit(sqlite3* db, int64_t maxBytes) {
   return Ok{};
 }
 
-void bindText(sqlite3_stmt* st, int i, const std::string& s) {
-  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-}
 
 Expected<int64_t> stepInsert(sqlite3* db, sqlite3_stmt* st, const char* what) {
   if (sqlite3_step(st) != SQLITE_DONE) return makeError(sqliteError(db, what));

@@ -38,6 +38,9 @@ struct Store::Impl {
 inline bool givenUp(const StoreOptions& o) { return o.give_up && o.give_up->load(std::memory_order_relaxed); }
 
 // Column readers: NULL reads as "", NaN or `missing`.
+inline void bindText(sqlite3_stmt* st, int i, const std::string& s) {
+  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
 inline std::string columnText(sqlite3_stmt* st, int i) {
   const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
   return t != nullptr ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(st, i))) : std::string();

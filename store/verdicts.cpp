@@ -14,9 +14,6 @@ void bindReal(sqlite3_stmt* st, int i, double v) {
   if (std::isfinite(v)) sqlite3_bind_double(st, i, v);
   else sqlite3_bind_null(st, i);
 }
-void bindText(sqlite3_stmt* st, int i, const std::string& s) {
-  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-}
 
 constexpr const char* kColumns =
     "fingerprint, nccl_version, n_ranks, n_nodes, collective, min_bytes, max_bytes, algo, proto, n_channels, chunk, "

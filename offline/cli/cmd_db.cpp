@@ -75,12 +75,12 @@ int runApplied(const DbOptions& o) {
   return 0;
 }
 
-struct MergeOptions {
+struct DbMergeOptions {
   std::string out;
   std::vector<std::string> inputs;
 };
 
-int runMerge(const MergeOptions& o) {
+int runMerge(const DbMergeOptions& o) {
   store::StoreOptions options = storeOptions(o.out);
   auto out = store::Store::open(options);
   if (!out) return std::cerr << "dynamiccl db merge: " << out.error() << "\n", 1;
@@ -125,7 +125,7 @@ void addDbCommand(CLI::App& app) {
   appliedCmd->callback([o] {
     if (int rc = runApplied(*o); rc != 0) throw CLI::RuntimeError(rc);
   });
-  auto m = std::make_shared<MergeOptions>();
+  auto m = std::make_shared<DbMergeOptions>();
   CLI::App* merge = db->add_subcommand(
       "merge", "Gather node stores into one for offline work (runs with their rows, verdicts); a run or verdict "
                "already there is skipped, so merging again adds nothing");

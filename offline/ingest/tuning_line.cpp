@@ -15,7 +15,7 @@ std::string squashed(std::string_view s) {
 }
 
 template <typename T>
-bool parseNumber(std::string_view s, T& out) {
+bool parseWholeNumber(std::string_view s, T& out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && ptr == s.data() + s.size();
 }
@@ -43,7 +43,7 @@ std::optional<TuningChoice> parseTuningLine(std::string_view line) {
                                             colon - (nameStart == std::string_view::npos ? 0 : nameStart + 1));
   TuningChoice choice;
   auto coll = canonicalCollective(name);
-  if (!coll || !parseNumber(line.substr(colon + 2, arrow - colon - 2), choice.bytes)) return std::nullopt;
+  if (!coll || !parseWholeNumber(line.substr(colon + 2, arrow - colon - 2), choice.bytes)) return std::nullopt;
   choice.collective = *coll;
 
   std::string_view rest = line.substr(arrow + std::string_view(" Bytes -> Algo ").size());
@@ -64,7 +64,7 @@ std::optional<TuningChoice> parseTuningLine(std::string_view line) {
   if (open != std::string_view::npos && dots != std::string_view::npos && close != std::string_view::npos &&
       dots < close) {
     int lo = 0, hi = -1;
-    if (parseNumber(rest.substr(open + 2, dots - open - 2), lo) && parseNumber(rest.substr(dots + 2, close - dots - 2), hi)) {
+    if (parseWholeNumber(rest.substr(open + 2, dots - open - 2), lo) && parseWholeNumber(rest.substr(dots + 2, close - dots - 2), hi)) {
       choice.channel_lo = lo;
       choice.channel_hi = hi;
     }

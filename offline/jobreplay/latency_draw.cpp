@@ -4,17 +4,12 @@
 #include <numbers>
 
 #include "offline/jobreplay/jobreplay.h"
+#include "learner/learner.h"
 
 namespace dynamiccl::jobreplay {
 namespace {
 
-// splitmix64's finaliser: every output bit depends on every input bit.
-constexpr uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using learner::mix64;  // splitmix64's finaliser: every output bit depends on every input bit
 
 double unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }  // in (0, 1)
 

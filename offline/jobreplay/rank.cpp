@@ -28,12 +28,7 @@ constexpr const char* kKeysSearchingMark = " keys still searching";
 
 enum ExitCode : int { kOk = 0, kTunerOpen = 20, kProfilerOpen, kTunerInit, kProfilerInit, kResultWrite };
 
-constexpr uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using learner::mix64;
 
 // What NCCL's Coll descriptor says of the call: element count (per rank for allgather and
 // reducescatter, whose nBytes is the gathered total) and type.

@@ -10,9 +10,7 @@ namespace dynamiccl::model {
 
 namespace {
 
-constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kCollNetChain = 3, kNvls = 4, kNvlsTree = 5, kPat = 6;
-constexpr int kSimple = 2;
-constexpr int kAllReduce = 4, kReduceScatter = 3;
+using namespace nccl;  // NCCL's indices
 
 // Trees miss the model at medium sizes; NCCL scales their bandwidth per power-of-two size from 64 B.
 constexpr float kTreeCorrection[3][23] = {

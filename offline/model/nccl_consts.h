@@ -6,6 +6,12 @@
 
 namespace dynamiccl::model::nccl {
 
+// NCCL's indices (nccl.h, device.h) as the model's tables use them.
+inline constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kCollNetChain = 3, kNvls = 4, kNvlsTree = 5, kPat = 6;
+inline constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+inline constexpr int kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4;
+inline constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+
 inline constexpr int kWarpSize = 32;
 inline constexpr int kMaxNThreads = 640;         // NCCL_MAX_NTHREADS
 inline constexpr int kSimpleMaxNThreads = 512;   // NCCL_SIMPLE_MAX_NTHREADS

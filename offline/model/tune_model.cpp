@@ -11,10 +11,7 @@ namespace dynamiccl::model {
 
 namespace {
 
-constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kCollNetChain = 3, kNvls = 4, kNvlsTree = 5, kPat = 6;
-constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
-constexpr int kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4;
-constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+using namespace nccl;  // NCCL's indices
 
 // NCCL's getNthreads: an env value if valid (multiple of a warp, clamped), else the default.
 int threadsFrom(int env, int min, int max, int def) {

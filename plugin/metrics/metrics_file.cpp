@@ -32,7 +32,7 @@ std::string quoted(const std::string& v) {
   return out;
 }
 
-std::string number(double v) {
+std::string sampleValue(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
@@ -53,7 +53,7 @@ class Family {
   Family(std::string& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
     out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   }
-  void sample(const std::string& labels, double value) { out_ += name_ + "{" + labels + "} " + number(value) + "\n"; }
+  void sample(const std::string& labels, double value) { out_ += name_ + "{" + labels + "} " + sampleValue(value) + "\n"; }
 
  private:
   std::string& out_;

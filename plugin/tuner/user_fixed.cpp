@@ -8,7 +8,7 @@
 namespace dynamiccl::plugin {
 namespace {
 
-std::atomic<unsigned> gLastLogged{0};
+std::atomic<unsigned> gLastFixedLogged{0};
 
 }  // namespace
 
@@ -22,7 +22,7 @@ UserFixed userFixed(const Settings& s, const NcclRules& rules) {
     u.limits.keepProto = !s.rcclOverrideProto.empty();
   }
   const unsigned key = 1u | (u.limits.keepChannels ? 2u : 0u) | (u.keepAlgo ? 4u : 0u) | (u.limits.keepProto ? 8u : 0u);
-  if (key != 1u && gLastLogged.exchange(key, std::memory_order_relaxed) != key) {
+  if (key != 1u && gLastFixedLogged.exchange(key, std::memory_order_relaxed) != key) {
     std::string what;
     auto add = [&what](const std::string& part) { what += (what.empty() ? "" : "; ") + part; };
     if (!s.ncclMinChannels.empty()) add("NCCL_MIN_NCHANNELS=" + s.ncclMinChannels);
@@ -34,7 +34,7 @@ UserFixed userFixed(const Settings& s, const NcclRules& rules) {
                                           : u.limits.keepChannels ? "channel counts" : "protocols",
             host.name);
   } else if (key == 1u) {
-    gLastLogged.store(1u, std::memory_order_relaxed);
+    gLastFixedLogged.store(1u, std::memory_order_relaxed);
   }
   return u;
 }
