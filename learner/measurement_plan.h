@@ -14,10 +14,10 @@ struct KeyMeasurement {
   double costShare = 0;    // what profiling one of its calls costs, share of the call's time
   bool searching = false;  // an arm is still to be decided here (not a drift re-test)
   double gainShare = 0;    // time what runs saves against NCCL's default, share of the key's time (>= 0)
-  double exploreShare = 0; // what this job's slower trials cost against NCCL's default, share of the key's time
   double trialShare = 0;   // searching: the share of the key's calls its trials take
   double calls = 0;        // its calls so far in the job (what the reported share is over)
   bool beside = true;      // searching: what runs still needs samples beside each trial's
+  double exploreShare = 0; // what this job's slower trials cost against NCCL's default, share of the key's time
 };
 
 struct MeasurementPlan {
