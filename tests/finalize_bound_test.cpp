@@ -27,7 +27,7 @@ namespace {
 using testing::storedVerdicts;
 
 constexpr int kRanks = 8;
-constexpr int kTree = 0, kRing = 1, kLL = 0, kSimple = 2;
+constexpr int kRing = 1, kSimple = 2;
 constexpr uint64_t kBytes = 4096;
 constexpr int kEpochCalls = 200;
 
@@ -58,34 +58,15 @@ bool waitForFile(const std::string& path, int seconds) {
   else setenv("DYNAMICCL_ETCD", etcd.c_str(), 1);
   setenv("DYNAMICCL_EPOCH_CALLS", std::to_string(kEpochCalls).c_str(), 1);
   setenv("DYNAMICCL_INPUTS_CHECK", "0", 1);
-  testing::ProfiledPlugin plugin;
-  if (!testing::openProfiledPlugin(DYNAMICCL_PLUGIN_DIR, plugin)) _exit(10);
-  auto& prof = plugin.prof;
-  harness::CommSpec spec;
-  spec.commId = commId;
-  spec.nRanks = kRanks;
-  auto comm = plugin.tuner->init(spec);
-  if (!comm.ok()) _exit(11);
-  int mask = 0;
-  void* pctx = nullptr;
-  if (prof->init(harness::ProfilerCommSpec{commId, kRanks, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
-  std::mt19937_64 rng(7);
-  std::lognormal_distribution<double> noise(0.0, 0.03);
-  const harness::CostTable table = harness::ncclPicks(kRing, kSimple);
-  uint64_t clock_ns = 1'000'000;
-  for (uint64_t i = 0; i < calls; ++i) {
-    const harness::Choice c = (*comm)->decide(4, kBytes, table);
-    const double lat_us = (c.algo == kTree && c.proto == kLL ? 8.0 : 10.0) * noise(rng);
-    testing::emitProfiledCall(*prof, pctx, i, kBytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
-    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));  // the worker keeps up
-  }
-  prof->finalize(pctx);
+  testing::LeaderRank leader = testing::startLeaderOrExit(DYNAMICCL_PLUGIN_DIR, commId, kRanks);
+  testing::runTreeLlBeatsTheRest(leader, calls, kBytes, harness::ncclPicks(kRing, kSimple));
+  leader.plugin.prof->finalize(leader.pctx);
   if (calls > 0) {
     std::ofstream(dir + "/finalizing") << "1";
     if (!waitForFile(dir + "/locked", 60)) _exit(14);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  comm.value().reset();  // the tuner's finalize: the leader stores its verdicts here
+  leader.comm.reset();  // the tuner's finalize: the leader stores its verdicts here
   std::ofstream(dir + "/finalize_ms") << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   {  // closed (flushed) before _exit
     std::ofstream log(dir + "/finalize_log");

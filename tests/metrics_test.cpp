@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr int kRanks = 8;
-constexpr int kTree = 0, kRing = 1, kLL = 0, kSimple = 2;
+constexpr int kRing = 1, kSimple = 2;
 constexpr uint64_t kBytes = 4096;
 constexpr uint64_t kCommId = 0x5eed0001;
 constexpr const char* kJobId = "job \"7\" \\ nightly";  // a label value the text format must escape
@@ -98,34 +98,15 @@ std::vector<fs::path> filesIn(const std::string& dir) {
   setenv("DYNAMICCL_INPUTS_CHECK", "0", 1);
   setenv("DYNAMICCL_METRICS_DIR", metricsDir.c_str(), 1);
   setenv("SLURM_JOB_ID", kJobId, 1);
-  testing::ProfiledPlugin plugin;
-  if (!testing::openProfiledPlugin(DYNAMICCL_PLUGIN_DIR, plugin)) _exit(10);
-  auto& prof = plugin.prof;
-  harness::CommSpec spec;
-  spec.commId = kCommId;
-  spec.nRanks = kRanks;
-  auto comm = plugin.tuner->init(spec);
-  if (!comm.ok()) _exit(11);
-  int mask = 0;
-  void* pctx = nullptr;
-  if (prof->init(harness::ProfilerCommSpec{kCommId, kRanks, 1, 0}, &mask, &pctx) != ncclSuccess || !pctx) _exit(12);
-  std::mt19937_64 rng(7);
-  std::lognormal_distribution<double> noise(0.0, 0.03);
-  const harness::CostTable table = harness::ncclPicks(kRing, kSimple);
-  uint64_t clock_ns = 1'000'000;
-  for (uint64_t i = 0; i < calls; ++i) {
-    const harness::Choice c = (*comm)->decide(4, kBytes, table);
-    const double lat_us = (c.algo == kTree && c.proto == kLL ? 8.0 : 10.0) * noise(rng);
-    testing::emitProfiledCall(*prof, pctx, i, kBytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
-    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));  // the worker keeps up
-  }
+  testing::LeaderRank leader = testing::startLeaderOrExit(DYNAMICCL_PLUGIN_DIR, kCommId, kRanks);
+  testing::runTreeLlBeatsTheRest(leader, calls, kBytes, harness::ncclPicks(kRing, kSimple));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the worker joins the last observations
   {
     std::ofstream before(dir + "/before");
     for (const fs::path& f : filesIn(metricsDir)) before << f.filename().string() << "\n";
   }
-  prof->finalize(pctx);
-  comm.value().reset();  // the tuner's finalize writes the final values
+  leader.plugin.prof->finalize(leader.pctx);
+  leader.comm.reset();  // the tuner's finalize writes the final values
   std::ofstream(dir + "/warnings") << harness::LogCapture::count(NCCL_LOG_WARN);
   _exit(0);
 }

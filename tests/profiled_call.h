@@ -2,10 +2,15 @@
 // call), for the tests that drive forked ranks through the real .so; advances the rank's clock.
 #pragma once
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 
 #include "offline/harness/harness.h"
 
@@ -51,6 +56,42 @@ inline bool openProfiledPlugin(const char* pluginDir, ProfiledPlugin& out) {
   if (!tuner.ok() || !prof.ok()) return false;
   out = {*tuner, *prof};
   return true;
+}
+
+// Rank 0 (the leader) of an nRanks-rank communicator in this forked process, both roles initialised;
+// the process exits 10 (no library), 11 (tuner init) or 12 (profiler init) where a step fails.
+struct LeaderRank {
+  ProfiledPlugin plugin;
+  std::unique_ptr<harness::TunerComm> comm;
+  void* pctx = nullptr;
+};
+inline LeaderRank startLeaderOrExit(const char* pluginDir, uint64_t commId, int nRanks) {
+  LeaderRank l;
+  if (!openProfiledPlugin(pluginDir, l.plugin)) _exit(10);
+  harness::CommSpec spec;
+  spec.commId = commId;
+  spec.nRanks = nRanks;
+  auto comm = l.plugin.tuner->init(spec);
+  if (!comm.ok()) _exit(11);
+  l.comm = std::move(*comm);
+  int mask = 0;
+  if (l.plugin.prof->init(harness::ProfilerCommSpec{commId, nRanks, 1, 0}, &mask, &l.pctx) != ncclSuccess || !l.pctx)
+    _exit(12);
+  return l;
+}
+
+// `calls` allreduce calls of `bytes` where tree/ll runs 8 us and anything else 10 us (3% noise), each
+// profiled as NCCL reports it; paced so the profiler's worker keeps up.
+inline void runTreeLlBeatsTheRest(LeaderRank& l, uint64_t calls, uint64_t bytes, const harness::CostTable& table) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  uint64_t clock_ns = 1'000'000;
+  for (uint64_t i = 0; i < calls; ++i) {
+    const harness::Choice c = l.comm->decide(4, bytes, table);
+    const double lat_us = (c.algo == 0 && c.proto == 0 ? 8.0 : 10.0) * noise(rng);
+    emitProfiledCall(*l.plugin.prof, l.pctx, i, bytes, c, 0, static_cast<uint64_t>(lat_us * 1000), clock_ns);
+    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
 }
 
 }  // namespace dynamiccl::testing
