@@ -64,6 +64,9 @@ struct LeaderRank {
   ProfiledPlugin plugin;
   std::unique_ptr<harness::TunerComm> comm;
   void* pctx = nullptr;
+  // NCCL's activation mask: the profiler keeps its address for the communicator's life (on the heap, so
+  // moving the struct keeps it where the plugin points).
+  std::unique_ptr<int> mask = std::make_unique<int>(0);
 };
 inline LeaderRank startLeaderOrExit(const char* pluginDir, uint64_t commId, int nRanks) {
   LeaderRank l;
@@ -74,8 +77,7 @@ inline LeaderRank startLeaderOrExit(const char* pluginDir, uint64_t commId, int 
   auto comm = l.plugin.tuner->init(spec);
   if (!comm.ok()) _exit(11);
   l.comm = std::move(*comm);
-  int mask = 0;
-  if (l.plugin.prof->init(harness::ProfilerCommSpec{commId, nRanks, 1, 0}, &mask, &l.pctx) != ncclSuccess || !l.pctx)
+  if (l.plugin.prof->init(harness::ProfilerCommSpec{commId, nRanks, 1, 0}, l.mask.get(), &l.pctx) != ncclSuccess || !l.pctx)
     _exit(12);
   return l;
 }
