@@ -41,6 +41,23 @@ bool ChannelSearch::done(const KeyState& k, int pair, int nChannels, int runs) c
 int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
   if (!config_.searchChannels || runs < 0 || (!isChannelSlot(runs) && running.nChannels > 0)) return -1;
   const int pair = k.pairOf(runs);
+  if (const int step = ladderStep(k, pair, runs); step >= 0) return step;
+  // Then NCCL's own pair where another won the race at NCCL's count: that count may be what lost.
+  const int nccl = k.ncclDefault;
+  if (nccl < 0 || nccl == pair || isChannelSlot(nccl)) return -1;
+  return ladderStep(k, nccl, bestOf(k, nccl));
+}
+
+int ChannelSearch::bestOf(const KeyState& k, int pair) const {
+  int best = pair;
+  for (int s = kPairSlots; s < kArmSlots; ++s)
+    if (k.pairOf(s) == pair && k.channelsOf(s) > 0 && stats_.trusted(k, s) && stats_.trusted(k, best) &&
+        stats_.compare(k.arms[s], k.arms[best]).faster)
+      best = s;
+  return best;
+}
+
+int ChannelSearch::ladderStep(KeyState& k, int pair, int runs) const {
   if (pair < 0 || k.forbidden(pair)) return -1;
   const int own = k.ncclChannels[pair];
   if (own <= 0) return -1;
@@ -51,8 +68,9 @@ int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
     const int s = findChannelSlot(k, pair, c);
     return s >= 0 && k.channelArms[s - kPairSlots].trimmed ? static_cast<int>(k.channelArms[s - kPairSlots].ranAs) : c;
   };
-  const int up = ranAs(at * 2), down = ranAs(at / 2);
-  if (!onLadder(own, at)) return -1;  // the midpoint won: the search has ended
+  // A doubling past what the host runs asks for its most instead (what it built), once.
+  const int up = ranAs(at < mostAllowed(own) ? std::min(at * 2, mostAllowed(own)) : at * 2), down = ranAs(at / 2);
+  if (!onLadder(own, at)) return -1;  // the midpoint (or the top) won: the search has ended
   int step = -1;
   // From NCCL's own count, a step up that ties (no loss beyond noise) says the response is flat here:
   // the step down is not worth its trials.
@@ -70,7 +88,7 @@ int ChannelSearch::next(KeyState& k, int runs, const Decision& running) const {
     };
     const std::optional<double> above = meanAt(up), below = meanAt(down);
     const int neighbour = above && (!below || *above <= *below) ? up : below ? down : -1;
-    const int between = neighbour > 0 ? (at + neighbour) / 2 : -1;
+    const int between = neighbour > 0 ? ranAs((at + neighbour) / 2) : -1;  // trimmed: the count it ran as
     if (between > 0 && between != at && between != neighbour && !done(k, pair, between, runs)) step = between;
   }
   return step < 0 ? -1 : channelSlot(k, pair, step, true);

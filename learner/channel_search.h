@@ -30,6 +30,10 @@ class ChannelSearch {
   // trimmed by the host, or outside what it runs.
   bool done(const KeyState& k, int pair, int nChannels, int runs) const;
   int mostAllowed(int ncclCount) const;  // the highest count a step may ask for
+  // The next step of `pair`'s ladder, whose steps are judged against `runs`; -1 when it has ended.
+  int ladderStep(KeyState& k, int pair, int runs) const;
+  // The pair's arm measured fastest beyond noise (the pair at NCCL's count where none is).
+  int bestOf(const KeyState& k, int pair) const;
 
   const OnlineConfig& config_;
   const ArmStatistics& stats_;

@@ -515,6 +515,8 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
   if (o.online) jo.env.emplace_back("DYNAMICCL_ONLINE", "1");  // opted in: learning beyond the candidates
   jo.workDir = workDir.string();
   jo.timeout_s = o.quick ? 90 : 300;
+  if (measurements::measuredOnRccl(job.system))
+    std::printf("      host: RCCL's rules (DYNAMICCL_HOST=rccl: the rows were measured on RCCL)\n");
   jo.progress = [](const std::string& line) {
     std::printf("      %s\n", line.c_str());
     std::fflush(stdout);

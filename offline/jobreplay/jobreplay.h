@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "abi/pick_rule.h"
 #include "features/features.h"
 #include "offline/model/model.h"
 #include "offline/sim/sim.h"
@@ -51,11 +52,23 @@ struct JobKey {
   sim::Config ncclDefault;   // what NCCL runs alone: the configuration of the measured default rows
   measurements::DefaultSettledBy defaultSettledBy = measurements::DefaultSettledBy::Model;  // how buildReplayData settled ncclDefault
   model::CostTable costTable{};  // NCCL's table at getCollInfo; configurations never measured are IGNORE
+  int defaultChannels = 0;       // the count the default rows report running here (0: unsaid)
   std::vector<MeasuredConfig> measured;  // NCCL's default first
 
   // The arm of (algo, proto) at `nChannels` (0: NCCL's own count): the forced one when the tuner forced it, else NCCL's default arm when
   // that is the configuration (else whichever exists); nullptr: never measured here.
   const MeasuredConfig* find(Algo algo, Proto proto, bool forcedByTuner = false, int nChannels = 0) const;
+  // What runs when the tuner picks (algo, proto) and writes `tunerChannels` (0: none) under the host's
+  // `rule`: the arm whose times the call takes and the channels it ran. A pair its rows time only at
+  // forced counts (a channel sweep) runs at the measured count nearest what the host runs: its own count
+  // (what the default rows report running at this size, else the model's) or the tuner's; the default's
+  // pair at the default's own count is the default. arm nullptr: the pair was never measured here.
+  struct Run {
+    const MeasuredConfig* arm = nullptr;
+    int channels = 0;
+  };
+  Run run(Algo algo, Proto proto, bool forcedByTuner, int tunerChannels, abi::PickRule rule) const;
+  bool measuredPair(Algo algo, Proto proto) const;  // some arm of (algo, proto), at any count
   const MeasuredConfig& best() const;                        // lowest mean
   // Lowest mean among the arms a job can choose: a forced run of NCCL's own (algo, proto) is the same
   // arm as leaving NCCL alone (a real job cannot tell them apart), so it is left out.

@@ -28,6 +28,7 @@ std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::
   k.bytes = p.bytes;
   k.ncclDefault = p.ncclDefault;
   k.defaultSettledBy = p.defaultSettledBy;
+  k.defaultChannels = p.defaultChannels;
   k.costTable = p.costTable();
   if (p.default_us <= 0) {
     ++unused["keys without NCCL's default measured (no default rows: nothing to compare a choice with)"];
@@ -39,7 +40,8 @@ std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::
   byDefault.mean_us = p.default_us;
   byDefault.samples_us = p.default_samples_us;
   byDefault.sigma = p.default_sigma;
-  byDefault.ncclChannels = p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
+  byDefault.ncclChannels = p.defaultChannels > 0 ? p.defaultChannels
+                                                 : p.shape->nccl->channels(p.ncclDefault.algo, p.ncclDefault.proto, p.bytes);
   k.measured.push_back(byDefault);
   for (const auto& [arm, t] : p.forced_us) {
     if (p.isDefaultsTwin(arm)) continue;  // the default's arm again
@@ -58,11 +60,11 @@ std::optional<JobKey> makeKey(const measurements::ReplayPoint& p, std::map<std::
     mc.ncclChannels = p.shape->nccl->channels(arm.algo, arm.proto, p.bytes);
     k.measured.push_back(mc);
   }
-  // Configurations never measured at NCCL's own channel count are IGNORE: the tuner can only pick what
-  // the data can time (a pair measured only at forced counts is timed at those counts alone).
+  // Configurations never measured are IGNORE: the tuner can only pick what the data can time (a pair
+  // measured only at forced counts runs at the nearest of them: JobKey::run).
   for (int a = 0; a < kNumAlgos; ++a)
     for (int q = 0; q < kNumProtos; ++q)
-      if (!k.find(Algo(a), Proto(q), false)) k.costTable[a][q] = -1.0f;
+      if (!k.measuredPair(Algo(a), Proto(q))) k.costTable[a][q] = -1.0f;
   return k;
 }
 
@@ -81,6 +83,35 @@ const MeasuredConfig* JobKey::find(Algo algo, Proto proto, bool forcedByTuner, i
       if (!any) any = &m;
     }
   return any;
+}
+
+bool JobKey::measuredPair(Algo algo, Proto proto) const {
+  return std::any_of(measured.begin(), measured.end(), [&](const MeasuredConfig& m) {
+    return m.config.algo == algo && m.config.proto == proto && m.config.chunkBytes == 0;
+  });
+}
+
+JobKey::Run JobKey::run(Algo algo, Proto proto, bool forcedByTuner, int tunerChannels, abi::PickRule rule) const {
+  const MeasuredConfig* own = find(algo, proto, forcedByTuner);  // at the host's own count
+  std::vector<const MeasuredConfig*> counted;                    // the pair at forced counts
+  for (const MeasuredConfig& m : measured)
+    if (m.config.algo == algo && m.config.proto == proto && m.config.nChannels > 0 && m.config.chunkBytes == 0)
+      counted.push_back(&m);
+  if (counted.empty() || (own && tunerChannels <= 0)) {
+    if (!own) return {};
+    return {own, abi::channelsRun(rule, tunerChannels, own->ncclChannels > 0 ? own->ncclChannels : std::max(tunerChannels, 1))};
+  }
+  const int hostOwn = own && own->ncclChannels > 0 ? own->ncclChannels
+                      : defaultChannels > 0        ? defaultChannels
+                                                   : counted.front()->ncclChannels;
+  const int want = std::max(1, abi::channelsRun(rule, tunerChannels, std::max(hostOwn, 1)));
+  if (own && !own->forced && want == hostOwn) return {own, hostOwn};  // the default again
+  const MeasuredConfig* nearest = counted.front();
+  for (const MeasuredConfig* m : counted)
+    if (std::abs(std::log(double(m->config.nChannels) / want)) <
+        std::abs(std::log(double(nearest->config.nChannels) / want)))
+      nearest = m;
+  return {nearest, nearest->config.nChannels};
 }
 
 const MeasuredConfig& JobKey::best() const {

@@ -181,7 +181,11 @@ void runRank(const RankPlan& plan) {
     r.decisionHash = mix64(r.decisionHash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
     // What the tuner forced runs as its forced rows measured it; what NCCL chose, as its default rows.
-    const MeasuredConfig* ran = c.algo < 0 ? &key.byDefault() : key.find(Algo(c.algo), Proto(c.proto), outcome.forced);
+    // NCCL's own choice (the tuner chose nothing) is the default's pair at whatever count the tuner wrote.
+    JobKey::Run run = c.algo < 0 ? key.run(key.ncclDefault.algo, key.ncclDefault.proto, false, c.nChannels, rule)
+                                 : key.run(Algo(c.algo), Proto(c.proto), outcome.forced, c.nChannels, rule);
+    if (c.algo < 0 && !run.arm) run = {&key.byDefault(), std::max(key.byDefault().ncclChannels, 1)};
+    const MeasuredConfig* ran = run.arm;
     if (!ran) {
       ++r.unmeasuredCalls;  // NCCL's table marked it IGNORE: a plugin that picks it anyway is a finding
     } else {
@@ -199,11 +203,9 @@ void runRank(const RankPlan& plan) {
       r.keyProfiled[k] += profiled ? 1 : 0;
       r.profiledCalls += profiled ? 1 : 0;
       account.add(k, static_cast<size_t>(ran - key.measured.data()));
-      // The channels NCCL runs under the release emulated: the plugin's count replaces NCCL's own
-      // before 2.31 and only lowers it from 2.31 (its own: the platform model's, else the plugin's).
-      const int channels = std::clamp(
-          abi::channelsRun(rule, c.nChannels, ran->ncclChannels > 0 ? ran->ncclChannels : std::max(c.nChannels, 1)), 1,
-          kMaxReportedChannels);
+      // The channels NCCL runs under the release emulated (JobKey::run): the plugin's count replaces NCCL's
+      // own before 2.31 and only lowers it from 2.31; on a channel sweep, the nearest measured count.
+      const int channels = std::clamp(run.channels, 1, kMaxReportedChannels);
       if (profiled) emitColl(key, *ran, channels, lat_us);
       // This call was also captured into a CUDA graph: NCCL replays its plan without asking the tuner.
       if (profiled && o.graphs.every > 0 && i % o.graphs.every == o.graphs.every - 1)
@@ -250,12 +252,12 @@ void runRank(const RankPlan& plan) {
   out["keys_at_end"] = r.keysAtEnd;
   out["keys_searching"] = r.keysSearching;
   out["boundary_call_us"] = r.boundaryCall_us;
-  for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto)});
+  for (const sim::Config& f : account.finals()) out["finals"].push_back({int(f.algo), int(f.proto), f.nChannels});
   out["tried"] = account.tried();
   out["epochs"] = nlohmann::json::array();
   for (const auto& epoch : account.epochs()) {
     nlohmann::json e = nlohmann::json::array();
-    for (const sim::Config& c : epoch) e.push_back({int(c.algo), int(c.proto)});
+    for (const sim::Config& c : epoch) e.push_back({int(c.algo), int(c.proto), c.nChannels});
     out["epochs"].push_back(std::move(e));
   }
   if (!files::writeFile(plan.resultPath, out.dump())) leave(kResultWrite, plan);
@@ -301,7 +303,9 @@ Expected<RankOutcome> readRankResult(const std::string& path, int rank, size_t n
   r.boundaryCall_us = j.value("boundary_call_us", std::vector<double>{});
   if (r.keyJob_us.size() != nKeys || r.keyDefault_us.size() != nKeys) return makeError("wrote a result for other keys");
   if (!j.contains("finals") || j["finals"].size() != nKeys) return makeError("wrote a result for other keys");
-  auto config = [](const nlohmann::json& c) { return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), 0, 0}; };
+  auto config = [](const nlohmann::json& c) {
+    return sim::Config{Algo(c.at(0).get<int>()), Proto(c.at(1).get<int>()), c.size() > 2 ? c.at(2).get<int>() : 0, 0};
+  };
   for (const auto& f : j["finals"]) r.finalConfigs.push_back(config(f));
   for (const auto& t : j.value("tried", nlohmann::json::array())) r.triedOrder.push_back(t.get<std::vector<size_t>>());
   for (const auto& e : j.value("epochs", nlohmann::json::array())) {

@@ -38,6 +38,8 @@ Env defaultEnv(const MeasuredJob& job, const JobOptions& o, const std::string& c
       {"DYNAMICCL_INPUTS_CHECK", o.processes > 0 && o.processes < job.nRanks ? "0" : "1"},
   };
   if (!measurementCostPath.empty()) env.push_back({"DYNAMICCL_MEASUREMENT_COST", measurementCostPath});
+  // Rows measured on RCCL replay under RCCL's rules (its channel totals, its defaults).
+  if (measurements::measuredOnRccl(job.system)) env.push_back({"DYNAMICCL_HOST", "rccl"});
   env.insert(env.end(), o.env.begin(), o.env.end());
   return env;
 }
@@ -188,7 +190,7 @@ Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
     for (size_t k = 0; k < keys; ++k) {
       const JobKey& key = job.keys[k];
       const sim::Config& fc = first->finalConfigs[k];
-      const MeasuredConfig* ran = key.find(fc.algo, fc.proto);
+      const MeasuredConfig* ran = key.find(fc.algo, fc.proto, false, fc.nChannels);  // the arm, at its count
       const MeasuredConfig& ranOrDefault = ran ? *ran : key.byDefault();
       KeyOutcome o{key.coll, key.bytes, key.ncclDefault, ranOrDefault.config, key.best().config,
                    key.byDefault().mean_us, ranOrDefault.mean_us, key.best().mean_us};

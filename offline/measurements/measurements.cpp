@@ -77,6 +77,8 @@ Expected<LoadedMeasurements> loadMeasurements(const std::string& csvPath) {
       m.forcedChannels = r.n_channels > 0 ? r.n_channels : stated;
     else if (r.n_channels > 0)
       m.reportedChannels = r.n_channels;
+    else if (!m.forced())
+      m.reportedChannels = ncclChannelsFromNote(m.note);
     if (m.forced() && r.chunk > 0) m.forcedChunk = static_cast<uint64_t>(r.chunk);
     std::tie(m.statedRuns, m.statedSpread) = statedRunsOf(m.note);
     if (!m.forced()) m.ncclRan = ncclChoiceFromNote(m.note);
@@ -124,14 +126,41 @@ double logSdOfSpread(int runs, double spread) {
 }
 
 std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note) {
-  const size_t at = note.find("Algo ");
-  if (at == std::string::npos) return std::nullopt;
   char algo[24] = {}, proto[24] = {};
-  if (std::sscanf(note.c_str() + at, "Algo %23[A-Za-z_] proto %23[A-Za-z0-9_]", algo, proto) != 2) return std::nullopt;
+  const size_t tuning = note.find("Algo "), report = note.find("reported ");
+  if (tuning != std::string::npos) {
+    if (std::sscanf(note.c_str() + tuning, "Algo %23[A-Za-z_] proto %23[A-Za-z0-9_]", algo, proto) != 2)
+      return std::nullopt;
+  } else if (report == std::string::npos ||
+             std::sscanf(note.c_str() + report, "reported %23[A-Za-z_]/%23[A-Za-z0-9_]", algo, proto) != 2) {
+    return std::nullopt;
+  }
   const auto a = parseAlgo(algo);
   const auto p = parseProto(proto);
   if (!a || !p || *a == Algo::Default || *p == Proto::Default) return std::nullopt;
   return std::make_pair(*a, *p);
+}
+
+bool measuredOnRccl(std::string_view system) {
+  for (size_t at = system.find("RCCL"); at != std::string_view::npos; at = system.find("RCCL", at + 1)) {
+    const bool startsWord = at == 0 || !std::isalnum(static_cast<unsigned char>(system[at - 1]));
+    const bool endsWord = at + 4 == system.size() || !std::isalnum(static_cast<unsigned char>(system[at + 4]));
+    if (startsWord && endsWord) return true;
+  }
+  return false;
+}
+
+int ncclChannelsFromNote(const std::string& note) {
+  int n = 0;
+  if (const size_t at = note.find("Algo "); at != std::string::npos) {
+    const size_t ch = note.find(" channels ", at);
+    if (ch != std::string::npos && std::sscanf(note.c_str() + ch, " channels %d", &n) == 1 && n > 0) return n;
+  }
+  const size_t at = note.find("channels at this size");
+  if (at == std::string::npos) return 0;
+  const size_t colon = note.find(':', at);
+  if (colon == std::string::npos || std::sscanf(note.c_str() + colon + 1, " %d", &n) != 1) return 0;
+  return n > 0 && n <= 1024 ? n : 0;
 }
 
 namespace {

@@ -99,6 +99,9 @@ struct StatedNcclSettings {
   StatedNcclSettings with(const StatedNcclSettings& over) const;
 };
 StatedNcclSettings statedNcclSettings(std::string_view text);
+// Whether a system text says the rows were measured on AMD's RCCL (the word "RCCL"): the host whose
+// rules a replay loads the plugin under (DYNAMICCL_HOST=rccl).
+bool measuredOnRccl(std::string_view system);
 // A row's own runs as its note states them: "median of 3 runs" and "3-run spread 3.2%" -> {3, 0.032};
 // {0, 0} where it says neither.
 std::pair<int, double> statedRunsOf(std::string_view note);
@@ -107,9 +110,14 @@ std::pair<int, double> statedRunsOf(std::string_view note);
 double logSdOfSpread(int runs, double spread);
 // "NCCL 2.23.4" anywhere in a note -> 22304; 0 if absent.
 int ncclVersionFromNote(const std::string& note);
-// NCCL's TUNING words quoted in a note ("... Algo NVLS proto SIMPLE channels 16") -> (NVLS, Simple);
-// nullopt where the note quotes none, or names an algorithm or protocol NCCL does not have.
+// NCCL's TUNING words quoted in a note ("... Algo NVLS proto SIMPLE channels 16") -> (NVLS, Simple), or
+// rccl-tests' `-A 1` report ("reported TREE/LL/1"); nullopt where the note quotes none, or names an
+// algorithm or protocol NCCL does not have.
 std::optional<std::pair<Algo, Proto>> ncclChoiceFromNote(const std::string& note);
+// The channel count the library reported running at its own choice: the TUNING line's "channels 16"
+// after its protocol, or an INFO count ("channels at this size ...: 4"); 0 where the note says neither.
+// (rccl-tests' `-A 1` count is a planned ceiling, not what ran: never read.)
+int ncclChannelsFromNote(const std::string& note);
 
 }  // namespace dynamiccl::measurements
 

@@ -41,7 +41,9 @@ bool forcedTwinIsDefault(DefaultSettledBy c) {
   return c == DefaultSettledBy::Stated || c == DefaultSettledBy::Confirmed || c == DefaultSettledBy::Matched;
 }
 bool ReplayPoint::isDefaultsTwin(const Config& arm) const {
-  return forcedTwinIsDefault(defaultSettledBy) && arm == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
+  return forcedTwinIsDefault(defaultSettledBy) &&
+         (arm == Config{ncclDefault.algo, ncclDefault.proto, 0, 0} ||
+          (defaultChannels > 0 && arm == Config{ncclDefault.algo, ncclDefault.proto, defaultChannels, 0}));
 }
 
 bool ReplayPoint::statesChannels() const {
@@ -53,13 +55,25 @@ bool ReplayPoint::statesChannels() const {
 Config ReplayPoint::judgedAs(const Config& decision) const {
   bool chunks = false;
   for (const auto& [arm, t] : forced_us) chunks = chunks || arm.chunkBytes > 0;
-  return Config{decision.algo, decision.proto, statesChannels() ? decision.nChannels : 0,
-                chunks ? decision.chunkBytes : 0};
+  const uint64_t chunk = chunks ? decision.chunkBytes : 0;
+  if (!statesChannels()) return Config{decision.algo, decision.proto, 0, chunk};
+  // No count asked runs the host's own (what the default rows report); a count the rows never forced
+  // runs as the nearest they did for the pair (as the replayed job runs it: jobreplay::JobKey::run).
+  const int want = decision.nChannels > 0 ? decision.nChannels : defaultChannels;
+  if (want <= 0 || forced_us.count(Config{decision.algo, decision.proto, want, chunk})) return Config{decision.algo, decision.proto, want, chunk};
+  int nearest = 0;
+  for (const auto& [arm, t] : forced_us)
+    if (arm.algo == decision.algo && arm.proto == decision.proto && arm.chunkBytes == chunk && arm.nChannels > 0 &&
+        (nearest == 0 || std::abs(std::log(double(arm.nChannels) / want)) < std::abs(std::log(double(nearest) / want))))
+      nearest = arm.nChannels;
+  return Config{decision.algo, decision.proto, nearest > 0 ? nearest : want, chunk};
 }
 
 bool ReplayPoint::isDefaultConfig(const Config& decision) const {
   // ncclDefault itself (with the model's channel count, as a caller that keeps it passes it) is the default too.
-  return decision == ncclDefault || judgedAs(decision) == Config{ncclDefault.algo, ncclDefault.proto, 0, 0};
+  const Config judged = judgedAs(decision);
+  return decision == ncclDefault || judged == Config{ncclDefault.algo, ncclDefault.proto, 0, 0} ||
+         (defaultChannels > 0 && judged == Config{ncclDefault.algo, ncclDefault.proto, defaultChannels, 0});
 }
 
 bool inferredFromRuns(DefaultSettledBy c) { return c == DefaultSettledBy::Matched || c == DefaultSettledBy::Unforced; }
@@ -216,6 +230,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
   struct Acc {
     std::vector<double> def;
     std::set<std::pair<Algo, Proto>> stated;  // what default rows quote NCCL as running
+    std::set<int> channels;                    // the counts default rows report running (0: unsaid)
     std::optional<StatedNcclSettings> settings;  // what every default row states it ran with
     bool settingsDiffer = false;
     std::map<Config, std::vector<double>> forced;
@@ -260,6 +275,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     if (!m.forced()) {
       a.def.push_back(m.time_us);
       if (m.ncclRan) a.stated.insert(*m.ncclRan);
+      a.channels.insert(m.reportedChannels);
       const StatedNcclSettings s = statedNcclSettings(m.system).with(statedNcclSettings(m.note));
       if (a.settings && !(*a.settings == s)) a.settingsDiffer = true;
       a.settings = s;
@@ -286,6 +302,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
       p.ncclDefault = Config{a.stated.begin()->first, a.stated.begin()->second, 0, 0};
       p.defaultSettledBy = DefaultSettledBy::Stated;
     }
+    if (a.channels.size() == 1) p.defaultChannels = *a.channels.begin();  // rows that disagree say nothing
     if (!a.def.empty()) p.default_us = medianOf(a.def);
     for (const auto& [k, f] : a.forced) p.forced_us[k] = medianOf(f);
     p.default_samples_us = a.def;

@@ -59,6 +59,9 @@ struct ReplayPoint {
   Config ncclDefault;  // what the default rows ran, as settled (defaultSettledBy)
   DefaultSettledBy defaultSettledBy = DefaultSettledBy::Model;
   double default_us = -1;                      // median of the rows where NCCL chose; -1 none
+  // The channel count every default row reports NCCL ran (Measurement::reportedChannels); 0: unsaid or
+  // differing. Where the rows force counts, forcing the settled pair at this count is the default again.
+  int defaultChannels = 0;
   // Median of forced rows, by resolved configuration: (algo, proto) as NCCL's model resolves what
   // the row forced, with the channel count and chunk the row forced (0: NCCL's own). Each channel
   // count is a configuration of its own, never a repeat of another.

@@ -7,6 +7,7 @@
 
 #include "abi/abi.h"
 #include "plugin/log.h"
+#include "plugin/nccl_version.h"
 #include "plugin/online/epoch_agent.h"
 #include "plugin/inputs/inputs_check.h"
 #include "plugin/online_backend.h"
@@ -69,7 +70,11 @@ learner::OnlineConfig learnerConfig(const Settings& settings, learner::LearnerMo
   // The channel search asks above NCCL's own count only where the release lets a tuner raise it
   // (before 2.31); an unknown release is taken at its newest rules, where the count is a cap.
   config.channelsCapOnly = ncclVersionCode <= 0 || abi::channelsAreCap(abi::pickRuleFor(ncclVersionCode));
-  config.searchChannels = settings.searchChannels;
+  // Unset: on under RCCL, whose own counts run few channels where more win (the MI355X sweep: 0.84x of
+  // RCCL's default in the replayed job); off under NCCL, where no public sweep shows a count to win and
+  // a step costs a key of fourteen its promotion on the H100 NVLS set.
+  config.searchChannels = settings.searchChannels == OnlineSwitch::Unset ? hostInForce(settings) == abi::Host::Rccl
+                                                                           : settings.searchChannels == OnlineSwitch::On;
   return config;
 }
 

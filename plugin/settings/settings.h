@@ -83,7 +83,8 @@ struct Settings {
   // Online updates (docs/ONLINE.md).
   OnlineSwitch online = OnlineSwitch::Unset;  // DYNAMICCL_ONLINE
   VerifySwitch verify = VerifySwitch::Auto;   // DYNAMICCL_VERIFY: in-job verification of unverified rules
-  bool searchChannels = false;  // DYNAMICCL_SEARCH_CHANNELS=1: the in-job search goes on to channel counts
+  // DYNAMICCL_SEARCH_CHANNELS: the in-job search goes on to channel counts; unset: on under RCCL only.
+  OnlineSwitch searchChannels = OnlineSwitch::Unset;
   bool profilerIsUs = false;                  // NCCL_PROFILER_PLUGIN (NCCL's) names this library
   // NCCL's own selection knobs, recorded with each run in the store (they override the tuner); never acted on.
   std::string ncclAlgo, ncclProto;            // NCCL_ALGO, NCCL_PROTO as set; empty: unset

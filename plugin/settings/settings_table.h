@@ -48,6 +48,9 @@ struct OnlineCodec {
   static std::optional<std::string> parse(const char* v, OnlineSwitch& out);
   static std::string show(OnlineSwitch s);
 };
+struct SearchChannelsCodec : OnlineCodec {
+  static constexpr const char* kDefault = "unset (on under RCCL, off under NCCL)";
+};
 struct VerifyCodec {
   static constexpr const char* kDefault = "auto";
   static std::optional<std::string> parse(const char* v, VerifySwitch& out);
@@ -100,7 +103,7 @@ void eachVariable(V& v, S& s) {
   v.path("DYNAMICCL_METRICS_DIR", s.metricsDir, "none (no metrics file)");
   v.template coded<OnlineCodec>("DYNAMICCL_ONLINE", s.online);
   v.template coded<VerifyCodec>("DYNAMICCL_VERIFY", s.verify);
-  v.flag("DYNAMICCL_SEARCH_CHANNELS", s.searchChannels);
+  v.template coded<SearchChannelsCodec>("DYNAMICCL_SEARCH_CHANNELS", s.searchChannels);
   v.nccl("NCCL_ALGO", s.ncclAlgo);
   v.nccl("NCCL_PROTO", s.ncclProto);
   v.nccl("NCCL_MIN_NCHANNELS", s.ncclMinChannels);
