@@ -37,12 +37,15 @@ int run(const DemoOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) return fail("cannot create " + o.out + ": " + ec.message());
-  std::printf("dynamiccl demo%s, on measurements: output in %s/\n", o.quick ? " (quick)" : "", o.out.c_str());
+  demo::printWrapped(std::string("dynamiccl demo") + (o.quick ? " (quick)" : "") + ", on measurements: output in " + o.out +
+                     "/", "", "    ");
   const int rc =
       demo::runMeasured(o, locatePlugin(o.plugin), [&o](const std::string& dir) { return plot(o, dir); });
   if (rc == 0)
-    std::printf("done in %.1f s; files in %s/\n",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.out.c_str());
+    demo::printWrapped(demo::textf("done in %.1f s; files in %s/",
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                   o.out.c_str()),
+                       "", "    ");
   return rc;
 }
 

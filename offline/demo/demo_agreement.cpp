@@ -144,10 +144,11 @@ TuneAgreement compareWithTune(const RunsFindings& runs, const std::vector<jobrep
 }
 
 void printAgreement(const TuneAgreement& a) {
-  std::printf("  the same rule on the dataset's runs (`%s`): the same configuration at %d of %d keys; at %d the real "
-              "runs cannot decide the size (the job's calls did); %d differ\n",
-              a.command.c_str(), a.agree, a.agree + a.undecided + a.differ, a.undecided, a.differ);
-  for (const std::string& l : a.lines) std::printf("    %s\n", l.c_str());
+  printWrapped(textf("the same rule on the dataset's runs (`%s`): the same configuration at %d of %d keys; at %d the "
+                     "real runs cannot decide the size (the job's calls did); %d differ",
+                     a.command.c_str(), a.agree, a.agree + a.undecided + a.differ, a.undecided, a.differ),
+               "  ", "    ");
+  for (const std::string& l : a.lines) printWrapped(l, "    ", "      ");
 }
 
 }  // namespace dynamiccl::cli::demo

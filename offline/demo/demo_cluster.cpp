@@ -1,8 +1,10 @@
 // The demo's cluster: a platform with the calibration its file names, and the step timer every
 // demo step prints through.
+#include <cstdarg>
 #include <cstdio>
 
 #include "offline/demo/demo_steps.h"
+#include "offline/report/report.h"
 #include "offline/sim/sim.h"
 #include "offline/tune/tune.h"
 
@@ -30,9 +32,30 @@ Expected<DemoCluster> makeCluster(const DemoOptions& o) {
   return c;
 }
 
+void printWrapped(const std::string& text, const std::string& first, const std::string& indent) {
+  std::fputs(report::wrapText(text, first, indent).c_str(), stdout);
+}
+
+std::string textf(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
+}
+
+std::string shortSystem(const std::string& system) {
+  constexpr size_t kMax = 60;
+  return system.size() <= kMax ? system : system.substr(0, kMax - 3) + "...";
+}
+
 StepTimer::StepTimer(int index, int steps, const std::string& title)
     : index_(index), start_(std::chrono::steady_clock::now()) {
-  std::printf("[%d/%d] %s\n", index, steps, title.c_str());
+  printWrapped(title, "[" + std::to_string(index) + "/" + std::to_string(steps) + "] ", "      ");
   std::fflush(stdout);
 }
 
@@ -41,7 +64,7 @@ double StepTimer::elapsed_s() const {
 }
 
 void StepTimer::done(const std::string& status) {
-  std::printf("      %s  (%.2f s)\n", status.c_str(), elapsed_s());
+  printWrapped(status + textf(" (%.2fs)", elapsed_s()));  // one word: a wrap never splits it
   std::fflush(stdout);
 }
 

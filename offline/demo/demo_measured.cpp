@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 constexpr int kSteps = 6;
 
 int fail(const std::string& what) {
-  std::fprintf(stderr, "demo: %s\n", what.c_str());
+  std::fputs(report::wrapText("demo: " + what, "", "    ").c_str(), stderr);
   return 1;
 }
 
@@ -42,11 +42,19 @@ std::string fmt(const char* f, double a, double b = 0) {
 
 std::string pct(double g) { return std::isfinite(g) ? fmt("%+.1f%%", 100 * g) : ""; }
 
+// `text` with the system string it quotes ('system') shortened: the shape line says it in full.
+std::string quotedShort(std::string text, const std::string& system) {
+  const std::string quoted = "'" + system + "'";
+  for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1))
+    text.replace(at, quoted.size(), "'" + shortSystem(system) + "'");
+  return text;
+}
+
 // Step 1: the keys of one shape, with what was measured at each.
 void describeJob(const jobreplay::MeasuredJob& job) {
   const fs::path provenance = fs::path(job.source).parent_path() / "PROVENANCE.md";
-  const std::string note = fs::exists(provenance) ? " (provenance: " + provenance.string() + ")" : "";
-  std::printf("      %s%s\n", job.source.c_str(), note.c_str());
+  const std::string note = fs::exists(provenance) ? " (provenance: PROVENANCE.md beside it)" : "";
+  printWrapped(job.source + note);
   size_t configs = 0, repeats = 0;
   std::set<Collective> colls;
   for (const jobreplay::JobKey& k : job.keys) {
@@ -56,13 +64,13 @@ void describeJob(const jobreplay::MeasuredJob& job) {
   }
   std::string collNames;
   for (Collective c : colls) collNames += (collNames.empty() ? "" : ", ") + std::string(collectiveName(c));
-  std::printf("      shape: %s, %d ranks on %d node(s); %zu keys (%s, %s .. %s)\n", job.system.c_str(), job.nRanks,
-              job.nNodes, job.keys.size(), collNames.c_str(), sizeText(job.keys.front().bytes).c_str(),
-              sizeText(job.keys.back().bytes).c_str());
-  std::printf("      %zu measured configurations NCCL's table allows (%zu timings); spread between repeats %.1f%% "
-              "(measured, pooled over %d configurations with repeats)\n",
-              configs, repeats, 100 * job.repeatSigma, job.repeatGroups);
-  for (const std::string& n : job.notes) std::printf("      %s\n", n.c_str());
+  printWrapped(textf("shape: %s, %d ranks on %d node(s); %zu keys (%s, %s .. %s)", job.system.c_str(), job.nRanks,
+                     job.nNodes, job.keys.size(), collNames.c_str(), sizeText(job.keys.front().bytes).c_str(),
+                     sizeText(job.keys.back().bytes).c_str()));
+  printWrapped(textf("%zu measured configurations NCCL's table allows (%zu timings); spread between repeats %.1f%% "
+                     "(measured, pooled over %d configurations with repeats)",
+                     configs, repeats, 100 * job.repeatSigma, job.repeatGroups));
+  for (const std::string& n : job.notes) printWrapped(quotedShort(n, job.system));
 }
 
 // What the runs establish, which the replayed job's calls are drawn to show.
@@ -72,13 +80,14 @@ void describeWithheld(const jobreplay::MeasuredJob& job, int withheld, const std
     for (size_t i = 1; i < k.measured.size(); ++i)
       if (k.measured[i].mean_us < k.byDefault().mean_us && k.measured[i].withheld_us <= 0)
         ++established, runs += k.measured[i].runs(), defaultRuns += k.byDefault().runs();
-  std::printf("      the dataset's runs (measured; the decision rule, as `%s`) establish a gain over NCCL's default "
-              "for %d arm(s) (%d real run(s) of them against %d of the default)",
-              command.c_str(), established, runs, defaultRuns);
+  // The command itself is said after the table, beside what it decides per key.
+  std::string text = textf("the dataset's runs (measured; the decision rule, as `%s` after the table) establish a "
+                           "gain over NCCL's default for %d arm(s) (%d real run(s) of them against %d of the default)",
+                           command.substr(0, command.find(" --data")).c_str(), established, runs, defaultRuns);
   if (withheld)
-    std::printf("; %d arm(s) have a faster median they do not establish: the replayed job draws those around NCCL's "
-                "default's median, so its calls (draws, not runs) cannot find a gain the runs do not hold", withheld);
-  std::printf("\n");
+    text += textf("; %d arm(s) have a faster median they do not establish: the replayed job draws those around NCCL's "
+                  "default's median, so its calls (draws, not runs) cannot find a gain the runs do not hold", withheld);
+  printWrapped(text);
 }
 
 // The simulator's platform for the job's shape: the one the system string names, or the platform
@@ -176,69 +185,155 @@ std::string defaultLabel(const jobreplay::KeyOutcome& k) {
   return armLabel(k.ncclDefault) + (measurements::inferredFromRuns(k.defaultSettledBy) ? "*" : "");
 }
 
-void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
-                const jobreplay::JobResult& jr) {
-  std::printf("\n  Per key on %d x %s: times are measured medians of repeats (us) of the dataset; the simulator's gain is "
-              "simulated; verdicts and exploration come from the replayed job, whose calls are draws from noise fitted to the dataset's real runs (how many runs stand behind each verdict: verdicts.txt).\n",
-              job.nRanks, job.system.substr(0, 40).c_str());
-  // Columns as wide as their widest cell, so a long verdict or rule never shifts the row.
-  size_t w[5] = {11, 26, 16, 11, 11};
-  for (const KeyRow& r : rows) {
-    w[0] = std::max(w[0], defaultLabel(r.job).size());
-    w[1] = std::max(w[1], r.simRule.size());
-    w[2] = std::max(w[2], r.verdict.size());
-    // Configurations with their channel count where the rows forced one ("ring/ll ch=56").
-    w[3] = std::max(w[3], decisionLabel(r.job.finalConfig).size());
-    w[4] = std::max(w[4], decisionLabel(r.job.best).size());
-  }
-  const int b[5] = {int(w[0]) + 9, int(w[1]) + 8, int(w[2]) + 8, int(w[3]) + 9, int(w[4]) + 17};
-  std::printf("  %-9s %-9s | %-*s | %-*s | %-*s | %-*s | %-*s\n", "", "", b[0], "NCCL default", b[1], "simulator's rule",
-              b[2], "in-job verdict", b[3], "job's final epoch", b[4], "measured best");
-  std::printf("  %-9s %-9s | %-*s %8s | %-*s %7s | %-*s %7s | %-*s %8s | %-*s %8s %7s\n", "", "size", int(w[0]), "config",
-              "us", int(w[1]), "config", "gain", int(w[2]), "candidate state", "gain", int(w[3]), "config", "vs NCCL",
-              int(w[4]), "config", "us", "fin/best");
+// A time of the table: five characters up to 100 ms, as precise as they allow.
+std::string usText(double v) { return fmt(v < 100 ? "%.2f" : v < 1000 ? "%.1f" : "%.0f", v); }
+
+// The table's cells of one key; `sim` is the simulator's rule without its chunk size (the rule in
+// full: tuned.json, job_keys.csv, --verbose).
+struct TableCells {
+  std::string key, defaultConfig, default_us, sim, simGain, verdict, verdictGain, finalConfig, vsDefault, bestConfig,
+      vsBest;
+};
+
+std::vector<TableCells> tableCells(const std::vector<KeyRow>& rows, const TunedProfile& tuned,
+                                   const jobreplay::MeasuredJob& job, bool oneCollective) {
+  std::vector<TableCells> cells;
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
-    std::printf("  %-9s %-9s | %-*s %8.2f | %-*s %7s | %-*s %7s | %-*s %7.3fx | %-*s %8.2f %6.3fx\n",
-                std::string(collectiveName(k.coll)).c_str(), sizeText(k.bytes).c_str(), int(w[0]),
-                defaultLabel(k).c_str(), k.default_us, int(w[1]), r.simRule.c_str(),
-                pct(r.simGain).c_str(), int(w[2]), r.verdict.c_str(), pct(r.verdictGain).c_str(), int(w[3]),
-                decisionLabel(k.finalConfig).c_str(), k.vsDefault(), int(w[4]),
-                decisionLabel(k.best).c_str(), k.best_us, k.vsBest());
+    TableCells c;
+    c.key = oneCollective ? sizeText(k.bytes) : std::string(collectiveName(k.coll)) + " " + sizeText(k.bytes);
+    c.defaultConfig = defaultLabel(k);
+    c.default_us = usText(k.default_us);
+    if (const policy::Rule* rule = report::ruleFor(tuned.profile, k.coll, k.bytes, job.nRanks, job.nNodes))
+      c.sim = decisionLabel(policy::Decision{rule->decision.algo, rule->decision.proto, rule->decision.nChannels, 0});
+    else c.sim = "-";
+    c.simGain = pct(r.simGain);
+    c.verdict = r.verdict;
+    c.verdictGain = pct(r.verdictGain);
+    // Configurations with their channel count where the rows forced one ("ring/ll ch=56").
+    c.finalConfig = decisionLabel(k.finalConfig);
+    c.vsDefault = fmt("%.3f", k.vsDefault());
+    c.bestConfig = decisionLabel(k.best);
+    c.vsBest = fmt("%.3f", k.vsBest());
+    cells.push_back(std::move(c));
   }
+  return cells;
+}
+
+void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& rows, const Totals& t,
+                const jobreplay::JobResult& jr, const TunedProfile& tuned) {
+  std::set<Collective> colls;
+  bool anyRule = false, anyChunk = false;
+  for (const KeyRow& r : rows) colls.insert(r.job.coll), anyRule = anyRule || r.simRule != "-";
+  for (const policy::Rule& r : tuned.profile.rules) anyChunk = anyChunk || r.decision.chunkBytes > 0;
+  const bool oneCollective = colls.size() == 1;
+  const std::vector<TableCells> cells = tableCells(rows, tuned, job, oneCollective);
+  // Columns as wide as their widest cell, so a long verdict or rule never shifts the row; groups two
+  // spaces apart.
+  auto widest = [&](size_t least, std::string TableCells::*cell) {
+    for (const TableCells& c : cells) least = std::max(least, (c.*cell).size());
+    return least;
+  };
+  const size_t wKey = widest(oneCollective ? 4 : 3, &TableCells::key), wDef = widest(6, &TableCells::defaultConfig),
+               wDefUs = widest(2, &TableCells::default_us), wSim = widest(6, &TableCells::sim),
+               wSimGain = widest(4, &TableCells::simGain), wVerdict = widest(15, &TableCells::verdict),
+               wVerdictGain = widest(4, &TableCells::verdictGain), wFinal = widest(6, &TableCells::finalConfig),
+               wBest = widest(6, &TableCells::bestConfig);
+  constexpr size_t wRatio = 6;  // "x NCCL", "0.958"
+  struct Group {
+    std::string title;
+    size_t width;
+  };
+  std::vector<Group> groups = {{"NCCL default", std::max<size_t>(12, wDef + 1 + wDefUs)},
+                               {"simulator's rule", std::max<size_t>(16, wSim + 1 + wSimGain)},
+                               {"in-job verdict", std::max<size_t>(14, wVerdict + 1 + wVerdictGain)},
+                               {"job's final epoch", std::max<size_t>(17, wFinal + 1 + wRatio)},
+                               {"measured best", std::max<size_t>(13, wBest + 1 + wRatio)}};
+  size_t width = 2 + wKey;
+  for (const Group& g : groups) width += 2 + g.width;
+  // The simulator's column only where it has a rule and fits in 120 columns (else job_keys.csv has it).
+  const bool simColumn = anyRule && width <= 120;
+  const bool simDropped = anyRule && !simColumn;
+  if (!simColumn) groups.erase(groups.begin() + 1);
+
+  std::printf("\n");
+  // "Per key on ...: times are measured medians" on its first line, whatever the system (tests read it).
+  printWrapped("Per key on " + std::to_string(job.nRanks) + " x " + shortSystem(job.system) +
+                   ": times are measured medians of repeats (us) of the dataset" +
+                   (oneCollective ? " (the keys: " + std::string(collectiveName(*colls.begin())) + " by size)" : "") +
+                   (simColumn ? std::string("; the simulator's gain is simulated") +
+                                    (anyChunk ? " (its rules here without their chunk size: tuned.json has them)" : "")
+                              : "") +
+                   (simDropped ? "; the simulator's rule per key is in job_keys.csv (sim_rule, sim_gain): the table "
+                                 "has no room for it"
+                               : "") +
+                   "; verdicts and exploration come from the replayed job, whose calls are draws from noise fitted to "
+                   "the dataset's real runs (how many runs stand behind each verdict: verdicts.txt); x NCCL, x best: "
+                   "the final epoch's time over NCCL's default's and over the best's.",
+               "  ", "    ");
+  auto line = [](std::string text) {
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    std::printf("%s\n", text.c_str());
+  };
+  std::string head = textf("  %-*s", int(wKey), "");
+  for (const Group& g : groups) head += textf("  %-*s", int(g.width), g.title.c_str());
+  line(head);
+  auto pair = [](const std::string& a, size_t wa, const std::string& b, size_t groupWidth) {
+    return textf("  %-*s %*s", int(wa), a.c_str(), int(groupWidth - wa - 1), b.c_str());
+  };
+  std::string sub = textf("  %-*s", int(wKey), oneCollective ? "size" : "key");
+  size_t g = 0;
+  sub += pair("config", wDef, "us", groups[g++].width);
+  if (simColumn) sub += pair("config", wSim, "gain", groups[g++].width);
+  sub += pair("candidate state", wVerdict, "gain", groups[g++].width);
+  sub += pair("config", wFinal, "x NCCL", groups[g++].width);
+  sub += pair("config", wBest, "x best", groups[g++].width);
+  line(sub);
+  for (const TableCells& c : cells) {
+    std::string row = textf("  %-*s", int(wKey), c.key.c_str());
+    g = 0;
+    row += pair(c.defaultConfig, wDef, c.default_us, groups[g++].width);
+    if (simColumn) row += pair(c.sim, wSim, c.simGain, groups[g++].width);
+    row += pair(c.verdict, wVerdict, c.verdictGain, groups[g++].width);
+    row += pair(c.finalConfig, wFinal, c.vsDefault, groups[g++].width);
+    row += pair(c.bestConfig, wBest, c.vsBest, groups[g++].width);
+    line(row);
+  }
+  auto say = [](const std::string& text) { printWrapped(text, "  ", "    "); };
   if (job.keysSettled(measurements::DefaultSettledBy::Matched) + job.keysSettled(measurements::DefaultSettledBy::Unforced) > 0)
-    std::printf("  * NCCL's choice inferred from the runs: the forced runs of the configuration NCCL's model picks "
-                "differ from the default rows beyond noise (step 1), so that configuration is an arm the job tests\n");
+    say("* NCCL's choice inferred from the runs: the forced runs of the configuration NCCL's model picks differ from "
+        "the default rows beyond noise (step 1), so that configuration is an arm the job tests");
   const jobreplay::RankOutcome& r0 = jr.ranks.front();
-  std::printf("  job's final epoch over %zu keys (judged on measured medians): vs NCCL default geomean %.3fx (worst %.3fx), vs measured "
-              "best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best (what learning cost: the net line below)\n",
-              rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent,
-              rows.size());
+  say(textf("job's final epoch over %zu keys (judged on measured medians): vs NCCL default geomean %.3fx (worst %.3fx), "
+            "vs measured best geomean %.3fx (worst %.3fx); %d/%zu keys within 1.01x of the best (what learning cost: the "
+            "net line below)",
+            rows.size(), t.geoVsDefault, t.worstVsDefault, t.geoVsBest, t.worstVsBest, t.withinOnePercent, rows.size()));
   if (t.withinOnePercentEstablished != t.withinOnePercent)
-    std::printf("  of the best the dataset's runs establish (a median faster than the job's choice that the runs cannot "
-                "tell from it is no measured gain, step 1): %d/%zu keys within 1.01x\n",
-                t.withinOnePercentEstablished, rows.size());
+    say(textf("of the best the dataset's runs establish (a median faster than the job's choice that the runs cannot tell "
+              "from it is no measured gain, step 1): %d/%zu keys within 1.01x",
+              t.withinOnePercentEstablished, rows.size()));
   if (t.bestIsDefaultsTwin > 0)
-    std::printf("  at %d key(s) the measured best is a forced run of the configuration NCCL's model says NCCL runs, "
-                "faster than the default runs beyond their noise: NCCL ran something else there (a real job's cost "
-                "table would show it) or the runs drifted; the replayed table follows the model, so the job's verification "
-                "cannot test that arm apart from NCCL's default. Within 1.01x of the best arm it can test (judged on measured medians): %d/%zu keys\n",
-                t.bestIsDefaultsTwin, t.withinOnePercentChoosable, rows.size());
-  std::printf("  exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective "
-              "time (replayed: calls drawn from noise fitted to the real runs; %.0f of %.0f us; a faster trial costs nothing)\n",
-              static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us);
+    say(textf("at %d key(s) the measured best is a forced run of the configuration NCCL's model says NCCL runs, faster "
+              "than the default runs beyond their noise: NCCL ran something else there (a real job's cost table would "
+              "show it) or the runs drifted; the replayed table follows the model, so the job's verification cannot test "
+              "that arm apart from NCCL's default. Within 1.01x of the best arm it can test (judged on measured medians): "
+              "%d/%zu keys",
+              t.bestIsDefaultsTwin, t.withinOnePercentChoosable, rows.size()));
+  say(textf("exploration: %llu calls per rank ran off their epoch's choice for the key, costing %.2f%% of collective time "
+            "(replayed: calls drawn from noise fitted to the real runs; %.0f of %.0f us; a faster trial costs nothing)",
+            static_cast<unsigned long long>(r0.exploreCalls), 100 * r0.exploreShare(), r0.explore_us, r0.total_us));
   {  // Measuring costs the job: only the leader profiles, at the release's price, counted in the net figure.
     uint64_t others = 0;
     for (size_t i = 1; i < jr.ranks.size(); ++i) others += jr.ranks[i].profiledCalls;
-    std::printf("  measurement: the leader profiled %llu of %llu calls (%.2f%%; the last 10 epochs %.2f%%), the other ranks %llu, "
-                "costing %.3f%% of collective time (priced by %s)\n",
-                static_cast<unsigned long long>(r0.profiledCalls), static_cast<unsigned long long>(r0.calls),
-                100 * r0.profiledShare(), 100 * r0.settledProfiledShare(10, jr.epochCalls),
-                static_cast<unsigned long long>(others), 100 * r0.measureShare(),
-                jobreplay::defaultMeasurementCost().source().c_str());
-    std::printf("  net of measuring and exploring, the whole job ran %.4fx NCCL's default (replayed: the same calls, "
-                "drawn alike from noise fitted to the real runs; worst key %.4fx)\n",
-                t.netVsDefault, t.worstNetVsDefault);
+    say(textf("measurement: the leader profiled %llu of %llu calls (%.2f%%; the last 10 epochs %.2f%%), the other ranks "
+              "%llu, costing %.3f%% of collective time (priced by %s)",
+              static_cast<unsigned long long>(r0.profiledCalls), static_cast<unsigned long long>(r0.calls),
+              100 * r0.profiledShare(), 100 * r0.settledProfiledShare(10, jr.epochCalls),
+              static_cast<unsigned long long>(others), 100 * r0.measureShare(),
+              jobreplay::defaultMeasurementCost().source().c_str()));
+    say(textf("net of measuring and exploring, the whole job ran %.4fx NCCL's default (replayed: the same calls, drawn "
+              "alike from noise fitted to the real runs; worst key %.4fx)",
+              t.netVsDefault, t.worstNetVsDefault));
   }
   {  // The search per key: trials until the measured best had been tried, against trying every arm.
     int keys = 0, atDefault = 0, never = 0, trials = 0, every = 0, tried = 0;
@@ -250,16 +345,16 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
       else if (k.trialsToBest < 0) ++never;
       else trials += k.trialsToBest;
     }
-    std::printf("  search (measured, per rank): %d keys with alternatives; the best arm it can test is NCCL's default at %d, found after "
-                "%d trial(s) in all at %d, never tried at %d; %d of %d alternatives tried (trying every arm: %d "
-                "trials)\n",
-                keys, atDefault, trials, keys - atDefault - never, never, tried, every, every);
+    say(textf("search (measured, per rank): %d keys with alternatives; the best arm it can test is NCCL's default at %d, "
+              "found after %d trial(s) in all at %d, never tried at %d; %d of %d alternatives tried (trying every arm: "
+              "%d trials)",
+              keys, atDefault, trials, keys - atDefault - never, never, tried, every, every));
   }
-  std::printf("  a rule that keeps NCCL's algorithm and protocol changes only channels or chunk, which no data times: "
-              "the job cannot verify it\n");
-  std::printf("  verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at "
-              "%d/%zu keys\n\n",
-              t.judgedAgrees, rows.size());
+  say("a rule that keeps NCCL's algorithm and protocol changes only channels or chunk, which no data times: the job "
+      "cannot verify it");
+  say(textf("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at %d/%zu keys",
+            t.judgedAgrees, rows.size()));
+  std::printf("\n");
 }
 
 Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
@@ -321,12 +416,14 @@ JobFigures jobFigures(const jobreplay::JobResult& jr, int index) {
 }
 
 void printJobFigures(const JobFigures& f) {
-  std::printf("      job %d: final epoch %.3fx NCCL's default (geomean of keys, judged on measured medians); the leader "
-              "profiled %.2f%% of calls (last 10 epochs %.2f%%), measuring %.3f%% and exploring %.3f%% of the replayed "
-              "collective time; net of measuring and exploring %.4fx NCCL's default; keys still searching at the end: %s\n",
-              f.index, f.finalVsDefault, 100 * f.profiledShare, 100 * f.settledProfiledShare, 100 * f.measureShare,
-              100 * f.exploreShare, f.net,
-              f.keys >= 0 ? (std::to_string(f.keysSearching) + " of " + std::to_string(f.keys)).c_str() : "not said");
+  printWrapped(textf("job %d: final epoch %.3fx NCCL's default (geomean of keys, judged on measured medians); the "
+                     "leader profiled %.2f%% of calls (last 10 epochs %.2f%%), measuring %.3f%% and exploring %.3f%% of "
+                     "the replayed collective time; net of measuring and exploring %.4fx NCCL's default; keys still "
+                     "searching at the end: %s",
+                     f.index, f.finalVsDefault, 100 * f.profiledShare, 100 * f.settledProfiledShare,
+                     100 * f.measureShare, 100 * f.exploreShare, f.net,
+                     f.keys >= 0 ? (std::to_string(f.keysSearching) + " of " + std::to_string(f.keys)).c_str()
+                                 : "not said"));
   std::fflush(stdout);
 }
 
@@ -425,10 +522,10 @@ Expected<std::string> trainLearnedForJob(const DemoOptions& o, const jobreplay::
   to.nodes = job.nNodes;
   to.data = csv;  // the fingerprint of the hardware the job runs on, and its machine held out
   const LearnedProfile learned = trainProfile(to, o.out, model::clusterHardwareOf(job.topology));
-  for (const std::string& n : learned.notes) std::printf("      %s\n", n.c_str());
+  for (const std::string& n : learned.notes) printWrapped(n);
   if (!learned.failed.empty()) return makeError(learned.failed);
   if (!learned.trained) return makeError("learned profile not trained: " + learned.skipped);
-  s2.done("learned.json: the network's rules only (unverified), fingerprint of " + job.system.substr(0, 40));
+  s2.done("learned.json: the network's rules only (unverified), fingerprint of " + shortSystem(job.system));
   return learned.profilePath;
 }
 
@@ -444,7 +541,7 @@ Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::Measur
   const fs::path out(o.out);
   JobProfile p;
   if (!platform) {
-    StepTimer s2(2, kSteps, "Tune on the simulator: skipped (" + platform.error() + ")");
+    StepTimer s2(2, kSteps, "Tune on the simulator: skipped (" + quotedShort(platform.error(), job.system) + ")");
     p.path = (out / "tuned.json").string();
     p.name = "no profile (the job searches NCCL's alternatives: DYNAMICCL_VERIFY=1)";
     p.tuned.profile.name = "none";
@@ -467,19 +564,19 @@ Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::Measur
   if (!cluster) return makeError(cluster.error());
   const std::string paramsPath = (out / "sim-params.json").string();
   if (auto s = files::writeFile(paramsPath, sim::paramsToJson(cluster->params)); !s) return makeError(s.error());
-  std::printf("      simulator: %s\n", cluster->paramsSource.c_str());
+  printWrapped("simulator: " + cluster->paramsSource);
   auto tunedOr = tuneOnSimulator(o, *platform, job.nNodes, paramsPath, colls, sizes, true);
   if (!tunedOr) return makeError("tune: " + tunedOr.error());
   p.tuned = std::move(*tunedOr);
   const TunedProfile& tuned = p.tuned;
-  std::printf("      candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: the job "
-              "verifies)%s\n", o.verbose ? "" : "; each in tuned.json (--verbose: here)");
+  printWrapped(std::string("candidates: a rule wherever the simulator estimates a gain over NCCL's default (no guard: "
+                           "the job verifies)") + (o.verbose ? "" : "; each in tuned.json (--verbose: here)"));
   for (const policy::Rule& r : tuned.profile.rules)
     if (o.verbose)
-      std::printf("      %s %s: %s, %s (simulated)\n",
-                r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
-                sizeRangeText(r.minBytes, r.maxBytes).c_str(), decisionLabel(r.decision).c_str(),
-                r.evidence ? pct(r.evidence->gain).c_str() : "no evidence");
+      printWrapped(textf("%s %s: %s, %s (simulated)",
+                         r.collective ? std::string(collectiveName(*r.collective)).c_str() : "any",
+                         sizeRangeText(r.minBytes, r.maxBytes).c_str(), decisionLabel(r.decision).c_str(),
+                         r.evidence ? pct(r.evidence->gain).c_str() : "no evidence"));
   p.path = (out / "tuned.json").string();
   p.name = "tuned.json";
   if (auto s = files::writeFile(p.path, policy::profileToJson(tuned.profile)); !s) return makeError(s.error());
@@ -518,24 +615,27 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
   if (measurements::measuredOnRccl(job.system))
     std::printf("      host: RCCL's rules (DYNAMICCL_HOST=rccl: the rows were measured on RCCL)\n");
   jo.progress = [](const std::string& line) {
-    std::printf("      %s\n", line.c_str());
+    printWrapped(line);
     std::fflush(stdout);
   };
-  std::printf("      plugin %s; %llu passes over the keys, epoch %llu calls; rank logs and store in %s/\n",
-              pluginPath.c_str(), static_cast<unsigned long long>(jo.iterations),
-              static_cast<unsigned long long>(jo.epochCalls), workDir.string().c_str());
+  if (index == 1)
+    printWrapped(textf("plugin %s; %llu passes over the keys, epoch %llu calls; rank logs and store in %s/",
+                       pluginPath.c_str(), static_cast<unsigned long long>(jo.iterations),
+                       static_cast<unsigned long long>(jo.epochCalls), workDir.string().c_str()));
+  else printWrapped("the same plugin, passes and store; rank logs in " + workDir.string() + "/");
   std::fflush(stdout);
   auto jr = jobreplay::replayJob(job, jo);
   if (!jr) return makeError("job: " + jr.error());
   for (const jobreplay::RankOutcome& r : jr->ranks)
-    if (!r.finished) std::printf("      rank %d failed: %s\n", r.rank, r.failure.c_str());
+    if (!r.finished) printWrapped("rank " + std::to_string(r.rank) + " failed: " + r.failure);
   if (!jr->allFinished) return makeError("the replayed job did not finish on every rank");
   if (!jr->ranksAgree) return makeError("ranks decided differently: the plugin broke its first invariant");
   uint64_t unmeasured = 0;
   for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
   s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
           std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
-          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time (replayed: calls drawn from noise fitted to the real runs)" +
+          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time" +
+          (index == 1 ? " (replayed: calls drawn from noise fitted to the real runs)" : "") +
           (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
   return jr;
 }
@@ -548,9 +648,9 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
   auto verified = exportVerified(storePath, (out / "verified.json").string(), hardwareUnknown);
   if (!verified) return makeError("export: " + verified.error());
   if (hardwareUnknown)
-    std::printf("      no platform describes the measured machine, so the replayed host showed %s's facts: verified.json's "
-                "rules carry no fingerprint, and a job on the machine tests them before they count (DYNAMICCL_TRUST=all "
-                "applies them at once)\n", job.standIn.c_str());
+    printWrapped("no platform describes the measured machine, so the replayed host showed " + job.standIn +
+                 "'s facts: verified.json's rules carry no fingerprint, and a job on the machine tests them before they "
+                 "count (DYNAMICCL_TRUST=all applies them at once)");
   // The samples of a verdict are the job's calls, each a draw from the dataset's repeats: say how many
   // real runs stand behind each side, so nobody reads thousands of draws as thousands of measurements.
   auto realRuns = [&](const JobVerdict& v) {
@@ -570,8 +670,8 @@ Expected<VerifiedExport> exportJob(const jobreplay::MeasuredJob& job, const std:
   const std::string verdictsPath = (out / "verdicts.txt").string();
   if (auto s = files::writeFile(verdictsPath, lines); !s) return makeError(s.error());
   if (verbose)
-    for (const JobVerdict& v : verified->verdicts) std::printf("      %s%s\n", v.line.c_str(), realRuns(v).c_str());
-  else std::printf("      each verdict with the real runs behind it: %s (--verbose: here)\n", verdictsPath.c_str());
+    for (const JobVerdict& v : verified->verdicts) printWrapped(v.line + realRuns(v));
+  else printWrapped("each verdict with the real runs behind it: " + verdictsPath + " (--verbose: here)");
   s4.done("verified.json: " + std::to_string(verified->rules) + " verified rules from " +
           std::to_string(verified->verdicts.size()) + " verdicts (loads back)");
   return verified;
@@ -585,14 +685,17 @@ int keysExportLost(const std::vector<KeyRow>& rows) {
   for (const KeyRow& r : rows) {
     if (r.judgedConfig == armLabel(r.job.finalConfig)) continue;
     if (r.verdict == r.judgedConfig + " promoted") {
-      std::printf("  %s %s: promoted at the job's last table build, after its final epoch began: verified.json runs %s, "
-                  "the job never did\n", std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  r.judgedConfig.c_str());
+      printWrapped(textf("%s %s: promoted at the job's last table build, after its final epoch began: verified.json "
+                         "runs %s, the job never did",
+                         std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
+                         r.judgedConfig.c_str()),
+                   "  ", "    ");
     } else {
       ++wrong;
-      std::printf("  %s %s: verified.json runs %s; the job ended with %s (in-job verdict: %s)\n",
-                  std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
-                  r.judgedConfig.c_str(), armLabel(r.job.finalConfig).c_str(), r.verdict.c_str());
+      printWrapped(textf("%s %s: verified.json runs %s; the job ended with %s (in-job verdict: %s)",
+                         std::string(collectiveName(r.job.coll)).c_str(), sizeText(r.job.bytes).c_str(),
+                         r.judgedConfig.c_str(), armLabel(r.job.finalConfig).c_str(), r.verdict.c_str()),
+                   "  ", "    ");
     }
   }
   return wrong;
@@ -660,7 +763,7 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   s5.done(std::to_string(t.judgedAgrees) + "/" + std::to_string(rows.size()) +
           " keys run the job's final configuration (DYNAMICCL_TRUST=" + trust +
           (trust == "verified" ? ": the rules apply as verified)" : ": rules without a fingerprint apply when trusted)"));
-  printTable(*job, rows, t, *jr);
+  printTable(*job, rows, t, *jr, tuned);
   printAgreement(compareWithTune(*runs, jr->keys));
   // The exported profile must carry what the job learned: a failure fails the command.
   if (const int wrong = keysExportLost(rows))
@@ -669,9 +772,11 @@ int runMeasured(const DemoOptions& o, const std::string& pluginPath,
   if (o.learned) {
     int promoted = 0, dropped = 0;
     for (const JobVerdict& v : verified->verdicts) promoted += v.state == "promoted", dropped += v.state == "dropped";
-    std::printf("  learned profile (no simulator rules: the column above is empty), verified in the replayed job: %d "
-                "candidates promoted, %d dropped, %zu verdicts; ranks agree: %s\n\n",
-                promoted, dropped, verified->verdicts.size(), jr->ranksAgree ? "yes" : "no");
+    printWrapped(textf("learned profile (no simulator rules, so the table has no simulator's column), verified in the "
+                       "replayed job: %d candidates promoted, %d dropped, %zu verdicts; ranks agree: %s",
+                       promoted, dropped, verified->verdicts.size(), jr->ranksAgree ? "yes" : "no"),
+                 "  ", "    ");
+    std::printf("\n");
   }
 
   StepTimer s6(6, kSteps, "Files and plots");

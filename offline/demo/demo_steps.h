@@ -60,7 +60,15 @@ struct DemoCluster {
 };
 Expected<DemoCluster> makeCluster(const DemoOptions& o);
 
-// Prints "[i/n] title" and, on done(), the status line with the step's wall time.
+// `text` on stdout in lines of at most 120 columns (report::wrapText): the first after `first`, the rest
+// after `indent`. The demo prints its prose through here, so that every line fits a terminal.
+void printWrapped(const std::string& text, const std::string& first = "      ", const std::string& indent = "        ");
+// printf's formatting into a string.
+[[gnu::format(printf, 1, 2)]] std::string textf(const char* format, ...);
+// A system string quoted again after its first mention: at most 60 characters, cut with "...".
+std::string shortSystem(const std::string& system);
+
+// Prints "[i/n] title" and, on done(), the status line with the step's wall time, each wrapped.
 class StepTimer {
  public:
   StepTimer(int index, const std::string& title) : StepTimer(index, 6, title) {}

@@ -6,20 +6,16 @@
 #include "offline/report/report.h"
 
 namespace dynamiccl::report {
-namespace {
 
-constexpr size_t kWidth = 120;
-
-// Words of `text` on lines of at most kWidth columns, each after `indent` (the first after `first`).
-std::string wrap(const std::string& text, const std::string& first = "", const std::string& indent = "    ") {
+std::string wrapText(const std::string& text, const std::string& first, const std::string& indent, size_t width) {
   std::istringstream words(text);
   std::string out, line = first, word;
   bool empty = true;
   while (words >> word) {
-    if (!empty && line.size() + 1 + word.size() > kWidth) out += line + "\n", line = indent, empty = true;
+    if (!empty && line.size() + 1 + word.size() > width) out += line + "\n", line = indent, empty = true;
     // A word longer than a line (a deep store path) is cut where the line ends.
-    while (line.size() + (empty ? 0 : 1) + word.size() > kWidth) {
-      const size_t room = kWidth - line.size() - (empty ? 0 : 1);
+    while (line.size() + (empty ? 0 : 1) + word.size() > width) {
+      const size_t room = width - line.size() - (empty ? 0 : 1);
       out += line + (empty ? "" : " ") + word.substr(0, room) + "\n";
       word.erase(0, room);
       line = indent, empty = true;
@@ -29,6 +25,8 @@ std::string wrap(const std::string& text, const std::string& first = "", const s
   }
   return out + line + "\n";
 }
+
+namespace {
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -57,7 +55,7 @@ double reachedShare(const applied::KeyShare& s) {
 
 void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_t count) {
   char line[256];
-  out << wrap("communicator " + std::to_string(index + 1) + " of " + std::to_string(count) + ": " +
+  out << wrapText("communicator " + std::to_string(index + 1) + " of " + std::to_string(count) + ": " +
               std::to_string(c.nRanks) + " ranks on " + std::to_string(c.nNodes) + " node(s), commHash " + hex(c.commId) +
               ", rank " + (c.rank >= 0 ? std::to_string(c.rank) : "unknown") + "; run " + std::to_string(c.run) + " of " +
               c.store + " (NCCL " + (c.ncclVersion.empty() ? "unknown" : c.ncclVersion) + ")");
@@ -69,7 +67,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
     reach += "; " + std::string(applied::causeText(cause)) + ": " + std::to_string(n);
   for (const auto& [cause, n] : c.reach.causes)
     reach += "; not honoured, " + std::string(applied::causeText(cause)) + ": " + std::to_string(n);
-  out << wrap(reach, "  ");
+  out << wrapText(reach, "  ");
   std::string money = "saved " + us(c.saved_us) + " us (measured calls x measured gain" +
                       (c.keysWithoutGain ? "; at " + std::to_string(c.keysWithoutGain) +
                                                " key(s) running off NCCL's choice no gain is recorded"
@@ -77,7 +75,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
                       "), exploring " + std::to_string(c.exploreCalls) + " calls cost " + us(c.explore_us) +
                       " us, measuring cost " + us(c.measure_us) + " us (priced by " + c.price + "): net " +
                       fmt("%+.1f", c.net_us()) + " us";
-  out << wrap(money, "  ");
+  out << wrapText(money, "  ");
   std::snprintf(line, sizeof line, "  %-19s %6s %6s  %-14s %-14s %3s %6s %8s %9s\n", "key", "calls", "share",
                 "NCCL alone", "ran", "ch", "chunk", "reached", "honoured");
   out << line;
@@ -110,30 +108,30 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
 
 std::string formatReport(const Report& r) {
   std::ostringstream out;
-  if (r.comms.empty()) out << wrap("no measured calls of plugin runs (NCCL_PROFILER_PLUGIN must name this plugin)");
+  if (r.comms.empty()) out << wrapText("no measured calls of plugin runs (NCCL_PROFILER_PLUGIN must name this plugin)");
   for (size_t i = 0; i < r.comms.size(); ++i) commBlock(out, r.comms[i], i, r.comms.size()), out << "\n";
   if (r.comms.size() > 1) {
     CommReport all;
     for (const CommReport& c : r.comms)
       all.calls += c.calls, all.saved_us += c.saved_us, all.explore_us += c.explore_us, all.measure_us += c.measure_us,
           all.exploreCalls += c.exploreCalls;
-    out << wrap("all " + std::to_string(r.comms.size()) + " communicators: " + std::to_string(all.calls) +
+    out << wrapText("all " + std::to_string(r.comms.size()) + " communicators: " + std::to_string(all.calls) +
                 " measured calls; saved " + fmt("%.1f", all.saved_us) + " us, exploring " +
                 std::to_string(all.exploreCalls) + " calls cost " + fmt("%.1f", all.explore_us) + " us, measuring " +
                 fmt("%.1f", all.measure_us) + " us: net " + fmt("%+.1f", all.net_us()) + " us");
   }
   if (r.profiles.empty()) {
-    out << wrap("rules that never applied: not checked (the store does not name the profile the job loaded; "
+    out << wrapText("rules that never applied: not checked (the store does not name the profile the job loaded; "
                 "--profile FILE)");
   } else {
     std::string names;
     for (const std::string& p : r.profiles) names += (names.empty() ? "" : ", ") + p;
-    out << wrap(std::to_string(r.rulesLoaded) + " rules loaded (" + names + "); " + std::to_string(r.neverApplied.size()) +
+    out << wrapText(std::to_string(r.rulesLoaded) + " rules loaded (" + names + "); " + std::to_string(r.neverApplied.size()) +
                 " applied to no measured call" + (r.neverApplied.empty() ? "" : ":"));
-    for (const UnappliedRule& u : r.neverApplied) out << wrap(u.origin + " " + u.text + " (" + u.profile + ")", "  ");
+    for (const UnappliedRule& u : r.neverApplied) out << wrapText(u.origin + " " + u.text + " (" + u.profile + ")", "  ");
   }
   out << "not recorded in the store:\n";
-  for (const std::string& n : r.notRecorded) out << wrap(n, "  ");
+  for (const std::string& n : r.notRecorded) out << wrapText(n, "  ");
   return out.str();
 }
 

@@ -110,6 +110,11 @@ struct Report {
 };
 
 Expected<Report> buildReport(const ReportPlan& plan);
+// The words of `text` on lines of at most `width` columns, each line after `indent` (the first after
+// `first`) and ending in a newline; a word longer than a line is cut where the line ends. The report's
+// terminal text and `dynamiccl demo`'s lines are wrapped by it.
+std::string wrapText(const std::string& text, const std::string& first = "", const std::string& indent = "    ",
+                     size_t width = 120);
 // The terminal's table, no line wider than 120 columns.
 std::string formatReport(const Report& report);
 std::string reportJson(const Report& report);
