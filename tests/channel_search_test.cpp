@@ -227,3 +227,66 @@ TEST(ChannelSearch, APromotedChannelArmResumesInTheNextJob) {
 
 }  // namespace
 }  // namespace dynamiccl::learner
+
+namespace dynamiccl::learner {
+namespace {
+
+// Two pairs: NCCL runs tree/ll at one channel, which loses to ring/ll there; tree/ll at more channels
+// beats both. Latency truth(pair, channels that ran) with 3% noise; NCCL's count for ring/ll is one too.
+struct TwoPairRun {
+  Decision last;
+  int lastRan = 0;
+  std::set<int> asked;
+};
+TwoPairRun searchTwoPairs(OnlineLearner& l, const Host& host, uint64_t calls,
+                          const std::function<double(Algo, int)>& truth) {
+  const int bucket = SizeBucket::of(kBytes);
+  l.setNcclDefault(kAllReduce, bucket, Algo::Tree, Proto::LL);
+  float table[kNumAlgos * kNumProtos];
+  std::fill(std::begin(table), std::end(table), -1.0f);
+  table[static_cast<int>(Algo::Tree) * kNumProtos + static_cast<int>(Proto::LL)] = 10.0f;
+  table[static_cast<int>(Algo::Ring) * kNumProtos + static_cast<int>(Proto::LL)] = 11.0f;
+  l.setModelledCost(kAllReduce, bucket, table);
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> noise(0, 0.03);
+  std::unique_ptr<OnlineTable> t;
+  TwoPairRun r;
+  const Decision nccl{Algo::Tree, Proto::LL, 0, 0};
+  for (uint64_t k = 0; k < calls; ++k) {
+    if (k % 500 == 0) t = l.build(k / 500);
+    const Candidates* c = t->pick(kAllReduce, kBytes, 0xabc, k);
+    const Decision d = c ? c->decisions[0] : nccl;
+    const OnlineEntry& e = t->entry(onlineKey(kAllReduce, kBytes));
+    const Decision x = e.exploit.count ? e.exploit.decisions[0] : nccl;
+    if (d.nChannels > 0 && d.algo == Algo::Tree) r.asked.insert(d.nChannels);
+    const int ran = host.runs(d.nChannels);
+    l.observe(kAllReduce, kBytes, d.algo, d.proto, ran, truth(d.algo, ran) * noise(rng), d.nChannels);
+    r.last = x;
+    r.lastRan = host.runs(x.nChannels);
+  }
+  return r;
+}
+
+TEST(ChannelSearch, NcclsOwnPairIsSearchedWhereAnotherWonAtNcclsCount) {
+  const Host host{1, 64, 64, false};
+  OnlineLearner l = searching(host, 64);
+  // Tree/LL: 26 us at one channel, 20.75 at eight; Ring/LL: 24 us at any count.
+  auto truth = [](Algo a, int ch) { return a == Algo::Ring ? 24.0 : 20 + 6.0 / ch; };
+  const TwoPairRun r = searchTwoPairs(l, host, 80000, truth);
+  EXPECT_EQ(r.last.algo, Algo::Tree) << "NCCL's own pair at more channels beats the pair that won at its count";
+  EXPECT_GE(r.lastRan, 4);
+  EXPECT_LE(truth(r.last.algo, r.lastRan), 1.05 * 20.1) << "within a tie (under 3% noise) of the best";
+}
+
+TEST(ChannelSearch, ADoublingPastWhatTheHostBuiltAsksForItsMost) {
+  const Host host{8, 48, 48, false};
+  OnlineLearner l = searching(host, 48);
+  auto falling = [](int c) { return 20 + 800.0 / c; };  // more channels always win
+  const SearchRun r = searchKey(l, host, 40000, 3, falling);
+  EXPECT_TRUE(r.asked.count(48)) << "32 doubled is past the 48 the host built: ask for 48";
+  EXPECT_EQ(r.lastRan, 48);
+  for (int c : r.asked) EXPECT_LE(c, 48);
+}
+
+}  // namespace
+}  // namespace dynamiccl::learner

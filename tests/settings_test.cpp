@@ -46,7 +46,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_METRICS_DIR", "(unset)", true},
     {"DYNAMICCL_ONLINE", "(unset)", false},
     {"DYNAMICCL_VERIFY", "auto", false},
-    {"DYNAMICCL_SEARCH_CHANNELS", "0", false},
+    {"DYNAMICCL_SEARCH_CHANNELS", "(unset)", false},
     {"DYNAMICCL_EPOCH_CALLS", "1000", false},
     {"DYNAMICCL_EPOCH_TIMEOUT_MS", "60000", false},
     {"DYNAMICCL_COORD_DIR", "(unset)", true},

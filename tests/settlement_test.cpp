@@ -233,3 +233,41 @@ TEST(Settlement, ForcedChannelSettingsAndStatedRunsAreRead) {
   EXPECT_DOUBLE_EQ(logSdOfSpread(1, 0.1), 0);
   EXPECT_NEAR(logSdOfSpread(3, 0.0338), std::log1p(0.0338) / 1.693, 1e-12);
 }
+
+// rccl-tests' `-A 1` report names what the default rows ran and an INFO count how many channels: forcing
+// that pair at that count is the default again, a pair asked for no count runs at it, and a count the
+// rows never forced runs as the nearest they did.
+TEST(Settlement, TheDefaultRowsReportedChoiceAndChannelCountSettleIt) {
+  const uint64_t bytes = 64 << 10;
+  const std::string def = "RCCL default (nothing forced); -A 1 reported TREE/LL/8 (channel column = planned ceiling); "
+                          "RCCL INFO channels at this size, same build (x): 4";
+  const auto forced = [](const std::string& a, const std::string& p, int n) {
+    return "forced by env NCCL_ALGO=" + a + " NCCL_PROTO=" + p + " NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=" + std::to_string(n);
+  };
+  auto data = settle(channelRow(bytes, "default", "default", "", 35, def) +
+                     channelRow(bytes, "TREE", "LL", "1", 70, forced("TREE", "LL", 1)) +
+                     channelRow(bytes, "TREE", "LL", "4", 35.2, forced("TREE", "LL", 4)) +
+                     channelRow(bytes, "TREE", "LL", "16", 24, forced("TREE", "LL", 16)) +
+                     channelRow(bytes, "RING", "LL", "4", 26, forced("RING", "LL", 4)));
+  ASSERT_TRUE(data.ok()) << data.error();
+  const ReplayPoint* p = at(*data, Collective::AllReduce, bytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->defaultSettledBy, DefaultSettledBy::Stated);
+  EXPECT_EQ(p->ncclDefault.algo, Algo::Tree);
+  EXPECT_EQ(p->ncclDefault.proto, Proto::LL);
+  EXPECT_EQ(p->defaultChannels, 4) << "the INFO count, not the report's planned ceiling of 8";
+  EXPECT_TRUE(p->isDefaultsTwin(Config{Algo::Tree, Proto::LL, 4, 0}));
+  EXPECT_FALSE(p->isDefaultsTwin(Config{Algo::Tree, Proto::LL, 16, 0}));
+  EXPECT_EQ(p->judgedAs(Config{Algo::Ring, Proto::LL, 0, 0}), (Config{Algo::Ring, Proto::LL, 4, 0}));
+  EXPECT_EQ(p->judgedAs(Config{Algo::Tree, Proto::LL, 12, 0}), (Config{Algo::Tree, Proto::LL, 16, 0}));
+  EXPECT_TRUE(p->isDefaultConfig(Config{Algo::Tree, Proto::LL, 4, 0}));
+  EXPECT_FALSE(p->isDefaultConfig(Config{Algo::Tree, Proto::LL, 16, 0}));
+
+  EXPECT_EQ(ncclChannelsFromNote("TUNING log: Algo RING proto SIMPLE channels 24"), 24);
+  EXPECT_EQ(ncclChannelsFromNote("-A 1 reported TREE/LL/16"), 0) << "a planned ceiling is not what ran";
+  EXPECT_EQ(ncclChannelsFromNote("no count here"), 0);
+  EXPECT_EQ(ncclChoiceFromNote("-A 1 reported RING/SIMPLE/56"), (std::make_optional(std::make_pair(Algo::Ring, Proto::Simple))));
+  EXPECT_FALSE(ncclChoiceFromNote("reported nothing/here").has_value());
+  EXPECT_TRUE(measuredOnRccl("8x MI355X; RCCL 2.28.3"));
+  EXPECT_FALSE(measuredOnRccl("8x H100; NCCL 2.26.2 (NCCLRCCLx)"));
+}

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "abi/pick_rule.h"
+#include "abi/abi.h"
 #include "features/features.h"
 #include "offline/model/model.h"
 #include "offline/sim/sim.h"
@@ -281,6 +281,7 @@ struct ProfileJudgement {
   sim::ReplaySummary summary;
   std::set<const measurements::ReplayPoint*> forced;     // where the plugin forced its choice (wrote a zero cost)
   std::vector<std::string> hardwareEnv;         // "K=V" the plugin's probe saw; empty: this host's
+  bool rcclHost = false;                        // the rows were measured on RCCL: the plugin ran under its rules
   std::string pluginPath;
   int tunerVersion = 0;
 };

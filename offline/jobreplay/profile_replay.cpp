@@ -1,6 +1,7 @@
 // A profile's decisions, made by the real plugin for every measured point of a dataset (NCCL's
 // cost table from our model, the cheapest entry after the plugin's edits runs), judged on the
 // measured times by sim's replay.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -55,6 +56,11 @@ Expected<ProfileJudgement> judgeProfile(const ProfileJudgingPlan& plan) {
   // Unverified rules (simulated, learned, another fingerprint) reach NCCL only when opted in, as in a job.
   harness::ScopedEnv trust("DYNAMICCL_TRUST", plan.trust.c_str());
   if (plan.asMeasured) out.hardwareEnv = datasetHardwareEnv(*out.data);
+  // Rows measured on RCCL are judged under RCCL's rules, as the plugin would run there.
+  out.rcclHost = !out.data->shapes.empty() &&
+                 std::all_of(out.data->shapes.begin(), out.data->shapes.end(),
+                             [](const auto& s) { return measurements::measuredOnRccl(s->system); });
+  if (out.rcclHost) out.hardwareEnv.push_back("DYNAMICCL_HOST=rccl");
   std::vector<std::unique_ptr<harness::ScopedEnv>> hwVars;
   for (const std::string& kv : out.hardwareEnv) {
     const size_t eq = kv.find('=');

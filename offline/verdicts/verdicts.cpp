@@ -25,10 +25,12 @@ std::string describeVerdict(const store::VerdictRow& v, std::string_view calls) 
   const std::string range = static_cast<int64_t>(v.min_bytes) < 0 || static_cast<int64_t>(v.max_bytes) < 0
                                 ? stored(v.min_bytes) + ".." + stored(v.max_bytes)
                                 : sizeRangeText(v.min_bytes, v.max_bytes);
+  // The arm is a whole configuration: its channel count where it asks for one.
+  const std::string channels = v.n_channels > 0 ? " ch=" + std::to_string(v.n_channels) : "";
   char buf[384];
-  std::snprintf(buf, sizeof buf, "%s %s %dx%d: %s/%s vs NCCL's %s/%s: %s, %+.1f%% [%+.1f%%, %+.1f%%], %lld vs %lld %.*s",
-                v.collective.c_str(), range.c_str(), v.n_ranks,
-                v.n_nodes, v.algo.c_str(), v.proto.c_str(), v.base_algo.c_str(), v.base_proto.c_str(), v.state.c_str(),
+  std::snprintf(buf, sizeof buf, "%s %s %dx%d: %s/%s%s vs NCCL's %s/%s: %s, %+.1f%% [%+.1f%%, %+.1f%%], %lld vs %lld %.*s",
+                v.collective.c_str(), range.c_str(), v.n_ranks, v.n_nodes, v.algo.c_str(), v.proto.c_str(),
+                channels.c_str(), v.base_algo.c_str(), v.base_proto.c_str(), v.state.c_str(),
                 100 * v.gain, 100 * v.gain_low, 100 * v.gain_high, static_cast<long long>(v.n),
                 static_cast<long long>(v.base_n), static_cast<int>(calls.size()), calls.data());
   return buf;
