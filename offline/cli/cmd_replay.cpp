@@ -101,7 +101,7 @@ void printReplay(const ReplayCmdOptions& o, const std::string& dataset, const jo
               o.trust == "all" ? " (DYNAMICCL_TRUST=all: unverified rules applied, as a user who opted in)"
                                : " (the plugin's default: only rules verified on this hardware change NCCL's choice; "
                                  "--trust all applies unverified ones)");
-  if (r.rcclHost) std::printf("  host: RCCL's rules (DYNAMICCL_HOST=rccl: the rows were measured on RCCL)\n");
+  if (r.rcclHost) std::printf("  %s\n", measurements::kRcclRulesLine);
   if (r.hardwareEnv.empty())
     std::printf("  hardware: this host's probe%s\n", o.asMeasured ? " (the data holds more than one hardware)" : "");
   else {

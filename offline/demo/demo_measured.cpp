@@ -33,14 +33,7 @@ int fail(const std::string& what) {
   return 1;
 }
 
-std::string fmt(const char* f, double a, double b = 0) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, f, a, b);
-  return buf;
-}
-
-
-std::string pct(double g) { return std::isfinite(g) ? fmt("%+.1f%%", 100 * g) : ""; }
+std::string pct(double g) { return std::isfinite(g) ? textf("%+.1f%%", 100 * g) : ""; }
 
 // `text` with the system string it quotes ('system') shortened: the shape line says it in full.
 std::string quotedShort(std::string text, const std::string& system) {
@@ -186,7 +179,7 @@ std::string defaultLabel(const jobreplay::KeyOutcome& k) {
 }
 
 // A time of the table: five characters up to 100 ms, as precise as they allow.
-std::string usText(double v) { return fmt(v < 100 ? "%.2f" : v < 1000 ? "%.1f" : "%.0f", v); }
+std::string usText(double v) { return textf(v < 100 ? "%.2f" : v < 1000 ? "%.1f" : "%.0f", v); }
 
 // The table's cells of one key; `sim` is the simulator's rule without its chunk size (the rule in
 // full: tuned.json, job_keys.csv, --verbose).
@@ -212,9 +205,9 @@ std::vector<TableCells> tableCells(const std::vector<KeyRow>& rows, const TunedP
     c.verdictGain = pct(r.verdictGain);
     // Configurations with their channel count where the rows forced one ("ring/ll ch=56").
     c.finalConfig = decisionLabel(k.finalConfig);
-    c.vsDefault = fmt("%.3f", k.vsDefault());
+    c.vsDefault = textf("%.3f", k.vsDefault());
     c.bestConfig = decisionLabel(k.best);
-    c.vsBest = fmt("%.3f", k.vsBest());
+    c.vsBest = textf("%.3f", k.vsBest());
     cells.push_back(std::move(c));
   }
   return cells;
@@ -364,11 +357,11 @@ Status writeKeysCsv(const std::vector<KeyRow>& rows, const std::string& path) {
   for (const KeyRow& r : rows) {
     const jobreplay::KeyOutcome& k = r.job;
     csv += std::string(collectiveName(k.coll)) + "," + std::to_string(k.bytes) + "," +
-           armLabel(k.ncclDefault) + "," + fmt("%.3f", k.default_us) + "," + r.simRule + "," +
-           (std::isfinite(r.simGain) ? fmt("%.4f", r.simGain) : "") + "," + r.verdict + "," +
-           (std::isfinite(r.verdictGain) ? fmt("%.4f", r.verdictGain) : "") + "," +
-           armLabel(k.finalConfig) + "," + fmt("%.3f", k.final_us) + "," + fmt("%.4f", k.vsDefault()) +
-           "," + armLabel(k.best) + "," + fmt("%.3f", k.best_us) + "," + fmt("%.4f", k.vsBest()) + "," +
+           armLabel(k.ncclDefault) + "," + textf("%.3f", k.default_us) + "," + r.simRule + "," +
+           (std::isfinite(r.simGain) ? textf("%.4f", r.simGain) : "") + "," + r.verdict + "," +
+           (std::isfinite(r.verdictGain) ? textf("%.4f", r.verdictGain) : "") + "," +
+           armLabel(k.finalConfig) + "," + textf("%.3f", k.final_us) + "," + textf("%.4f", k.vsDefault()) +
+           "," + armLabel(k.best) + "," + textf("%.3f", k.best_us) + "," + textf("%.4f", k.vsBest()) + "," +
            r.judgedConfig + "," + std::to_string(k.alternatives) + "," + std::to_string(k.tried) + "," +
            std::to_string(k.trialsToBest) + "\n";
   }
@@ -584,7 +577,7 @@ Expected<JobProfile> profileForJob(const DemoOptions& o, const jobreplay::Measur
   if (auto back = policy::loadProfileFile(p.path); !back) return makeError(p.path + " does not load: " + back.error());
   s2.done("tuned.json: " + std::to_string(tuned.profile.rules.size()) + " rules, simulated (unverified); " +
           std::to_string(tuned.spentIterations) + " simulated iterations (" +
-          fmt("%.1f%%", 100.0 * tuned.spentIterations / std::max<int64_t>(1, tuned.gridIterations)) +
+          textf("%.1f%%", 100.0 * tuned.spentIterations / std::max<int64_t>(1, tuned.gridIterations)) +
           " of the exhaustive grid)");
   return p;
 }
@@ -613,7 +606,7 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
   jo.workDir = workDir.string();
   jo.timeout_s = o.quick ? 90 : 300;
   if (measurements::measuredOnRccl(job.system))
-    std::printf("      host: RCCL's rules (DYNAMICCL_HOST=rccl: the rows were measured on RCCL)\n");
+    std::printf("      %s\n", measurements::kRcclRulesLine);
   jo.progress = [](const std::string& line) {
     printWrapped(line);
     std::fflush(stdout);
@@ -634,7 +627,7 @@ Expected<jobreplay::JobResult> runJob(const DemoOptions& o, const jobreplay::Mea
   for (const jobreplay::RankOutcome& r : jr->ranks) unmeasured += r.unmeasuredCalls;
   s3.done(std::to_string(jr->callsPerRank) + " calls per rank; every rank made the same decisions; " +
           std::to_string(jr->ranks.front().exploreCalls) + " exploring calls costing " +
-          fmt("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time" +
+          textf("%.2f%%", 100 * jr->ranks.front().exploreShare()) + " of collective time" +
           (index == 1 ? " (replayed: calls drawn from noise fitted to the real runs)" : "") +
           (unmeasured ? "; " + std::to_string(unmeasured) + " calls ran an unmeasured configuration" : ""));
   return jr;

@@ -106,12 +106,12 @@ JobKey::Run JobKey::run(Algo algo, Proto proto, bool forcedByTuner, int tunerCha
                                                    : counted.front()->ncclChannels;
   const int want = std::max(1, abi::channelsRun(rule, tunerChannels, std::max(hostOwn, 1)));
   if (own && !own->forced && want == hostOwn) return {own, hostOwn};  // the default again
-  const MeasuredConfig* nearest = counted.front();
+  std::vector<int> counts;
+  for (const MeasuredConfig* m : counted) counts.push_back(m->config.nChannels);
+  const int ran = measurements::nearestMeasuredCount(counts, want);
   for (const MeasuredConfig* m : counted)
-    if (std::abs(std::log(double(m->config.nChannels) / want)) <
-        std::abs(std::log(double(nearest->config.nChannels) / want)))
-      nearest = m;
-  return {nearest, nearest->config.nChannels};
+    if (m->config.nChannels == ran) return {m, ran};
+  return {};
 }
 
 const MeasuredConfig& JobKey::best() const {

@@ -102,6 +102,7 @@ StatedNcclSettings statedNcclSettings(std::string_view text);
 // Whether a system text says the rows were measured on AMD's RCCL (the word "RCCL"): the host whose
 // rules a replay loads the plugin under (DYNAMICCL_HOST=rccl).
 bool measuredOnRccl(std::string_view system);
+inline constexpr const char* kRcclRulesLine = "host: RCCL's rules (DYNAMICCL_HOST=rccl: the rows were measured on RCCL)";
 // A row's own runs as its note states them: "median of 3 runs" and "3-run spread 3.2%" -> {3, 0.032};
 // {0, 0} where it says neither.
 std::pair<int, double> statedRunsOf(std::string_view note);

@@ -61,12 +61,20 @@ Config ReplayPoint::judgedAs(const Config& decision) const {
   // runs as the nearest they did for the pair (as the replayed job runs it: jobreplay::JobKey::run).
   const int want = decision.nChannels > 0 ? decision.nChannels : defaultChannels;
   if (want <= 0 || forced_us.count(Config{decision.algo, decision.proto, want, chunk})) return Config{decision.algo, decision.proto, want, chunk};
-  int nearest = 0;
+  std::vector<int> counts;
   for (const auto& [arm, t] : forced_us)
-    if (arm.algo == decision.algo && arm.proto == decision.proto && arm.chunkBytes == chunk && arm.nChannels > 0 &&
-        (nearest == 0 || std::abs(std::log(double(arm.nChannels) / want)) < std::abs(std::log(double(nearest) / want))))
-      nearest = arm.nChannels;
-  return Config{decision.algo, decision.proto, nearest > 0 ? nearest : want, chunk};
+    if (arm.algo == decision.algo && arm.proto == decision.proto && arm.chunkBytes == chunk && arm.nChannels > 0)
+      counts.push_back(arm.nChannels);
+  return Config{decision.algo, decision.proto, nearestMeasuredCount(counts, want), chunk};
+}
+
+int nearestMeasuredCount(const std::vector<int>& counts, int want) {
+  int nearest = 0;
+  for (int c : counts)
+    if (c > 0 && (nearest == 0 || std::abs(std::log(double(c) / want)) < std::abs(std::log(double(nearest) / want)) ||
+                  (std::abs(std::log(double(c) / want)) == std::abs(std::log(double(nearest) / want)) && c < nearest)))
+      nearest = c;
+  return nearest > 0 ? nearest : want;
 }
 
 bool ReplayPoint::isDefaultConfig(const Config& decision) const {

@@ -89,6 +89,10 @@ struct ReplayPoint {
   model::CostTable costTable() const;
 };
 
+// The count a host runs for `want` channels where only `counts` were measured (forced): the nearest by
+// ratio (the lower on a tie); `want` itself where none was. Every judge of a channel sweep maps so.
+int nearestMeasuredCount(const std::vector<int>& counts, int want);
+
 // The spread a configuration's repeats show, shrunk toward `pooled` with the weight of
 // kNoisePriorRuns repeats (a handful of runs says little about their own spread).
 inline constexpr double kNoisePriorRuns = 3;
