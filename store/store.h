@@ -42,6 +42,11 @@ const char* networkFileSystemName(int64_t statfs_type);
 // $XDG_DATA_HOME/dynamiccl/<hostname>.db, else ~/.local/share/dynamiccl/<hostname>.db (the plugin and
 // the tools put DYNAMICCL_DB, when set, in StoreOptions::path).
 std::string defaultDatabasePath();
+// Verdicts a job could not write into the store at `db` (it was locked) go to a side store of their own
+// beside it, <db>.pending-verdicts-<pid>-<ns>, which the next job's init moves into it.
+std::string pendingVerdictsPath(const std::string& db, long pid, long long ns);
+// The side stores beside `db` that still hold verdicts to move.
+std::vector<std::string> pendingVerdictsFiles(const std::string& db);
 // DYNAMICCL_DB_MAX_MB's value as StoreOptions::max_bytes: the whole text a finite number of MB in
 // (0, 1e9) of at least one byte (no int64 overflow); nullopt otherwise. The plugin and the tools read it alike.
 std::optional<int64_t> maxBytesFromMegabytes(const char* text);

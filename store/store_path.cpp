@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "store/store_impl.h"
 
 namespace dynamiccl::store {
 namespace {
+
+constexpr const char* kPendingTag = ".pending-verdicts-";
 
 std::string hostName() {
   char name[256] = {};
@@ -64,6 +67,26 @@ Status prepareDatabaseFile(const std::string& path) {
   if (!fd) return makeError(fd.error());
   ::close(*fd);
   return Ok{};
+}
+
+std::string pendingVerdictsPath(const std::string& db, long pid, long long ns) {
+  return db + kPendingTag + std::to_string(pid) + "-" + std::to_string(ns);
+}
+
+std::vector<std::string> pendingVerdictsFiles(const std::string& db) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  const fs::path path(db);
+  const std::string prefix = path.filename().string() + kPendingTag;
+  std::error_code ec;
+  for (fs::directory_iterator it(path.has_parent_path() ? path.parent_path() : fs::path("."), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
+        name.find_first_not_of("0123456789-", prefix.size()) == std::string::npos)
+      out.push_back(it->path().string());
+  }
+  return out;
 }
 
 }  // namespace dynamiccl::store

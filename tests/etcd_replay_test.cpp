@@ -86,7 +86,7 @@ Outcome runJob(const jobreplay::MeasuredJob& job, const std::string& profile, co
   Outcome out;
   if (!r) return out;
   out.result = *r;
-  for (const store::VerdictRow& v : testing::storedVerdicts(dir + "/store.db"))
+  for (const store::VerdictRow& v : testing::keptVerdicts(dir + "/store.db"))
     out.states[std::to_string(v.min_bytes) + " " + v.algo + "/" + v.proto] = v.state;
   return out;
 }

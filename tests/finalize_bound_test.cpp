@@ -90,12 +90,7 @@ double finalizeMs(const std::string& dir, const char* heldBy) {
   return ms;
 }
 
-size_t sideFiles(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    n += e.path().filename().string().find(".pending-verdicts-") != std::string::npos;
-  return n;
-}
+size_t sideFiles(const std::string& dir) { return store::pendingVerdictsFiles(dir + "/store.db").size(); }
 
 TEST(FinalizeBound, AStoreLockedByAnotherProcessHoldsFinalizeUnderASecondAndLosesNoVerdict) {
   char tmpl[] = "/tmp/dynamiccl-finalize-XXXXXX";

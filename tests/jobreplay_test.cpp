@@ -387,7 +387,7 @@ TEST_F(JobReplay, CallsWhoseChannelStopsNeverComeAreNoArmsEvidence) {
       << "the job ended on the slower candidate";
 
   bool found = false;
-  for (const store::VerdictRow& v : testing::storedVerdicts(dir_ + "/store.db")) {
+  for (const store::VerdictRow& v : testing::keptVerdicts(dir_ + "/store.db")) {
     if (parseAlgo(v.algo) != slow->config.algo || parseProto(v.proto) != slow->config.proto) continue;
     found = true;
     EXPECT_NE(v.state, "promoted") << algo << "/" << proto << " promoted on its enqueue time: gain " << v.gain;

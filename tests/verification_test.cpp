@@ -222,7 +222,7 @@ class Verification : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);  // a failure keeps the store and the coordination records
   }
 
-  std::vector<store::VerdictRow> verdicts() { return testing::storedVerdicts(job_.db); }
+  std::vector<store::VerdictRow> verdicts() { return testing::keptVerdicts(job_.db); }
 
   std::string dir_;
   Job job_;

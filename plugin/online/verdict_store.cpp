@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -26,7 +25,6 @@ namespace {
 constexpr auto kStoreBound = std::chrono::milliseconds(400);
 constexpr int kBusyTimeout_ms = 2000;  // per attempt; the bound above ends every wait sooner
 constexpr int kBusyAttempts = 3;
-constexpr const char* kPendingTag = ".pending-verdicts-";  // <db><tag><pid>-<ns>: one job's verdicts
 
 // Sets `flag` once `bound` has passed (or at destruction): every lock wait of a store opened with it ends.
 class GiveUpAfter {
@@ -78,29 +76,12 @@ void removeStoreFiles(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
 }
 
-// Side files a finalize left beside the store at `path` because the store was locked then.
-std::vector<std::string> pendingFiles(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  const fs::path db(path);
-  const std::string prefix = db.filename().string() + kPendingTag;
-  std::error_code ec;
-  for (fs::directory_iterator it(db.has_parent_path() ? db.parent_path() : fs::path("."), ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
-        name.find_first_not_of("0123456789-", prefix.size()) == std::string::npos)
-      out.push_back(it->path().string());
-  }
-  return out;
-}
-
 // Moves the verdicts of side files into the store (each file removed once its rows are in), so the
 // learner resumes from them and `dynamiccl export --from-store` sees them. A file that cannot be
 // moved now stays for the next init.
 void movePendingVerdicts(const std::string& path) {
   size_t moved = 0;
-  for (const std::string& side : pendingFiles(path)) {
+  for (const std::string& side : store::pendingVerdictsFiles(path)) {
     Expected<std::vector<store::VerdictRow>> rows = makeError("not opened");
     {  // the side store is closed before it is removed
       store::StoreOptions options;
@@ -281,8 +262,8 @@ void saveVerdicts(const std::vector<learner::Verdict>& verdicts, const VerdictSc
     return;
   }
   // The store is locked (or failing): a side file of this job's own, moved into the store at the next init.
-  const std::string side = path + kPendingTag + std::to_string(getpid()) + "-" +
-                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string side =
+      store::pendingVerdictsPath(path, getpid(), std::chrono::system_clock::now().time_since_epoch().count());
   for (store::VerdictRow& r : rows)  // their time is now, not when the next job moves them
     r.ts_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (const Status kept = writeWithin(side, rows, kStoreBound); !kept) {
