@@ -343,8 +343,13 @@ void printTable(const jobreplay::MeasuredJob& job, const std::vector<KeyRow>& ro
               "%d trials)",
               keys, atDefault, trials, keys - atDefault - never, never, tried, every, every));
   }
-  say("a rule that keeps NCCL's algorithm and protocol changes only channels or chunk, which no data times: the job "
-      "cannot verify it");
+  bool channelsForced = false;  // rows that force a channel count: the job measured channel arms from them
+  for (const jobreplay::JobKey& k : job.keys)
+    for (const jobreplay::MeasuredConfig& m : k.measured) channelsForced = channelsForced || m.config.nChannels > 0;
+  say(channelsForced ? "channel counts are arms here (the rows force them): the job searched them; chunk sizes no row "
+                       "varies, so none was tried"
+                     : "no row here forces a channel count or chunk: a rule that keeps NCCL's algorithm and protocol "
+                       "changes only those, which the job cannot time here, so it cannot verify it");
   say(textf("verified.json through the plugin alone (as `dynamiccl replay`): the job's final configuration at %d/%zu keys",
             t.judgedAgrees, rows.size()));
   std::printf("\n");
