@@ -35,7 +35,9 @@ case "$MODE" in
 esac
 JOBS=${JOBS:-$(nproc)}
 
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDYNAMICCL_SANITIZE="$SAN" \
+GENERATOR=()  # Ninja for a new folder where installed (a folder keeps the generator it was made with)
+if command -v ninja >/dev/null && [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then GENERATOR=(-G Ninja); fi
+cmake -S . -B "$BUILD_DIR" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDYNAMICCL_SANITIZE="$SAN" \
   -DDYNAMICCL_WITH_TORCH=OFF -DDYNAMICCL_BENCH=OFF -DDYNAMICCL_TESTS=ON >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$BUILD_DIR" -j"$JOBS" --target $TARGETS

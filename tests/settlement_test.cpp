@@ -271,3 +271,42 @@ TEST(Settlement, TheDefaultRowsReportedChoiceAndChannelCountSettleIt) {
   EXPECT_TRUE(measuredOnRccl("8x MI355X; RCCL 2.28.3"));
   EXPECT_FALSE(measuredOnRccl("8x H100; NCCL 2.26.2 (NCCLRCCLx)"));
 }
+
+// One row each, no spread given: NCCL's default 100.5 us; the model's pick forced in full, 70.1 us;
+// another protocol of its algorithm forced, 101.2 us; the algorithm forced with its protocol left to
+// NCCL, 100.5 us. The half-forced row ran what the default ran, not the model's pick: it joins the
+// configuration its time matches, so the pick is refuted and stays a 1.43x arm a tuner can test.
+TEST(Settlement, HalfForcedRowsFollowTheirRunsWhereTheModelsResolutionContradictsThem) {
+  const uint64_t bytes = 1 << 20;
+  const Config pick = modelsPick(Collective::AllReduce, bytes);
+  const Proto other = pick.proto == Proto::Simple ? Proto::LL : Proto::Simple;
+  const std::string algo(algoNcclName(pick.algo));
+  const std::string body = row("allreduce", bytes, "default", "default", 100.5) +
+                           row("allreduce", bytes, algo, std::string(protoNcclName(pick.proto)), 70.1) +
+                           row("allreduce", bytes, algo, std::string(protoNcclName(other)), 101.2) +
+                           row("allreduce", bytes, algo, "default", 100.5);
+  auto data = settle(body);
+  ASSERT_TRUE(data.ok()) << data.error();
+  const ReplayPoint* p = at(*data, Collective::AllReduce, bytes);
+  ASSERT_NE(p, nullptr);
+  const Config picked{pick.algo, pick.proto, 0, 0}, matched{pick.algo, other, 0, 0};
+  ASSERT_EQ(p->forced_samples_us.count(picked), 1u);
+  EXPECT_EQ(p->forced_samples_us.at(picked).size(), 1u) << "the half-forced row was taken for the model's pick";
+  ASSERT_EQ(p->forced_samples_us.count(matched), 1u);
+  EXPECT_EQ(p->forced_samples_us.at(matched).size(), 2u) << "the half-forced row did not join what its time matches";
+  EXPECT_EQ(p->defaultSettledBy, DefaultSettledBy::Matched) << defaultSettledByName(p->defaultSettledBy);
+  EXPECT_EQ(p->ncclDefault, matched);
+  EXPECT_FALSE(p->isDefaultsTwin(picked)) << "the 1.43x arm is one a tuner can test";
+  EXPECT_FALSE(data->notes.empty());
+
+  // Where the model's resolution agrees with the half-forced row's time, it stands (and nothing is said).
+  const std::string agreeing = row("allreduce", bytes, "default", "default", 100.5) +
+                               row("allreduce", bytes, algo, std::string(protoNcclName(pick.proto)), 100.9) +
+                               row("allreduce", bytes, algo, "default", 100.5);
+  auto same = settle(agreeing);
+  ASSERT_TRUE(same.ok()) << same.error();
+  const ReplayPoint* q = at(*same, Collective::AllReduce, bytes);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->forced_samples_us.at(picked).size(), 2u);
+  EXPECT_EQ(q->defaultSettledBy, DefaultSettledBy::Confirmed) << defaultSettledByName(q->defaultSettledBy);
+}

@@ -202,6 +202,48 @@ void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
   }
 }
 
+// Rows that forced part of a configuration, with what NCCL's model resolves them to.
+struct HalfForced {
+  std::optional<Algo> algo;
+  std::optional<Proto> proto;
+  Config resolved;
+  std::vector<double> samples_us;
+};
+
+// Where half-forced rows go: to the model's resolution unless that configuration's own fully forced
+// runs tell it apart from them (the model is wrong about what NCCL picked there); then to the fully
+// forced configuration within what they forced that their runs cannot tell from them (the closest),
+// else nowhere (counted as skipped). Returns 1 where the runs, not the model, placed them.
+int resolveHalfForced(std::map<Config, std::vector<double>>& forced, const HalfForced& h, double sigma, int repeatGroups,
+                      ReplayData& data) {
+  const auto same = [&](const std::vector<double>& arm) {
+    const double a = medianOf(h.samples_us), b = medianOf(arm);
+    const bool far = repeatGroups > 0 && std::abs(std::log(a / b)) > 4.0 * std::sqrt(2.0) * sigma;
+    return !far && runsCannotTellApart(h.samples_us, fittedSigma(h.samples_us, sigma), arm, fittedSigma(arm, sigma));
+  };
+  const auto into = [&](const Config& c) {
+    auto& xs = forced[c];
+    xs.insert(xs.end(), h.samples_us.begin(), h.samples_us.end());
+  };
+  const auto own = forced.find(h.resolved);
+  if (own == forced.end() || same(own->second)) return into(h.resolved), 0;
+  std::optional<Config> match;
+  double gap = 0;
+  for (const auto& [c, xs] : forced) {
+    if (c == h.resolved || c.nChannels != h.resolved.nChannels || c.chunkBytes != h.resolved.chunkBytes) continue;
+    if ((h.algo && c.algo != *h.algo) || (h.proto && c.proto != *h.proto) || !same(xs)) continue;
+    const double g = std::abs(std::log(medianOf(h.samples_us) / medianOf(xs)));
+    if (!match || g < gap) match = c, gap = g;
+  }
+  if (!match) {
+    data.skipped["half-forced rows whose times the model's resolution forced in full refutes, matching no other "
+                 "configuration forced in full"] += static_cast<int>(h.samples_us.size());
+    return 0;
+  }
+  into(*match);
+  return 1;
+}
+
 // NCCL's pick under the settings its default rows ran with: NCCL_ALGO / NCCL_PROTO restrict it as in
 // the forced sweeps; a feature switched off (NVLS, CollNet) takes its algorithms out of the table.
 Config statedPick(const Shape& shape, Collective coll, uint64_t bytes, const StatedNcclSettings& s) {
@@ -242,6 +284,7 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     std::optional<StatedNcclSettings> settings;  // what every default row states it ran with
     bool settingsDiffer = false;
     std::map<Config, std::vector<double>> forced;
+    std::map<std::tuple<int, int, int, uint64_t>, HalfForced> half;  // by (algo or -1, proto or -1, channels, chunk)
   };
   std::map<std::tuple<std::string, int, int, int, uint64_t>, std::pair<const Shape*, Acc>> acc;
   for (const Measurement& m : rows) {
@@ -294,8 +337,33 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
       ++data.skipped["forced configuration NCCL could not run"];
       continue;
     }
-    a.forced[Config{c.algo, c.proto, m.forcedChannels, m.forcedChunk}].push_back(m.time_us);
+    if (m.forcedAlgo && m.forcedProto) {
+      a.forced[Config{c.algo, c.proto, m.forcedChannels, m.forcedChunk}].push_back(m.time_us);
+      continue;
+    }
+    // Half-forced (the protocol, the algorithm or both left to NCCL): the model's resolution stands only
+    // where the point's runs do not contradict it (resolveHalfForced, once every row is in).
+    HalfForced& h = a.half[{m.forcedAlgo ? int(*m.forcedAlgo) : -1, m.forcedProto ? int(*m.forcedProto) : -1,
+                            m.forcedChannels, m.forcedChunk}];
+    h.algo = m.forcedAlgo, h.proto = m.forcedProto;
+    h.resolved = Config{c.algo, c.proto, m.forcedChannels, m.forcedChunk};
+    h.samples_us.push_back(m.time_us);
   }
+  // A first spread between repeats (every fully forced and default row), for judging half-forced rows.
+  LogSpread first;
+  int firstGroups = 0;
+  for (const auto& [key, sa] : acc) {
+    first.add(sa.second.def), firstGroups += sa.second.def.size() >= 2;
+    for (const auto& [k, f] : sa.second.forced) first.add(f), firstGroups += f.size() >= 2;
+  }
+  const double firstSigma = first.dof > 0 ? std::sqrt(first.ss / first.dof) : data.repeatSigma;
+  int byRuns = 0;
+  for (auto& [key, sa] : acc)
+    for (auto& [hk, h] : sa.second.half) byRuns += resolveHalfForced(sa.second.forced, h, firstSigma, firstGroups, data);
+  if (byRuns)
+    data.notes.push_back(std::to_string(byRuns) + " group(s) of half-forced rows (NCCL left to pick the protocol or the "
+                         "algorithm) ran other than NCCL's model resolves them, their times far from the model's "
+                         "resolution forced in full: read as the fully forced configuration they match");
   for (const auto& [key, sa] : acc) {
     const auto& [shape, a] = sa;
     ReplayPoint p;
