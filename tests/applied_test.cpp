@@ -203,6 +203,7 @@ TEST(Applied, SharesAndCausesPerShapeAndKey) {
   ASSERT_NE(replay, nullptr);
   EXPECT_EQ(causeCount(*replay, Cause::GraphReplay), 2);
   EXPECT_EQ(causeCount(*replay, Cause::NoTuner), 1);
+  EXPECT_EQ(replay->reached(), 0.0) << "calls the tuner was never asked about reached it";
 
   const auto* ag = find(*report, 8, "allgather", 8192);
   ASSERT_NE(ag, nullptr);
@@ -213,6 +214,7 @@ TEST(Applied, SharesAndCausesPerShapeAndKey) {
   EXPECT_EQ(report->total.calls, 10 + 2 + 3 + 3 + 2 + 4);
   EXPECT_EQ(report->total.chosen, 16);
   EXPECT_EQ(report->total.honoured, 9);
+  EXPECT_DOUBLE_EQ(report->total.reached(), 18.0 / 24) << "the 6 calls never consulted did not reach the tuner";
 }
 
 TEST(Applied, CommandPrintsTheShares) {
@@ -230,7 +232,9 @@ TEST(Applied, CommandPrintsTheShares) {
   EXPECT_NE(out.find("NCCL_ALGO/NCCL_PROTO set in the run's environment: 4"), std::string::npos) << out;
   EXPECT_NE(out.find("channel cap (fewer channels than chosen: NCCL 2.31+ only lowers its own count): 1"), std::string::npos) << out;
   EXPECT_NE(out.find("16r/2n"), std::string::npos) << out;
-  EXPECT_NE(out.find("measured: 24 calls, 16 with a plugin choice, 9 honoured (56.2%)"), std::string::npos) << out;
+  EXPECT_NE(out.find("measured: 24 calls, 75.0% of them reached the tuner, 16 with a plugin choice, 9 honoured (56.2%)"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace

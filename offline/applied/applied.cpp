@@ -131,21 +131,29 @@ std::string formatReport(const Report& report) {
     if (!k.unattributed.empty()) s += (s.empty() ? "" : "; ") + std::string("unattributed: ") + list(k.unattributed);
     return s;
   };
-  std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8s %8s %9s %7s %7s  %s\n", "shape", "collective", "size",
-                "calls", "chosen", "honoured", "share", "kept", "not honoured; unattributed (calls)");
+  auto reachedText = [](const KeyShare& k) {
+    char b[16];
+    if (k.calls == 0) return std::string("-");
+    std::snprintf(b, sizeof b, "%.1f%%", 100.0 * k.reached());
+    return std::string(b);
+  };
+  std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8s %8s %8s %9s %7s %7s  %s\n", "shape", "collective", "size",
+                "calls", "reached", "chosen", "honoured", "share", "kept", "not honoured; unattributed (calls)");
   out << line;
   for (const KeyShare& k : report.keys) {
     const std::string shape = std::to_string(k.n_ranks) + "r/" + std::to_string(k.n_nodes) + "n";
-    std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8lld %8lld %9lld %7s %7lld  %s\n", shape.c_str(),
+    std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8lld %8s %8lld %9lld %7s %7lld  %s\n", shape.c_str(),
                   k.collective.c_str(), bucketText(k.bucket).c_str(), static_cast<long long>(k.calls),
-                  static_cast<long long>(k.chosen), static_cast<long long>(k.honoured), shareText(k).c_str(),
+                  reachedText(k).c_str(), static_cast<long long>(k.chosen), static_cast<long long>(k.honoured), shareText(k).c_str(),
                   static_cast<long long>(k.keptNccl), causes(k).c_str());
     out << line;
   }
   const KeyShare& t = report.total;
   std::snprintf(line, sizeof line,
-                "measured: %lld calls, %lld with a plugin choice, %lld honoured (%s), %lld left to NCCL's choice\n",
-                static_cast<long long>(t.calls), static_cast<long long>(t.chosen), static_cast<long long>(t.honoured),
+                "measured: %lld calls, %s of them reached the tuner, %lld with a plugin choice, %lld honoured (%s), "
+                "%lld left to NCCL's choice\n",
+                static_cast<long long>(t.calls), reachedText(t).c_str(), static_cast<long long>(t.chosen),
+                static_cast<long long>(t.honoured),
                 shareText(t).c_str(), static_cast<long long>(t.keptNccl));
   out << line;
   if (!t.causes.empty()) out << "not honoured, likely causes: " << list(t.causes) << "\n";

@@ -50,6 +50,9 @@ struct KeyShare {
   std::map<Cause, int64_t> causes;      // chosen but not honoured
   std::map<Cause, int64_t> unattributed;  // calls without a decision, by reason
   double share() const { return chosen ? static_cast<double>(honoured) / static_cast<double>(chosen) : NAN; }
+  // Of the measured calls, those that reached the tuner (a decision, NCCL's own kept or not); the rest
+  // the tuner was never asked about (a graph replay; RCCL's direct path where its profiler still saw them).
+  double reached() const { return calls ? static_cast<double>(chosen + keptNccl) / static_cast<double>(calls) : NAN; }
 };
 
 struct Report {

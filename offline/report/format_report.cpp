@@ -48,11 +48,6 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-// Of the measured calls, those that reached the tuner (a decision, NCCL's own kept or not).
-double reachedShare(const applied::KeyShare& s) {
-  return s.calls ? static_cast<double>(s.chosen + s.keptNccl) / static_cast<double>(s.calls) : NAN;
-}
-
 void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_t count) {
   char line[256];
   out << wrapText("communicator " + std::to_string(index + 1) + " of " + std::to_string(count) + ": " +
@@ -60,7 +55,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
               ", rank " + (c.rank >= 0 ? std::to_string(c.rank) : "unknown") + "; run " + std::to_string(c.run) + " of " +
               c.store + " (NCCL " + (c.ncclVersion.empty() ? "unknown" : c.ncclVersion) + ")");
   std::string reach = std::to_string(c.calls) + " measured calls, " + fmt("%.0f", c.time_us) +
-                      " us of collective time; " + pct(reachedShare(c.reach)) + " reached the tuner";
+                      " us of collective time; " + pct(c.reach.reached()) + " reached the tuner";
   if (c.reach.chosen) reach += "; NCCL ran the plugin's choice at " + pct(c.reach.share()) + " of " +
                                std::to_string(c.reach.chosen) + " calls it chose";
   for (const auto& [cause, n] : c.reach.unattributed)
@@ -84,7 +79,7 @@ void commBlock(std::ostringstream& out, const CommReport& c, size_t index, size_
     const std::string chunk = k.ran.chunk > 0 ? sizeText(static_cast<uint64_t>(k.ran.chunk)) : "-";
     std::snprintf(line, sizeof line, "  %-19s %6lld %6s  %-14s %-14s %3s %6s %8s %9s\n", keyText(k).c_str(),
                   static_cast<long long>(k.calls), pct(k.share).c_str(), k.nccl.label().c_str(), k.ran.label().c_str(),
-                  ch.c_str(), chunk.c_str(), pct(reachedShare(k.reach)).c_str(),
+                  ch.c_str(), chunk.c_str(), pct(k.reach.reached()).c_str(),
                   k.reach.chosen ? pct(k.reach.share()).c_str() : "-");
     out << line;
   }
