@@ -78,20 +78,11 @@ void BM_GetCollInfoAsNcclCalls(benchmark::State& state) {
   const auto* tuner = handle ? static_cast<const ncclTuner_v5_t*>(dlsym(handle, "ncclTunerPlugin_v5")) : nullptr;
   if (!tuner) std::abort();
   void* ctx = f.comm->context();
-  float master[7][3], table[7][3];
-  bench::fillCostTable(master);
-  size_t i = 0;
-  for (auto _ : state) {
-    std::memcpy(table, master, sizeof table);
-    int nChannels = 0;
-    int coll = static_cast<int>(i % 5);
+  bench::timeCostTableLoop(state, [&](int coll, uint64_t nBytes, float (&table)[7][3], int* nChannels) {
     ncclFunc_t fn;
     std::memcpy(&fn, &coll, sizeof fn);
-    tuner->getCollInfo(ctx, fn, bench::sizeAt(i), 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels);
-    benchmark::DoNotOptimize(table);
-    benchmark::DoNotOptimize(nChannels);
-    ++i;
-  }
+    tuner->getCollInfo(ctx, fn, nBytes, 1, reinterpret_cast<float**>(table), 7, 3, 0, nChannels);
+  });
   dlclose(handle);
 }
 BENCHMARK(BM_GetCollInfoAsNcclCalls)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
@@ -115,23 +106,14 @@ BENCHMARK(BM_TableCopyOnly)->Repetitions(9)->ReportAggregatesOnly(true)->Display
 void BM_BareTableLookup(benchmark::State& state) {
   auto profile = policy::parseProfileJson(hundredRuleProfile());
   if (!profile) std::abort();
-  const policy::DecisionTable table = policy::DecisionTable::compile(*profile, CommShape{1, 16, 2, 8, 8});
-  float master[7][3], costs[7][3];
-  bench::fillCostTable(master);
-  size_t i = 0;
-  for (auto _ : state) {
-    std::memcpy(costs, master, sizeof costs);
-    int nChannels = 0;
-    const policy::Candidates& c = table.lookup(static_cast<int>(i % 5), bench::sizeAt(i), 1, 0);
-    if (c.count) {
-      const policy::Decision& d = c.decisions[0];
-      costs[static_cast<int>(d.algo)][static_cast<int>(d.proto)] = 0.0f;
-      if (d.nChannels > 0) nChannels = d.nChannels;
-    }
-    benchmark::DoNotOptimize(costs);
-    benchmark::DoNotOptimize(nChannels);
-    ++i;
-  }
+  const policy::DecisionTable decisions = policy::DecisionTable::compile(*profile, CommShape{1, 16, 2, 8, 8});
+  bench::timeCostTableLoop(state, [&](int coll, uint64_t nBytes, float (&table)[7][3], int* nChannels) {
+    const policy::Candidates& c = decisions.lookup(coll, nBytes, 1, 0);
+    if (!c.count) return;
+    const policy::Decision& d = c.decisions[0];
+    table[static_cast<int>(d.algo)][static_cast<int>(d.proto)] = 0.0f;
+    if (d.nChannels > 0) *nChannels = d.nChannels;
+  });
 }
 BENCHMARK(BM_BareTableLookup)->Repetitions(9)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 

@@ -20,18 +20,26 @@ inline void fillCostTable(float (&table)[7][3]) {
     for (int p = 0; p < 3; ++p) table[a][p] = 10.0f + a + p;
 }
 
-inline void timeGetCollInfo(benchmark::State& state, harness::TunerComm& comm) {
+// Times decide(coll, nBytes, table, &nChannels) on a fresh copy of the table each call.
+template <typename Decide>
+void timeCostTableLoop(benchmark::State& state, Decide&& decide) {
   float master[7][3], table[7][3];
   fillCostTable(master);
   size_t i = 0;
   for (auto _ : state) {
     std::memcpy(table, master, sizeof table);
     int nChannels = 0;
-    comm.getCollInfoRaw(static_cast<int>(i % 5), sizeAt(i), 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels);
+    decide(static_cast<int>(i % 5), sizeAt(i), table, &nChannels);
     benchmark::DoNotOptimize(table);
     benchmark::DoNotOptimize(nChannels);
     ++i;
   }
+}
+
+inline void timeGetCollInfo(benchmark::State& state, harness::TunerComm& comm) {
+  timeCostTableLoop(state, [&](int coll, uint64_t nBytes, float (&table)[7][3], int* nChannels) {
+    comm.getCollInfoRaw(coll, nBytes, 1, reinterpret_cast<float**>(table), 7, 3, 0, nChannels);
+  });
 }
 
 }  // namespace dynamiccl::bench
