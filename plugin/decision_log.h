@@ -72,7 +72,9 @@ class DecisionLog {
 
   // Worker: what NCCL ran for a profiled call joined with its decision (the metrics' honoured share).
   // Counted on the profiled calls, not on every call: a counter in record() cost getCollInfo 35 -> 45 ns.
-  enum class Ran : uint8_t { Honoured, NotHonoured, NcclChoice };
+  // NotAsked: the profiler saw a call the tuner was never asked about (a CUDA-graph replay; on RCCL, its
+  // direct path where the profiler still sees the kernel).
+  enum class Ran : uint8_t { Honoured, NotHonoured, NcclChoice, NotAsked };
   void countProfiled(Ran r) const { profiled_[static_cast<int>(r)].fetch_add(1, std::memory_order_relaxed); }
   uint64_t profiled(Ran r) const { return profiled_[static_cast<int>(r)].load(std::memory_order_relaxed); }
   // The rank NCCL named to this communicator's profiler context here (-1 unknown): the metrics' label.
@@ -123,7 +125,7 @@ class DecisionLog {
     std::atomic<uint64_t> nBytes{0}, chunkBytes{0}, packed{0};
   };
   std::array<std::atomic<uint64_t>, kNumCollectives> calls_{};
-  mutable std::array<std::atomic<uint64_t>, 3> profiled_{};
+  mutable std::array<std::atomic<uint64_t>, 4> profiled_{};
   mutable std::atomic<int> rank_{-1};
   std::array<std::atomic<uint64_t>, kNumCollectives> measuredFrom_{};
   mutable std::atomic<bool> leaderHere_{false};

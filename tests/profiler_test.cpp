@@ -774,6 +774,7 @@ size_t runV7Job(int maxVersion) {
   coll.algo = "RING";
   emitWithPhases(*lib, ctx, coll, 4);
   EXPECT_EQ(lib->finalize(ctx), ncclSuccess);
+  comm.value().reset();  // the tuner's finalize, which says what share of the profiled calls reached it
   return testing::logLinesMentioning("did not run the plugin's choice");
 }
 
@@ -799,6 +800,16 @@ TEST(ProfilerV7, SymmetricKernelsUserTagsAndPhasesRoundTripIntoTheStore) {
   EXPECT_EQ(rows[0].join, "joined");
   EXPECT_EQ(rows[2].join, "joined");
   EXPECT_EQ(rows[3].join, "not_asked");
+}
+
+// The call the tuner was never asked about is no sample and no "not honoured": the tuner's finalize
+// says what share of the profiled calls reached it, once per communicator.
+TEST(ProfilerV7, TheTunersFinalizeSaysWhatShareOfTheProfiledCallsReachedIt) {
+  ChannelEnv env("4096", "65536", "2000", /*store=*/true);
+  runV7Job(7);
+  EXPECT_EQ(testing::logLinesMentioning("reached the tuner"), 1u) << ::testing::PrintToString(harness::LogCapture::lines());
+  EXPECT_EQ(testing::logLinesMentioning("3 of 4 profiled calls reached the tuner (75.0%)"), 1u)
+      << ::testing::PrintToString(harness::LogCapture::lines());
 }
 
 TEST(ProfilerV7, OlderProfilersStoreNullForTheNewFields) {

@@ -61,6 +61,8 @@ std::shared_ptr<DecisionLog> AppliedWatch::logOf(uint64_t commId) {
 }
 
 void AppliedWatch::check(const Observation& o, const JoinedDecision& j) {
+  if (j.join == DecisionJoin::NotAsked)
+    if (const auto log = logOf(o.commId)) log->countProfiled(DecisionLog::Ran::NotAsked);
   if (j.join != DecisionJoin::Joined) return;
   const std::string why = notHonouredBecause(o, j.decision);
   if (const auto log = logOf(o.commId))

@@ -59,6 +59,20 @@ void steerMeasurement(TunerContext& c) {
   if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
 }
 
+// At finalize, one line: of the calls the profiler saw, the share the tuner was asked about (the rest
+// are no samples and no "not honoured"). Calls neither saw (RCCL's direct path without a kernel event)
+// are not counted.
+void logReach(const DecisionLog& d, uint64_t commId) {
+  using Ran = DecisionLog::Ran;
+  const uint64_t asked = d.profiled(Ran::Honoured) + d.profiled(Ran::NotHonoured) + d.profiled(Ran::NcclChoice);
+  const uint64_t all = asked + d.profiled(Ran::NotAsked);
+  if (all == 0) return;
+  logInfo("communicator %llx: %llu of %llu profiled calls reached the tuner (%.1f%%); NCCL never asked it about the "
+          "rest (CUDA-graph replays; on RCCL, its direct path): not samples, not counted against it",
+          static_cast<unsigned long long>(commId), static_cast<unsigned long long>(asked),
+          static_cast<unsigned long long>(all), 100.0 * static_cast<double>(asked) / static_cast<double>(all));
+}
+
 // Decisions prepared off NCCL's init path (a big profile's parse, the ranks' input check): NCCL's
 // choices before their first call; at that call they take over (waiting for them only where the
 // preparation is not done yet).
@@ -246,6 +260,7 @@ ncclResult_t tunerFinalize(void* context) {
   TunerContext* c = TunerContext::from(context);
   if (!c) return ncclSuccess;
   unregisterContext(&c->view);
+  logReach(*c->view.decisions, c->view.shape.commId);
   if (c->chunksKept)  // counted on the hot path, said here: one line per communicator
     logWarn("a rule's chunk was more than NCCL runs correctly for %s/%s (docs/NCCL_CHUNKS.md) on %llu call(s): NCCL's "
             "own chunk stood for them", algoName(static_cast<Algo>(c->firstChunkKeptPair / kNumProtos)).data(),
