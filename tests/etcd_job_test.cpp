@@ -103,6 +103,7 @@ bool waitForFile(const std::string& path, int seconds) {
   std::lognormal_distribution<double> noise(0.0, 0.05);
   const harness::CostTable table = harness::ncclPicks(1, 2);
   RankResult r;
+  std::ofstream calls(dir + "/calls" + std::to_string(rank));  // what each call ran: where ranks split, and when
   uint64_t clock_ns = 1'000'000;
   for (uint64_t i = 0; i < s.calls; ++i) {
     // Every rank pauses at the same call, as a collective would hold them together, for the fault.
@@ -117,6 +118,7 @@ bool waitForFile(const std::string& path, int seconds) {
       r.longestCall_us = std::max<uint64_t>(
           r.longestCall_us,
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - before).count());
+    calls << c.algo << '/' << c.proto << '/' << c.nChannels << '\n';
     r.hash = learner::mix64(r.hash ^ (static_cast<uint64_t>(c.algo + 1) << 8 | static_cast<uint64_t>(c.proto + 1)) ^
                            (static_cast<uint64_t>(c.nChannels) << 16));
     if (bytes == kSizes[3] && i >= s.calls * 9 / 10 && !(c.algo == 1 && c.proto == 0)) ++r.lateNonStatic;
@@ -124,11 +126,33 @@ bool waitForFile(const std::string& path, int seconds) {
     const uint64_t lat_ns = static_cast<uint64_t>(1000 * trueLatency_us(c.proto, bytes) * noise(rng));
     testing::emitProfiledCall(**prof, pctx, i, bytes, c, rank, lat_ns, clock_ns);
   }
+  calls.close();
+  {
+    std::ofstream log(dir + "/log" + std::to_string(rank));
+    for (const std::string& line : harness::LogCapture::lines()) log << line << '\n';
+  }
   std::ofstream f(dir + "/rank" + std::to_string(rank));
   f << r.hash << ' ' << r.lateNonStatic << ' ' << r.ncclChoices << ' ' << r.longestCall_us << ' '
     << harness::LogCapture::count(NCCL_LOG_WARN) << '\n';
   f.close();
   _exit(f ? 0 : 13);
+}
+
+// Where rank r first ran otherwise than rank 0, and both ranks' log lines: what a split test shows.
+void printSplit(const std::string& dir, int r) {
+  std::ifstream a(dir + "/calls0"), b(dir + "/calls" + std::to_string(r));
+  std::string x, y;
+  for (uint64_t call = 0; std::getline(a, x) && std::getline(b, y); ++call)
+    if (x != y) {
+      std::printf("rank %d first ran otherwise than rank 0 at call %llu: %s against %s (algo/proto/channels)\n", r,
+                  static_cast<unsigned long long>(call), y.c_str(), x.c_str());
+      break;
+    }
+  for (int k : {0, r}) {
+    std::printf("--- rank %d's log\n", k);
+    std::ifstream log(dir + "/log" + std::to_string(k));
+    for (std::string line; std::getline(log, line);) std::printf("%s\n", line.c_str());
+  }
 }
 
 // Forks the ranks; `fault` runs once every rank has paused (if the scenario pauses them), then they go on.
@@ -162,6 +186,11 @@ std::vector<RankResult> runJob(const Scenario& s, const std::function<void()>& f
       results[r].longestCall_us = longest, results[r].warnings = warnings;
     else if (results[r].exitCode == 0) results[r].exitCode = -2;
   }
+  for (int r = 1; r < kRanks; ++r)
+    if (results[r].hash != results[0].hash) {
+      printSplit(dir, r);  // the first rank that split from rank 0
+      break;
+    }
   std::filesystem::remove_all(dir);
   return results;
 }
