@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <tuple>
@@ -115,10 +116,10 @@ Expected<Report> appliedReport(store::Store& store) {
 std::string formatReport(const Report& report) {
   std::ostringstream out;
   char line[512];
-  auto shareText = [](const KeyShare& k) {
+  auto pctText = [](double v) {  // share() and reached() are NaN where nothing was counted
     char b[16];
-    if (k.chosen == 0) return std::string("-");
-    std::snprintf(b, sizeof b, "%.1f%%", 100.0 * k.share());
+    if (std::isnan(v)) return std::string("-");
+    std::snprintf(b, sizeof b, "%.1f%%", 100.0 * v);
     return std::string(b);
   };
   auto list = [](const std::map<Cause, int64_t>& m) {
@@ -131,12 +132,6 @@ std::string formatReport(const Report& report) {
     if (!k.unattributed.empty()) s += (s.empty() ? "" : "; ") + std::string("unattributed: ") + list(k.unattributed);
     return s;
   };
-  auto reachedText = [](const KeyShare& k) {
-    char b[16];
-    if (k.calls == 0) return std::string("-");
-    std::snprintf(b, sizeof b, "%.1f%%", 100.0 * k.reached());
-    return std::string(b);
-  };
   std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8s %8s %8s %9s %7s %7s  %s\n", "shape", "collective", "size",
                 "calls", "reached", "chosen", "honoured", "share", "kept", "not honoured; unattributed (calls)");
   out << line;
@@ -144,7 +139,7 @@ std::string formatReport(const Report& report) {
     const std::string shape = std::to_string(k.n_ranks) + "r/" + std::to_string(k.n_nodes) + "n";
     std::snprintf(line, sizeof line, "%-16s %-14s %-22s %8lld %8s %8lld %9lld %7s %7lld  %s\n", shape.c_str(),
                   k.collective.c_str(), bucketText(k.bucket).c_str(), static_cast<long long>(k.calls),
-                  reachedText(k).c_str(), static_cast<long long>(k.chosen), static_cast<long long>(k.honoured), shareText(k).c_str(),
+                  pctText(k.reached()).c_str(), static_cast<long long>(k.chosen), static_cast<long long>(k.honoured), pctText(k.share()).c_str(),
                   static_cast<long long>(k.keptNccl), causes(k).c_str());
     out << line;
   }
@@ -152,9 +147,9 @@ std::string formatReport(const Report& report) {
   std::snprintf(line, sizeof line,
                 "measured: %lld calls, %s of them reached the tuner, %lld with a plugin choice, %lld honoured (%s), "
                 "%lld left to NCCL's choice\n",
-                static_cast<long long>(t.calls), reachedText(t).c_str(), static_cast<long long>(t.chosen),
+                static_cast<long long>(t.calls), pctText(t.reached()).c_str(), static_cast<long long>(t.chosen),
                 static_cast<long long>(t.honoured),
-                shareText(t).c_str(), static_cast<long long>(t.keptNccl));
+                pctText(t.share()).c_str(), static_cast<long long>(t.keptNccl));
   out << line;
   if (!t.causes.empty()) out << "not honoured, likely causes: " << list(t.causes) << "\n";
   int64_t unattributed = 0;
