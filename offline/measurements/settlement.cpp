@@ -113,14 +113,28 @@ bool sameCurve(const ReplayPoint& a, const ReplayPoint& b) {
 // Each arm's noise: its repeats' spread, shrunk toward the spread of every repeat at its point and
 // the two sizes either side (noise is relative, and a dataset's small sizes may spread far more than
 // its large ones), else toward the dataset's. Points are sorted by group, shape, collective, size.
-void fitNoise(ReplayData& data) {
+// The spread of log time between repeats over every point (`fallback` where none repeats), and how
+// many configurations had two repeats or more.
+struct RepeatSpread {
+  double sigma = 0;
+  int groups = 0;
+};
+RepeatSpread repeatSpread(const std::vector<ReplayPoint>& points, double fallback) {
   LogSpread all;
-  for (const ReplayPoint& p : data.points) {
+  RepeatSpread r;
+  for (const ReplayPoint& p : points) {
     all.addPoint(p);
-    data.repeatGroups += p.default_samples_us.size() >= 2;
-    for (const auto& [arm, xs] : p.forced_samples_us) data.repeatGroups += xs.size() >= 2;
+    r.groups += p.default_samples_us.size() >= 2;
+    for (const auto& [arm, xs] : p.forced_samples_us) r.groups += xs.size() >= 2;
   }
-  if (all.dof > 0) data.repeatSigma = std::sqrt(all.ss / all.dof);
+  r.sigma = all.dof > 0 ? std::sqrt(all.ss / all.dof) : fallback;
+  return r;
+}
+
+void fitNoise(ReplayData& data) {
+  const RepeatSpread all = repeatSpread(data.points, data.repeatSigma);
+  data.repeatSigma = all.sigma;
+  data.repeatGroups = all.groups;
   constexpr int kNeighbours = 2;
   const int n = static_cast<int>(data.points.size());
   for (int i = 0; i < n; ++i) {
@@ -149,8 +163,8 @@ bool runsCannotTellApart(const std::vector<double>& a, double sa, const std::vec
 
 // Whether two medians are further apart than two runs of one configuration come at the dataset's
 // spread between repeats (refutingGapSds); a dataset without repeats cannot say.
-bool farBeyondRepeats(double a_us, double b_us, const ReplayData& data, double gapSds) {
-  return data.repeatGroups > 0 && std::abs(std::log(a_us / b_us)) > gapSds * std::sqrt(2.0) * data.repeatSigma;
+bool farBeyondRepeats(double a_us, double b_us, const RepeatSpread& repeats, double gapSds) {
+  return repeats.groups > 0 && std::abs(std::log(a_us / b_us)) > gapSds * std::sqrt(2.0) * repeats.sigma;
 }
 
 // The cheapest entry of NCCL's table that `allowed` admits (NCCL's rule: the lowest cost runs).
@@ -176,7 +190,7 @@ void settleDefault(ReplayPoint& p, const ReplayData& data, double gapSds) {
   const auto sameAsDefault = [&](const Config& arm) {
     return runsCannotTellApart(p.forced_samples_us.at(arm), p.forced_sigma.at(arm), p.default_samples_us,
                                p.default_sigma) &&
-           !farBeyondRepeats(p.forced_us.at(arm), p.default_us, data, gapSds);
+           !farBeyondRepeats(p.forced_us.at(arm), p.default_us, RepeatSpread{data.repeatSigma, data.repeatGroups}, gapSds);
   };
   if (sameAsDefault(pick)) {
     p.defaultSettledBy = DefaultSettledBy::Confirmed;
@@ -214,12 +228,11 @@ struct HalfForced {
 // runs tell it apart from them (the model is wrong about what NCCL picked there); then to the fully
 // forced configuration within what they forced that their runs cannot tell from them (the closest),
 // else nowhere (counted as skipped). Returns 1 where the runs, not the model, placed them.
-int resolveHalfForced(std::map<Config, std::vector<double>>& forced, const HalfForced& h, double sigma, int repeatGroups,
+int resolveHalfForced(std::map<Config, std::vector<double>>& forced, const HalfForced& h, const RepeatSpread& repeats,
                       ReplayData& data) {
   const auto same = [&](const std::vector<double>& arm) {
-    const double a = medianOf(h.samples_us), b = medianOf(arm);
-    const bool far = repeatGroups > 0 && std::abs(std::log(a / b)) > 4.0 * std::sqrt(2.0) * sigma;
-    return !far && runsCannotTellApart(h.samples_us, fittedSigma(h.samples_us, sigma), arm, fittedSigma(arm, sigma));
+    return !farBeyondRepeats(medianOf(h.samples_us), medianOf(arm), repeats, refutingGapSds(1)) &&
+           runsCannotTellApart(h.samples_us, fittedSigma(h.samples_us, repeats.sigma), arm, fittedSigma(arm, repeats.sigma));
   };
   const auto into = [&](const Config& c) {
     auto& xs = forced[c];
@@ -349,23 +362,10 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     h.resolved = Config{c.algo, c.proto, m.forcedChannels, m.forcedChunk};
     h.samples_us.push_back(m.time_us);
   }
-  // A first spread between repeats (every fully forced and default row), for judging half-forced rows.
-  LogSpread first;
-  int firstGroups = 0;
-  for (const auto& [key, sa] : acc) {
-    first.add(sa.second.def), firstGroups += sa.second.def.size() >= 2;
-    for (const auto& [k, f] : sa.second.forced) first.add(f), firstGroups += f.size() >= 2;
-  }
-  const double firstSigma = first.dof > 0 ? std::sqrt(first.ss / first.dof) : data.repeatSigma;
-  int byRuns = 0;
-  for (auto& [key, sa] : acc)
-    for (auto& [hk, h] : sa.second.half) byRuns += resolveHalfForced(sa.second.forced, h, firstSigma, firstGroups, data);
-  if (byRuns)
-    data.notes.push_back(std::to_string(byRuns) + " group(s) of half-forced rows (NCCL left to pick the protocol or the "
-                         "algorithm) ran other than NCCL's model resolves them, their times far from the model's "
-                         "resolution forced in full: read as the fully forced configuration they match");
+  std::vector<const std::map<std::tuple<int, int, int, uint64_t>, HalfForced>*> halves;  // per point
   for (const auto& [key, sa] : acc) {
     const auto& [shape, a] = sa;
+    halves.push_back(&a.half);
     ReplayPoint p;
     p.group = std::get<0>(key);
     p.shape = shape;
@@ -385,6 +385,18 @@ Expected<ReplayData> buildReplayData(const std::vector<Measurement>& rows, const
     p.forced_samples_us = a.forced;
     data.points.push_back(std::move(p));
   }
+  // Half-forced rows are judged against the spread the fully forced and default rows' repeats show.
+  const RepeatSpread repeats = repeatSpread(data.points, data.repeatSigma);
+  int byRuns = 0;
+  for (size_t i = 0; i < data.points.size(); ++i) {
+    ReplayPoint& p = data.points[i];
+    for (const auto& [hk, h] : *halves[i]) byRuns += resolveHalfForced(p.forced_samples_us, h, repeats, data);
+    for (const auto& [k, f] : p.forced_samples_us) p.forced_us[k] = medianOf(f);
+  }
+  if (byRuns)
+    data.notes.push_back(std::to_string(byRuns) + " group(s) of half-forced rows (NCCL left to pick the protocol or the "
+                         "algorithm) ran other than NCCL's model resolves them, their times far from the model's "
+                         "resolution forced in full: read as the fully forced configuration they match");
   fitNoise(data);
   int comparisons = 0;
   for (const ReplayPoint& p : data.points)
