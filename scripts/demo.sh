@@ -11,14 +11,15 @@ start=$SECONDS
 # own folder, built for time to first result (a fresh 2-core machine, no ccache: docs/BUILDING.md):
 # no debug info, a unity build (each target's sources compiled a few at a time: the standard headers
 # parsed once per batch), Ninja (a target compiles while those it links are still building), the tools
-# at -O1 (the plugin, which a job may load from here, at -O2), no LibTorch (the demo never trains).
+# at -O1 (the plugin, which a job may load from here, at -O2), no LibTorch (the demo never trains), no
+# ccache (a fresh machine's cache is empty: it only adds its own cost).
 # build/ and scripts/test.sh keep their own settings. BUILD_DIR=...: that folder as it is configured.
 configure=()
 if [ -z "${BUILD_DIR:-}" ]; then
   export BUILD_DIR=build-demo BUILD_TYPE=Release
   configure=(-DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG"
              -DDYNAMICCL_TESTS=OFF -DDYNAMICCL_BENCH=OFF -DDYNAMICCL_WITH_TORCH=OFF -DDYNAMICCL_LAB=OFF
-             -DCMAKE_UNITY_BUILD=ON -DDYNAMICCL_OFFLINE_OPT=-O1)
+             -DCMAKE_UNITY_BUILD=ON -DDYNAMICCL_OFFLINE_OPT=-O1 -DDYNAMICCL_CCACHE=OFF)
   # Ninja where it is installed and the folder is new (a folder keeps the generator it was made with).
   if command -v ninja >/dev/null && [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then configure+=(-G Ninja); fi
 fi
