@@ -85,7 +85,7 @@ std::string digestOfFile(const std::string& path) {
 
 constexpr double kFirstReadBudget_ms = 50;
 
-std::mutex gMutex;
+std::mutex gProfileCacheMutex;
 std::shared_ptr<const LoadedProfile> gLoaded;
 std::atomic<bool> gWarnedTrustAll{false};
 
@@ -240,7 +240,7 @@ ProfileSettings ProfileSettings::from(const Settings& all) {
 
 std::shared_ptr<const LoadedProfile> currentProfile(const Settings& all) {
   const ProfileSettings settings = ProfileSettings::from(all);
-  std::lock_guard lock(gMutex);
+  std::lock_guard lock(gProfileCacheMutex);
   if (!gLoaded || !(gLoaded->settings == settings)) gLoaded = load(settings);
   return gLoaded;
 }
