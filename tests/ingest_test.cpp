@@ -566,6 +566,116 @@ TEST(IngestChannels, ForcedChannelCountsBecomeArmsOfTheirOwn) {
   }
 }
 
+// rccl-tests logs, composed from the format strings of ROCm/rccl-tests (src/common.cu before 2025: no
+// '#' on its version line, rank lines without "Group"; 2025: NVIDIA's rank line and the algo/proto/
+// nchannels report columns) and librccl's version block (ROCm/rccl src/init.cc): host, numbers,
+// substitutions, and the measurement rows keyed as RCCL's.
+const std::string kRcclTestsBefore2025 =
+    "# nThread 1 nGpus 1 minBytes 1024 maxBytes 1048576 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 1 graph: 0\n"
+    "#\n"
+    "rccl-tests: Version develop:0a1b2c3\n"
+    "# Using devices\n"
+    "#   Rank  0 Pid  41001 on     node-a device  0 [0000:05:00.0] AMD Instinct MI300X\n"
+    "#   Rank  1 Pid  41002 on     node-a device  1 [0000:25:00.0] AMD Instinct MI300X\n"
+    "#   Rank  2 Pid  52001 on     node-b device  0 [0000:05:00.0] AMD Instinct MI300X\n"
+    "#   Rank  3 Pid  52002 on     node-b device  1 [0000:25:00.0] AMD Instinct MI300X\n"
+    "RCCL version : 2.22.3-HEAD:9f8e7d6\n"
+    "HIP version  : 6.4.43484-0123456\n"
+    "ROCm version : 6.4.2.0-120-abcdef0\n"
+    "Hostname     : node-a\n"
+    "Librccl path : /opt/rocm/lib/librccl.so.1\n"
+    "#\n"
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "        1024           256     float     sum      -1    31.50    0.03    0.05      0    31.20    0.03    0.05      0\n"
+    "     1048576        262144     float     sum      -1    98.40   10.66   15.99      0    97.90   10.71   16.07      0\n"
+    "# Errors with asterisks indicate errors that have exceeded the maximum threshold.\n"
+    "# Out of bounds values : 0 OK\n"
+    "# Avg bus bandwidth    : 8.04\n";
+
+const std::string kRcclTestsWithReport =
+    "NCCL_ALGO=Ring\nNCCL_PROTO=LL128\n"
+    "# Collective test starting: all_reduce_perf\n"
+    "# nThread 1 nGpus 8 minBytes 1024 maxBytes 1048576 step: 1024(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 1 graph: 0\n"
+    "#\n"
+    "rccl-tests: Version develop:1234abc\n"
+    "# Using devices\n"
+    "#  Rank  0 Group  0 Pid   7001 on     mi355x device  0 [0000:05:00] AMD Instinct MI355X\n"
+    "#  Rank  7 Group  0 Pid   7008 on     mi355x device  7 [0000:e5:00] AMD Instinct MI355X\n"
+    "mi355x:7001:7001 [0] NCCL INFO RCCL version : 2.28.3-develop:2e42aa8\n"
+    "#\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+    "      algo     proto   nchannels\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
+    "                                \n"
+    "        1024           256     float     sum      -1    12.10    0.08    0.15      0    12.00    0.09    0.15      0"
+    "      RING        LL           4\n"
+    "     1048576        262144     float     sum      -1    40.20   26.08   45.65      0    40.00   26.21   45.88      0"
+    "      RING     LL128          32\n"
+    "# Collective test concluded: all_reduce_perf\n";
+
+TEST(RcclTestsLog, ReadsTheHostItsVersionAndRankLinesWithoutAGroup) {
+  const ParsedLog log = parseNcclTestsLog(kRcclTestsBefore2025, "/logs/all_reduce_perf.txt");
+  ASSERT_EQ(log.sections.size(), 1u);
+  const NcclTestsSection& s = log.sections[0];
+  EXPECT_EQ(s.library, "RCCL");
+  EXPECT_EQ(s.nccl_version, "2.22.3");  // the number; RCCL's suffix is a git branch and hash
+  EXPECT_EQ(s.collective, "allreduce");
+  EXPECT_EQ(s.n_ranks, 4);
+  EXPECT_EQ(s.n_nodes, 2);
+  EXPECT_EQ(s.gpu_name, "AMD Instinct MI300X");
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.rows[1].oop_time_us, 98.40);
+  EXPECT_DOUBLE_EQ(s.rows[1].ip_time_us, 97.90);
+  EXPECT_FALSE(s.rows[0].reported_algo);
+  // NCCL's own logs still say NCCL, with the version word as printed.
+  const ParsedLog nccl = parseNcclTestsLog("h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" + kAllReduceBody, "/x.txt");
+  ASSERT_EQ(nccl.sections.size(), 1u);
+  EXPECT_EQ(nccl.sections[0].library, "NCCL");
+  EXPECT_EQ(nccl.sections[0].nccl_version, "2.21.5+cuda12.4");
+}
+
+TEST(RcclTestsLog, ReportColumnsSayWhatRanAndTheStoreKeysTheRowsAsRccls) {
+  const ParsedLog log = parseNcclTestsLog(kRcclTestsWithReport, "/logs/ring_ll128.txt");
+  ASSERT_EQ(log.sections.size(), 1u);
+  const NcclTestsSection& s = log.sections[0];
+  EXPECT_EQ(s.library, "RCCL");
+  EXPECT_EQ(s.nccl_version, "2.28.3");
+  EXPECT_EQ(s.n_ranks, 8);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].reported_algo, Algo::Ring);
+  EXPECT_EQ(s.rows[0].reported_proto, Proto::LL);  // RING/LL128 asked, RCCL ran RING/LL at 1 KiB
+  EXPECT_EQ(s.rows[0].reported_channels, 4);
+  EXPECT_EQ(s.rows[1].reported_proto, Proto::LL128);
+
+  TempDb db;
+  const std::string path = db.dir + "/ring_ll128.log";
+  { std::ofstream(path) << kRcclTestsWithReport; }
+  auto store = store::Store::open({.path = db.path});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto writer = store::Writer::create(**store);
+  ASSERT_TRUE(writer.ok());
+  auto report = ingestFile(**store, **writer, path);
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report->observations, 4);
+  std::ostringstream out;
+  ASSERT_TRUE(exportInterchangeCsv(**store, out).ok());
+  const std::string csv = db.dir + "/out.csv";
+  { std::ofstream(csv) << out.str(); }
+  auto rows = measurements::loadMeasurements(csv);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  for (const measurements::Measurement& m : rows->rows) {
+    EXPECT_TRUE(measurements::measuredOnRccl(m.system)) << m.system;  // replays take RCCL's rules
+    EXPECT_EQ(m.forcedAlgo, Algo::Ring);
+    EXPECT_EQ(m.forcedProto, m.bytes == 1024 ? Proto::LL : Proto::LL128) << m.bytes << ": the pair that ran";
+    EXPECT_NE(m.note.find("channels: a ceiling"), std::string::npos) << m.note;
+  }
+}
+
 TEST(InterchangeCsv, RejectsMalformedRows) {
   EXPECT_FALSE(parseInterchangeCsv("a,b,c\n1,2,3\n").ok());
   EXPECT_FALSE(parseInterchangeCsv(std::string(kInterchangeHeader) + "\nsys,allreduce,x,1,8,default,default,,,1,1,n\n").ok());

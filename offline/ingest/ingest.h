@@ -42,6 +42,11 @@ struct NcclTestsRow {
   int64_t oop_wrong = -1;
   double ip_time_us = NAN, ip_busbw_gbps = NAN;
   int64_t ip_wrong = -1;
+  // rccl-tests' own report of the row (its algo/proto/nchannels columns); the channel count is RCCL's
+  // planned ceiling, not what ran (mi355x-rccl-1node's PROVENANCE: the authors' logs differ).
+  std::optional<Algo> reported_algo;
+  std::optional<Proto> reported_proto;
+  int reported_channels = -1;
 };
 
 // One "# Collective test starting" block (a log may hold several) with what the log says about it.
@@ -50,6 +55,7 @@ struct NcclTestsSection {
   int n_ranks = 0;
   int n_nodes = 0;         // 0: unknown
   std::string nccl_version, gpu_name, host;
+  std::string library;  // "NCCL" or "RCCL" where the log says (a version line, rccl-tests' own); "" unknown
   std::map<std::string, std::string> env;  // NCCL_* knobs from env lines (or path hints, marked)
   std::map<std::string, std::string> env_from;  // NCCL_* knob -> the line kind that set it ("env line", ...)
   Algo forced_algo = Algo::Default;

@@ -70,8 +70,14 @@ Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log,
     run.host = s.host;
     if (!s.gpu_name.empty())
       run.system = s.gpu_name + (s.n_nodes > 0 ? " x" + std::to_string(s.n_ranks / s.n_nodes) + " per node" : "");
+    // Measured on RCCL: the system text says so (measurements::measuredOnRccl: replays take RCCL's rules)
+    // and the run's settings carry the host as the plugin's own rows do.
+    const bool rccl = s.library == "RCCL";
+    if (rccl) run.system += (run.system.empty() ? "RCCL" : "; RCCL") + (s.nccl_version.empty() ? "" : " " + s.nccl_version);
     run.nccl_version = s.nccl_version;
-    run.env_json = envJson(s.env);
+    std::map<std::string, std::string> env = s.env;
+    if (rccl) env["host"] = "rccl";
+    run.env_json = envJson(env);
     run.source = path;
     run.source_hash = hash;
     auto runId = store.addRun(run);
@@ -106,6 +112,10 @@ Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log,
           o.algo = t->algo;
           o.proto = t->proto;
           o.n_channels = ranChannels = t->nChannels();
+        } else if (r.reported_algo && r.reported_proto && (s.forced_algo != Algo::Default || s.forced_proto != Proto::Default)) {
+          // A forced pair RCCL substitutes runs as the pair rccl-tests reports (a default row keeps it in the note).
+          o.algo = *r.reported_algo;
+          o.proto = *r.reported_proto;
         }
         o.cpu_us = time;
         o.timing = store::TimingSource::Host;
@@ -119,6 +129,9 @@ Status ingestLog(store::Store& store, store::Batch& batch, const ParsedLog& log,
                          ? " (NCCL ran " + std::to_string(ranChannels) + ": its TUNING line)" : "");
         else if (ranChannels > 0)
           o.note += "; TUNING log: channels " + std::to_string(ranChannels) + " (NCCL's own count)";
+        if (r.reported_algo && r.reported_proto)
+          o.note += "; reported " + std::string(algoNcclName(*r.reported_algo)) + "/" + std::string(protoNcclName(*r.reported_proto)) +
+                    (r.reported_channels > 0 ? "/" + std::to_string(r.reported_channels) + " (channels: a ceiling)" : "");
         batch.observations.push_back(std::move(o));
         report.observations += 1;
       }

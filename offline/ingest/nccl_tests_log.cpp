@@ -124,12 +124,14 @@ std::optional<DeviceLine> matchCondensedDevices(std::string_view line) {
   });
 }
 
-// Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S)
+// Rank\s+(\d+)\s+(Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S); rccl-tests
+// before 2025 printed no Group (ROCm/rccl-tests src/common.cu).
 std::optional<DeviceLine> matchDevice(std::string_view line) {
   return searchAt(line, "Rank", [](Scan s) -> std::optional<DeviceLine> {
     DeviceLine d;
-    if (!s.ws() || (d.rank = s.digits()).empty() || !s.ws() || !s.lit("Group") || !s.ws() || s.digits().empty() ||
-        !s.ws() || !s.lit("Pid") || !s.ws() || s.digits().empty() || !s.ws() || !s.lit("on") || !s.ws() ||
+    if (!s.ws() || (d.rank = s.digits()).empty() || !s.ws()) return std::nullopt;
+    if (s.lit("Group") && (!s.ws() || s.digits().empty() || !s.ws())) return std::nullopt;
+    if (!s.lit("Pid") || !s.ws() || s.digits().empty() || !s.ws() || !s.lit("on") || !s.ws() ||
         (d.host = s.nonSpace()).empty() || !s.ws() || !s.lit("device") || !s.ws() || s.digits().empty() || !s.ws() ||
         !s.lit("["))
       return std::nullopt;
@@ -147,12 +149,35 @@ std::optional<DeviceLine> matchDevice(std::string_view line) {
   });
 }
 
-// NCCL version (\S+)
-std::optional<std::string_view> matchNcclVersion(std::string_view line) {
-  return searchAt(line, "NCCL version ", [](Scan s) -> std::optional<std::string_view> {
-    const std::string_view v = s.nonSpace();
-    return v.empty() ? std::nullopt : std::optional(v);
-  });
+// (NCCL|RCCL) version (: )?(\S+): NCCL's "NCCL version 2.21.5+cuda12.4", RCCL's "RCCL version 2.20.5+hip6.2"
+// (ROCm 6.2 and before) and "RCCL version : 2.22.3-HEAD:7d8d67c" (after), at NCCL_DEBUG=VERSION or INFO.
+struct LibraryVersion {
+  std::string_view library, version;  // "NCCL" or "RCCL"; the word as printed
+};
+std::optional<LibraryVersion> matchLibraryVersion(std::string_view line) {
+  for (std::string_view library : {"NCCL", "RCCL"}) {
+    auto v = searchAt(line, std::string(library) + " version ", [](Scan s) -> std::optional<std::string_view> {
+      s.lit(": ");
+      const std::string_view v = s.nonSpace();
+      return v.empty() || !isDigit(v[0]) ? std::nullopt : std::optional(v);
+    });
+    if (v) return LibraryVersion{library, *v};
+  }
+  return std::nullopt;
+}
+
+// rccl-tests' own version line: "rccl-tests: Version develop:448c4c7" (no '#', before 2026) or
+// "# rccl-tests version ..." (ROCm/rocm-systems): the numbers come from RCCL, the host from here.
+bool isRcclTestsVersionLine(std::string_view line) {
+  return line.find("rccl-tests: Version") != std::string_view::npos ||
+         line.find("rccl-tests version") != std::string_view::npos;
+}
+
+// The version number of a library version word: "2.22.3-HEAD:7d8d67c" and "2.21.5+cuda12.4" -> "2.22.3", "2.21.5".
+std::string versionNumber(std::string_view word) {
+  size_t end = 0;
+  while (end < word.size() && (isDigit(word[end]) || word[end] == '.')) ++end;
+  return std::string(word.substr(0, end));
 }
 
 // nccl-library=(\d+)
@@ -265,6 +290,8 @@ std::string lower(std::string_view s) {
 struct TableLayout {
   size_t first_block = 5;
   size_t block_width = 4;
+  // rccl-tests' "algo proto nchannels" columns (-M 1 in 2025, -A 1 later): what RCCL reports it ran.
+  size_t algo_column = 0, proto_column = 0, channels_column = 0;  // 0: not printed
 };
 
 std::optional<TableLayout> layoutFromHeader(const std::vector<std::string_view>& words) {
@@ -278,6 +305,12 @@ std::optional<TableLayout> layoutFromHeader(const std::vector<std::string_view>&
   TableLayout layout;
   layout.first_block = times[0] - root - 1 + 5;  // data rows have no leading '#'
   if (times.size() >= 2) layout.block_width = times[1] - times[0];
+  for (size_t i = root + 1; i < words.size(); ++i) {  // after the time blocks; data rows have no leading '#'
+    const size_t column = i - root - 1 + 5;
+    if (words[i] == "algo") layout.algo_column = column;
+    if (words[i] == "proto") layout.proto_column = column;
+    if (words[i] == "nchannels") layout.channels_column = column;
+  }
   return layout;
 }
 
@@ -298,6 +331,16 @@ std::optional<NcclTestsRow> parseRow(const std::vector<std::string_view>& w, con
     row.ip_time_us = parseReal(w[i]);
     row.ip_busbw_gbps = parseReal(w[i + 2]);
     row.ip_wrong = parseWrong(w[i + 3]);
+  }
+  if (layout.algo_column && layout.proto_column && w.size() > std::max(layout.algo_column, layout.proto_column)) {
+    row.reported_algo = parseAlgo(lower(w[layout.algo_column]));
+    row.reported_proto = parseProto(lower(w[layout.proto_column]));
+    if (row.reported_algo == Algo::Default) row.reported_algo.reset();
+    if (row.reported_proto == Proto::Default) row.reported_proto.reset();
+  }
+  if (layout.channels_column && w.size() > layout.channels_column) {
+    int n = -1;
+    if (parseNumber(w[layout.channels_column], n) && n > 0) row.reported_channels = n;
   }
   return row;
 }
@@ -564,6 +607,7 @@ void finish(SectionBuilder& b, const FileFacts& facts, std::string_view path, Pa
 // What the file says so far, inherited by every later section.
 struct FileEnv {
   std::map<std::string, std::string> values, from;
+  std::string library, version;  // RCCL prints its version once, at the first communicator's init
 };
 
 // "NCCL_X=v" from an env line, the launcher or NCCL's INFO line (`from` says which).
@@ -614,7 +658,7 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
 
     // A new header after table rows starts the next section (several tests in one log).
     const bool header = line.find("Collective test starting") != std::string_view::npos ||
-                        line.find("nccl-tests version") != std::string_view::npos;
+                        line.find("nccl-tests version") != std::string_view::npos || isRcclTestsVersionLine(line);
     if (header && !b.section.rows.empty()) {
       finish(b, facts, path_hint, out);
       b = SectionBuilder{};
@@ -632,8 +676,12 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
       const int first = countFrom(devs->rank), last = countFrom(devs->lastRank);
       for (int r = first; r <= last && r - first < 4096; ++r) b.rank_hosts[r] = std::string(devs->host);
       b.section.gpu_name = std::string(devs->gpu);
-    } else if (auto ver = matchNcclVersion(line)) {
-      b.section.nccl_version = std::string(*ver);
+    } else if (isRcclTestsVersionLine(line)) {
+      b.section.library = fileEnv.library = "RCCL";
+    } else if (auto ver = matchLibraryVersion(line)) {
+      b.section.library = fileEnv.library = std::string(ver->library);
+      // NCCL's word as printed (as before); RCCL's number: its suffix is a git branch and hash.
+      b.section.nccl_version = fileEnv.version = ver->library == "RCCL" ? versionNumber(ver->version) : std::string(ver->version);
     } else if (auto thr = matchThreads(line)) {
       b.threads_x_gpus = static_cast<int>(std::min<int64_t>(int64_t{countFrom(thr->first)} * countFrom(thr->second), int64_t{1} << 24));
     } else if (auto env = matchEnvLine(line)) {
@@ -650,6 +698,10 @@ ParsedLog parseNcclTestsLog(std::string_view text, std::string_view path_hint) {
     }
   }
   finish(b, facts, path_hint, out);
+  for (NcclTestsSection& s : out.sections) {  // a library named once holds for the file's sections
+    if (s.library.empty()) s.library = fileEnv.library;
+    if (s.nccl_version.empty() && s.library == fileEnv.library) s.nccl_version = fileEnv.version;
+  }
   return out;
 }
 
