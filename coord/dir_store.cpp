@@ -12,7 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "coord/record_store.h"
 
@@ -137,10 +140,15 @@ Expected<SetCount> countOf(const std::string& setDir, const std::string& group) 
 
 class DirStore : public RecordStore {
  public:
-  DirStore(std::string dir, bool privateDir, int delay_ms) : dir_(std::move(dir)), private_(privateDir), delay_ms_(delay_ms) {}
+  DirStore(std::string dir, bool privateDir, int delay_ms, int publishFails_ms)
+      : dir_(std::move(dir)), private_(privateDir), delay_ms_(delay_ms), publishFails_ms_(publishFails_ms) {}
 
   PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) override {
     if (!pause(by)) return PublishResult::Failed;
+    if (publishFails_ms_ > 0 && bytes != kFrozenRecord && firstTableAt(commId, boundary)) {
+      std::this_thread::sleep_until(std::min(by, std::chrono::steady_clock::now() + std::chrono::milliseconds(publishFails_ms_)));
+      return PublishResult::Failed;
+    }
     if (bytes.size() > kMaxRecordBytes) return PublishResult::Failed;
     const std::string commDir = commDirOf(commId);
     if (!ensureDir(commDir, private_).ok()) return PublishResult::Failed;
@@ -304,9 +312,16 @@ class DirStore : public RecordStore {
     std::this_thread::sleep_until(std::min(until, by));
     return until <= by;
   }
+  bool firstTableAt(uint64_t commId, uint64_t boundary) {
+    std::lock_guard lock(failedMutex_);
+    return failed_.insert({commId, boundary}).second;
+  }
   std::string dir_;
   bool private_;
   int delay_ms_;
+  int publishFails_ms_;
+  std::mutex failedMutex_;
+  std::set<std::pair<uint64_t, uint64_t>> failed_;  // boundaries whose first table publish failed
 };
 
 }  // namespace
@@ -316,11 +331,12 @@ std::string nodeLocalDir() {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/dynamiccl-" + std::to_string(getuid());
 }
 
-Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms) {
+Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms,
+                                                    int publishFails_ms) {
   if (dir.empty()) return makeError("empty coordination directory");
   if (auto crypto = systemCrypto(); !crypto.ok()) return makeError(crypto.error());  // records are sealed
   if (Status s = ensureDir(dir, privateDir); !s.ok()) return makeError(s.error());
-  return std::unique_ptr<RecordStore>(std::make_unique<DirStore>(dir, privateDir, delay_ms));
+  return std::unique_ptr<RecordStore>(std::make_unique<DirStore>(dir, privateDir, delay_ms, publishFails_ms));
 }
 
 }  // namespace dynamiccl::coord

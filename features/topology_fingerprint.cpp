@@ -25,6 +25,7 @@ HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary
   HostSources h;
   h.nics = readSysfsNics(sysRoot);
   if (auto nvml = readNvml(nvmlLibrary)) h.nvml = *nvml;
+  else h.kfd = readKfdGpus(sysRoot);
   h.overrides = overrides;
   return h;
 }
@@ -56,6 +57,8 @@ TopologyFingerprint buildFingerprint(const CommShape& shape, const HostSources& 
   if (host.nvml) {
     fp.computeCap = host.nvml->computeCap;
     fp.nvlinkBwPerGpu_GBps = host.nvml->nvlinkBwPerGpu_GBps;
+  } else if (host.kfd) {
+    fp.nvlinkBwPerGpu_GBps = host.kfd->xgmiBwPerGpu_GBps;  // XGMI is AMD's scale-up fabric; no gpu_cc there
   }
   applyTopoOverrides(fp, host.overrides);
   return fp;

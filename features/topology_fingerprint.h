@@ -35,6 +35,15 @@ struct NvmlInfo {
 // Errors name why NVML is unusable (library missing, symbol missing, init failed).
 Expected<NvmlInfo> readNvml(const char* library = "libnvidia-ml.so.1");
 
+// What the kernel's KFD topology (sysfs) says about AMD GPUs: read where NVML answers nothing.
+struct KfdGpus {
+  int count = 0;
+  std::string arch;                // "gfx942", "gfx950": AMD has no CUDA compute capability
+  int xgmiLinks = 0;               // the first GPU's XGMI links to the others
+  double xgmiBwPerGpu_GBps = 0.0;  // their max bandwidth, summed
+};
+std::optional<KfdGpus> readKfdGpus(const std::string& sysRoot = "/sys");
+
 // DYNAMICCL_TOPO="gpu_cc=90,nvlink_GBps=400,nics_per_node=8,nic_GBps=50,ranks_per_node=8", any of
 // them, keyed as a profile's "fingerprint" declares them: nvlink_GBps may be 0 (no NVLink), the others
 // are > 0, the counts integers. The job's configuration, the same on every rank.
@@ -57,6 +66,7 @@ struct ClusterHardware {
   int nicsPerNode = 0;
   double nicSpeed_GBps = 0.0;        // per NIC, GB/s (1e9 bytes/s)
   std::string source;                // informative: where the facts came from ("sim preset h800")
+  std::string gpuArch;               // AMD ("gfx942", KFD): computeCap 0, AMD has no CUDA compute capability
   bool operator==(const ClusterHardware&) const = default;
 };
 
@@ -80,6 +90,7 @@ struct TopologyFingerprint {
 struct HostSources {
   SysfsNics nics;
   std::optional<NvmlInfo> nvml;
+  std::optional<KfdGpus> kfd;  // AMD, read only where NVML answered nothing
   TopoOverrides overrides;
 };
 HostSources probeHostSources(const std::string& sysRoot, const char* nvmlLibrary, const TopoOverrides& overrides = {});

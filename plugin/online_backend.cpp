@@ -46,12 +46,12 @@ bool hasOnlineBackend(const Settings& s, const CommShape& shape) {
 Expected<std::shared_ptr<coord::RecordStore>> openOnlineBackend(const Settings& s, const CommShape& shape) {
   if (!s.etcdEndpoints.empty()) return etcdStore(s);
   if (!s.coordDir.empty()) {
-    auto store = coord::openDirStore(s.coordDir, false, s.test.coordDelay_ms);
+    auto store = coord::openDirStore(s.coordDir, false, s.test.coordDelay_ms, s.test.publishFails_ms);
     if (!store.ok()) return makeError(store.error());
     return std::shared_ptr<coord::RecordStore>(std::move(store.value()));
   }
   if (!hasOnlineBackend(s, shape)) return makeError("no coordination backend for a multi-node communicator");
-  auto store = coord::openDirStore(coord::nodeLocalDir(), true, s.test.coordDelay_ms);
+  auto store = coord::openDirStore(coord::nodeLocalDir(), true, s.test.coordDelay_ms, s.test.publishFails_ms);
   if (!store.ok()) return makeError(store.error());
   return std::shared_ptr<coord::RecordStore>(std::move(store.value()));
 }

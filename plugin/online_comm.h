@@ -69,6 +69,12 @@ struct OnlineComm {
   std::atomic<uint64_t> stagedBoundary{0};
   std::atomic<const StagedRecord*> staged{nullptr};
   std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
+  // The leader's publish of the boundary its hot path waits at must land by this cutoff (steady-clock
+  // ns), so the other ranks keep a share of the bound to read it; past it the agent gives the boundary
+  // up (publishAbandoned) and no rank adopts a table there.
+  std::atomic<uint64_t> publishCutoffBoundary{0};
+  std::atomic<int64_t> publishCutoff_ns{0};
+  std::atomic<uint64_t> publishAbandoned{0};
   std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
   // FROZEN is claimed only once every rank voted "none" at the boundary (a set in the store), so a
   // store that lost the leader's table while a rank holding it was cut off cannot split the ranks.

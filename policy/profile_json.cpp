@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -29,7 +30,7 @@ constexpr std::string_view kRuleKeys[] = {"collective", "bytes", "bytes_per_rank
                                           "confidence", "note", "evidence"};
 constexpr std::string_view kEvidenceKeys[] = {"provenance", "fingerprint", "nccl_version", "samples",
                                               "default_samples", "gain", "gain_ci", "date", "note"};
-constexpr std::string_view kFingerprintKeys[] = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps", "source"};
+constexpr std::string_view kFingerprintKeys[] = {"gpu_cc", "gpu_arch", "nvlink_GBps", "nics_per_node", "nic_GBps", "source"};
 
 template <size_t N>
 bool known(const std::string_view (&names)[N], std::string_view key) {
@@ -228,12 +229,20 @@ ClusterHardware parseFingerprint(FlatValue object) {
     throw RuleError{"must be an object {\"gpu_cc\", \"nvlink_GBps\", \"nics_per_node\", \"nic_GBps\"}"};
   const FingerprintMembers f(object);
   if (const auto key = f.unknown()) throw RuleError{"unknown key \"" + std::string(*key) + "\""};
-  static constexpr FingerprintMembers::Key kRequired[] = {"gpu_cc", "nvlink_GBps", "nics_per_node", "nic_GBps"};
+  static constexpr FingerprintMembers::Key kRequired[] = {"nvlink_GBps", "nics_per_node", "nic_GBps"};
   for (const FingerprintMembers::Key key : kRequired)
     if (!f.contains(key))
       throw RuleError{"missing \"" + std::string(key.name) + "\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
   ClusterHardware hw;
-  hw.computeCap = asInt(f["gpu_cc"], "gpu_cc", kMinComputeCap, kMaxComputeCap);
+  // An AMD GPU declares its architecture instead ("gpu_arch": "gfx942"; `dynamiccl probe` reads it from KFD).
+  if (f.contains("gpu_arch")) {
+    if (!f["gpu_arch"].is_string()) throw RuleError{"gpu_arch must be a string (\"gfx942\")"};
+    hw.gpuArch = f["gpu_arch"].text();
+  }
+  if (f.contains("gpu_cc") || hw.gpuArch.empty()) {
+    if (!f.contains("gpu_cc")) throw RuleError{"missing \"gpu_cc\" (declare gpu_cc, nvlink_GBps, nics_per_node, nic_GBps)"};
+    hw.computeCap = asInt(f["gpu_cc"], "gpu_cc", kMinComputeCap, kMaxComputeCap);
+  }
   hw.nvlinkBwPerGpu_GBps = asNumber(f["nvlink_GBps"], "nvlink_GBps");
   hw.nicsPerNode = asInt(f["nics_per_node"], "nics_per_node", 1, kMaxNicsPerNode);
   hw.nicSpeed_GBps = asNumber(f["nic_GBps"], "nic_GBps");
@@ -290,8 +299,9 @@ Evidence parseEvidence(FlatValue object) {
 json evidenceJson(const Evidence& ev);
 
 json fingerprintJson(const ClusterHardware& hw) {
-  json j = {{"gpu_cc", hw.computeCap}, {"nvlink_GBps", hw.nvlinkBwPerGpu_GBps}, {"nics_per_node", hw.nicsPerNode},
-            {"nic_GBps", hw.nicSpeed_GBps}};
+  json j = {{"nvlink_GBps", hw.nvlinkBwPerGpu_GBps}, {"nics_per_node", hw.nicsPerNode}, {"nic_GBps", hw.nicSpeed_GBps}};
+  if (hw.computeCap > 0 || hw.gpuArch.empty()) j["gpu_cc"] = hw.computeCap;
+  if (!hw.gpuArch.empty()) j["gpu_arch"] = hw.gpuArch;
   if (!hw.source.empty()) j["source"] = hw.source;
   return j;
 }
@@ -334,7 +344,11 @@ Status validateDecision(const Decision& d) {
 }
 
 Status validateClusterHardware(const ClusterHardware& hw) {
-  if (hw.computeCap < kMinComputeCap || hw.computeCap > kMaxComputeCap)
+  const bool archOk = hw.gpuArch.size() > 3 && hw.gpuArch.size() <= 16 && hw.gpuArch.starts_with("gfx") &&
+                      std::all_of(hw.gpuArch.begin(), hw.gpuArch.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+  if (!hw.gpuArch.empty() && !archOk) return makeError("gpu_arch must be an AMD architecture name (\"gfx942\")");
+  const bool amdWithoutCc = !hw.gpuArch.empty() && hw.computeCap == 0;
+  if (!amdWithoutCc && (hw.computeCap < kMinComputeCap || hw.computeCap > kMaxComputeCap))
     return makeError("gpu_cc must be an integer in [" + std::to_string(kMinComputeCap) + ", " +
                      std::to_string(kMaxComputeCap) + "] (major x 10 + minor: 80, 90, 100)");
   if (!(hw.nvlinkBwPerGpu_GBps >= 0 && hw.nvlinkBwPerGpu_GBps <= kMaxNvlinkBw_GBps))

@@ -1,5 +1,6 @@
 // Each fingerprint source on its own, including machines where sysfs or NVML say nothing.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,9 +17,12 @@ namespace fs = std::filesystem;
 
 // A throwaway directory tree standing in for /sys.
 struct FakeSys {
-  fs::path root = fs::temp_directory_path() / ("dynamiccl-sys-" + std::to_string(::getpid()) + "-" +
-                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  FakeSys() { fs::create_directories(root); }
+  fs::path root;
+  explicit FakeSys(const std::string& suffix = "")
+      : root(fs::temp_directory_path() / ("dynamiccl-sys-" + std::to_string(::getpid()) + "-" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix)) {
+    fs::create_directories(root);
+  }
   ~FakeSys() { fs::remove_all(root); }
   void write(const std::string& rel, const std::string& content) {
     fs::create_directories((root / rel).parent_path());
@@ -55,6 +59,52 @@ TEST(SysfsNics, EmptyOrMissingTreeSaysNothing) {
   EXPECT_EQ(readSysfsNics(sys.root.string()).count, 0);
   EXPECT_EQ(readSysfsNics("/nonexistent/dynamiccl").count, 0);
   EXPECT_EQ(readSysfsNics("/nonexistent/dynamiccl").source, "");
+}
+
+// An 8-GPU AMD node as the kernel's KFD topology shows it: a CPU node (no SIMDs), GPU nodes 1-8 with
+// their gfx target, and from GPU 1 a PCIe link to the CPU and XGMI links (type 11, MB/s) to the others.
+void writeKfdNode(FakeSys& sys, int gpus, int64_t gfx, int64_t xgmi_MBps) {
+  const std::string nodes = "class/kfd/kfd/topology/nodes/";
+  sys.write(nodes + "0/properties", "cpu_cores_count 96\nsimd_count 0\ngfx_target_version 0");
+  for (int n = 1; n <= gpus; ++n)
+    sys.write(nodes + std::to_string(n) + "/properties",
+              "cpu_cores_count 0\nsimd_count 1216\ngfx_target_version " + std::to_string(gfx) + "\nnum_xcc 8");
+  sys.write(nodes + "1/io_links/0/properties", "type 2\nnode_from 1\nnode_to 0\nmax_bandwidth 64000");
+  for (int n = 2; n <= gpus; ++n)
+    sys.write(nodes + "1/io_links/" + std::to_string(n - 1) + "/properties",
+              "type 11\nnode_from 1\nnode_to " + std::to_string(n) + "\nmax_bandwidth " + std::to_string(xgmi_MBps));
+}
+
+TEST(KfdProbe, ReadsTheArchitectureAndTheXgmiFabricOfAnAmdNode) {
+  FakeSys sys;
+  writeKfdNode(sys, 8, 90402, 64000);
+  const auto kfd = readKfdGpus(sys.root.string());
+  ASSERT_TRUE(kfd);
+  EXPECT_EQ(kfd->count, 8);
+  EXPECT_EQ(kfd->arch, "gfx942");
+  EXPECT_EQ(kfd->xgmiLinks, 7);                     // the PCIe link to the CPU is not the fabric
+  EXPECT_DOUBLE_EQ(kfd->xgmiBwPerGpu_GBps, 448.0);  // 7 x 64 GB/s
+  FakeSys mi250("-mi250");
+  writeKfdNode(mi250, 2, 90010, 50000);
+  EXPECT_EQ(readKfdGpus(mi250.root.string())->arch, "gfx90a");  // the stepping is a hex digit
+  // Where NVML answers nothing the fingerprint takes XGMI for the scale-up fabric, and no gpu_cc.
+  const HostSources host = probeHostSources(sys.root.string(), "/nonexistent/libnvidia-ml.so.1");
+  ASSERT_TRUE(host.kfd);
+  const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);
+  EXPECT_DOUBLE_EQ(fp.nvlinkBwPerGpu_GBps, 448.0);
+  EXPECT_EQ(fp.computeCap, 0);
+}
+
+TEST(KfdProbe, NoTreeABrokenTreeOrCpusOnlySayNothing) {
+  FakeSys sys;
+  EXPECT_FALSE(readKfdGpus(sys.root.string()));
+  EXPECT_FALSE(readKfdGpus("/nonexistent/dynamiccl"));
+  sys.write("class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 96\nsimd_count 0");
+  sys.write("class/kfd/kfd/topology/nodes/x/properties", "garbage garbage");
+  EXPECT_FALSE(readKfdGpus(sys.root.string()));
+  fs::create_directories(sys.root / "class/kfd/kfd/topology/nodes/1");
+  ASSERT_EQ(mkfifo((sys.root / "class/kfd/kfd/topology/nodes/1/properties").c_str(), 0600), 0);
+  EXPECT_FALSE(readKfdGpus(sys.root.string())) << "a FIFO is refused, never opened blocking";
 }
 
 TEST(Nvml, AbsentLibraryDegradesToAnError) {

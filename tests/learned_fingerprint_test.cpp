@@ -253,5 +253,27 @@ TEST(LearnedFingerprint, PluginUsesTheDeclaredHardwareForMultiNodeCommunicators)
   EXPECT_EQ(testing::logLinesMentioning("learned rules off"), 0u) << ::testing::PrintToString(LogCapture::lines());
 }
 
+// An AMD cluster declares its architecture instead of a compute capability (AMD has none): the JSON
+// round-trips, an NVIDIA host's rule check sees another GPU, and nonsense is refused.
+TEST(ClusterHardwareJson, AnAmdFingerprintNamesItsArchitectureAndNoComputeCapability) {
+  auto amd = policy::parseClusterHardwareJson(
+      R"({"gpu_arch":"gfx942","nvlink_GBps":448,"nics_per_node":8,"nic_GBps":50,"source":"dynamiccl probe"})");
+  ASSERT_TRUE(amd.ok()) << amd.error();
+  EXPECT_EQ(amd->gpuArch, "gfx942");
+  EXPECT_EQ(amd->computeCap, 0);
+  const std::string text = policy::clusterHardwareToJson(*amd);
+  EXPECT_EQ(text.find("gpu_cc"), std::string::npos) << text;
+  auto back = policy::parseClusterHardwareJson(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, *amd);
+  EXPECT_FALSE(policy::parseClusterHardwareJson(R"({"nvlink_GBps":448,"nics_per_node":8,"nic_GBps":50})").ok())
+      << "neither gpu_cc nor gpu_arch";
+  EXPECT_FALSE(policy::parseClusterHardwareJson(R"({"gpu_arch":"h100","nvlink_GBps":448,"nics_per_node":8,"nic_GBps":50})").ok());
+  EXPECT_FALSE(policy::parseClusterHardwareJson(R"({"gpu_arch":7,"nvlink_GBps":448,"nics_per_node":8,"nic_GBps":50})").ok());
+  auto nvidia = policy::parseClusterHardwareJson(R"({"gpu_cc":90,"nvlink_GBps":400,"nics_per_node":8,"nic_GBps":50})");
+  ASSERT_TRUE(nvidia.ok());
+  EXPECT_EQ(policy::clusterHardwareToJson(*nvidia).find("gpu_arch"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dynamiccl

@@ -431,7 +431,7 @@ TEST(ProfileEvidence, OnlyMeasuredRulesOnThisFingerprintAreVerified) {
                                                  Trust::Verified);
   Evidence e;
   e.provenance = Provenance::MeasuredOffline;
-  e.fingerprint = ClusterHardware{90, 450, 8, 50, ""};
+  e.fingerprint = ClusterHardware{90, 450, 8, 50, "", ""};
   EXPECT_TRUE(ruleStanding(e, here).verified);
   EXPECT_TRUE(ruleStanding(e, here).applies);
   e.fingerprint->nicsPerNode = 4;

@@ -386,7 +386,7 @@ TEST(Evidence, BackendsSayWhatTheirTimingsAre) {
   RunnerBackendOptions o;
   o.script = "/bin/true";
   o.launcher = "none";
-  o.cluster = ClusterHardware{90, 450, 8, 50, "flags"};
+  o.cluster = ClusterHardware{90, 450, 8, 50, "flags", ""};
   o.ncclVersion = "2.28.9";
   auto runner = makeRunnerBackend(o);
   ASSERT_TRUE(runner.ok()) << runner.error();
@@ -433,7 +433,7 @@ TEST(Evidence, RoundTripsThroughExportAndLoad) {
   t.defaultSamples = 54;
   policy::Evidence measured;
   measured.provenance = policy::Provenance::MeasuredOffline;
-  measured.fingerprint = ClusterHardware{90, 450, 8, 50, "sim preset dgx-h100"};
+  measured.fingerprint = ClusterHardware{90, 450, 8, 50, "sim preset dgx-h100", ""};
   measured.ncclVersion = "2.28.9";
   measured.date = "2026-11-23";
   const policy::Profile p = toProfile({t}, "evidence", 16, 2, measured);

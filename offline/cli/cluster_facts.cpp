@@ -11,14 +11,19 @@ ProbedFacts probeThisHost() {
   const Expected<TopoOverrides> overrides = environmentTopoOverrides();
   const HostSources host = probeHostSources("/sys", "libnvidia-ml.so.1", overrides.ok() ? *overrides : TopoOverrides{});
   const TopologyFingerprint fp = buildFingerprint(CommShape{}, host);  // the probe, then DYNAMICCL_TOPO
-  const bool gpuKnown = host.nvml && host.nvml->computeCap > 0;      // then NVLink 0 means "none"
+  const bool amd = host.kfd && !host.overrides.computeCap;
+  const bool gpuKnown = (host.nvml && host.nvml->computeCap > 0) || amd;  // then NVLink (XGMI) 0 means "none"
   ProbedFacts p;
   if (fp.computeCap > 0) p.gpuCc = fp.computeCap;
+  if (amd) p.gpuArch = host.kfd->arch;
   if (gpuKnown || host.overrides.nvlinkBw_GBps) p.nvlinkGBps = fp.nvlinkBwPerGpu_GBps;
   if (fp.nicsPerNode > 0) p.nics = fp.nicsPerNode;
   if (fp.nicsPerNode > 0 || host.overrides.nicSpeed_GBps) p.nicGBps = fp.nicSpeed_GBps;
   if (!overrides.ok()) p.ignored = overrides.error();
-  p.gpuSource = host.overrides.computeCap ? "DYNAMICCL_TOPO gpu_cc" : gpuKnown ? "NVML" : "unknown (no NVML answered)";
+  p.gpuSource = host.overrides.computeCap ? "DYNAMICCL_TOPO gpu_cc"
+                : amd ? "KFD sysfs: " + std::to_string(host.kfd->count) + "x AMD " + host.kfd->arch + ", " +
+                            std::to_string(host.kfd->xgmiLinks) + " XGMI links from GPU 0"
+                : gpuKnown ? "NVML" : "unknown (no NVML or KFD answered)";
   p.nicSource = host.overrides.nics ? "DYNAMICCL_TOPO nics_per_node" : fp.nicsPerNode > 0 ? "sysfs (/sys/class/infiniband, net)"
                                                                                  : "unknown (no RDMA NIC found)";
   return p;
@@ -48,6 +53,7 @@ Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsO
     std::optional<double> nvlinkGBps, nicGBps;
   } f;
   std::string source = "flags";
+  std::string gpuArch;
   if (!o.preset.empty()) {
     auto topo = sim::loadTopology(o.preset);
     if (!topo) return makeError("--preset " + o.preset + ": " + topo.error());
@@ -60,10 +66,12 @@ Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsO
     auto hw = policy::parseClusterHardwareJson(*text);
     if (!hw) return makeError("--fingerprint " + o.fingerprintFile + ": " + hw.error());
     f = {hw->computeCap, hw->nicsPerNode, hw->nvlinkBwPerGpu_GBps, hw->nicSpeed_GBps};
+    gpuArch = hw->gpuArch;
     source = "fingerprint file " + o.fingerprintFile;
   } else if (o.probeHost) {
     const ProbedFacts p = probeThisHost();
     f = {p.gpuCc, p.nics, p.nvlinkGBps, p.nicGBps};
+    if (!p.gpuArch.empty() && !f.gpuCc) f.gpuCc = 0, gpuArch = p.gpuArch;  // AMD: no compute capability
     source = "probe of this host";
   }
   if (o.gpuCc) f.gpuCc = o.gpuCc;
@@ -77,7 +85,8 @@ Expected<std::optional<ClusterHardware>> resolveClusterFacts(const ClusterFactsO
   if (!f.nics) missing += " --nics";
   if (!f.nicGBps) missing += " --nic-gbps";
   if (!missing.empty()) return makeError("cluster facts unknown (" + source + "); give" + missing);
-  ClusterHardware hw{*f.gpuCc, *f.nvlinkGBps, *f.nics, *f.nicGBps, source};
+  if (o.gpuCc) gpuArch.clear();  // --gpu-cc names an NVIDIA GPU
+  ClusterHardware hw{*f.gpuCc, *f.nvlinkGBps, *f.nics, *f.nicGBps, source, gpuArch};
   if (auto s = policy::validateClusterHardware(hw); !s)
     return makeError("cluster facts (" + source + "): " + s.error());
   return std::optional<ClusterHardware>(hw);

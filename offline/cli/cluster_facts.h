@@ -31,6 +31,7 @@ struct ClusterFactsOptions {
 // named in `ignored` and left out, as the plugin leaves it.
 struct ProbedFacts {
   std::optional<int> gpuCc, nics;
+  std::string gpuArch;  // AMD (KFD sysfs): there is no gpu_cc
   std::optional<double> nvlinkGBps, nicGBps;
   std::string gpuSource, nicSource;
   std::string ignored;

@@ -1,5 +1,5 @@
-// dynamiccl probe [-o FILE]: the hardware fingerprint the plugin will compute on this host (NVML,
-// sysfs NICs, then DYNAMICCL_TOPO), each fact with its source; -o writes it as the "fingerprint"
+// dynamiccl probe [-o FILE]: the hardware fingerprint the plugin will compute on this host (NVML, or
+// on AMD the kernel's KFD topology in sysfs; sysfs NICs; then DYNAMICCL_TOPO), each fact with its source; -o writes it as the "fingerprint"
 // JSON that `tune --fingerprint`, `train --fingerprint` and a profile's "fingerprint" key take, so
 // rules measured here are stamped with this machine and apply where the plugin probes the same.
 #include <CLI/CLI.hpp>
@@ -27,17 +27,24 @@ int run(const ProbeOptions& o) {
   };
   if (!p.ignored.empty()) std::cout << "ignored, as the plugin ignores it: " << p.ignored << "\n";
   std::cout << "this host as the plugin probes it:\n";
-  fact("gpu_cc", p.gpuCc, p.gpuSource);
-  fact("nvlink_GBps", p.nvlinkGBps, p.gpuSource);
+  if (!p.gpuArch.empty()) {
+    std::cout << "  gpu_arch = " << p.gpuArch << "  (" << p.gpuSource << "; AMD has no CUDA compute capability)\n";
+    fact("nvlink_GBps", p.nvlinkGBps, "XGMI, the scale-up fabric NVLink is on NVIDIA: " + p.gpuSource);
+  } else {
+    fact("gpu_cc", p.gpuCc, p.gpuSource);
+    fact("nvlink_GBps", p.nvlinkGBps, p.gpuSource);
+  }
   fact("nics_per_node", p.nics, p.nicSource);
   fact("nic_GBps", p.nicGBps, p.nicSource);
-  if (!p.gpuCc || !p.nvlinkGBps || !p.nics || !p.nicGBps) {
+  const bool gpuKnown = p.gpuCc || !p.gpuArch.empty();
+  if (!gpuKnown || !p.nvlinkGBps || !p.nics || !p.nicGBps) {
     std::cerr << "probe: the fingerprint is incomplete here (no GPU or NIC answered); run it on a node of the "
                  "cluster, or set DYNAMICCL_TOPO=gpu_cc=..,nvlink_GBps=..,nics_per_node=..,nic_GBps=.. as every rank "
                  "will\n";
     return 1;
   }
-  const ClusterHardware hw{*p.gpuCc, *p.nvlinkGBps, *p.nics, *p.nicGBps, "dynamiccl probe"};
+  const ClusterHardware hw{p.gpuCc.value_or(0), *p.nvlinkGBps, *p.nics, *p.nicGBps, "dynamiccl probe",
+                           p.gpuCc ? "" : p.gpuArch};
   if (auto s = policy::validateClusterHardware(hw); !s) return std::cerr << "probe: " << s.error() << "\n", 1;
   const std::string json = policy::clusterHardwareToJson(hw);
   std::cout << "fingerprint: " << json << "\n";

@@ -5,7 +5,7 @@ namespace dynamiccl::model {
 
 ClusterHardware clusterHardwareOf(const Topology& t) {
   return ClusterHardware{t.computeCap, t.nvlink ? t.nvlinkBwPerGpu_GBps : 0.0, t.nicsPerNode, t.nicBw_GBps,
-                         "sim preset " + t.name};
+                         "sim preset " + t.name, ""};
 }
 
 TopoOverrides topoOverridesOf(const Topology& t) {

@@ -182,6 +182,7 @@ class Agent {
     const uint64_t E = c.epochCalls;
     const uint64_t next = std::max(c.publishedBoundary.load() + E, pending);
     if (calls + E / 2 < next) return;  // publish halfway through the epoch before the boundary
+    if (pastPublishCutoff(c, next)) return giveUpPublishing(c, next);
     std::string bytes;
     {
       std::lock_guard lock(c.mutex);
@@ -205,8 +206,25 @@ class Agent {
     // Never a boundary this rank voted "none" at, nor a later one: its FROZEN needs that vote alone.
     std::lock_guard lock(c.publishMutex);
     if (const uint64_t voted = c.votedNone.load(); voted != 0 && voted <= next) return;
-    const coord::PublishResult r = c.store->publish(c.commId, next, bytes);
+    const coord::PublishResult r = c.store->publishBy(c.commId, next, bytes, publishDeadline(c, next));
     if (r != coord::PublishResult::Failed) c.publishedBoundary.store(next);
+    else if (pastPublishCutoff(c, next)) giveUpPublishing(c, next);
+  }
+
+  // The leader's hot path already waits at `next`: its record must land while the other ranks, who
+  // reached the boundary about when it did, still have a share of the bound to read it.
+  static coord::Deadline publishDeadline(const OnlineComm& c, uint64_t next) {
+    if (c.publishCutoffBoundary.load() != next) return coord::kNoDeadline;
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(c.publishCutoff_ns.load()));
+  }
+  static bool pastPublishCutoff(const OnlineComm& c, uint64_t next) {
+    return c.publishCutoffBoundary.load() == next && std::chrono::steady_clock::now() >= publishDeadline(c, next);
+  }
+  static void giveUpPublishing(OnlineComm& c, uint64_t next) {
+    if (c.publishAbandoned.exchange(next) == next) return;
+    logInfo("online: leader gives up publishing boundary %llu of communicator %016llx: the store did not take its "
+            "record while the other ranks had time left to read it; no rank adopts a table there",
+            static_cast<unsigned long long>(next), static_cast<unsigned long long>(c.commId));
   }
 
   std::mutex mutex_;

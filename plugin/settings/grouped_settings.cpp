@@ -117,8 +117,9 @@ std::optional<std::string> TopoCodec::parse(const char* v, TopoOverrides& out) {
 std::string TopoCodec::show(const TopoOverrides& t) { return topoOverridesText(t); }
 
 std::optional<std::string> TestCodec::parse(const char* v, TestHooks& out) {
-  return readGroup(v, {"throw", "coord_delay_ms"}, out, [](const KeyValue& kv, TestHooks& t) {
+  return readGroup(v, {"throw", "coord_delay_ms", "coord_publish_fails_ms"}, out, [](const KeyValue& kv, TestHooks& t) {
     if (kv.key == "throw") return entries(kv, t.throwMask);
+    if (kv.key == "coord_publish_fails_ms") return integer(kv, 0, 60'000, t.publishFails_ms);
     return integer(kv, 0, 60'000, t.coordDelay_ms);
   });
 }
@@ -128,6 +129,8 @@ std::string TestCodec::show(const TestHooks& t) {
   for (unsigned i = 0; i < static_cast<unsigned>(Entry::kCount); ++i)
     if (t.throwMask & (1u << i)) out += (out.empty() ? "throw=" : "+") + std::string(entryName(static_cast<Entry>(i)));
   if (t.coordDelay_ms > 0) out += (out.empty() ? "" : ",") + std::string("coord_delay_ms=") + std::to_string(t.coordDelay_ms);
+  if (t.publishFails_ms > 0)
+    out += (out.empty() ? "" : ",") + std::string("coord_publish_fails_ms=") + std::to_string(t.publishFails_ms);
   return out;
 }
 

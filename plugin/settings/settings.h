@@ -50,10 +50,12 @@ struct EtcdClient {
   int64_t ttl_s = 86400;      // ttl_s, 60..31536000: records' lease
   bool operator==(const EtcdClient&) const = default;
 };
-// DYNAMICCL_TEST=throw=getCollInfo+stopEvent,coord_delay_ms=50: fault injection, for tests only.
+// DYNAMICCL_TEST=throw=getCollInfo+stopEvent,coord_delay_ms=50,coord_publish_fails_ms=800: fault
+// injection, for tests only.
 struct TestHooks {
   uint32_t throwMask = 0;  // throw: these entry points throw (guard.h)
   int coordDelay_ms = 0;   // coord_delay_ms, 0..60000: every shared-directory operation is this slow
+  int publishFails_ms = 0; // coord_publish_fails_ms, 0..60000: a boundary's first table publish takes this long, then fails
 };
 
 struct Settings {
