@@ -123,6 +123,35 @@ const std::string kAllReduceBody =
     "        1024           256     float     sum      -1    10.00    0.10    0.05      0    11.00    0.09    0.05      0\n"
     "     1048576        262144     float     sum      -1    50.00   20.97   20.97      0    51.00   20.56   20.56      0\n";
 
+// Ingests `files` (under db.dir) into db's store and reads the store back through the interchange CSV,
+// as export and the tools do: each file's report, then the rows.
+struct Ingested {
+  std::vector<FileReport> reports;
+  measurements::LoadedMeasurements rows;
+};
+Ingested ingestAndReadBack(const TempDb& db, const std::vector<std::string>& files) {
+  Ingested out;
+  auto store = store::Store::open({.path = db.path});
+  EXPECT_TRUE(store.ok()) << store.error();
+  if (!store.ok()) return out;
+  auto writer = store::Writer::create(**store);
+  EXPECT_TRUE(writer.ok());
+  if (!writer.ok()) return out;
+  for (const std::string& f : files) {
+    auto report = ingestFile(**store, **writer, db.dir + "/" + f);
+    EXPECT_TRUE(report.ok()) << f << ": " << report.error();
+    if (report.ok()) out.reports.push_back(*report);
+  }
+  std::ostringstream csv;
+  EXPECT_TRUE(exportInterchangeCsv(**store, csv).ok());
+  const std::string path = db.dir + "/out.csv";
+  { std::ofstream(path) << csv.str(); }
+  auto rows = measurements::loadMeasurements(path);
+  EXPECT_TRUE(rows.ok()) << rows.error();
+  if (rows.ok()) out.rows = std::move(*rows);
+  return out;
+}
+
 Detection detectOnly(const std::string& text, const std::string& path) {
   const ParsedLog log = parseNcclTestsLog(text, path);
   EXPECT_EQ(log.sections.size(), 1u) << path;
@@ -536,30 +565,18 @@ TEST(IngestChannels, ForcedChannelCountsBecomeArmsOfTheirOwn) {
   { std::ofstream(db.dir + "/ch8.log") << eight; }
   { std::ofstream(db.dir + "/ch4.log") << four; }
   { std::ofstream(db.dir + "/ch8-trimmed.log") << trimmed; }
-  auto store = store::Store::open({.path = db.path});
-  ASSERT_TRUE(store.ok()) << store.error();
-  auto writer = store::Writer::create(**store);
-  ASSERT_TRUE(writer.ok());
-  for (const char* f : {"/ch8.log", "/ch4.log", "/ch8-trimmed.log"}) {
-    auto report = ingestFile(**store, **writer, db.dir + f);
-    ASSERT_TRUE(report.ok()) << report.error();
-    EXPECT_EQ(report->observations, 4) << f;
-  }
-  std::ostringstream out;
-  ASSERT_TRUE(exportInterchangeCsv(**store, out).ok());
-  const std::string csv = db.dir + "/out.csv";
-  { std::ofstream(csv) << out.str(); }
-  auto rows = measurements::loadMeasurements(csv);
-  ASSERT_TRUE(rows.ok()) << rows.error();
+  const Ingested in = ingestAndReadBack(db, {"ch8.log", "ch4.log", "ch8-trimmed.log"});
+  ASSERT_EQ(in.reports.size(), 3u);
+  for (const FileReport& r : in.reports) EXPECT_EQ(r.observations, 4) << r.path;
   std::multiset<std::pair<uint64_t, int>> forced;
-  for (const measurements::Measurement& m : rows->rows) {
+  for (const measurements::Measurement& m : in.rows.rows) {
     EXPECT_EQ(m.forcedAlgo, Algo::Ring);
     forced.insert({m.bytes, m.forcedChannels});
   }
   EXPECT_EQ(forced, (std::multiset<std::pair<uint64_t, int>>{{1024, 2}, {1024, 4}, {1024, 8}, {1048576, 4}, {1048576, 8},
                                                              {1048576, 8}}));
   // Two counts at one size are two arms; the same count from two files is two repeats of one.
-  for (const measurements::MeasuredPoint& p : measurements::groupRepeats(rows->rows)) {
+  for (const measurements::MeasuredPoint& p : measurements::groupRepeats(in.rows.rows)) {
     ASSERT_EQ(p.arms.size(), p.bytes == 1024 ? 3u : 2u) << p.bytes;
     for (const measurements::MeasuredArm& a : p.arms)
       EXPECT_EQ(a.samples_us.size(), p.bytes == 1048576 && a.forcedChannels == 8 ? 2u : 1u);
@@ -652,23 +669,12 @@ TEST(RcclTestsLog, ReportColumnsSayWhatRanAndTheStoreKeysTheRowsAsRccls) {
   EXPECT_EQ(s.rows[1].reported_proto, Proto::LL128);
 
   TempDb db;
-  const std::string path = db.dir + "/ring_ll128.log";
-  { std::ofstream(path) << kRcclTestsWithReport; }
-  auto store = store::Store::open({.path = db.path});
-  ASSERT_TRUE(store.ok()) << store.error();
-  auto writer = store::Writer::create(**store);
-  ASSERT_TRUE(writer.ok());
-  auto report = ingestFile(**store, **writer, path);
-  ASSERT_TRUE(report.ok()) << report.error();
-  EXPECT_EQ(report->observations, 4);
-  std::ostringstream out;
-  ASSERT_TRUE(exportInterchangeCsv(**store, out).ok());
-  const std::string csv = db.dir + "/out.csv";
-  { std::ofstream(csv) << out.str(); }
-  auto rows = measurements::loadMeasurements(csv);
-  ASSERT_TRUE(rows.ok()) << rows.error();
-  ASSERT_EQ(rows->rows.size(), 2u);
-  for (const measurements::Measurement& m : rows->rows) {
+  { std::ofstream(db.dir + "/ring_ll128.log") << kRcclTestsWithReport; }
+  const Ingested in = ingestAndReadBack(db, {"ring_ll128.log"});
+  ASSERT_EQ(in.reports.size(), 1u);
+  EXPECT_EQ(in.reports[0].observations, 4);
+  ASSERT_EQ(in.rows.rows.size(), 2u);
+  for (const measurements::Measurement& m : in.rows.rows) {
     EXPECT_TRUE(measurements::measuredOnRccl(m.system)) << m.system;  // replays take RCCL's rules
     EXPECT_EQ(m.forcedAlgo, Algo::Ring);
     EXPECT_EQ(m.forcedProto, m.bytes == 1024 ? Proto::LL : Proto::LL128) << m.bytes << ": the pair that ran";
