@@ -145,7 +145,8 @@ class DirStore : public RecordStore {
 
   PublishResult publishBy(uint64_t commId, uint64_t boundary, const std::string& bytes, Deadline by) override {
     if (!pause(by)) return PublishResult::Failed;
-    if (publishFails_ms_ > 0 && bytes != kFrozenRecord && firstTableAt(commId, boundary)) {
+    const bool epochTable = boundary < kInputsAgreementKey && bytes != kFrozenRecord;  // not the input check's
+    if (publishFails_ms_ > 0 && epochTable && firstTableAt(commId, boundary)) {
       std::this_thread::sleep_until(std::min(by, std::chrono::steady_clock::now() + std::chrono::milliseconds(publishFails_ms_)));
       return PublishResult::Failed;
     }

@@ -102,8 +102,8 @@ class RecordStore {
 // A directory (node-local or shared by every node: NFS, Lustre). privateDir: create it 0700 and
 // refuse it unless owned by us with no group/other access. delay_ms: DYNAMICCL_TEST coord_delay_ms,
 // fault injection that delays every operation (tests of a slow shared file system).
-// delay_ms: every operation this slow; publishFails_ms: the first publish of a table (not FROZEN) at each
-// boundary takes this long, then fails, as an etcd request timing out does (tests' fault injection).
+// delay_ms: every operation this slow; publishFails_ms: the first publish of a table (not FROZEN, not the
+// input check's records) at each boundary takes this long, then fails, as an etcd request timing out does (tests' fault injection).
 Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms = 0,
                                                     int publishFails_ms = 0);
 
