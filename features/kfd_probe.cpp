@@ -2,9 +2,7 @@
 // io_links/M/properties, "key value" lines), read at run time: the plugin and `dynamiccl probe` need no
 // HIP or ROCm library, as NVML is dlopen'ed. Under a root directory so tests can use a fake tree.
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 

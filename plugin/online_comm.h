@@ -57,9 +57,6 @@ struct OnlineComm {
   // Hot-path thread only (NCCL calls one communicator's tuner from one thread at a time).
   uint64_t callIndex = 0;
   bool frozen = false;  // a frozen record was adopted (or the version kept, below): this version stays for good
-  // The leader's wait for its own publish before a boundary: part of that boundary's one bounded wait.
-  uint64_t publishWaitBoundary = 0;
-  std::chrono::steady_clock::time_point publishWaitStart{};
   std::atomic<const learner::OnlineTable*> current{nullptr};  // nullptr: the static table answers
   // Before the first published table: the share of calls the leader measures (its cost priced).
   uint32_t initialMeasureThreshold = learner::kMeasureEveryCall;
@@ -69,11 +66,11 @@ struct OnlineComm {
   std::atomic<uint64_t> stagedBoundary{0};
   std::atomic<const StagedRecord*> staged{nullptr};
   std::atomic<uint64_t> publishedBoundary{0};  // leader: highest boundary whose record exists
-  // The leader's publish of the boundary its hot path waits at must land by this cutoff (steady-clock
-  // ns), so the other ranks keep a share of the bound to read it; past it the agent gives the boundary
-  // up (publishAbandoned) and no rank adopts a table there.
-  std::atomic<uint64_t> publishCutoffBoundary{0};
-  std::atomic<int64_t> publishCutoff_ns{0};
+  // The leader's wait for its own publish before a boundary (its start, steady-clock ns): part of that
+  // boundary's one bounded wait. Written by the hot path, read by the agent, whose publish of that
+  // boundary must land with kOthersReadShare of the bound left, or is given up (publishAbandoned).
+  std::atomic<uint64_t> publishWaitBoundary{0};
+  std::atomic<int64_t> publishWaitStart_ns{0};
   std::atomic<uint64_t> publishAbandoned{0};
   std::atomic<bool> isLeader{false};           // the profiler saw rank 0 of this commId here
   // FROZEN is claimed only once every rank voted "none" at the boundary (a set in the store), so a

@@ -333,8 +333,8 @@ std::optional<NcclTestsRow> parseRow(const std::vector<std::string_view>& w, con
     row.ip_wrong = parseWrong(w[i + 3]);
   }
   if (layout.algo_column && layout.proto_column && w.size() > std::max(layout.algo_column, layout.proto_column)) {
-    row.reported_algo = parseAlgo(lower(w[layout.algo_column]));
-    row.reported_proto = parseProto(lower(w[layout.proto_column]));
+    row.reported_algo = parseAlgo(w[layout.algo_column]);  // names match in any case ("RING", "LL128")
+    row.reported_proto = parseProto(w[layout.proto_column]);
     if (row.reported_algo == Algo::Default) row.reported_algo.reset();
     if (row.reported_proto == Proto::Default) row.reported_proto.reset();
   }

@@ -37,10 +37,6 @@ constexpr int64_t kUnmeasuredTimeout_ms = 200;
 // gives the ranks holding the record time to re-publish it first), and FROZEN is claimed without the
 // votes still missing (a dead rank's) from this share on. Past the bound a rank keeps its version.
 constexpr double kVoteAfter = 0.5, kClaimWithoutEveryVoteAfter = 0.75;
-// The share of the bound the leader leaves the other ranks to read its record of the boundary it
-// waits at: a publish still in flight then is given up (measured: etcd back from an election at the
-// bound's end took the leader's write 10 ms before a follower's bound ended, and 4 of 7 missed it).
-constexpr double kOthersReadShare = 0.25;
 
 // This rank's "none" vote at the boundary (again each poll: a store that lost its data lost the
 // votes too); true once every rank's is in. The leader publishes no table from here on.
@@ -78,7 +74,9 @@ void keepVersion(OnlineComm& s, uint64_t boundary, int64_t waited_ms, bool answe
 
 void adoptAtBoundary(OnlineComm& s, uint64_t boundary) {
   // The leader's wait for its own publish of this boundary counts against the same bound.
-  const auto start = s.publishWaitBoundary == boundary ? s.publishWaitStart : Clock::now();
+  const auto start = s.publishWaitBoundary.load() == boundary
+                         ? Clock::time_point(std::chrono::nanoseconds(s.publishWaitStart_ns.load()))
+                         : Clock::now();
   const int64_t timeout_ms = s.measured.load(std::memory_order_relaxed) || profilerRoleStarted()
                                  ? s.boundaryTimeout_ms
                                  : std::min(s.boundaryTimeout_ms, kUnmeasuredTimeout_ms);
@@ -155,13 +153,9 @@ void ensurePublished(OnlineComm& s, uint64_t boundary) {
     const StagedRecord* r = s.staged.load(std::memory_order_acquire);
     return r && r->boundary >= boundary;
   };
-  s.publishWaitBoundary = boundary;  // this wait and the boundary's own share one bound
-  s.publishWaitStart = start;
-  // The record must land with a share of the bound left for the others to read it (a publish landing
-  // at the bound's end was read by the leader and missed by the ranks whose bound ended first).
-  const auto cutoff = start + std::chrono::milliseconds(s.boundaryTimeout_ms) * (1.0 - kOthersReadShare);
-  s.publishCutoff_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(cutoff.time_since_epoch()).count());
-  s.publishCutoffBoundary.store(boundary);
+  // This wait and the boundary's own share one bound; the start first: the agent reads it once it sees the boundary.
+  s.publishWaitStart_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+  s.publishWaitBoundary.store(boundary);
   while (s.publishedBoundary.load() < boundary && !staged()) {
     if (s.publishAbandoned.load() == boundary) return;  // the agent said why; the boundary waits what is left
     if (Clock::now() - start > std::chrono::milliseconds(s.boundaryTimeout_ms)) {

@@ -214,11 +214,13 @@ class Agent {
   // The leader's hot path already waits at `next`: its record must land while the other ranks, who
   // reached the boundary about when it did, still have a share of the bound to read it.
   static coord::Deadline publishDeadline(const OnlineComm& c, uint64_t next) {
-    if (c.publishCutoffBoundary.load() != next) return coord::kNoDeadline;
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(c.publishCutoff_ns.load()));
+    if (c.publishWaitBoundary.load() != next) return coord::kNoDeadline;
+    const auto start = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(c.publishWaitStart_ns.load()));
+    return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::milliseconds(c.boundaryTimeout_ms) * (1.0 - kOthersReadShare));
   }
   static bool pastPublishCutoff(const OnlineComm& c, uint64_t next) {
-    return c.publishCutoffBoundary.load() == next && std::chrono::steady_clock::now() >= publishDeadline(c, next);
+    return std::chrono::steady_clock::now() >= publishDeadline(c, next);  // kNoDeadline: never
   }
   static void giveUpPublishing(OnlineComm& c, uint64_t next) {
     if (c.publishAbandoned.exchange(next) == next) return;

@@ -34,6 +34,10 @@ inline constexpr uint64_t kReadAheadEpochs = 16;
 // epoch ahead reaches every rank within about 20 ms.
 inline constexpr std::chrono::milliseconds kReadAheadPoll{1000};
 inline constexpr std::chrono::milliseconds kNearBoundaryPoll{20};
+// The share of a boundary's bound the leader leaves the other ranks to read its record of the boundary
+// it waits at: a publish that would land later is given up (measured: etcd back from an election at
+// the bound's end took the leader's retry 10 ms before a follower's bound ended, and followers missed it).
+inline constexpr double kOthersReadShare = 0.25;
 std::optional<std::string> heldRecord(OnlineComm& c, uint64_t boundary);
 // One agent tick's reading towards `upcoming`, the boundary this rank's hot path heads to: reads
 // ahead (at the near-boundary pace once it is within half an epoch and not held); returns its record
