@@ -19,13 +19,6 @@ bool outsiderCompetes(const CostCells& t, float cost) {
   return false;
 }
 
-bool outsiderHoldsZero(const CostCells& t) {
-  for (int a = 0; a < t.numAlgo; ++a)
-    for (int p = 0; p < t.numProto; ++p)
-      if (!isOurs(a, p) && t.at(a, p) == 0.0f) return true;
-  return false;
-}
-
 }  // namespace
 
 const float* CostCells::ours(float (&scratch)[kNumAlgos * kNumProtos]) const {
@@ -35,16 +28,15 @@ const float* CostCells::ours(float (&scratch)[kNumAlgos * kNumProtos]) const {
   return scratch;
 }
 
-TableVerdict inspectCostTable(const CostCells& table) {
-  if (table.ncclShape()) {  // NCCL's float[7][3] a row at a time (a rolled loop cost the hot path 74 instructions)
-    for (const float* row = table.cells; row < table.cells + kOurCells; row += kNumProtos)
-      if (!(std::isfinite(row[0]) && std::isfinite(row[1]) && std::isfinite(row[2]))) return TableVerdict::NonFinite;
-    return TableVerdict::Usable;
-  }
+CellScan scanOtherShape(const CostCells& table) {
+  CellScan scan;
   for (int a = 0; a < kNumAlgos; ++a)
-    for (int p = 0; p < kNumProtos; ++p)
-      if (!std::isfinite(table.at(a, p))) return TableVerdict::NonFinite;
-  return TableVerdict::Usable;
+    for (int p = 0; p < kNumProtos; ++p) {
+      const float v = table.at(a, p);
+      if (!std::isfinite(v)) scan.finite = false;
+      if (v == 0.0f) scan.anyZero = true;
+    }
+  return scan;
 }
 
 int ncclOwnChoice(const CostCells& table, abi::PickRule rule) {
@@ -56,8 +48,29 @@ int ncclOwnChoice(const CostCells& table, abi::PickRule rule) {
   return slot == abi::kNoPick ? policy::kNcclChoiceUnknown : slot;
 }
 
-const policy::Decision* applyCandidates(const policy::Candidates& candidates, const CostCells& table, int* nChannels,
-                                        abi::PickRule rule, const EditLimits& limits, policy::Decision* applied) {
+namespace edit_detail {
+
+bool outsiderHoldsZero(const CostCells& t) {
+  for (int a = 0; a < t.numAlgo; ++a)
+    for (int p = 0; p < t.numProto; ++p)
+      if (!isOurs(a, p) && t.at(a, p) == 0.0f) return true;
+  return false;
+}
+
+// The strict minimum wins; ties go to the lowest slot before 2.31 (no earlier entry may also be
+// 0) and to the highest from 2.31 (no other entry may be 0). Entries NCCL fills in 2.31 are > 0.
+// RCCL takes the tuner's choice only when the minimum is exactly 0.0: ours is the only 0 there.
+void moveOtherZeros(const CostCells& table, int chosen, abi::PickRule rule, const EditLimits& limits) {
+  const int last = rule == abi::PickRule::Nccl2_31 || limits.uniqueZero ? kOurCells : chosen;
+  for (int k = 0; k < last; ++k) {
+    float& e = table.at(k / kNumProtos, k % kNumProtos);
+    if (k != chosen && e == 0.0f) e = FLT_MIN;
+  }
+}
+
+const policy::Decision* applyFirstFeasible(const policy::Candidates& candidates, const CostCells& table,
+                                           int* nChannels, abi::PickRule rule, const EditLimits& limits,
+                                           CellScan scan, policy::Decision* applied) {
   if (!table.ncclShape() && outsiderHoldsZero(table)) return nullptr;  // a 0 we may not move would tie ours
   int ncclSlot = -1;  // NCCL's own choice, found once and only for guarded candidates
   for (int i = 0; i < candidates.count; ++i) {
@@ -68,40 +81,27 @@ const policy::Decision* applyCandidates(const policy::Candidates& candidates, co
     }
     *applied = d;
     if (limits.keepChannels) applied->nChannels = 0;
-    if (d.keepsAlgoProto()) {
-      if (applied->nChannels > 0) *nChannels = applied->nChannels;
-      return &d;
-    }
-    const int a = static_cast<int>(d.algo);
-    int p = static_cast<int>(d.proto);
-    if (d.leavesProtoToNccl() || limits.keepProto) {  // the protocol NCCL's own costs pick in that algorithm's row
-      float scratch[kOurCells];
-      const int slot = abi::ncclChoiceWithin(table.ours(scratch), rule, a);
-      if (slot == abi::kNoPick) continue;
-      p = slot % kNumProtos;
-      applied->proto = Proto::Default;
-    }
-    if (!(table.at(a, p) >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
-    // The strict minimum wins; ties go to the lowest slot before 2.31 (no earlier entry may also be
-    // 0) and to the highest from 2.31 (no other entry may be 0). Entries NCCL fills in 2.31 are > 0.
-    // RCCL takes the tuner's choice only when the minimum is exactly 0.0: ours is the only 0 there.
-    const int chosen = a * kNumProtos + p;
-    const int last = rule == abi::PickRule::Nccl2_31 || limits.uniqueZero ? kOurCells : chosen;
-    if (table.ncclShape()) {  // NCCL's slot k is cell k
-      for (int k = 0; k < last; ++k)
-        if (k != chosen && table.cells[k] == 0.0f) table.cells[k] = FLT_MIN;
-    } else {
-      for (int k = 0; k < last; ++k) {
-        float& e = table.at(k / kNumProtos, k % kNumProtos);
-        if (k != chosen && e == 0.0f) e = FLT_MIN;
+    if (!d.keepsAlgoProto()) {
+      const int a = static_cast<int>(d.algo);
+      int chosen = a * kNumProtos + static_cast<int>(d.proto);
+      if (d.leavesProtoToNccl() || limits.keepProto) {  // the protocol NCCL's own costs pick in that row
+        float scratch[kOurCells];
+        chosen = abi::ncclChoiceWithin(table.ours(scratch), rule, a);
+        if (chosen == abi::kNoPick) continue;
+        applied->proto = Proto::Default;
       }
+      float& cell = table.at(a, chosen % kNumProtos);
+      if (!(cell >= 0.0f)) continue;  // IGNORE (-1) or any negative: NCCL cannot run it
+      if (scan.anyZero) moveOtherZeros(table, chosen, rule, limits);
+      cell = 0.0f;
     }
-    table.at(a, p) = 0.0f;
     if (applied->nChannels > 0) *nChannels = applied->nChannels;
     return &d;
   }
   return nullptr;
 }
+
+}  // namespace edit_detail
 
 const policy::Decision* firstFeasibleV2(const policy::Candidates& candidates, bool nvlsSupport, bool collNetSupport,
                                         int nNodes) {

@@ -24,7 +24,7 @@ namespace {
 std::atomic<bool> gWarnedBadTableShape{false};
 std::atomic<bool> gWarnedOddTable{false};  // per process: jobs create hundreds of communicators
 
-void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
+[[gnu::always_inline]] inline void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   TunerContext::ChunkMemory& m = c.lastChunk[coll];
   m.valid = d && d->chunkBytes > 0;
   m.algo = d ? static_cast<int8_t>(d->algo) : -1;
@@ -32,7 +32,7 @@ void rememberChunk(TunerContext& c, int coll, const policy::Decision* d) {
   m.chunkBytes = d ? d->chunkBytes : 0;
 }
 
-void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
+[[gnu::always_inline]] inline void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* d, bool online) {
   if (!d) {
     c.view.decisions->record(coll, nBytes, Algo::Default, Proto::Default, 0, 0, DecisionSource::NcclDefault);
     return;
@@ -43,7 +43,7 @@ void logDecision(TunerContext& c, int coll, uint64_t nBytes, const policy::Decis
 
 // Measuring costs the job: only a context with a stake steers NCCL's mask (the leader of an online
 // communicator, or DYNAMICCL_BUDGET record=), and only for the next call, which NCCL reads it for.
-void steerMeasurement(TunerContext& c) {
+[[gnu::noinline]] void steerMeasuring(TunerContext& c) {
   const bool leads = c.online && c.view.decisions->leaderHere();
   // The profiler's rank says who leads from init on: the leader need not wait for a measured call
   // (the first epoch measures none) to learn that it publishes.
@@ -57,6 +57,25 @@ void steerMeasurement(TunerContext& c) {
     on = learner::measuredCall(c.view.shape.commId, calls, 0, c.recordThreshold);
   }
   if (measurementGate().set(on)) c.view.decisions->measuredFromNow();
+}
+[[gnu::always_inline]] inline void steerMeasurement(TunerContext& c) {
+  if (c.online || c.recordThreshold) steerMeasuring(c);  // most contexts have no stake: one test
+}
+
+// Every decided call ends here: what ran is remembered for getChunkSize and logged for the profiler.
+[[gnu::always_inline]] inline void endCall(TunerContext& c, int coll, uint64_t nBytes, const policy::Decision* applied,
+                                           policy::Decision& ran, bool online) {
+  if (applied && !c.host->callsGetChunkSize) ran.chunkBytes = 0;  // never asked: no chunk is ours to claim
+  if (c.host->callsGetChunkSize) rememberChunk(c, coll, applied ? &ran : nullptr);  // read by getChunkSize alone
+  logDecision(c, coll, nBytes, applied ? &ran : nullptr, online);
+  steerMeasurement(c);
+}
+
+// Whether a call may take the usual path (tunerGetCollInfo): the static table alone decides, nothing the
+// user fixed stands in its way, and the host takes NCCL's 7x3. Set at init and when prepared decisions land.
+bool takesUsualPath(const TunerContext& c) {
+  return !c.awaitingPrepared && !c.table.empty() && !c.online && !c.fixed.keepAlgo && !c.fixed.limits.keepProto &&
+         abi::acceptsShape(*c.host, kNumAlgos, kNumProtos);
 }
 
 // At finalize, one line: of the calls the profiler saw, the share the tuner was asked about (the rest
@@ -145,14 +164,18 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
   }
   c->recordThreshold = learner::rateThreshold(settings->budget.record);
   c->metrics = {settings->metricsDir, settings->slurmJobId};
+  c->usualPath = takesUsualPath(*c);
   registerContext(&c->view);
   *context = c.release();
   return ncclSuccess;
 }
 
-ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
-                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
-  TunerContext* c = TunerContext::from(context);
+namespace {
+
+// Every call the usual path does not take: every state, host shape and table; the whole rule.
+[[gnu::noinline]] ncclResult_t getCollInfoInGeneral(TunerContext* c, ncclFunc_t collType, size_t nBytes,
+                                                    int numPipeOps, float** collCostTable, int numAlgo, int numProto,
+                                                    int regBuff, int* nChannels) {
   if (!c || !isTunable(collType)) return ncclSuccess;
   const int coll = static_cast<int>(collType);
   // Logged even with no rules: the log's call count tells an unasked call (graph replay) from a kept choice.
@@ -189,19 +212,39 @@ ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
   policy::Decision ran;  // what the host is told: the decision less what the user or the host keeps
   const policy::Decision* applied = nullptr;
   if (candidates.count) {
-    if (inspectCostTable(cells) == TableVerdict::Usable) {
-      applied = applyCandidates(candidates, cells, nChannels, c->pickRule, c->fixed.limits, &ran);
+    const CellScan scan = scanCostTable(cells);
+    if (scan.finite) {
+      applied = applyCandidates(candidates, cells, nChannels, c->pickRule, c->fixed.limits, scan, &ran);
     } else if (firstTime(gWarnedOddTable)) {
       logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
               collectiveName(Collective(coll)).data());
     }
   }
-  if (applied && !host.callsGetChunkSize) ran.chunkBytes = 0;  // never asked: no chunk is ours to claim
-  rememberChunk(*c, coll, applied ? &ran : nullptr);
-  logDecision(*c, coll, nBytes, applied ? &ran : nullptr, learned != nullptr);
-  steerMeasurement(*c);
+  endCall(*c, coll, nBytes, applied, ran, learned != nullptr);
   return ncclSuccess;
 }
+
+}  // namespace
+
+// The usual call decides here without the general path's checks; any other, or one whose candidate the
+// usual rule cannot take, goes to the general path, which decides it identically.
+ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
+  TunerContext* c = TunerContext::from(context);
+  if (c && c->usualPath && numAlgo == kNumAlgos && numProto == kNumProtos && collCostTable && nChannels &&
+      isTunable(collType)) [[likely]] {
+    const int coll = static_cast<int>(collType);
+    float* cells = reinterpret_cast<float*>(collCostTable);
+    const policy::Candidates& candidates = c->table.lookup(coll, nBytes, numPipeOps, regBuff);
+    policy::Decision ran;
+    if (!candidates.count) return endCall(*c, coll, nBytes, nullptr, ran, false), ncclSuccess;
+    if (usualNcclTable(cells))
+      if (const policy::Decision* applied = applyUsual(candidates, cells, nChannels, c->fixed.limits, &ran))
+        return endCall(*c, coll, nBytes, applied, ran, false), ncclSuccess;
+  }
+  return getCollInfoInGeneral(c, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto, regBuff, nChannels);
+}
+
 
 ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {

@@ -48,6 +48,7 @@ struct TunerContext {
   std::shared_ptr<PendingDecisions> pending;
   bool awaitingPrepared = false;
   uint64_t callsUntilPrepared = 0;
+  bool usualPath = false;  // tunerGetCollInfo's usual path may decide (takesUsualPath)
 
   // DYNAMICCL_BUDGET record= as a draw threshold: calls profiled and recorded though nothing decides on them.
   uint32_t recordThreshold = 0;
