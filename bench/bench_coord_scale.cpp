@@ -15,6 +15,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -72,11 +73,11 @@ class CountingStore : public RecordStore {
     count(0, 16 + (r.ok() ? bytesOf(r->records) : 0), kRead);
     return r;
   }
-  Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
-                                    const std::string& bytes) override {
+  Expected<coord::SetCount> joinSetBy(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
+                                      const std::string& bytes, coord::Deadline by) override {
     const bool confirming = s.rfind("confirm-", 0) == 0;
     count(bytes.size(), 16, confirming ? kConfirm : kJoin);
-    auto r = inner_->joinSet(c, s, g, m, bytes);
+    auto r = inner_->joinSetBy(c, s, g, m, bytes, by);
     keepLatest(confirming ? lastConfirm_ns : lastJoin_ns, nowNs());
     return r;
   }
@@ -196,7 +197,7 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
         const auto v = plugin::agreeOnInputs(*stores[k * n + r], id, n, mine, 60000, plugin::inputsKey(id, mine, ""),
                                              plugin::membersKey(id, ""));
         agreed[r] += v.agree;
-        if (!v.agree && r == 0) std::fprintf(stderr, "rank 0 did not agree: %s\n", v.why.c_str());
+        if (!v.agree && (r == 0 || r == 500 || r == 1023)) std::fprintf(stderr, "rank %d did not agree: %s\n", r, v.why.c_str());
         const int64_t took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
         keepLatest(slowest_us[r], took);
       });
@@ -327,6 +328,7 @@ int main(int argc, char** argv) {
         if (etcd) {
           coord::EtcdOptions o;
           o.endpoints = {etcd->endpoint()};
+          if (const char* t = std::getenv("BENCH_ETCD_TIMEOUT_MS")) o.timeout_ms = std::atoi(t);
           auto s = coord::openEtcdStore(o);
           return s.ok() ? std::move(s.value()) : nullptr;
         }

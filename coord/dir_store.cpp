@@ -224,9 +224,9 @@ class DirStore : public RecordStore {
   // again (an empty directory) in the set's "all": each directory's link count is its members', so
   // a count is one stat, whatever the number of members (ext4, xfs, tmpfs, NFS, Lustre; a file system
   // that does not count, btrfs, is read through instead).
-  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
-                             const std::string& member, const std::string& bytes) override {
-    pause();
+  Expected<SetCount> joinSetBy(uint64_t commId, const std::string& set, const std::string& group,
+                               const std::string& member, const std::string& bytes, Deadline) override {
+    pause();  // a directory's operations have no bound of their own to extend
     if (bytes.size() > kMaxRecordBytes) return makeError("a set member over the record size limit");
     const std::string setDir = commDirOf(commId) + "/s-" + set;
     const std::string all = setDir + "/all", groupDir = setDir + "/g-" + group, placed = groupDir + "/" + member;

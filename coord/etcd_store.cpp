@@ -62,10 +62,10 @@ class EtcdStore : public RecordStore {
     }
   }
 
-  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
-                             const std::string& member, const std::string& bytes) override {
+  Expected<SetCount> joinSetBy(uint64_t commId, const std::string& set, const std::string& group,
+                               const std::string& member, const std::string& bytes, Deadline by) override {
     try {
-      return joinSetOrThrow(commId, set, group, member, bytes);
+      return joinSetOrThrow(commId, set, group, member, bytes, std::max(deadlineFromNow(), by == kNoDeadline ? Clock::time_point{} : by));
     } catch (...) {
       return makeError("etcd: an unexpected error joining a set");
     }
@@ -173,9 +173,8 @@ class EtcdStore : public RecordStore {
   // The put (only if never created) and both counts in one transaction: one round trip, one
   // revision, and count_only answers carry a number, not the members, whatever their number.
   Expected<SetCount> joinSetOrThrow(uint64_t commId, const std::string& set, const std::string& group,
-                                    const std::string& member, const std::string& bytes) {
+                                    const std::string& member, const std::string& bytes, Clock::time_point deadline) {
     if (bytes.size() > kMaxRecordBytes) return makeError("a set member over the record size limit");
-    const Clock::time_point deadline = deadlineFromNow();
     const auto lease = currentLease(deadline);
     if (!lease.ok()) return makeError(lease.error());
     const std::string setPrefix = setPrefixOf(commId, set), groupPrefix = setPrefix + group + "/";
@@ -346,7 +345,8 @@ class EtcdStore : public RecordStore {
       }
       const int slice_ms = sliceMs(deadline, o_.endpoints.size() - attempt);
       if (slice_ms <= 0) {
-        lastError += " (and no time left within " + std::to_string(o_.timeout_ms) + " ms for the other endpoints)";
+        lastError += " (and " + std::string(kTimedOut) + ": no time left within " + std::to_string(o_.timeout_ms) +
+                     " ms for the other endpoints)";
         break;
       }
       const Clock::time_point sliceEnd = std::min(deadline, Clock::now() + std::chrono::milliseconds(slice_ms));

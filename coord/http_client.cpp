@@ -14,12 +14,13 @@ namespace {
 thread_local const std::atomic<bool>* tAbort = nullptr;  // AbortScope's flag on this thread
 
 // curl.h's values (CURLOPTTYPE_LONG 0, OBJECTPOINT 10000, FUNCTIONPOINT 20000).
-constexpr int kOptWriteData = 10001, kOptUrl = 10002, kOptProxy = 10004, kOptLowSpeedLimit = 19,
-              kOptLowSpeedTime = 20, kOptHttpHeader = 10023, kOptSslCert = 10025, kOptWriteFunction = 20011,
+constexpr int kOptWriteData = 10001, kOptUrl = 10002, kOptProxy = 10004, kOptHttpHeader = 10023,
+              kOptSslCert = 10025, kOptWriteFunction = 20011,
               kOptPostFields = 10015, kOptPostFieldSize = 60, kOptSslVerifyPeer = 64, kOptCaInfo = 10065,
               kOptSslVerifyHost = 81, kOptSslKey = 10087, kOptNoSignal = 99, kOptTimeoutMs = 155,
               kOptConnectTimeoutMs = 156, kOptNoProxy = 10177, kOptProtocols = 181;
 constexpr int kInfoResponseCode = 0x200000 + 2;
+constexpr int kTimedOutCode = 28;  // CURLE_OPERATION_TIMEDOUT
 constexpr long kProtoHttp = 1, kProtoHttps = 2;
 constexpr long kGlobalDefault = 3;
 constexpr size_t kMaxReplyBytes = 4u << 20;  // a record is <= 1 MiB, base64 in JSON: well below
@@ -92,9 +93,8 @@ class CurlClient : public HttpClient {
     api_.setopt(h, kOptNoSignal, 1L);  // no SIGALRM in NCCL's process for timeouts
     api_.setopt(h, kOptTimeoutMs, static_cast<long>(timeout_ms));
     api_.setopt(h, kOptConnectTimeoutMs, static_cast<long>(timeout_ms));
-    // A peer sending under 64 bytes/s for a second is cut off before the total bound.
-    api_.setopt(h, kOptLowSpeedLimit, 64L);
-    api_.setopt(h, kOptLowSpeedTime, 1L);
+    // The total bound alone cuts a peer that trickles bytes: a low-speed cut-off of a second also cut a
+    // loaded etcd queueing the request (no byte yet), so 1,024 ranks' joins retried for 60 s and none agreed.
     api_.setopt(h, kOptPostFields, body.data());
     api_.setopt(h, kOptPostFieldSize, static_cast<long>(body.size()));
     api_.setopt(h, kOptHttpHeader, list);
@@ -110,6 +110,7 @@ class CurlClient : public HttpClient {
     api_.slistFree(list);
     give(handle);
     if (rc == kAborted) return makeError("abandoned: the thread is stopping");
+    if (rc == kTimedOutCode) return makeError(std::string(kTimedOut) + " (" + api_.strerror(rc) + ")");
     if (rc != 0) return makeError(std::string(api_.strerror(rc)));
     return reply;
   }

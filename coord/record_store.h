@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "features/features.h"
@@ -43,6 +44,10 @@ struct RecordsAndCount {
   std::vector<std::optional<std::string>> records;
   SetCount count;
 };
+
+// An operation that ran out of time (a slow or silent store, not one that refused): its error says so.
+inline constexpr std::string_view kTimedOut = "timed out";
+inline bool timedOut(std::string_view error) { return error.find(kTimedOut) != std::string_view::npos; }
 
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
@@ -86,8 +91,15 @@ class RecordStore {
   // being read, so that a rank's work does not grow with how many ranks wrote (the input check). Names
   // are [0-9a-z-] only. Writes `bytes` as `member` of `group` in `set` (again: no error, nothing
   // changes) and counts, as of right after it, the members of the set and of the group.
-  virtual Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
-                                     const std::string& member, const std::string& bytes) = 0;
+  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
+                             const std::string& member, const std::string& bytes) {
+    return joinSetBy(commId, set, group, member, bytes, kNoDeadline);
+  }
+  // A join ending by `by` or the backend's per-operation bound, whichever is later: a caller retrying a
+  // join that timed out on a loaded store gives the retry longer (the work a timed-out request cost the
+  // store is lost, and a herd of retries at the per-operation bound never drains).
+  virtual Expected<SetCount> joinSetBy(uint64_t commId, const std::string& set, const std::string& group,
+                                       const std::string& member, const std::string& bytes, Deadline by) = 0;
   // `boundaries`' records (as readMany) and the count joinSet would give, without joining, as of the
   // same moment: one request (etcd: one transaction; a directory: one operation each). A set no one
   // joined counts 0. How a waiting rank knows how many ranks are still to come.

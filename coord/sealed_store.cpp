@@ -35,9 +35,9 @@ class SealedStore : public RecordStore {
   }
 
   // Set members are not sealed here: the input check seals its own (it knows whose key opens them).
-  Expected<SetCount> joinSet(uint64_t commId, const std::string& set, const std::string& group,
-                             const std::string& member, const std::string& bytes) override {
-    return inner_->joinSet(commId, set, group, member, bytes);
+  Expected<SetCount> joinSetBy(uint64_t commId, const std::string& set, const std::string& group,
+                               const std::string& member, const std::string& bytes, Deadline by) override {
+    return inner_->joinSetBy(commId, set, group, member, bytes, by);
   }
   Expected<std::optional<SetMember>> memberOutside(uint64_t commId, const std::string& set,
                                                    const std::string& group) override {

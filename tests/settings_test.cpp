@@ -54,7 +54,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_ETCD", "(unset)", false},
     {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=2000,ttl_s=86400", false},
     {"DYNAMICCL_INPUTS_CHECK", "1", false},
-    {"DYNAMICCL_INPUTS_TIMEOUT_MS", "10000", false},
+    {"DYNAMICCL_INPUTS_TIMEOUT_MS", "auto", false},
     {"DYNAMICCL_TOPO", "(unset)", false},
     {"DYNAMICCL_WORKLOAD", "(unset)", false},
     {"DYNAMICCL_TEST", "(unset)", false},

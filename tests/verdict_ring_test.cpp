@@ -45,9 +45,9 @@ class CountingStore : public coord::RecordStore {
     ++ops;
     return inner_.readAndCount(c, bs, s, g);
   }
-  Expected<coord::SetCount> joinSet(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
-                                    const std::string& bytes) override {
-    return inner_.joinSet(c, s, g, m, bytes);
+  Expected<coord::SetCount> joinSetBy(uint64_t c, const std::string& s, const std::string& g, const std::string& m,
+                                      const std::string& bytes, coord::Deadline by) override {
+    return inner_.joinSetBy(c, s, g, m, bytes, by);
   }
   Expected<std::optional<coord::SetMember>> memberOutside(uint64_t c, const std::string& s, const std::string& g) override {
     return inner_.memberOutside(c, s, g);

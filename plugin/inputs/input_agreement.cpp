@@ -265,11 +265,20 @@ class InputCheck {
   std::optional<InputsAgreement> join() {
     const auto settled = store_.read(commId_, coord::kInputsAgreementKey);
     if (settled.ok() && settled->has_value()) return agreementFor(**settled, me_, commId_, store_.describe());
-    joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
-    const auto retryUntil = settled.ok() ? deadline_ : std::min(deadline_, start_ + kRetryUnanswered);
-    for (auto pause = std::chrono::milliseconds(10); !joined_.ok() && Clock::now() + pause < retryUntil; pause *= 2) {
-      std::this_thread::sleep_for(pause);
-      joined_ = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
+    // A read that ran out of time is a store too slow for its bound (a thousand ranks at once), not one that
+    // refused: it is waited on to the check's deadline, as one that answered is.
+    const bool answered = settled.ok() || coord::timedOut(settled.error());
+    const auto retryUntil = answered ? deadline_ : std::min(deadline_, start_ + kRetryUnanswered);
+    // A slow store is not a failed one: the join may take all of that (1,024 ranks' joins on one 2-core
+    // machine took 5 s; at etcd's 2 s bound each try timed out, its work lost to the store, and the retries
+    // never drained: 0 of 1,024 agreed in 60 s). Retries after a fast failure pause, spread over the ranks.
+    joined_ = store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil);
+    const uint64_t spread = std::hash<std::string>{}(me_.member);
+    for (auto pause = std::chrono::milliseconds(10); !joined_.ok(); pause *= 2) {
+      const auto wait = pause / 2 + pause * static_cast<int64_t>(spread % 1024) / 1024;
+      if (Clock::now() + wait >= retryUntil) break;
+      std::this_thread::sleep_for(wait);
+      joined_ = store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil);
     }
     if (!joined_.ok()) {
       InputsAgreement v = refused("the store (" + store_.describe() + ") refused this rank's inputs (" +
@@ -355,7 +364,7 @@ class InputCheck {
                       me_, settleBy_, stop_);
       me_.confirmed = proposal->name;  // before the join: a join whose reply is lost may still count
     }
-    auto c = store_.joinSet(commId_, "confirm-" + me_.confirmed, me_.group, me_.member, "");
+    auto c = store_.joinSetBy(commId_, "confirm-" + me_.confirmed, me_.group, me_.member, "", deadline_);
     if (!c.ok()) return std::nullopt;
     me_.counted = true;
     confirmations_ = *c;

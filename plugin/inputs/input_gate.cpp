@@ -108,8 +108,8 @@ InputsOutcome ranksAgreeOnInputs(const Settings& s, const std::string& profileDi
   std::vector<InputField> fields = decisionInputs(s, profileDigest, shape, rules);
   fields.push_back({"DYNAMICCL_COORD_TOKEN_FILE", token.state});  // the token itself only in the key
   const std::string mine = inputsRecord(fields, whoAmI());
-  const int64_t timeout_ms =
-      gSawMissing.load(std::memory_order_relaxed) ? std::min(s.inputsTimeout_ms, kAfterMissing_ms) : s.inputsTimeout_ms;
+  const int64_t sized_ms = inputsCheckTimeout_ms(s, shape.nRanks);
+  const int64_t timeout_ms = gSawMissing.load(std::memory_order_relaxed) ? std::min(sized_ms, kAfterMissing_ms) : sized_ms;
   const std::string key = inputsKey(shape.commId, mine, token.secret);
   const InputsAgreement v = agreeOnInputs(**store, shape.commId, shape.nRanks, mine, timeout_ms, key,
                                         membersKey(shape.commId, token.secret), stop);

@@ -2,6 +2,7 @@
 // of variables (settings_table.h); a bad value is reported once and the documented default stands.
 #include "plugin/settings/settings.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,6 +111,13 @@ std::optional<std::string> HostCodec::parse(const char* v, std::optional<abi::Ho
   return std::nullopt;
 }
 
+std::optional<std::string> InputsTimeoutCodec::parse(const char* v, int64_t& ms) {
+  const std::optional<int64_t> x = wholeInteger(v, 1, 600'000);
+  if (!x) return "expected an integer in 1..600000";
+  ms = *x;
+  return std::nullopt;
+}
+
 std::optional<std::string> DbMaxCodec::parse(const char* v, int64_t& bytes) {
   auto cap = store::maxBytesFromMegabytes(v);  // the store's rule, the tools' too
   if (!cap) return "expected a number of MB in (0, 1e9)";
@@ -158,6 +166,13 @@ std::optional<std::string> WorkloadCodec::parse(const char* v, WorkloadContext& 
 }
 
 }  // namespace settings_table
+
+int64_t inputsCheckTimeout_ms(const Settings& s, int nRanks) {
+  // Measured: 1,024 ranks' check through one etcd on a 2-core machine hosting it and every rank took
+  // 2.7-11 s (the store serves the joins in turn), 256 ranks 0.6-2.1 s: twice that, from 500 ranks.
+  constexpr int64_t kFloor_ms = 10'000, kPerRank_ms = 20;
+  return s.inputsTimeout_ms > 0 ? s.inputsTimeout_ms : std::max<int64_t>(kFloor_ms, kPerRank_ms * nRanks);
+}
 
 Settings readSettings(const EnvReader& env, const SettingsReport& report) {
   Settings s;

@@ -102,7 +102,7 @@ struct Settings {
   EtcdClient etcd;                            // DYNAMICCL_ETCD_CLIENT
   // Ranks agree on their inputs (docs/ONLINE.md): each publishes a digest at init, all compare them.
   bool inputsCheck = true;                    // DYNAMICCL_INPUTS_CHECK=0: skip (one process playing one rank)
-  int64_t inputsTimeout_ms = 10000;           // DYNAMICCL_INPUTS_TIMEOUT_MS, 1..600000: wait for every digest
+  int64_t inputsTimeout_ms = 0;               // DYNAMICCL_INPUTS_TIMEOUT_MS, 1..600000: wait for every digest; 0: inputsCheckTimeout_ms
 
   // Inputs of learned rules: job configuration, the same on every rank.
   TopoOverrides topo;        // DYNAMICCL_TOPO
@@ -113,6 +113,9 @@ struct Settings {
 
 using EnvReader = std::function<const char*(const char* name)>;
 using SettingsReport = std::function<void(const std::string& line)>;
+
+// The input check's timeout for a communicator of nRanks: DYNAMICCL_INPUTS_TIMEOUT_MS, or sized by nRanks.
+int64_t inputsCheckTimeout_ms(const Settings& s, int nRanks);
 
 // Pure: every variable through env; report gets one line per bad variable.
 Settings readSettings(const EnvReader& env, const SettingsReport& report);

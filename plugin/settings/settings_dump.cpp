@@ -54,6 +54,8 @@ std::string HostCodec::show(const std::optional<abi::Host>& host) {
   return host ? (*host == abi::Host::Rccl ? "rccl" : "nccl") : "";
 }
 
+std::string InputsTimeoutCodec::show(int64_t ms) { return ms > 0 ? std::to_string(ms) : "auto"; }
+
 std::string DbMaxCodec::show(int64_t bytes) {
   return bytes > 0 ? numberText(static_cast<double>(bytes) / (1024 * 1024)) : "";
 }

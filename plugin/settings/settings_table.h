@@ -27,6 +27,12 @@ struct HostCodec {
   static std::optional<std::string> parse(const char* v, std::optional<abi::Host>& host);
   static std::string show(const std::optional<abi::Host>& host);
 };
+// The input check's timeout: 1..600000 ms, or (unset) sized by the communicator (inputsCheckTimeout_ms).
+struct InputsTimeoutCodec {
+  static constexpr const char* kDefault = "auto (10000 ms, 20 ms a rank from 500 ranks)";
+  static std::optional<std::string> parse(const char* v, int64_t& ms);
+  static std::string show(int64_t ms);
+};
 struct DbMaxCodec {
   static constexpr const char* kDefault = "no cap";
   static std::optional<std::string> parse(const char* v, int64_t& bytes);
@@ -118,7 +124,7 @@ void eachVariable(V& v, S& s) {
   v.template coded<EtcdCodec>("DYNAMICCL_ETCD", s.etcdEndpoints);
   v.template coded<EtcdClientCodec>("DYNAMICCL_ETCD_CLIENT", s.etcd);
   v.flag("DYNAMICCL_INPUTS_CHECK", s.inputsCheck);
-  v.integer("DYNAMICCL_INPUTS_TIMEOUT_MS", s.inputsTimeout_ms, 1, 600'000);
+  v.template coded<InputsTimeoutCodec>("DYNAMICCL_INPUTS_TIMEOUT_MS", s.inputsTimeout_ms);
   v.template coded<TopoCodec>(kTopoVariable, s.topo);
   v.template coded<WorkloadCodec>("DYNAMICCL_WORKLOAD", s.workload);
   v.template coded<TestCodec>("DYNAMICCL_TEST", s.test);
