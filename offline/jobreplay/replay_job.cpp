@@ -108,7 +108,11 @@ std::vector<int> waitForRanks(const std::vector<pid_t>& pids, const JobOptions& 
 Expected<JobResult> replayJob(const MeasuredJob& job, const JobOptions& o) {
   namespace fs = std::filesystem;
   if (job.keys.empty()) return makeError("the job has no keys");
-  if (job.nRanks < 1 || job.nNodes < 1 || job.nRanks > 512) return makeError("the job's shape is not a communicator");
+  constexpr int kMostRanks = 512;  // one forked process per rank, on one machine
+  if (job.nRanks < 1 || job.nNodes < 1) return makeError("the job's shape is not a communicator");
+  if (job.nRanks > kMostRanks)
+    return makeError("the data's shape has " + std::to_string(job.nRanks) + " ranks; a replayed job forks one process "
+                     "per rank, at most " + std::to_string(kMostRanks) + " (its steps before this one still ran)");
   if (o.epochCalls < 1 || o.iterations < 1) return makeError("iterations and epoch calls must be positive");
   if (void* h = dlopen(o.pluginPath.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
     dlclose(h);
