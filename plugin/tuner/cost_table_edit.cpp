@@ -28,7 +28,7 @@ const float* CostCells::ours(float (&scratch)[kNumAlgos * kNumProtos]) const {
   return scratch;
 }
 
-CellScan scanOtherShape(const CostCells& table) {
+CellScan scanOtherShape(CostCells table) {
   CellScan scan;
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p) {
@@ -68,7 +68,7 @@ void moveOtherZeros(const CostCells& table, int chosen, abi::PickRule rule, cons
   }
 }
 
-const policy::Decision* applyFirstFeasible(const policy::Candidates& candidates, const CostCells& table,
+const policy::Decision* applyFirstFeasible(const policy::Candidates& candidates, CostCells table,
                                            int* nChannels, abi::PickRule rule, const EditLimits& limits,
                                            CellScan scan, policy::Decision* applied) {
   if (!table.ncclShape() && outsiderHoldsZero(table)) return nullptr;  // a 0 we may not move would tie ours

@@ -38,7 +38,7 @@ struct CellScan {
   bool finite = true;
   bool anyZero = false;
 };
-CellScan scanOtherShape(const CostCells& table);  // any shape, a cell at a time
+CellScan scanOtherShape(CostCells table);  // any shape, a cell at a time
 
 // NCCL's float[7][3] with no 0.0 and nothing non-finite (the usual table), as five 4-lane words and the
 // last cell in all four lanes (a word overlapping the fifth would span two of the caller's stores, which
@@ -86,7 +86,8 @@ int ncclOwnChoice(const CostCells& table, abi::PickRule rule = abi::PickRule::Nc
 // receives what ran: the protocol picked for an algorithm alone, no channels where they were kept.
 namespace edit_detail {
 // Every candidate in order, every host shape, guards, user limits and ties: the whole rule, out of line.
-const policy::Decision* applyFirstFeasible(const policy::Candidates& candidates, const CostCells& table,
+// The table by value: a caller's CostCells whose address escaped stays in memory on the hot path.
+const policy::Decision* applyFirstFeasible(const policy::Candidates& candidates, CostCells table,
                                            int* nChannels, abi::PickRule rule, const EditLimits& limits,
                                            CellScan scan, policy::Decision* applied);
 }  // namespace edit_detail

@@ -172,7 +172,28 @@ ncclResult_t tunerInit(int abiVersion, void** context, uint64_t commId, size_t n
 
 namespace {
 
-// Every call the usual path does not take: every state, host shape and table; the whole rule.
+[[gnu::noinline, gnu::cold]] void warnOddTable(int coll) {
+  if (firstTime(gWarnedOddTable))
+    logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
+            collectiveName(Collective(coll)).data());
+}
+
+// The candidates applied to the host's table, and the call's end: both paths' last step.
+[[gnu::always_inline]] inline void decideOnTable(TunerContext& c, int coll, uint64_t nBytes, const CostCells& cells,
+                                                 const policy::Candidates& candidates, int* nChannels, bool online) {
+  policy::Decision ran;  // what the host is told: the decision less what the user or the host keeps
+  const policy::Decision* applied = nullptr;
+  if (candidates.count) {
+    const CellScan scan = scanCostTable(cells);
+    if (scan.finite) [[likely]]
+      applied = applyCandidates(candidates, cells, nChannels, c.pickRule, c.fixed.limits, scan, &ran);
+    else
+      warnOddTable(coll);
+  }
+  endCall(c, coll, nBytes, applied, ran, online);
+}
+
+// Every call the usual path does not take: every state, host shape and table.
 [[gnu::noinline]] ncclResult_t getCollInfoInGeneral(TunerContext* c, ncclFunc_t collType, size_t nBytes,
                                                     int numPipeOps, float** collCostTable, int numAlgo, int numProto,
                                                     int regBuff, int* nChannels) {
@@ -209,42 +230,26 @@ namespace {
   const policy::Candidates* learned =
       c->online ? onlinePick(*c->online, coll, nBytes, cells.ours(scratch), c->pickRule) : nullptr;
   const policy::Candidates& candidates = learned ? *learned : c->table.lookup(coll, nBytes, numPipeOps, regBuff);
-  policy::Decision ran;  // what the host is told: the decision less what the user or the host keeps
-  const policy::Decision* applied = nullptr;
-  if (candidates.count) {
-    const CellScan scan = scanCostTable(cells);
-    if (scan.finite) {
-      applied = applyCandidates(candidates, cells, nChannels, c->pickRule, c->fixed.limits, scan, &ran);
-    } else if (firstTime(gWarnedOddTable)) {
-      logWarn("cost table with NaN/infinite entries for %s; NCCL's own choices stand for such calls",
-              collectiveName(Collective(coll)).data());
-    }
-  }
-  endCall(*c, coll, nBytes, applied, ran, learned != nullptr);
+  decideOnTable(*c, coll, nBytes, cells, candidates, nChannels, learned != nullptr);
   return ncclSuccess;
 }
 
 }  // namespace
 
-// The usual call decides here without the general path's checks; any other, or one whose candidate the
-// usual rule cannot take, goes to the general path, which decides it identically.
+// The usual call (takesUsualPath, and the table NCCL's 7x3) decides here, without the general path's checks,
+// which its state has passed once and for all; any other call takes the general path.
 ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels) {
   TunerContext* c = TunerContext::from(context);
   if (c && c->usualPath && numAlgo == kNumAlgos && numProto == kNumProtos && collCostTable && nChannels &&
       isTunable(collType)) [[likely]] {
     const int coll = static_cast<int>(collType);
-    float* cells = reinterpret_cast<float*>(collCostTable);
-    const policy::Candidates& candidates = c->table.lookup(coll, nBytes, numPipeOps, regBuff);
-    policy::Decision ran;
-    if (!candidates.count) return endCall(*c, coll, nBytes, nullptr, ran, false), ncclSuccess;
-    if (usualNcclTable(cells))
-      if (const policy::Decision* applied = applyUsual(candidates, cells, nChannels, c->fixed.limits, &ran))
-        return endCall(*c, coll, nBytes, applied, ran, false), ncclSuccess;
+    const CostCells cells{reinterpret_cast<float*>(collCostTable), kNumAlgos, kNumProtos};
+    decideOnTable(*c, coll, nBytes, cells, c->table.lookup(coll, nBytes, numPipeOps, regBuff), nChannels, false);
+    return ncclSuccess;
   }
   return getCollInfoInGeneral(c, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto, regBuff, nChannels);
 }
-
 
 ncclResult_t tunerGetCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
