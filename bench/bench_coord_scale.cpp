@@ -7,10 +7,12 @@
 // how long a published table takes to reach every rank; and where the init requests went (joins,
 // confirmations, reads, writes) with when the last join and the last confirmation returned. A request is one store operation: one HTTP
 // request to etcd (a transaction counts once), one file-system operation group in a directory.
+// --per-node N (8): on etcd, ranks N a node, whose epoch records one of them polls for the node
+// (node_reads=1, the plugin's default); 1: every rank polls etcd itself.
 // --comms N: every rank in N communicators (a job's process groups), each with its own connection as
 // the plugin opens one per communicator and checked in a thread of its own as the plugin's check pool
 // runs them; the figures per rank then sum its communicators'.
-//   bench_coord_scale [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1]
+//   bench_coord_scale [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1] [--per-node 8]
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -112,6 +114,7 @@ struct Args {
   std::vector<std::string> backends = {"etcd", "dir"};
   double steady_s = 6, epoch_s = 2;
   int comms = 1;
+  int perNode = 8;  // ranks a node (etcd): one of them polls for the node (node_reads=1); 1: every rank polls
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -132,8 +135,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--steady-s") a.steady_s = std::atof(v.c_str());
     else if (k == "--epoch-s") a.epoch_s = std::atof(v.c_str());
     else if (k == "--comms") a.comms = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--per-node") a.perNode = std::max(1, std::atoi(v.c_str()));
     else {
-      std::fprintf(stderr, "usage: %s [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--ranks 16,64,256,1024] [--backends etcd,dir] [--steady-s 6] [--epoch-s 2] [--comms 1] [--per-node 8]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -213,12 +217,22 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   // read-ahead is ticked every 500 us, as the epoch agent ticks it, by 4 threads (the ranks' agents).
   const uint64_t E = 1000;
   const double callsPerSecond = E / a.epoch_s;
+  // On etcd, each rank's epoch records go through one reader per node of a.perNode ranks, each node a
+  // directory of its own, as the plugin reads them by default (node_reads=1).
+  char nodesTmpl[] = "/tmp/dynamiccl-coordscale-nodes-XXXXXX";
+  const bool perNode = backend == "etcd" && a.perNode > 1;
+  const std::string nodes = perNode ? mkdtemp(nodesTmpl) : "";
   std::vector<std::shared_ptr<plugin::OnlineComm>> comms;
   for (int i = 0; i < n * C; ++i) {
     auto c = std::make_shared<plugin::OnlineComm>();
     c->commId = commId + i / n;
     c->epochCalls = E;
     c->store = stores[i];
+    if (perNode) {
+      auto shared = coord::nodeSharedStore(stores[i], nodes + "/node" + std::to_string(i % n / a.perNode), "bench");
+      if (shared.ok()) c->store = std::move(shared.value());
+      else std::fprintf(stderr, "no node directory: %s\n", shared.error().c_str());
+    }
     comms.push_back(c);
   }
   auto leaderStore = open();
@@ -276,12 +290,14 @@ void runOnce(const std::string& backend, int n, const Args& a, const std::functi
   stop = true;
   leader.join();
   for (auto& t : agents) t.join();
+  comms.clear();
+  if (perNode) std::filesystem::remove_all(nodes);
   double reach_ms = 0;
   int boundaries = 0;
   for (const auto& [place, when] : lastHolder)
     if (published.count(place)) reach_ms = std::max(reach_ms, ms(when - published[place])), ++boundaries;
 
-  std::printf("%-4s %6d %5d | %8.1f %8.0f %8.0f | %8.1f %8.1f %5d/%-5d | %8.2f %9.0f %10.0f | %8.1f (%d)\n",
+  std::printf("%-4s %6d %5d | %8.1f %8.0f %8.0f | %8.1f %8.1f %5d/%-5d | %8.3f %9.0f %10.0f | %8.1f (%d)\n",
               backend.c_str(), n, C,
               static_cast<double>(init.requests) / n, static_cast<double>(init.bytesOut + init.bytesIn) / n,
               static_cast<double>(init.requests), init_ms[n / 2], init_ms.back(), agreeing, n * C,

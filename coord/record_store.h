@@ -80,6 +80,13 @@ class RecordStore {
     }
     return out;
   }
+  // A rank's poll ahead of its position (readMany's answer): a store that shares one reader among a
+  // node's processes answers most of them from what that reader kept on the node.
+  virtual Expected<std::vector<std::optional<std::string>>> pollMany(uint64_t commId,
+                                                                     const std::vector<uint64_t>& boundaries,
+                                                                     size_t presence, Deadline by = kNoDeadline) {
+    return readMany(commId, boundaries, presence, by);
+  }
   // Removes the record only while it still holds `expected` (the bytes a read gave), by `by`: true when
   // removed, false when it holds other bytes or none. Only a memory that folds its old records into
   // newer ones (the verdicts' ring) removes; epoch records are never removed, only expire (etcd).
@@ -119,7 +126,7 @@ class RecordStore {
 Expected<std::unique_ptr<RecordStore>> openDirStore(const std::string& dir, bool privateDir, int delay_ms = 0,
                                                     int publishFails_ms = 0);
 
-// The node-local default: $TMPDIR (or /tmp)/dynamiccl-<uid>/coord, private to this user.
+// The node-local default: $TMPDIR (or /tmp)/dynamiccl-<uid>, private to this user.
 std::string nodeLocalDir();
 
 // etcd v3 (its JSON gateway, through libcurl loaded at run time): endpoints "http(s)://host:port".
@@ -133,6 +140,14 @@ struct EtcdOptions {
 };
 // An error (one line) when libcurl.so.4 cannot be loaded; nothing is contacted here.
 Expected<std::unique_ptr<RecordStore>> openEtcdStore(const EtcdOptions& options);
+
+// `inner` (a store every node reaches) with one reader per node and communicator: the process holding
+// the communicator's lock file under `base` (nodeLocalDir()) polls `inner` and keeps what it reads on
+// the node, where the node's other processes' polls read it (pollMany); a rank waiting for a record
+// (readMany) reads the node's copy, then `inner`; read() asks `inner`. Everything else goes to `inner`. `jobTag` keeps
+// jobs apart (the seal key's). An error: no private directory on the node (use `inner` alone).
+Expected<std::unique_ptr<RecordStore>> nodeSharedStore(std::shared_ptr<RecordStore> inner, const std::string& base,
+                                                       const std::string& jobTag);
 
 // What a sealed store reads where the record is not sealed under its key (planted, forged, another
 // job's): the same bytes on every rank, which parse as no table (a boundary's reader freezes).

@@ -27,6 +27,13 @@ class SealedStore : public RecordStore {
     return recs;
   }
 
+  Expected<std::vector<std::optional<std::string>>> pollMany(uint64_t commId, const std::vector<uint64_t>& boundaries,
+                                                             size_t presence, Deadline by = kNoDeadline) override {
+    auto recs = inner_->pollMany(commId, boundaries, presence, by);
+    if (recs.ok()) openFrom(presence, commId, boundaries, *recs);
+    return recs;
+  }
+
   Expected<RecordsAndCount> readAndCount(uint64_t commId, const std::vector<uint64_t>& boundaries,
                                          const std::string& set, const std::string& group) override {
     auto got = inner_->readAndCount(commId, boundaries, set, group);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "abi/abi.h"
+#include "features/crypto.h"
 #include "plugin/log.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online/epoch_agent.h"
@@ -18,6 +19,7 @@
 namespace dynamiccl::plugin {
 namespace {
 std::atomic<bool> gWarnedNoBackend{false};
+std::atomic<bool> gWarnedNoNodeReads{false};
 std::atomic<bool> gLoggedOnline{false};
 std::atomic<bool> gWarnedNoProfiler{false};
 std::atomic<bool> gLoggedVerifyNeedsProfiler{false};
@@ -87,6 +89,19 @@ void sayStarted(const OnlineComm& c, bool learn, bool verify, bool searchOnly, d
           static_cast<unsigned long long>(c.epochCalls), budget, c.store->describe().c_str());
 }
 
+// Where the epoch records are read: etcd through one reader per node (node_reads), unless the node
+// has no private directory for it; the verdicts' ring, whose records are removed, never (its reads
+// must be the store's).
+std::shared_ptr<coord::RecordStore> epochRecordsStore(const std::shared_ptr<coord::RecordStore>& raw,
+                                                      const Settings& settings, const std::string& key) {
+  if (settings.etcdEndpoints.empty() || !settings.etcd.nodeReads) return raw;
+  auto shared = coord::nodeSharedStore(raw, coord::nodeLocalDir(), coord::hex(sha256(key)));
+  if (shared.ok()) return std::move(shared.value());
+  if (firstTime(gWarnedNoNodeReads))
+    logInfo("online: every rank polls %s itself (%s)", raw->describe().c_str(), shared.error().c_str());
+  return raw;
+}
+
 }  // namespace
 
 std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::DecisionTable& staticTable,
@@ -147,7 +162,8 @@ std::shared_ptr<OnlineComm> startOnline(const CommShape& shape, const policy::De
   // Epoch records sealed under the key the input check left (bound to its verdict): a table or FROZEN
   // this job's leader did not write reads, on every rank alike, as no table (frozen there).
   const std::shared_ptr<coord::RecordStore> raw = std::move(backend.value());  // verdicts travel unsealed
-  c->store = coord::sealedStore(raw, epochKey.empty() ? epochKeyUnchecked(shape.commId, coordToken(settings)) : epochKey,
+  const std::string key = epochKey.empty() ? epochKeyUnchecked(shape.commId, coordToken(settings)) : epochKey;
+  c->store = coord::sealedStore(epochRecordsStore(raw, settings, key), key,
                                 [seen = c->foreignRecords](uint64_t commId, uint64_t boundary) {
                                   if (seen->fetch_add(1, std::memory_order_relaxed) == 0)
                                     logWarn("online: the record of boundary %llu of communicator %016llx is not sealed "

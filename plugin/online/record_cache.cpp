@@ -81,7 +81,7 @@ void readAhead(OnlineComm& c, uint64_t calls, uint64_t need) {
   if (!newestFrozen)  // no version follows a frozen record
     for (uint64_t b = newest + E; b <= calls + kReadAheadEpochs * E && ask.size() < ahead; b += E) ask.push_back(b);
   if (ask.empty()) return;
-  auto recs = c.store->readMany(c.commId, ask, newest ? 1 : 0);  // the newest: only whether it is still there
+  auto recs = c.store->pollMany(c.commId, ask, newest ? 1 : 0);  // the newest: only whether it is still there
   if (!recs.ok()) return;
   size_t found = 0;
   for (size_t i = newest ? 1 : 0; i < ask.size(); ++i)

@@ -88,10 +88,11 @@ std::string BudgetCodec::show(const Budget& b) {
 }
 
 std::optional<std::string> EtcdClientCodec::parse(const char* v, EtcdClient& out) {
-  return readGroup(v, {"auth_file", "ca", "cert", "key", "timeout_ms", "ttl_s"}, out,
+  return readGroup(v, {"auth_file", "ca", "cert", "key", "timeout_ms", "ttl_s", "node_reads"}, out,
                    [](const KeyValue& kv, EtcdClient& c) {
                      if (kv.key == "timeout_ms") return integer(kv, 10, 60'000, c.timeout_ms);
                      if (kv.key == "ttl_s") return integer(kv, 60, 31'536'000, c.ttl_s);
+                     if (kv.key == "node_reads") return integer(kv, 0, 1, c.nodeReads);
                      return path(kv, kv.key == "auth_file" ? c.authFile
                                      : kv.key == "ca"      ? c.ca
                                      : kv.key == "cert"    ? c.cert
@@ -101,7 +102,8 @@ std::optional<std::string> EtcdClientCodec::parse(const char* v, EtcdClient& out
 
 // Paths are logged where they are used (credentials read from ..., TLS ...), not here.
 std::string EtcdClientCodec::show(const EtcdClient& c) {
-  std::string out = "timeout_ms=" + std::to_string(c.timeout_ms) + ",ttl_s=" + std::to_string(c.ttl_s);
+  std::string out = "timeout_ms=" + std::to_string(c.timeout_ms) + ",ttl_s=" + std::to_string(c.ttl_s) +
+                    ",node_reads=" + (c.nodeReads ? "1" : "0");
   for (const auto& [key, file] : {std::pair{"auth_file", &c.authFile}, {"ca", &c.ca}, {"cert", &c.cert}, {"key", &c.key}})
     if (!file->empty()) out += std::string(",") + key + "=(set)";
   return out;
