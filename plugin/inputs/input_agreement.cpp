@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -40,10 +41,15 @@ constexpr double kLateMargin = 1.2;  // past the expected time: a poll a little 
 // twice that time before it counts again. Unbounded, one early rank of 256 slept a second on the
 // pace of two members and every other rank waited for its confirmation.
 constexpr double kFurthestAhead = 2;
-// A re-join (only counting) while no proposal appears, from half the check's time on: at most this
-// often. It rescues a count nobody saw (a lost reply, a stale listing); the normal path needs none, and
-// at every second it cost 1,024 ranks arriving over 4 s on etcd 1.9 requests each (1 re-join, and a
-// proposal from most once the count was whole).
+// A count nobody's join saw whole (a lost reply, a stale listing) is rescued by the polls, which count
+// the set too: a rank whose polls have seen it whole with no proposal for this long, or twice the
+// longest request it made if longer (a loaded store: the proposer's write is slow too), proposes, each
+// rank after a share of four times as long again of its own (a herd of proposals is a herd of writes: re-joins
+// every second from half the check's time, each a write transaction, kept a loaded etcd from ever
+// finishing 1,024 ranks' joins).
+constexpr auto kWholeWithoutProposal = std::chrono::seconds(1);
+// A re-join, at most this often, only where the set's count fell below what this rank saw (the store
+// lost members: restarted empty), so that its record is there again.
 constexpr auto kRejoinEvery = std::chrono::seconds(1);
 // A store that failed this rank's first read is asked again only this long from the check's start.
 constexpr auto kRetryUnanswered = std::chrono::seconds(1);
@@ -272,13 +278,13 @@ class InputCheck {
     // A slow store is not a failed one: the join may take all of that (1,024 ranks' joins on one 2-core
     // machine took 5 s; at etcd's 2 s bound each try timed out, its work lost to the store, and the retries
     // never drained: 0 of 1,024 agreed in 60 s). Retries after a fast failure pause, spread over the ranks.
-    joined_ = store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil);
+    joined_ = timed([&] { return store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil); });
     const uint64_t spread = std::hash<std::string>{}(me_.member);
     for (auto pause = std::chrono::milliseconds(10); !joined_.ok(); pause *= 2) {
       const auto wait = pause / 2 + pause * static_cast<int64_t>(spread % 1024) / 1024;
       if (Clock::now() + wait >= retryUntil) break;
       std::this_thread::sleep_for(wait);
-      joined_ = store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil);
+      joined_ = timed([&] { return store_.joinSetBy(commId_, kInputsSet, me_.group, me_.member, sealedMine_, retryUntil); });
     }
     if (!joined_.ok()) {
       InputsAgreement v = refused("the store (" + store_.describe() + ") refused this rank's inputs (" +
@@ -305,11 +311,26 @@ class InputCheck {
   static uint64_t checksInFlight() { return std::min<uint64_t>(ChecksInFlight::communicators(), 1024); }
 
   // The pause, or the time until the set should be whole if later: at most kLongestPause, and never past
-  // the deadline or, before this rank's confirmation counted, its next re-join.
+  // the deadline or the moment this rank would propose for a count seen whole.
   Clock::duration untilNextPoll() const {
     Clock::time_point at = Clock::now() + std::min<Clock::duration>(std::max(pause_, wait_), kLongestPause);
-    at = std::min(at, me_.counted ? deadline_ : std::min(deadline_, rejoinAt_));
+    at = std::min(at, me_.counted || wholeSince_ == Clock::time_point{} ? deadline_ : std::min(deadline_, proposeAt()));
     return std::max<Clock::duration>(at - Clock::now(), {});
+  }
+  // When this rank proposes for a count its polls saw whole with no proposal: after kWholeWithoutProposal
+  // and a share of four times it of its own, so that one or a few ranks write, not all.
+  Clock::time_point proposeAt() const {
+    const uint64_t spread = std::hash<std::string>{}(me_.member) % 1024;
+    const Clock::duration grace = std::max<Clock::duration>(kWholeWithoutProposal, 2 * longestRequest_);
+    return wholeSince_ + grace + 4 * grace * static_cast<int64_t>(spread) / 1024;
+  }
+  // A request of this rank's, timed: the store's pace as this rank sees it.
+  template <typename F>
+  std::invoke_result_t<F> timed(F&& request) {
+    const auto t0 = Clock::now();
+    auto r = request();
+    longestRequest_ = std::max(longestRequest_, Clock::now() - t0);
+    return r;
   }
 
   // A rank's first poll comes after the time its communicator's ranks take to reach the store (one store
@@ -321,14 +342,14 @@ class InputCheck {
 
   // One poll: one request reading the agreement (and, before this rank's confirmation counted, the
   // proposal) and counting the set it waits on; a confirmation when the proposal is there. While
-  // neither is: the rank that proposed writes its proposal again (its write failed); the others re-join
-  // from half the check's time on, at most every kRejoinEvery (only counting): a join whose reply was
-  // lost may have made the count nRanks unseen.
+  // neither is: the rank that proposed writes its proposal again (its write failed); a rank whose polls
+  // see the count whole proposes from proposeAt() (a join whose reply was lost made it whole unseen); one
+  // that sees the count fall (the store lost members) joins again.
   std::optional<InputsAgreement> poll() {
     const bool confirmed = me_.counted;
     const std::vector<uint64_t> keys = confirmed ? std::vector<uint64_t>{coord::kInputsAgreementKey}
                                                  : std::vector<uint64_t>{coord::kInputsAgreementKey, kProposalKey};
-    auto got = store_.readAndCount(commId_, keys, confirmed ? "confirm-" + me_.confirmed : kInputsSet, me_.group);
+    auto got = timed([&] { return store_.readAndCount(commId_, keys, confirmed ? "confirm-" + me_.confirmed : kInputsSet, me_.group); });
     wait_ = {};
     if (!got.ok()) return std::nullopt;
     const auto& recs = got->records;
@@ -342,12 +363,18 @@ class InputCheck {
       return std::nullopt;
     }
     const auto now = Clock::now();
-    if (now >= rejoinAt_) {
+    if (got->count.all >= n_) {
+      if (wholeSince_ == Clock::time_point{}) wholeSince_ = now;
+      if (now >= proposeAt()) return afterJoin(got->count);
+      return std::nullopt;
+    }
+    wholeSince_ = {};
+    const uint64_t seen = joined_.ok() ? joined_->all : 0;
+    if (got->count.all < seen && now >= rejoinAt_) {
       rejoinAt_ = now + kRejoinEvery;
       auto again = store_.joinSet(commId_, kInputsSet, me_.group, me_.member, sealedMine_);
       if (again.ok()) {
         joined_ = again;
-        if (again->all >= n_) pause_ = kMinPause;  // a proposal now, ours or another's: read it soon
         return afterJoin(*again);
       }
     }
@@ -404,7 +431,9 @@ class InputCheck {
   const std::string sealedMine_;
   Expected<coord::SetCount> joined_ = makeError("not joined");
   std::string proposed_;  // the proposal this rank published, when its join made the count nRanks
-  Clock::time_point rejoinAt_ = start_ + (deadline_ - start_) / 2;
+  Clock::time_point rejoinAt_{};    // no re-join before (the count fell)
+  Clock::time_point wholeSince_{};  // since when this rank's polls see the count whole with no proposal
+  Clock::duration longestRequest_{};
   coord::SetCount confirmations_;
   SetPace pace_{n_};
   Clock::duration pause_{};  // doubling from the first pause to 1 s; from 1 ms again after a re-join made the count whole
