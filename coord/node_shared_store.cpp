@@ -18,7 +18,7 @@
 
 #include "coord/record_seal.h"
 #include "coord/record_store.h"
-#include "features/crypto.h"
+#include "features/features.h"
 
 namespace dynamiccl::coord {
 namespace {

@@ -194,7 +194,7 @@ TEST(Settings, AGroupWithOneBadFieldIsRefusedWholeInOneLineNamingIt) {
       {"DYNAMICCL_BUDGET", "explore=0.6", "explore must be a number in 0..0.5"},
       {"DYNAMICCL_BUDGET", "measure=0.1,measure=0.2", "key \"measure\" given twice"},
       {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=5", "timeout_ms must be an integer in 10..60000"},
-      {"DYNAMICCL_ETCD_CLIENT", "ca=/x,user=root", "unknown key \"user\" (auth_file, ca, cert, key, timeout_ms, ttl_s)"},
+      {"DYNAMICCL_ETCD_CLIENT", "ca=/x,user=root", "unknown key \"user\" (auth_file, ca, cert, key, timeout_ms, ttl_s, node_reads)"},
       {"DYNAMICCL_TOPO", "gpu_cc=90,nics_per_node=0", "nics_per_node must be an integer in 1..1000000"},
       {"DYNAMICCL_TOPO", "nic_GBps=0", "nic_GBps must be a number in (0, 1e+06]"},
       {"DYNAMICCL_TEST", "throw=getCollInfo+launch", "throw: expected entry point names"},

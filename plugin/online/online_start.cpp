@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "abi/abi.h"
-#include "features/crypto.h"
+#include "features/features.h"
 #include "plugin/log.h"
 #include "plugin/nccl_version.h"
 #include "plugin/online/epoch_agent.h"
