@@ -48,7 +48,7 @@ Expected<TopoOverrides> environmentTopoOverrides() {
   const char* v = std::getenv(kTopoVariable);
   if (!v || !*v) return TopoOverrides{};
   auto o = parseTopoOverrides(v);
-  if (!o) return makeError(std::string(kTopoVariable) + " ignored: " + o.error());
+  if (!o) return makeError(std::string(kTopoVariable).append(" ignored: ").append(o.error()));
   return o;
 }
 

@@ -19,7 +19,7 @@ if [ -z "${BUILD_DIR:-}" ]; then
   export BUILD_DIR=build-demo BUILD_TYPE=Release
   configure=(-DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG"
              -DDYNAMICCL_TESTS=OFF -DDYNAMICCL_BENCH=OFF -DDYNAMICCL_WITH_TORCH=OFF -DDYNAMICCL_LAB=OFF
-             -DCMAKE_UNITY_BUILD=ON -DDYNAMICCL_OFFLINE_OPT=-O1 -DDYNAMICCL_CCACHE=OFF)
+             -DCMAKE_UNITY_BUILD=ON -DDYNAMICCL_PCH=ON -DDYNAMICCL_OFFLINE_OPT=-O1 -DDYNAMICCL_CCACHE=OFF)
   # GCC collects its garbage less often (measured 24.9 -> 23.1 s on the heaviest file; under 2 GiB a compile).
   if c++ --version 2>/dev/null | grep -q "Free Software"; then
     configure+=(-DCMAKE_CXX_FLAGS="--param ggc-min-expand=400 --param ggc-min-heapsize=1048576")

@@ -73,7 +73,7 @@ class Merger {
     const std::string same = std::string("SELECT 1 FROM runs WHERE id <= ?") + std::to_string(n + 1) +
                              " AND ((" + sameRow(kRunColumns) + ") OR (?7 <> '' AND source_hash = ?7)) LIMIT 1";
     Statement present(out_, same.c_str());
-    Statement select(in_, (std::string("SELECT id, ") + kRunColumns + " FROM runs ORDER BY id").c_str());
+    Statement select(in_, std::string("SELECT id, ").append(kRunColumns).append(" FROM runs ORDER BY id").c_str());
     if (present.ok()) sqlite3_bind_int64(present.get(), n + 1, sqlite3_column_int64(before.get(), 0));
     return copyAbsent("runs", kRunColumns, select, present, 1, counts.runs, counts.runs_present, [&](sqlite3_stmt* row) {
       runIds_[sqlite3_column_int64(row, 0)] = sqlite3_last_insert_rowid(out_);
@@ -102,8 +102,8 @@ class Merger {
   }
 
   Status verdicts(MergeCounts& counts) {
-    Statement present(out_, (std::string("SELECT 1 FROM verdicts WHERE ") + sameRow(kVerdictColumns) + " LIMIT 1").c_str());
-    Statement select(in_, (std::string("SELECT ") + kVerdictColumns + " FROM verdicts ORDER BY id").c_str());
+    Statement present(out_, std::string("SELECT 1 FROM verdicts WHERE ").append(sameRow(kVerdictColumns)).append(" LIMIT 1").c_str());
+    Statement select(in_, std::string("SELECT ").append(kVerdictColumns).append(" FROM verdicts ORDER BY id").c_str());
     return copyAbsent("verdicts", kVerdictColumns, select, present, 0, counts.verdicts, counts.verdicts_present,
                       [](sqlite3_stmt*) {});
   }

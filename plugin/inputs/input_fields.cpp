@@ -58,7 +58,7 @@ std::vector<InputField> decisionInputs(const Settings& s, const std::string& pro
 }
 
 std::string inputsRecord(const std::vector<InputField>& fields, const std::string& who) {
-  std::string out = std::string(kInputsHeader) + "\nwho=" + who + "\n";
+  std::string out = std::string(kInputsHeader).append("\nwho=").append(who).append("\n");
   for (const InputField& f : fields) {
     std::string value = f.value;
     for (char& c : value) c = c == '\n' ? ' ' : c;  // one field per line
