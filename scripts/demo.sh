@@ -10,7 +10,7 @@ start=$SECONDS
 # Only the main job's programs, the dynamiccl command and the plugin library its job loads, into their
 # own folder, built for time to first result (a fresh 2-core machine, no ccache: docs/BUILDING.md):
 # no debug info, a unity build (each target's sources compiled a few at a time: the standard headers
-# parsed once per batch), Ninja (a target compiles while those it links are still building), the tools
+# parsed once per batch, the heaviest precompiled once per group of targets), Ninja (a target compiles while those it links are still building), the tools
 # at -O1 (the plugin, which a job may load from here, at -O2), no LibTorch (the demo never trains), no
 # ccache (a fresh machine's cache is empty: it only adds its own cost).
 # build/ and scripts/test.sh keep their own settings. BUILD_DIR=...: that folder as it is configured.
