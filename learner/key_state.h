@@ -48,6 +48,7 @@ struct KeyState {
   int incumbent = -1;     // arm slot exploited; -1: the prior
   int ncclDefault = -1;   // arm slot NCCL picks alone; -1 unknown
   int candidate = -1;     // arm slot of the key's unverified candidate; -1 none
+  bool tiedMove = false;  // the ended search moved once to a tied channel count that measured faster
   Decision candidateDecision;
   int proposal = -1;      // the arm model's current proposal, kept until measured; -1 none
   uint32_t tested = 0;    // arm slots that were candidates in this job (each gets a verdict)

@@ -23,6 +23,9 @@ class Verifier {
   std::vector<Verdict> verdicts(const std::vector<KeyState>& keys) const;
 
  private:
+  // At an ended search, the tied channel count of the pair that runs that measured fastest (once); -1 none.
+  int tiedChannelMove(KeyState& k) const;
+
   const OnlineConfig& config_;
   const ArmStatistics& stats_;
 };

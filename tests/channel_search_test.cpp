@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "learner/learner.h"
+#include "learner/verifier.h"
 #include "policy/policy.h"
 
 namespace dynamiccl::learner {
@@ -286,6 +287,59 @@ TEST(ChannelSearch, ADoublingPastWhatTheHostBuiltAsksForItsMost) {
   EXPECT_TRUE(r.asked.count(48)) << "32 doubled is past the 48 the host built: ask for 48";
   EXPECT_EQ(r.lastRan, 48);
   for (int c : r.asked) EXPECT_LE(c, 48);
+}
+
+}  // namespace
+}  // namespace dynamiccl::learner
+
+namespace dynamiccl::learner {
+namespace {
+
+// The key as the 256 KiB one of 8x MI355X ended: NCCL's tree/ll, ring/ll promoted at RCCL's 16 channels
+// (+35%), ring/ll at 32 measured 2.3% faster than that within noise (4.4% a call, 20 samples each).
+struct EndedKey {
+  OnlineConfig config;
+  ArmStatistics stats{config};
+  Verifier verifier{config, stats};
+  KeyState k;
+  const int tree = slotOf(Algo::Tree, Proto::LL), ring = slotOf(Algo::Ring, Proto::LL), ring32 = kPairSlots;
+  EndedKey(double ring32_us, int samples) {
+    k.active = true;
+    k.ncclDefault = tree;
+    k.incumbent = ring;
+    k.channelArms[0].pair = static_cast<int8_t>(ring);
+    k.channelArms[0].nChannels = 32;
+    k.ncclChannels[ring] = 16;
+    // A spread of 4.4% a call around each arm's time, the same draws for every arm (their means exact).
+    const double z[] = {-1.5, 0.5, -0.5, 1.5, 1.0, -1.0, 0.0, 0.0};
+    RatioRing window;
+    for (int i = 0; i < samples; ++i) {
+      const double spread = std::exp(0.044 * z[i % 8]);
+      stats.observe(k, tree, 36.2 * spread, window);
+      stats.observe(k, ring, 26.7 * spread, window);
+      stats.observe(k, ring32, ring32_us * spread, window);
+    }
+  }
+};
+
+TEST(ChannelSearch, AnEndedSearchRunsTheTiedCountThatMeasuredFasterOnce) {
+  EndedKey e(26.1, 20);
+  ASSERT_FALSE(e.stats.compare(e.k.arms[e.ring32], e.k.arms[e.ring]).faster) << "tied: within noise";
+  EXPECT_TRUE(e.verifier.switchToBest(e.k, {e.tree, e.ring}));
+  EXPECT_EQ(e.k.incumbent, e.ring32);
+  // Once: noise that later favours 16 channels does not move it back (the normal rule still would, beyond noise).
+  e.k.incumbent = e.ring;
+  EXPECT_FALSE(e.verifier.switchToBest(e.k, {e.tree, e.ring}));
+}
+
+TEST(ChannelSearch, NoTiedMoveWhileTheSearchGoesOnOrOnTooFewSamples) {
+  EndedKey searching(26.1, 20);
+  searching.k.candidate = slotOf(Algo::Ring, Proto::Simple);  // a candidate still without its answer
+  EXPECT_FALSE(searching.verifier.switchToBest(searching.k, {searching.tree, searching.ring}));
+  EndedKey few(26.1, 10);  // under a settled arm's samples
+  EXPECT_FALSE(few.verifier.switchToBest(few.k, {few.tree, few.ring}));
+  EndedKey slower(27.3, 20);  // measured slower: nothing to move to
+  EXPECT_FALSE(slower.verifier.switchToBest(slower.k, {slower.tree, slower.ring}));
 }
 
 }  // namespace
