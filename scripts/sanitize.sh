@@ -10,9 +10,9 @@ MODE=${1:-address}
 # TSan subset: ctest names are <Suite>.<Test>; these suites start threads (or drive the plugin's
 # worker/profiler/epoch-agent threads; Store forks processes instead, and under TSan its bounded
 # busy waits expire). Extend the regex when a new threaded suite appears.
-TSAN_DEFAULT='^(BackgroundProfile|Concurrency|Profiler|EveryVersion|EtcdStore|InputAgreement|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion|Metrics)[A-Za-z/]*\.'
+TSAN_DEFAULT='^(BackgroundProfile|Concurrency|Profiler|EveryVersion|EtcdStore|InputAgreement|OnlineConsistency|Verification|LearnedJob|PluginAbi|EveryAbiVersion|Metrics|Node)[A-Za-z/]*\.'
 # Only the programs holding those suites are built under TSan (the whole tree takes ~20 min on 2 cores).
-TSAN_TARGETS="dynamiccl_plugin bad_input_test background_profile_test profiler_test etcd_store_test input_agreement_test online_consistency_test verification_test learned_job_test plugin_abi_test metrics_test"
+TSAN_TARGETS="dynamiccl_plugin bad_input_test background_profile_test profiler_test etcd_store_test input_agreement_test online_consistency_test verification_test learned_job_test plugin_abi_test metrics_test node_shared_store_test"
 # ASan subset: the plugin and the programs testing it and the libraries it links (features, policy,
 # store, coord), through the real .so. Every test (address-all) no longer fits CI's 90 minutes on 2
 # cores beside the first stage (its build alone passed 40 minutes); the offline tool's tests run there.

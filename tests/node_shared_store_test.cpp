@@ -9,6 +9,8 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "coord/coord.h"
 
@@ -209,6 +211,33 @@ TEST_F(Node, TheNodeKeepsTheNewestRecordsAndTheRestComeFromTheStore) {
   auto waited = b->readMany(kComm, {1000}, 0, kNoDeadline);
   ASSERT_TRUE(waited.ok());
   EXPECT_EQ((*waited)[0], "t1");
+}
+
+TEST_F(Node, AProcesssAgentAndHotPathShareItsStoreWhileTheLeaderPublishes) {
+  // As in the plugin: one process's store polled by its epoch agent while its hot path waits at a
+  // boundary (readMany), another process's polls, and the leader publishing; every read of a boundary
+  // gives the one record published there (run under TSan: scripts/sanitize.sh thread).
+  auto a = process(), b = process();
+  ASSERT_TRUE(a && b);
+  std::atomic<bool> stop{false}, wrong{false};
+  const auto check = [&](uint64_t boundary, const std::optional<std::string>& got) {
+    if (got && *got != "t" + std::to_string(boundary)) wrong = true;
+  };
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    for (uint64_t e = 1; e <= 200; ++e) (void)shared->publish(kComm, e * 1000, "t" + std::to_string(e * 1000));
+    stop = true;
+  });
+  for (RecordStore* s : {a.get(), a.get(), b.get()})
+    threads.emplace_back([&, s, waits = s == a.get() && threads.size() == 2] {
+      for (uint64_t e = 1; !stop.load(); e = e % 200 + 1) {
+        const uint64_t boundary = e * 1000;
+        auto got = waits ? s->readMany(kComm, {boundary}, 0, kNoDeadline) : s->pollMany(kComm, {boundary}, 0);
+        if (got.ok()) check(boundary, (*got)[0]);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(wrong.load()) << "a boundary read another boundary's record";
 }
 
 }  // namespace
