@@ -436,7 +436,7 @@ class InputCheck {
   Clock::duration longestRequest_{};
   coord::SetCount confirmations_;
   SetPace pace_{n_};
-  Clock::duration pause_{};  // doubling from the first pause to 1 s; from 1 ms again after a re-join made the count whole
+  Clock::duration pause_{};  // doubling from the first pause to 1 s
   Clock::duration wait_{};  // until the set this rank waits on should be whole: no poll before
 };
 
