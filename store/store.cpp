@@ -36,7 +36,7 @@ int waitForLock(void* options, int count) {
 // Switching the journal mode needs a moment of exclusive access; other openers may hold it briefly.
 Status setJournalMode(sqlite3* db, const StoreOptions& options, const std::string& mode) {
   const std::string sql = "PRAGMA journal_mode=" + mode;
-  for (int attempt = 0; attempt < options.busy_attempts * 10 && !givenUp(options); ++attempt) {
+  for (int attempt = 0; attempt < options.busy_attempts * 10 && mayAttempt(options, attempt); ++attempt) {
     Statement st(db, sql.c_str());
     if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) {
       const auto* now = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));

@@ -27,8 +27,8 @@ struct StoreOptions {
   int busy_timeout_ms = 2000;   // per attempt: SQLite retries on locks for this long
   int busy_attempts = 3;        // then the batch is dropped (bounded wait, never infinite)
   bool read_only = false;       // readers: a missing file is an error, nothing is created or migrated
-  // When it turns true (a caller's shutdown deadline passed), every wait for a lock ends at once:
-  // the operation fails, its rows are counted as lost. Must outlive the Store.
+  // When it turns true (a caller's shutdown deadline passed), every wait for a lock ends at once: what
+  // would wait fails, its rows counted as lost; what needs no wait still runs. Must outlive the Store.
   const std::atomic<bool>* give_up = nullptr;
   // The statfs(2) f_type of the file system holding a path, -1 unknown; nullptr: statfs itself.
   // Tests fake a network file system through it.

@@ -36,6 +36,9 @@ struct Store::Impl {
 
 // The owner's deadline passed (StoreOptions::give_up): stop waiting for locks.
 inline bool givenUp(const StoreOptions& o) { return o.give_up && o.give_up->load(std::memory_order_relaxed); }
+// The first attempt always runs (waiting on nothing once the owner gave up: the busy handler returns at
+// once); retries only before then. The bound stops waits, not writes that need none.
+inline bool mayAttempt(const StoreOptions& o, int attempt) { return attempt == 0 || !givenUp(o); }
 
 // Column readers: NULL reads as "", NaN or `missing`.
 inline void bindText(sqlite3_stmt* st, int i, const std::string& s) {

@@ -123,7 +123,7 @@ WriteResult Writer::write(const Batch& batch) {
   const bool joined = sqlite3_get_autocommit(db) == 0;
   // BEGIN IMMEDIATE waits up to busy_timeout_ms for the write lock; a few attempts, then give up.
   bool began = joined;
-  for (int attempt = 0; attempt < options.busy_attempts && !began && !givenUp(options); ++attempt) {
+  for (int attempt = 0; attempt < options.busy_attempts && !began && mayAttempt(options, attempt); ++attempt) {
     began = stepDone(statements_->begin.get());
     if (!began && !isBusy(db)) break;
   }
@@ -148,7 +148,7 @@ WriteResult Writer::write(const Batch& batch) {
     if (ok) {
       // In WAL a commit rarely waits (checkpoint); retry briefly, then roll back.
       bool committed = false;
-      for (int attempt = 0; attempt < options.busy_attempts && !committed && !givenUp(options); ++attempt) {
+      for (int attempt = 0; attempt < options.busy_attempts && !committed && mayAttempt(options, attempt); ++attempt) {
         committed = stepDone(statements_->commit.get());
         if (!committed && !isBusy(db)) break;
         if (!committed) std::this_thread::sleep_for(std::chrono::milliseconds(5));

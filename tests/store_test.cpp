@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -712,6 +713,34 @@ TEST(Store, FullDatabaseDropsBatchesCountsThemAndReportsOnce) {
   EXPECT_EQ((*writer)->losses().dropped_rows, static_cast<uint64_t>(dropped) * 200);
   EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), int64_t{committed} * 200);
   EXPECT_EQ(queryText(path, "PRAGMA integrity_check"), "ok");
+}
+
+// Once the owner's bound passed (finalize), the store still opens and writes what waits on no lock,
+// and drops at once what would wait: the bound stops waits, not writes.
+TEST(Store, PastTheOwnersBoundWritesThatNeedNoWaitStillCommit) {
+  TempDir dir;
+  const std::string path = dir.path + "/late.db";
+  std::atomic<bool> givenUp{true};
+  auto store = Store::open({.path = path, .busy_timeout_ms = 2000, .give_up = &givenUp});
+  ASSERT_TRUE(store.ok()) << store.error();
+  const int64_t comm = setUpComm(**store);
+  auto writer = Writer::create(**store);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  EXPECT_TRUE((*writer)->write(makeBatch(comm, 0, 10)).committed);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 10);
+
+  sqlite3* other = nullptr;  // another process of the node holds the write lock
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  const WriteResult r = (*writer)->write(makeBatch(comm, 1, 10));
+  const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(r.committed);
+  EXPECT_LT(waited_ms, 500) << "a busy_timeout of 2000 ms per attempt, 3 attempts, would wait 6 s";
+  EXPECT_NE(r.report_once.find("time bound"), std::string::npos) << r.report_once;
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_EQ(queryInt(path, "SELECT count(*) FROM observations"), 10);
 }
 
 // DYNAMICCL_DB_MAX_MB: one rule for the plugin and the tools.
