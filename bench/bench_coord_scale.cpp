@@ -8,7 +8,7 @@
 // confirmations, reads, writes) with when the last join and the last confirmation returned. A request is one store operation: one HTTP
 // request to etcd (a transaction counts once), one file-system operation group in a directory.
 // --per-node N (8): on etcd, ranks N a node, whose epoch records one of them polls for the node
-// (node_reads=1, opt-in in the plugin); 1: every rank polls etcd itself.
+// (node_reads=1, the plugin's default); 1: every rank polls etcd itself.
 // --comms N: every rank in N communicators (a job's process groups), each with its own connection as
 // the plugin opens one per communicator and checked in a thread of its own as the plugin's check pool
 // runs them; the figures per rank then sum its communicators'.

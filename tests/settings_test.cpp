@@ -52,7 +52,7 @@ const Variable kVariables[] = {
     {"DYNAMICCL_COORD_DIR", "(unset)", true},
     {"DYNAMICCL_COORD_TOKEN_FILE", "(unset)", true},
     {"DYNAMICCL_ETCD", "(unset)", false},
-    {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=2000,ttl_s=86400,node_reads=0", false},
+    {"DYNAMICCL_ETCD_CLIENT", "timeout_ms=2000,ttl_s=86400,node_reads=1", false},
     {"DYNAMICCL_INPUTS_CHECK", "1", false},
     {"DYNAMICCL_INPUTS_TIMEOUT_MS", "auto", false},
     {"DYNAMICCL_TOPO", "(unset)", false},
@@ -174,7 +174,7 @@ TEST(Settings, GoodValuesAreInForce) {
   EXPECT_EQ(inForce["DYNAMICCL_DB_MAX_MB"], "0.25");
   EXPECT_EQ(inForce["DYNAMICCL_BUDGET"], "explore=0.2,measure=0.01,record=0");  // fields not named keep their defaults
   EXPECT_EQ(inForce["DYNAMICCL_ETCD"], "http://etcd-a:2379,https://etcd-b:2379");
-  EXPECT_EQ(inForce["DYNAMICCL_ETCD_CLIENT"], "timeout_ms=500,ttl_s=86400,node_reads=0,ca=(set)");
+  EXPECT_EQ(inForce["DYNAMICCL_ETCD_CLIENT"], "timeout_ms=500,ttl_s=86400,node_reads=1,ca=(set)");
   EXPECT_EQ(inForce["DYNAMICCL_ONLINE"], "0");
   EXPECT_EQ(inForce["DYNAMICCL_PROFILER"], "records=4096,queue=65536,grace_ms=0");
   EXPECT_EQ(inForce["DYNAMICCL_DB"], "(set)");

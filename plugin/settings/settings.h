@@ -42,13 +42,13 @@ struct Budget {
   double measure = 0.01;  // measure, 0..1: share of calls the leader profiles once its search settled
   double record = 0;      // record, 0..1: share of calls every rank profiles and records anyway (1: all)
 };
-// DYNAMICCL_ETCD_CLIENT=auth_file=F,ca=F,cert=F,key=F,timeout_ms=2000,ttl_s=86400,node_reads=0: how to reach etcd.
+// DYNAMICCL_ETCD_CLIENT=auth_file=F,ca=F,cert=F,key=F,timeout_ms=2000,ttl_s=86400,node_reads=1: how to reach etcd.
 struct EtcdClient {
   std::string authFile;       // auth_file: "user:password", mode 600
   std::string ca, cert, key;  // TLS files for https:// endpoints
   int timeout_ms = 2000;      // timeout_ms, 10..60000: each request, all endpoints together
   int64_t ttl_s = 86400;      // ttl_s, 60..31536000: records' lease
-  bool nodeReads = false;     // node_reads, 0|1: one process per node and communicator polls etcd ahead, the others read its copy (opt-in: see docs/ONLINE.md)
+  bool nodeReads = true;      // node_reads, 0|1: one process per node and communicator polls etcd ahead, the others read its copy
   bool operator==(const EtcdClient&) const = default;
 };
 // DYNAMICCL_TEST=throw=getCollInfo+stopEvent,coord_delay_ms=50,coord_publish_fails_ms=800: fault

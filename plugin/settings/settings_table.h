@@ -68,7 +68,7 @@ struct EtcdCodec {  // comma-separated http:// or https:// endpoints, each with 
   static std::string show(const std::vector<std::string>& endpoints);
 };
 struct EtcdClientCodec {
-  static constexpr const char* kDefault = "timeout_ms=2000,ttl_s=86400,node_reads=0, no credentials, the system's CAs";
+  static constexpr const char* kDefault = "timeout_ms=2000,ttl_s=86400,node_reads=1, no credentials, the system's CAs";
   static std::optional<std::string> parse(const char* v, EtcdClient& out);
   static std::string show(const EtcdClient& c);
 };
