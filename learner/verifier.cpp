@@ -53,7 +53,9 @@ bool Verifier::switchToBest(KeyState& k, const std::vector<int>& slots) const {
 // needs about 60 samples an arm to show beyond noise, and a channel step's round is 16.
 int Verifier::tiedChannelMove(KeyState& k) const {
   const int def = k.ncclDefault, runs = k.incumbent;
-  if (k.tiedMove || def < 0 || runs < 0 || !stats_.trusted(k, def)) return -1;
+  if (k.tiedMove || def < 0 || runs < 0 || !stats_.trusted(k, def) ||
+      k.arms[runs].n < static_cast<uint64_t>(config_.settleSamples))
+    return -1;
   // The search has ended (its candidate has its answer), and both counts measured a settled arm's samples.
   if (k.candidate >= 0 && !decided(k, k.candidate, runs) && !stats_.settled(k, k.candidate)) return -1;
   int best = -1;
@@ -62,7 +64,7 @@ int Verifier::tiedChannelMove(KeyState& k) const {
         stats_.trusted(k, s) && k.arms[s].n >= static_cast<uint64_t>(config_.settleSamples) &&
         meanOf(k.arms[s]) < meanOf(k.arms[runs]) && (best < 0 || meanOf(k.arms[s]) < meanOf(k.arms[best])))
       best = s;
-  if (best < 0 || k.arms[runs].n < static_cast<uint64_t>(config_.settleSamples)) return -1;
+  if (best < 0) return -1;
   if (stats_.compare(k.arms[runs], k.arms[best]).faster) return -1;  // not tied: what runs is faster
   if (!stats_.compare(k.arms[best], k.arms[def], 0.0).faster) return -1;
   k.tiedMove = true;
